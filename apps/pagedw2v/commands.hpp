@@ -1,0 +1,12 @@
+#pragma once
+/// @file commands.hpp
+/// The subcommands of the pagedw2v binary. Each parses its own flags and calls the library;
+/// `argv[0]` is the subcommand name. Errors are thrown (UsageError, Error) and printed by main.
+
+namespace pagedw2v::app {
+
+int cmd_train(int argc, char** argv);
+int cmd_similar(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
+
+}  // namespace pagedw2v::app

@@ -1,0 +1,54 @@
+// pagedw2v: word2vec (skip-gram and CBOW with negative sampling) on CPUs and GPUs.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "commands.hpp"
+#include "error.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: pagedw2v <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  train    train vectors from a corpus file\n"
+    "  similar  print the nearest neighbours of words\n"
+    "  eval     word analogies and word-pair similarity\n"
+    "\n"
+    "`pagedw2v <command> --help` lists a command's options.\n";
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "train") return pagedw2v::app::cmd_train(argc - 1, argv + 1);
+  if (cmd == "similar") return pagedw2v::app::cmd_similar(argc - 1, argv + 1);
+  if (cmd == "eval") return pagedw2v::app::cmd_eval(argc - 1, argv + 1);
+  throw pagedw2v::UsageError("unknown command '" + cmd + "' (try `pagedw2v --help`)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const pagedw2v::UsageError& e) {
+    std::fprintf(stderr, "pagedw2v: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "pagedw2v: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pagedw2v: %s\n", e.what());
+    return 1;
+  }
+}

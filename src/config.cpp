@@ -1,0 +1,243 @@
+#include "config.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+
+#include "error.hpp"
+
+#ifdef PAGEDW2V_HAVE_TOML
+#include <toml++/toml.h>
+#endif
+
+namespace pagedw2v {
+namespace {
+
+[[noreturn]] void bad_value(const std::string& name, const std::string& expected,
+                            const std::string& value) {
+  throw UsageError("--" + name + ": expected " + expected + ", got '" + value + "'");
+}
+
+uint64_t parse_uint(const std::string& name, const std::string& value, uint64_t lo, uint64_t hi) {
+  const std::string expected =
+      "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+    bad_value(name, expected, value);
+  }
+  errno = 0;
+  const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < lo || v > hi) bad_value(name, expected, value);
+  return v;
+}
+
+double parse_double(const std::string& name, const std::string& value, double lo, double hi,
+                    bool lo_open) {
+  std::ostringstream expected;
+  expected << "a number in " << (lo_open ? "(" : "[") << lo << ", " << hi << "]";
+  char* end = nullptr;
+  errno = 0;
+  const double v = value.empty() ? NAN : std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE || !std::isfinite(v) ||
+      v > hi || (lo_open ? v <= lo : v < lo)) {
+    bad_value(name, expected.str(), value);
+  }
+  return v;
+}
+
+bool parse_bool(const std::string& name, const std::string& value) {
+  if (value == "true" || value == "1" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "no") return false;
+  bad_value(name, "true or false", value);
+}
+
+std::vector<std::string> parse_format_list(const std::string& value) {
+  std::vector<std::string> out;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    if (item != "npy" && item != "h5" && item != "bin" && item != "txt") {
+      throw UsageError("--format: unknown format '" + item + "' (expected npy, h5, bin, txt)");
+    }
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+  }
+  if (out.empty()) bad_value("format", "a list of npy, h5, bin, txt", value);
+  return out;
+}
+
+std::vector<OptionSpec> make_train_options() {
+  using C = Config;
+  std::vector<OptionSpec> o;
+  o.push_back({"corpus", "text corpus: whitespace-separated words, one sentence per line", "", false,
+               [](C& c, const std::string& v) { c.corpus = v; }});
+  o.push_back({"output", "directory for the vectors and vocabulary", "", false,
+               [](C& c, const std::string& v) { c.output = v; }});
+  o.push_back({"model", "skipgram or cbow", "skipgram", false, [](C& c, const std::string& v) {
+                 if (v == "skipgram" || v == "sg" || v == "skip-gram") {
+                   c.model = ModelKind::kSkipGram;
+                 } else if (v == "cbow") {
+                   c.model = ModelKind::kCbow;
+                 } else {
+                   bad_value("model", "skipgram or cbow", v);
+                 }
+               }});
+  o.push_back({"dim", "dimension of the vectors", "100", false, [](C& c, const std::string& v) {
+                 c.dim = static_cast<uint32_t>(parse_uint("dim", v, 1, 1u << 30));
+               }});
+  o.push_back({"window", "largest distance between a word and its context", "5", false,
+               [](C& c, const std::string& v) {
+                 c.window = static_cast<uint32_t>(parse_uint("window", v, 1, 1000));
+               }});
+  o.push_back({"negative", "negative samples per example", "5", false,
+               [](C& c, const std::string& v) {
+                 c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000));
+               }});
+  o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false,
+               [](C& c, const std::string& v) { c.sample = parse_double("sample", v, 0, 1, false); }});
+  o.push_back({"min-count", "drop words seen fewer times", "5", false,
+               [](C& c, const std::string& v) {
+                 c.min_count = parse_uint("min-count", v, 1, UINT64_MAX);
+               }});
+  o.push_back({"max-vocab", "keep at most this many words, the most frequent (0 = no limit)", "0",
+               false, [](C& c, const std::string& v) {
+                 c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull);
+               }});
+  o.push_back({"alpha", "starting learning rate (default 0.025 skipgram, 0.05 cbow)", "auto", false,
+               [](C& c, const std::string& v) {
+                 c.alpha = v == "auto" ? 0.0f
+                                       : static_cast<float>(parse_double("alpha", v, 0, 10, true));
+               }});
+  o.push_back({"epochs", "passes over the corpus", "5", false, [](C& c, const std::string& v) {
+                 c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000));
+               }});
+  o.push_back({"threads", "CPU threads (default: every core)", "all", false,
+               [](C& c, const std::string& v) {
+                 c.threads = v == "all" ? 0 : static_cast<uint32_t>(parse_uint("threads", v, 1, 4096));
+               }});
+  o.push_back({"seed", "random seed", "1", false, [](C& c, const std::string& v) {
+                 c.seed = parse_uint("seed", v, 0, UINT64_MAX);
+               }});
+  o.push_back({"device", "cpu, cuda or auto (cuda when built with it and a GPU is present)", "auto",
+               false, [](C& c, const std::string& v) {
+                 if (v == "cpu") {
+                   c.device = DeviceKind::kCpu;
+                 } else if (v == "cuda" || v == "gpu") {
+                   c.device = DeviceKind::kCuda;
+                 } else if (v == "auto") {
+                   c.device = DeviceKind::kAuto;
+                 } else {
+                   bad_value("device", "cpu, cuda or auto", v);
+                 }
+               }});
+  o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt", "npy,h5,bin,txt", false,
+               [](C& c, const std::string& v) { c.formats = parse_format_list(v); }});
+  o.push_back({"save-context", "also export the output (context) vectors", "false", true,
+               [](C& c, const std::string& v) { c.save_context = parse_bool("save-context", v); }});
+  o.push_back({"quiet", "no progress output", "false", true,
+               [](C& c, const std::string& v) { c.quiet = parse_bool("quiet", v); }});
+  return o;
+}
+
+std::string normalise_key(std::string key) {
+  std::replace(key.begin(), key.end(), '_', '-');
+  return key;
+}
+
+}  // namespace
+
+uint32_t Config::effective_threads() const {
+  if (threads > 0) return threads;
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
+const std::vector<OptionSpec>& train_options() {
+  static const std::vector<OptionSpec> options = make_train_options();
+  return options;
+}
+
+void apply_option(Config& config, const std::string& name, const std::string& value) {
+  const std::string key = normalise_key(name);
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == key) {
+      spec.set(config, value);
+      return;
+    }
+  }
+  throw UsageError("unknown option '" + name + "'");
+}
+
+void apply_toml_file(Config& config, const std::string& path) {
+#ifdef PAGEDW2V_HAVE_TOML
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "config '" << path << "'";
+    if (e.source().begin.line > 0) msg << " line " << e.source().begin.line;
+    msg << ": " << e.description();
+    throw UsageError(msg.str());
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    std::string value;
+    if (auto s = node.value<std::string>(); s && node.is_string()) {
+      value = *s;
+    } else if (node.is_integer()) {
+      const int64_t i = *node.value<int64_t>();
+      if (i < 0) bad_value(normalise_key(name), "a non-negative value", std::to_string(i));
+      value = std::to_string(i);
+    } else if (node.is_floating_point()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << *node.value<double>();
+      value = os.str();
+    } else if (node.is_boolean()) {
+      value = *node.value<bool>() ? "true" : "false";
+    } else if (node.is_array()) {
+      const toml::array& arr = *node.as_array();
+      for (size_t i = 0; i < arr.size(); ++i) {
+        const auto s = arr[i].value<std::string>();
+        if (!s) throw UsageError("config '" + path + "': '" + name + "' must list strings");
+        value += (i ? "," : "") + *s;
+      }
+    } else {
+      throw UsageError("config '" + path + "': unsupported value for '" + name + "'");
+    }
+    try {
+      apply_option(config, name, value);
+    } catch (const UsageError& e) {
+      throw UsageError("config '" + path + "': " + e.what());
+    }
+  }
+#else
+  (void)config;
+  throw UsageError("config '" + path + "': this build has no TOML support (install toml++)");
+#endif
+}
+
+void validate(const Config& config) {
+  if (config.corpus.empty()) throw UsageError("--corpus is required");
+  if (config.output.empty()) throw UsageError("--output is required");
+}
+
+std::string to_string(ModelKind model) {
+  return model == ModelKind::kCbow ? "cbow" : "skipgram";
+}
+
+std::string to_string(DeviceKind device) {
+  switch (device) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kCuda:
+      return "cuda";
+    default:
+      return "auto";
+  }
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,71 @@
+#pragma once
+/// @file config.hpp
+/// Every training setting in one struct, and the one table of options that fills it from the
+/// command line and from TOML files, so both accept the same names, values and errors.
+/// Precedence: built-in defaults < `--config FILE.toml` < flags on the command line.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "train/backend.hpp"
+#include "train/params.hpp"
+
+namespace pagedw2v {
+
+struct Config {
+  std::string corpus;
+  std::string output;
+  ModelKind model = ModelKind::kSkipGram;
+  uint32_t dim = 100;
+  uint32_t window = 5;
+  uint32_t negative = 5;
+  double sample = 1e-3;
+  uint64_t min_count = 5;
+  uint64_t max_vocab = 0;
+  float alpha = 0.0f;  ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
+  uint32_t epochs = 5;
+  uint32_t threads = 0;  ///< 0 = not set: every core
+  uint64_t seed = 1;
+  DeviceKind device = DeviceKind::kAuto;
+  std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
+  bool save_context = false;
+  bool quiet = false;
+
+  /// The learning rate actually used.
+  float effective_alpha() const {
+    return alpha > 0.0f ? alpha : (model == ModelKind::kCbow ? 0.05f : 0.025f);
+  }
+  /// The thread count actually used.
+  uint32_t effective_threads() const;
+};
+
+/// One option: its flag name (without "--"), help, default as shown, and how it sets a Config.
+struct OptionSpec {
+  std::string name;
+  std::string help;
+  std::string default_text;
+  bool is_flag = false;  ///< takes no value on the command line (`--quiet`)
+  std::function<void(Config&, const std::string&)> set;
+};
+
+/// The options of `pagedw2v train`, in the order --help lists them.
+const std::vector<OptionSpec>& train_options();
+
+/// Sets option `name` from its text; throws UsageError ("--dim: expected …, got 'x'") when the
+/// name is unknown or the value is out of range.
+void apply_option(Config& config, const std::string& name, const std::string& value);
+
+/// Applies every key of a TOML file (keys are option names; '_' and '-' are the same). Throws
+/// UsageError naming the file on a syntax error, an unknown key or a bad value.
+void apply_toml_file(Config& config, const std::string& path);
+
+/// Checks combinations that no single option can (e.g. a corpus is required).
+void validate(const Config& config);
+
+std::string to_string(ModelKind model);
+std::string to_string(DeviceKind device);
+
+}  // namespace pagedw2v

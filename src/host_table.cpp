@@ -1,0 +1,82 @@
+#include "host_table.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "error.hpp"
+
+namespace pagedw2v {
+namespace {
+
+class AlignedAllocator final : public HostAllocator {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    if (posix_memalign(&p, 64, bytes == 0 ? 64 : bytes) != 0) return nullptr;
+    return p;
+  }
+  void deallocate(void* p, size_t) noexcept override { std::free(p); }
+  std::string name() const override { return "pageable"; }
+};
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024.0 && u < 4) {
+    b /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+HostAllocator& default_host_allocator() {
+  static AlignedAllocator allocator;
+  return allocator;
+}
+
+HostTable::HostTable(uint64_t rows, uint32_t dim, const std::string& what, const std::string& hint,
+                     HostAllocator& allocator)
+    : rows_(rows), dim_(dim), allocator_(&allocator) {
+  const long double want = static_cast<long double>(rows) * dim * sizeof(float);
+  if (want > static_cast<long double>(SIZE_MAX / 2)) {
+    throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
+                "); " + hint);
+  }
+  data_ = static_cast<float*>(allocator.allocate(bytes()));
+  if (data_ == nullptr) {
+    throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
+                ", " + allocator.name() + "); " + hint);
+  }
+  std::memset(data_, 0, bytes());
+}
+
+HostTable::~HostTable() { release(); }
+
+HostTable::HostTable(HostTable&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      rows_(std::exchange(other.rows_, 0)),
+      dim_(std::exchange(other.dim_, 0)),
+      allocator_(other.allocator_) {}
+
+HostTable& HostTable::operator=(HostTable&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    rows_ = std::exchange(other.rows_, 0);
+    dim_ = std::exchange(other.dim_, 0);
+    allocator_ = other.allocator_;
+  }
+  return *this;
+}
+
+void HostTable::release() noexcept {
+  if (data_ != nullptr) allocator_->deallocate(data_, bytes());
+  data_ = nullptr;
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,78 @@
+#pragma once
+/// @file backend.hpp
+/// The interface between the trainer and whatever runs the training step (CPU threads, a GPU).
+/// The trainer owns the model in host tables and hands the backend whole work blocks; the backend
+/// owns how they are computed. Every random draw is Philox keyed by (seed, token position, epoch),
+/// so the result of a block does not depend on which thread or stream ran it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corpus.hpp"
+#include "host_table.hpp"
+#include "sampler.hpp"
+#include "train/params.hpp"
+
+namespace pagedw2v {
+
+/// The trained state: input vectors (what users export) and output (context) vectors.
+struct Model {
+  HostTable input;
+  HostTable output;
+};
+
+/// Everything fixed for a run that a backend reads.
+struct TrainData {
+  const EncodedCorpus* corpus = nullptr;
+  const std::vector<uint64_t>* blocks = nullptr;  ///< block boundaries (sentence indices)
+  const std::vector<float>* keep = nullptr;       ///< subsampling keep probability per word
+  const AliasTable* noise = nullptr;              ///< negative-sampling distribution
+  TrainParams params;
+};
+
+/// What training a range of blocks did.
+struct SpanStats {
+  uint64_t words = 0;      ///< in-vocabulary tokens read (before subsampling), word2vec's count
+  uint64_t trained = 0;    ///< tokens kept after subsampling
+  double loss = 0.0;       ///< sum of SGNS losses (accumulated in double)
+  uint64_t loss_terms = 0; ///< number of (centre, context) examples the loss sums over
+
+  SpanStats& operator+=(const SpanStats& o) {
+    words += o.words;
+    trained += o.trained;
+    loss += o.loss;
+    loss_terms += o.loss_terms;
+    return *this;
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// "cpu", "cuda", …
+  virtual std::string name() const = 0;
+  /// How many words the trainer should hand over per train() call: large enough to keep the
+  /// backend busy, small enough for progress and timed checkpoints.
+  virtual uint64_t span_words() const = 0;
+  /// Trains blocks [first, last) of `epoch` and returns when their updates are done.
+  virtual SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) = 0;
+  /// Makes the host tables of the model hold the current values (a no-op for the CPU).
+  virtual void sync_to_host() = 0;
+  /// Reloads the backend's copy from the host tables (after a checkpoint is loaded).
+  virtual void sync_from_host() = 0;
+};
+
+/// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
+/// (seed, row), output zero.
+void init_model(Model& model, uint64_t seed);
+
+/// How `--device` chose.
+enum class DeviceKind { kCpu, kCuda, kAuto };
+
+/// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
+std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
+                                      uint32_t threads);
+
+}  // namespace pagedw2v

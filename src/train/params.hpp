@@ -1,0 +1,50 @@
+#pragma once
+/// @file params.hpp
+/// What a backend needs to know about the model and the schedule; shared by host and device code.
+
+#include <cstdint>
+
+#include "philox.hpp"
+
+namespace pagedw2v {
+
+enum class ModelKind : uint32_t { kSkipGram = 0, kCbow = 1 };
+
+/// word2vec's MAX_EXP: the sigmoid is 0 or 1 beyond ±6.
+inline constexpr float kMaxExp = 6.0f;
+
+struct TrainParams {
+  ModelKind model = ModelKind::kSkipGram;
+  uint32_t dim = 100;
+  uint32_t window = 5;
+  uint32_t negative = 5;
+  uint32_t epochs = 5;
+  uint64_t seed = 1;
+  float alpha = 0.025f;            ///< starting learning rate
+  float min_alpha_ratio = 1e-4f;   ///< the rate decays linearly to alpha * this
+  uint64_t words_per_epoch = 0;    ///< in-vocabulary tokens of one pass over the corpus
+};
+
+/// Linear decay from alpha to alpha·min_ratio over `epochs × words_per_epoch` words, as
+/// word2vec.c does; `progress` is the global index of the word being trained.
+struct LrSchedule {
+  float alpha = 0.025f;
+  float min_ratio = 1e-4f;
+  uint64_t total_words = 1;
+
+  PAGEDW2V_HD float at(uint64_t progress) const {
+    const double r = 1.0 - static_cast<double>(progress) / static_cast<double>(total_words + 1);
+    const float ratio = static_cast<float>(r);
+    return alpha * (ratio > min_ratio ? ratio : min_ratio);
+  }
+};
+
+inline LrSchedule make_schedule(const TrainParams& p) {
+  LrSchedule s;
+  s.alpha = p.alpha;
+  s.min_ratio = p.min_alpha_ratio;
+  s.total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
+  return s;
+}
+
+}  // namespace pagedw2v

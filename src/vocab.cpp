@@ -1,0 +1,119 @@
+#include "vocab.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+
+#include "error.hpp"
+#include "io/atomic_file.hpp"
+#include "mapped_file.hpp"
+#include "tokenizer.hpp"
+
+namespace pagedw2v {
+
+Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
+  // Keys are views into `text`: counting allocates only when the table grows.
+  detail::StringIndex index(1 << 16);
+  std::vector<uint64_t> counts;
+  counts.reserve(1 << 16);
+  uint64_t tokens = 0;
+  tokenize(
+      text,
+      [&](std::string_view w) {
+        bool inserted;
+        const uint32_t id = index.insert(w, &inserted);
+        if (inserted) counts.push_back(0);
+        ++counts[id];
+        ++tokens;
+      },
+      [] {});
+
+  // Ids are in first-occurrence order, so a stable sort by count gives the tie-break.
+  std::vector<uint32_t> order;
+  order.reserve(counts.size());
+  for (uint32_t id = 0; id < counts.size(); ++id) {
+    if (counts[id] >= options.min_count) order.push_back(id);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
+  if (options.max_vocab > 0 && order.size() > options.max_vocab) order.resize(options.max_vocab);
+
+  std::vector<std::string> words;
+  std::vector<uint64_t> kept;
+  words.reserve(order.size());
+  kept.reserve(order.size());
+  for (uint32_t id : order) {
+    words.emplace_back(index.key(id));
+    kept.push_back(counts[id]);
+  }
+  Vocab v = from_words(std::move(words), std::move(kept));
+  v.corpus_tokens_ = tokens;
+  return v;
+}
+
+Vocab Vocab::from_words(std::vector<std::string> words, std::vector<uint64_t> counts) {
+  if (words.size() != counts.size()) throw Error("vocabulary: words and counts differ in length");
+  if (words.size() >= detail::StringIndex::kEmpty) throw Error("vocabulary: too many words");
+  Vocab v;
+  v.words_ = std::move(words);
+  v.counts_ = std::move(counts);
+  v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
+  v.build_index();
+  return v;
+}
+
+void Vocab::build_index() {
+  index_ = std::make_unique<detail::StringIndex>(words_.size());
+  for (const std::string& w : words_) {
+    bool inserted;
+    index_->insert(w, &inserted);
+    if (!inserted) throw Error("vocabulary: duplicate word '" + w + "'");
+  }
+}
+
+Vocab Vocab::load_tsv(const std::string& path) {
+  MappedFile file(path);
+  std::string_view text = file.view();
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  size_t line_no = 0;
+  while (!text.empty()) {
+    ++line_no;
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    const size_t tab = line.rfind('\t');
+    uint64_t count = 0;
+    const char* num_end = line.data() + line.size();
+    if (tab == std::string_view::npos || tab == 0 ||
+        std::from_chars(line.data() + tab + 1, num_end, count).ptr != num_end ||
+        tab + 1 == line.size()) {
+      throw Error("'" + path + "' line " + std::to_string(line_no) +
+                  ": expected word<TAB>count");
+    }
+    words.emplace_back(line.substr(0, tab));
+    counts.push_back(count);
+  }
+  return from_words(std::move(words), std::move(counts));
+}
+
+void Vocab::save_tsv(const std::string& path) const {
+  AtomicFile out(path);
+  std::string buf;
+  for (size_t i = 0; i < words_.size(); ++i) {
+    buf += words_[i];
+    buf += '\t';
+    buf += std::to_string(counts_[i]);
+    buf += '\n';
+    if (buf.size() > (1 << 20)) {
+      out.write(buf);
+      buf.clear();
+    }
+  }
+  out.write(buf);
+  out.commit();
+}
+
+}  // namespace pagedw2v

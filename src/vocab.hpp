@@ -1,0 +1,63 @@
+#pragma once
+/// @file vocab.hpp
+/// The vocabulary: words with their corpus counts, sorted by count descending (ties: first
+/// occurrence in the corpus first). Row i of every embedding table belongs to word i.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "string_index.hpp"
+
+namespace pagedw2v {
+
+struct VocabOptions {
+  uint64_t min_count = 5;  ///< drop words seen fewer times
+  uint64_t max_vocab = 0;  ///< keep at most this many (the most frequent); 0 = no limit
+};
+
+class Vocab {
+ public:
+  Vocab() = default;
+  Vocab(Vocab&&) = default;
+  Vocab& operator=(Vocab&&) = default;
+
+  /// Counts every word of `text` (see tokenize()) in one pass and keeps those the options allow.
+  static Vocab count(std::string_view text, const VocabOptions& options);
+  /// A vocabulary from words already in row order (counts need not be sorted).
+  static Vocab from_words(std::vector<std::string> words, std::vector<uint64_t> counts);
+  /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input.
+  static Vocab load_tsv(const std::string& path);
+  /// Writes `word<TAB>count` lines in row order (to a temporary name, then renamed).
+  void save_tsv(const std::string& path) const;
+
+  uint32_t size() const { return static_cast<uint32_t>(words_.size()); }
+  bool empty() const { return words_.empty(); }
+  const std::string& word(uint32_t id) const { return words_[id]; }
+  uint64_t count(uint32_t id) const { return counts_[id]; }
+  const std::vector<std::string>& words() const { return words_; }
+  const std::vector<uint64_t>& counts() const { return counts_; }
+  /// Sum of the counts of the kept words: the words one epoch trains on.
+  uint64_t total_count() const { return total_; }
+  /// Every word token of the corpus that was counted, kept or not (0 when loaded from a file).
+  uint64_t corpus_tokens() const { return corpus_tokens_; }
+  /// Row of `word`, or -1 when it is not in the vocabulary.
+  int64_t find(std::string_view word) const {
+    const uint32_t id = index_->find(word);
+    return id == detail::StringIndex::kEmpty ? -1 : static_cast<int64_t>(id);
+  }
+
+ private:
+  void build_index();
+
+  std::vector<std::string> words_;
+  std::vector<uint64_t> counts_;
+  uint64_t total_ = 0;
+  uint64_t corpus_tokens_ = 0;
+  // Behind a pointer so that moving the vocabulary keeps the index's views into words_ valid.
+  std::unique_ptr<detail::StringIndex> index_ = std::make_unique<detail::StringIndex>();
+};
+
+}  // namespace pagedw2v

@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "error.hpp"
+#include "test_util.hpp"
+#include "train/trainer.hpp"
+#include "vocab.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::read_file;
+using testing_util::TempDir;
+using testing_util::write_file;
+
+/// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
+std::string topic_corpus(int sentences, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text;
+  for (int s = 0; s < sentences; ++s) {
+    const int topic = rng() % 2;
+    for (int i = 0; i < 12; ++i) {
+      text += (topic ? "t" : "u") + std::to_string(rng() % 20) + " ";
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+Config small_config(const TempDir& dir, const std::string& out) {
+  Config c;
+  c.corpus = dir.file("corpus.txt");
+  c.output = dir.file(out);
+  c.dim = 16;
+  c.epochs = 3;
+  c.threads = 1;
+  c.min_count = 1;
+  c.sample = 0;
+  c.quiet = true;
+  c.device = DeviceKind::kCpu;
+  c.formats = {"npy"};
+  return c;
+}
+
+TEST(Trainer, OneThreadIsBitIdenticalRunToRun) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(400, 1));
+  run_training(small_config(dir, "a"));
+  run_training(small_config(dir, "b"));
+  const std::string a = read_file(dir.file("a/vectors.npy"));
+  ASSERT_GT(a.size(), 16u * 40u * 4u);
+  EXPECT_EQ(a, read_file(dir.file("b/vectors.npy")));
+  Config other = small_config(dir, "c");
+  other.seed = 2;
+  run_training(other);
+  EXPECT_NE(a, read_file(dir.file("c/vectors.npy")));
+}
+
+/// Mean cosine within topics minus across topics, from the exported text vectors.
+double topic_separation(const std::string& txt_path) {
+  std::istringstream in(read_file(txt_path));
+  size_t rows, dim;
+  in >> rows >> dim;
+  std::map<std::string, std::vector<double>> vecs;
+  for (size_t r = 0; r < rows; ++r) {
+    std::string w;
+    in >> w;
+    std::vector<double> v(dim);
+    double n = 0;
+    for (double& x : v) {
+      in >> x;
+      n += x * x;
+    }
+    for (double& x : v) x /= std::sqrt(n);
+    vecs[w] = v;
+  }
+  double same = 0, cross = 0;
+  int ns = 0, nc = 0;
+  for (const auto& [a, va] : vecs) {
+    for (const auto& [b, vb] : vecs) {
+      if (a >= b) continue;
+      double dot = 0;
+      for (size_t d = 0; d < va.size(); ++d) dot += va[d] * vb[d];
+      if (a[0] == b[0]) {
+        same += dot;
+        ++ns;
+      } else {
+        cross += dot;
+        ++nc;
+      }
+    }
+  }
+  return same / ns - cross / nc;
+}
+
+class TrainerModels : public ::testing::TestWithParam<std::pair<ModelKind, uint32_t>> {};
+
+TEST_P(TrainerModels, LearnsTopicStructure) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(1500, 2));
+  Config c = small_config(dir, "out");
+  c.model = GetParam().first;
+  c.threads = GetParam().second;
+  c.formats = {"txt"};
+  const TrainSummary s = run_training(c);
+  EXPECT_EQ(s.vocab_size, 40u);
+  EXPECT_EQ(s.words, 3u * 1500u * 12u);
+  EXPECT_TRUE(std::isfinite(s.final_loss));
+  EXPECT_GT(topic_separation(dir.file("out/vectors.txt")), 0.3);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TrainerModels,
+                         ::testing::Values(std::make_pair(ModelKind::kSkipGram, 1u),
+                                           std::make_pair(ModelKind::kSkipGram, 2u),
+                                           std::make_pair(ModelKind::kCbow, 1u),
+                                           std::make_pair(ModelKind::kCbow, 2u)));
+
+TEST(Trainer, ClearErrorsForUnusableCorpora) {
+  TempDir dir;
+  Config c = small_config(dir, "out");
+  EXPECT_THROW(run_training(c), Error);  // missing corpus
+  write_file(dir.file("corpus.txt"), "");
+  EXPECT_THROW(run_training(c), Error);
+  write_file(dir.file("corpus.txt"), "one two three\n");
+  c.min_count = 2;
+  try {
+    run_training(c);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--min-count"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Trainer, OutputThatCannotBeCreatedFailsBeforeTraining) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(10, 3));
+  write_file(dir.file("file"), "x");
+  Config c = small_config(dir, "file/sub");
+  EXPECT_THROW(run_training(c), Error);
+}
+
+}  // namespace
+}  // namespace pagedw2v
