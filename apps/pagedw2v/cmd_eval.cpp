@@ -1,0 +1,196 @@
+// `pagedw2v eval`: analogy accuracy and word-pair similarity of saved vectors.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "commands.hpp"
+#include "error.hpp"
+#include "eval/analogy.hpp"
+#include "eval/similarity.hpp"
+#include "io/embeddings.hpp"
+
+namespace pagedw2v::app {
+
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(ch));
+          out += buf;
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no NaN: an undefined correlation is null.
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
+                const std::optional<std::string>& analogies_path,
+                const std::optional<AnalogyReport>& analogies,
+                const std::optional<std::string>& similarity_path,
+                const std::optional<SimilarityReport>& similarity) {
+  std::string out = "{\"vectors\":" + json_string(vectors) +
+                    ",\"rows\":" + std::to_string(emb.rows) + ",\"dim\":" + std::to_string(emb.dim);
+  if (analogies) {
+    const AnalogyReport& r = *analogies;
+    out += ",\"analogies\":{\"file\":" + json_string(*analogies_path) +
+           ",\"restrict_vocab\":" + std::to_string(r.restrict_vocab) + ",\"sections\":[";
+    for (size_t i = 0; i < r.sections.size(); ++i) {
+      const AnalogySection& s = r.sections[i];
+      out += std::string(i ? "," : "") + "{\"name\":" + json_string(s.name) +
+             ",\"correct\":" + std::to_string(s.correct) +
+             ",\"incorrect\":" + std::to_string(s.incorrect) + ",\"oov\":" + std::to_string(s.oov) +
+             ",\"accuracy_pct\":" + json_number(s.accuracy_pct()) + "}";
+    }
+    out += "],\"correct\":" + std::to_string(r.correct) +
+           ",\"incorrect\":" + std::to_string(r.incorrect) +
+           ",\"accuracy_pct\":" + json_number(r.accuracy_pct()) +
+           ",\"questions\":" + std::to_string(r.questions) + ",\"oov\":" + std::to_string(r.oov) +
+           ",\"oov_pct\":" + json_number(r.oov_pct()) + "}";
+  }
+  if (similarity) {
+    const SimilarityReport& r = *similarity;
+    out += ",\"similarity\":{\"file\":" + json_string(*similarity_path) +
+           ",\"pairs\":" + std::to_string(r.pairs) + ",\"oov\":" + std::to_string(r.oov) +
+           ",\"oov_pct\":" + json_number(r.oov_pct()) + ",\"spearman\":" + json_number(r.spearman) +
+           ",\"pearson\":" + json_number(r.pearson) + "}";
+  }
+  std::cout << out << "}\n" << std::flush;
+}
+
+void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
+                const std::optional<std::string>& analogies_path,
+                const std::optional<AnalogyReport>& analogies,
+                const std::optional<std::string>& similarity_path,
+                const std::optional<SimilarityReport>& similarity) {
+  std::printf("vectors: %s (%llu words, dim %u)\n", vectors.c_str(),
+              static_cast<unsigned long long>(emb.rows), emb.dim);
+  if (analogies) {
+    const AnalogyReport& r = *analogies;
+    std::printf("analogies: %s (3CosAdd over the %llu most frequent words, case-insensitive)\n",
+                analogies_path->c_str(), static_cast<unsigned long long>(r.restrict_vocab));
+    for (const AnalogySection& s : r.sections) {
+      // Like gensim's log, a section with no question left to evaluate is not listed.
+      if (s.evaluated() == 0) continue;
+      std::printf("  %s: %.1f%% (%llu/%llu)\n", s.name.c_str(), s.accuracy_pct(),
+                  static_cast<unsigned long long>(s.correct),
+                  static_cast<unsigned long long>(s.evaluated()));
+    }
+    std::printf("  Total accuracy: %.2f%% (%llu/%llu)\n", r.accuracy_pct(),
+                static_cast<unsigned long long>(r.correct),
+                static_cast<unsigned long long>(r.evaluated()));
+    std::printf("  Skipped (out-of-vocabulary words): %llu of %llu questions (%.1f%%)\n",
+                static_cast<unsigned long long>(r.oov),
+                static_cast<unsigned long long>(r.questions), r.oov_pct());
+  }
+  if (similarity) {
+    const SimilarityReport& r = *similarity;
+    std::printf("similarity: %s\n", similarity_path->c_str());
+    std::printf(
+        "  Spearman %.4f  Pearson %.4f  (%llu pairs; out-of-vocabulary %.1f%%, %llu pairs)\n",
+        r.spearman, r.pearson, static_cast<unsigned long long>(r.pairs), r.oov_pct(),
+        static_cast<unsigned long long>(r.oov));
+  }
+  std::fflush(stdout);
+}
+
+// A flag value that must be a whole number from 1 up.
+uint32_t positive_count(const std::string& flag, const std::string& text) {
+  uint64_t value = 0;
+  bool ok = !text.empty() && text.size() <= 10;
+  for (const char ch : text) {
+    ok = ok && ch >= '0' && ch <= '9';
+    if (ok) value = value * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  if (!ok || value == 0 || value > UINT32_MAX) {
+    throw UsageError(flag + " expects a whole number from 1 to 4294967295, not '" + text + "'");
+  }
+  return static_cast<uint32_t>(value);
+}
+
+}  // namespace
+
+int cmd_eval(int argc, char** argv) {
+  cxxopts::Options options("pagedw2v eval",
+                           "Word-analogy accuracy and word-pair similarity of saved vectors.");
+  options.custom_help(
+      "--vectors PATH [--analogies FILE] [--similarity FILE] [--restrict N] [--json]");
+  options.add_options()(
+      "vectors", "vectors: a run directory, .npy (vocab.tsv beside it), .h5, or word2vec .bin/.txt",
+      cxxopts::value<std::string>())("analogies", "analogy questions (questions-words.txt format)",
+                                     cxxopts::value<std::string>())(
+      "similarity", "word pairs with scores, tab-separated (WordSim-353 format)",
+      cxxopts::value<std::string>())("restrict", "answer analogies among the N most frequent words",
+                                     cxxopts::value<std::string>()->default_value("30000"))(
+      "json", "print one JSON object instead of text")("h,help", "print this help");
+
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UsageError(e.what());
+  }
+  if (args.count("help")) {
+    std::cout << options.help() << std::flush;
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
+  }
+  if (!args.count("vectors")) throw UsageError("eval needs --vectors PATH");
+  if (!args.count("analogies") && !args.count("similarity")) {
+    throw UsageError("eval needs --analogies FILE, --similarity FILE or both");
+  }
+  const uint32_t restrict_vocab = positive_count("--restrict", args["restrict"].as<std::string>());
+
+  std::optional<std::string> analogies_path;
+  std::optional<std::string> similarity_path;
+  if (args.count("analogies")) analogies_path = args["analogies"].as<std::string>();
+  if (args.count("similarity")) similarity_path = args["similarity"].as<std::string>();
+
+  const std::string vectors = args["vectors"].as<std::string>();
+  const LoadedEmbeddings emb = load_embeddings(vectors);
+  std::optional<AnalogyReport> analogies;
+  std::optional<SimilarityReport> similarity;
+  if (analogies_path) analogies = evaluate_analogies(emb, *analogies_path, restrict_vocab);
+  if (similarity_path) similarity = evaluate_similarity(emb, *similarity_path);
+
+  if (args.count("json")) {
+    print_json(vectors, emb, analogies_path, analogies, similarity_path, similarity);
+  } else {
+    print_text(vectors, emb, analogies_path, analogies, similarity_path, similarity);
+  }
+  return 0;
+}
+
+}  // namespace pagedw2v::app

@@ -1,0 +1,79 @@
+// `pagedw2v similar`: the nearest neighbours of words by cosine similarity.
+#include <cstdint>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "commands.hpp"
+#include "error.hpp"
+#include "eval/neighbors.hpp"
+#include "io/embeddings.hpp"
+
+namespace pagedw2v::app {
+
+namespace {
+
+// A flag value that must be a whole number from 1 up.
+uint32_t positive_count(const std::string& flag, const std::string& text) {
+  uint64_t value = 0;
+  bool ok = !text.empty() && text.size() <= 10;
+  for (const char ch : text) {
+    ok = ok && ch >= '0' && ch <= '9';
+    if (ok) value = value * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  if (!ok || value == 0 || value > UINT32_MAX) {
+    throw UsageError(flag + " expects a whole number from 1 to 4294967295, not '" + text + "'");
+  }
+  return static_cast<uint32_t>(value);
+}
+
+}  // namespace
+
+int cmd_similar(int argc, char** argv) {
+  cxxopts::Options options("pagedw2v similar",
+                           "Print the nearest neighbours of words by cosine similarity.");
+  options.custom_help("--vectors PATH [--top N]");
+  options.add_options()(
+      "vectors", "vectors: a run directory, .npy (vocab.tsv beside it), .h5, or word2vec .bin/.txt",
+      cxxopts::value<std::string>())("top", "neighbours per word",
+                                     cxxopts::value<std::string>()->default_value("10"))(
+      "words", "words to look up", cxxopts::value<std::vector<std::string>>())("h,help",
+                                                                               "print this help");
+  options.parse_positional({"words"});
+  options.positional_help("WORD [WORD...]");
+
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UsageError(e.what());
+  }
+  if (args.count("help")) {
+    std::cout << options.help() << std::flush;
+    return 0;
+  }
+  if (!args.count("vectors")) throw UsageError("similar needs --vectors PATH");
+  if (!args.count("words")) throw UsageError("similar needs at least one WORD");
+  const uint32_t top = positive_count("--top", args["top"].as<std::string>());
+
+  const LoadedEmbeddings emb = load_embeddings(args["vectors"].as<std::string>());
+  const auto words = args["words"].as<std::vector<std::string>>();
+  // Every word is looked up before anything is printed, so an unknown word prints nothing.
+  std::vector<std::vector<std::pair<std::string, float>>> results;
+  results.reserve(words.size());
+  for (const std::string& word : words) results.push_back(nearest(emb, word, top));
+
+  for (size_t i = 0; i < words.size(); ++i) {
+    std::printf("%s\n", words[i].c_str());
+    for (const auto& [neighbour, cosine] : results[i]) {
+      std::printf("  %-24s %.4f\n", neighbour.c_str(), cosine);
+    }
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace pagedw2v::app

@@ -1,0 +1,101 @@
+#include "eval/neighbors.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+
+#include "error.hpp"
+
+namespace pagedw2v {
+
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+}  // namespace
+
+std::string fold_case(std::string_view word) {
+  std::string out(word);
+  for (char& ch : out) {
+    if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A');
+  }
+  return out;
+}
+
+std::unordered_map<std::string, uint32_t> case_folded_index(const LoadedEmbeddings& embeddings,
+                                                            uint64_t limit) {
+  limit = std::min<uint64_t>(limit, embeddings.rows);
+  std::unordered_map<std::string, uint32_t> index;
+  index.reserve(limit);
+  for (uint64_t row = 0; row < limit; ++row) {
+    // emplace keeps the earlier row when the key is already there.
+    index.emplace(fold_case(embeddings.words[row]), static_cast<uint32_t>(row));
+  }
+  return index;
+}
+
+std::vector<float> normalized_rows(const LoadedEmbeddings& embeddings, uint64_t limit) {
+  limit = std::min<uint64_t>(limit, embeddings.rows);
+  const Eigen::Index dim = embeddings.dim;
+  std::vector<float> out(embeddings.vectors.begin(),
+                         embeddings.vectors.begin() + static_cast<std::ptrdiff_t>(limit * dim));
+  Eigen::Map<RowMatrix> m(out.data(), static_cast<Eigen::Index>(limit), dim);
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    const float norm = m.row(r).norm();
+    if (norm > 0.0f) m.row(r) /= norm;
+  }
+  return out;
+}
+
+void check_embeddings(const LoadedEmbeddings& embeddings) {
+  if (embeddings.words.size() != embeddings.rows ||
+      embeddings.vectors.size() != embeddings.rows * uint64_t{embeddings.dim}) {
+    throw Error("embeddings are inconsistent: " + std::to_string(embeddings.words.size()) +
+                " words, " + std::to_string(embeddings.vectors.size()) + " values for " +
+                std::to_string(embeddings.rows) + " rows of dimension " +
+                std::to_string(embeddings.dim));
+  }
+  if (embeddings.rows > UINT32_MAX) {
+    throw Error("embeddings have " + std::to_string(embeddings.rows) +
+                " rows; at most 4294967295 are supported");
+  }
+}
+
+std::vector<std::pair<std::string, float>> nearest(const LoadedEmbeddings& embeddings,
+                                                   const std::string& word, uint32_t top) {
+  check_embeddings(embeddings);
+  const auto found = std::find(embeddings.words.begin(), embeddings.words.end(), word);
+  if (found == embeddings.words.end()) {
+    throw Error("word '" + word + "' is not in the vocabulary");
+  }
+  const auto self = static_cast<Eigen::Index>(found - embeddings.words.begin());
+  const auto rows = static_cast<Eigen::Index>(embeddings.rows);
+  Eigen::Map<const RowMatrix> m(embeddings.vectors.data(), rows, embeddings.dim);
+
+  Eigen::VectorXf query = m.row(self).transpose();
+  const float query_norm = query.norm();
+  if (query_norm > 0.0f) query /= query_norm;
+  Eigen::VectorXf scores = m * query;
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const float norm = m.row(r).norm();
+    scores[r] = norm > 0.0f ? scores[r] / norm : 0.0f;
+  }
+
+  std::vector<uint32_t> order;
+  order.reserve(embeddings.rows);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    if (r != self) order.push_back(static_cast<uint32_t>(r));
+  }
+  const size_t k = std::min<size_t>(top, order.size());
+  // Ties keep vocabulary order, so the more frequent word comes first.
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](uint32_t a, uint32_t b) {
+                      return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+                    });
+  std::vector<std::pair<std::string, float>> out;
+  out.reserve(k);
+  for (size_t i = 0; i < k; ++i) out.emplace_back(embeddings.words[order[i]], scores[order[i]]);
+  return out;
+}
+
+}  // namespace pagedw2v
