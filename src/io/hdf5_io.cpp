@@ -1,0 +1,480 @@
+#include "io/hdf5_io.hpp"
+
+#include <hdf5.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "error.hpp"
+#include "io/atomic_file.hpp"
+
+namespace pagedw2v {
+namespace {
+
+// One HDF5 identifier and the function that closes it.
+class Hid {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Hid() = default;
+  Hid(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  ~Hid() { close(); }
+  Hid(Hid&& other) noexcept : id_(std::exchange(other.id_, -1)), closer_(other.closer_) {}
+  Hid& operator=(Hid&& other) noexcept {
+    if (this != &other) {
+      close();
+      id_ = std::exchange(other.id_, -1);
+      closer_ = other.closer_;
+    }
+    return *this;
+  }
+  Hid(const Hid&) = delete;
+  Hid& operator=(const Hid&) = delete;
+
+  operator hid_t() const { return id_; }
+  // Closes now; returns the closer's result so that a failed close (a failed flush) is seen.
+  herr_t close() {
+    herr_t status = 0;
+    if (id_ >= 0) status = closer_(id_);
+    id_ = -1;
+    return status;
+  }
+
+ private:
+  hid_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+// HDF5 prints its error stack to stderr by default; errors here become exceptions instead.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+herr_t innermost_error(unsigned n, const H5E_error2_t* err, void* out) {
+  if (n == 0 && err->desc != nullptr) *static_cast<std::string*>(out) = err->desc;
+  return 0;
+}
+
+// The message of the innermost entry of HDF5's error stack (where the failure was detected).
+// For failed system calls it is long ("unable to open file: name = …, errno = 2, error
+// message = 'No such file or directory', …"): only the system's message is kept.
+std::string hdf5_reason() {
+  std::string desc;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_error, &desc);
+  H5Eclear2(H5E_DEFAULT);
+  const std::string key = "error message = '";
+  const size_t at = desc.find(key);
+  if (at != std::string::npos) {
+    const size_t end = desc.find('\'', at + key.size());
+    desc = desc.substr(at + key.size(), end == std::string::npos ? end : end - at - key.size());
+  }
+  return desc;
+}
+
+// Turns failed calls into one Error: "cannot write 'PATH': what (HDF5's reason)".
+class Checker {
+ public:
+  explicit Checker(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(prefix_ + what); }
+  template <class T>
+  T check(T status, const std::string& what) const {
+    if (status < 0) {
+      const std::string reason = hdf5_reason();
+      fail(reason.empty() ? what : what + " (" + reason + ")");
+    }
+    return status;
+  }
+  Hid make(hid_t id, Hid::Closer closer, const std::string& what) const {
+    check(id, what);
+    return Hid(id, closer);
+  }
+
+ private:
+  std::string prefix_;
+};
+
+// A variable-length string type (UTF-8 unless told otherwise).
+Hid vlen_string_type(const Checker& h5, H5T_cset_t cset = H5T_CSET_UTF8) {
+  Hid type = h5.make(H5Tcopy(H5T_C_S1), H5Tclose, "cannot create a string type");
+  h5.check(H5Tset_size(type, H5T_VARIABLE), "cannot create a string type");
+  h5.check(H5Tset_cset(type, cset), "cannot create a string type");
+  return type;
+}
+
+// Removes a temporary file unless released.
+class TempFile {
+ public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table) {
+  const std::string what = std::string("cannot write /") + name;
+  const hsize_t dims[2] = {table.rows(), table.dim()};
+  Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
+  Hid set =
+      h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+              H5Dclose, what);
+  if (table.rows() > 0 && table.dim() > 0) {
+    h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, table.data()), what);
+  }
+  h5.check(set.close(), what);
+}
+
+void write_attribute(const Checker& h5, hid_t object, const Attribute& attribute) {
+  const std::string what = "cannot write attribute '" + attribute.name + "'";
+  Hid space = h5.make(H5Screate(H5S_SCALAR), H5Sclose, what);
+  if (const auto* i = std::get_if<int64_t>(&attribute.value)) {
+    Hid attr = h5.make(
+        H5Acreate2(object, attribute.name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT),
+        H5Aclose, what);
+    h5.check(H5Awrite(attr, H5T_NATIVE_INT64, i), what);
+  } else if (const auto* d = std::get_if<double>(&attribute.value)) {
+    Hid attr = h5.make(
+        H5Acreate2(object, attribute.name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT),
+        H5Aclose, what);
+    h5.check(H5Awrite(attr, H5T_NATIVE_DOUBLE, d), what);
+  } else {
+    const char* s = std::get<std::string>(attribute.value).c_str();
+    Hid type = vlen_string_type(h5);
+    Hid attr =
+        h5.make(H5Acreate2(object, attribute.name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT),
+                H5Aclose, what);
+    h5.check(H5Awrite(attr, type, &s), what);
+  }
+}
+
+// Frees the strings HDF5 allocated while reading variable-length data.
+class VlenReclaim {
+ public:
+  VlenReclaim(hid_t type, hid_t space, void* buffer) : type_(type), space_(space), buf_(buffer) {}
+  ~VlenReclaim() {
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(type_, space_, H5P_DEFAULT, buf_);
+#else
+    H5Dvlen_reclaim(type_, space_, H5P_DEFAULT, buf_);
+#endif
+  }
+  VlenReclaim(const VlenReclaim&) = delete;
+  VlenReclaim& operator=(const VlenReclaim&) = delete;
+
+ private:
+  hid_t type_;
+  hid_t space_;
+  void* buf_;
+};
+
+bool has_link(const Checker& h5, hid_t location, const char* name) {
+  return h5.check(H5Lexists(location, name, H5P_DEFAULT), std::string("cannot look up ") + name) >
+         0;
+}
+
+// The extent of a 1-D or 2-D dataset; fails unless it has `rank` dimensions.
+std::vector<hsize_t> extent(const Checker& h5, hid_t set, int rank, const std::string& name) {
+  Hid space = h5.make(H5Dget_space(set), H5Sclose, "cannot read " + name);
+  const int n = h5.check(H5Sget_simple_extent_ndims(space), "cannot read " + name);
+  if (n != rank) {
+    h5.fail(name + " has " + std::to_string(n) + " dimensions, expected " + std::to_string(rank));
+  }
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  h5.check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), "cannot read " + name);
+  return dims;
+}
+
+template <class T>
+void resize_or_fail(const Checker& h5, std::vector<T>& v, uint64_t n, const std::string& name) {
+  if (n > std::numeric_limits<size_t>::max() / sizeof(T)) h5.fail(name + " is too large");
+  try {
+    v.resize(static_cast<size_t>(n));
+  } catch (const std::exception&) {  // std::bad_alloc or std::length_error
+    h5.fail("not enough memory for " + name + " (" + std::to_string(n * sizeof(T)) + " bytes)");
+  }
+}
+
+std::vector<std::string> read_strings(const Checker& h5, hid_t set, uint64_t n,
+                                      const std::string& name) {
+  Hid file_type = h5.make(H5Dget_type(set), H5Tclose, "cannot read " + name);
+  if (H5Tget_class(file_type) != H5T_STRING) h5.fail(name + " does not hold strings");
+  const htri_t variable = h5.check(H5Tis_variable_str(file_type), "cannot read " + name);
+  std::vector<std::string> out;
+  resize_or_fail(h5, out, n, name);
+  if (n == 0) return out;
+  if (variable > 0) {
+    const H5T_cset_t cset = H5Tget_cset(file_type);
+    Hid mem_type = vlen_string_type(h5, cset == H5T_CSET_ERROR ? H5T_CSET_UTF8 : cset);
+    Hid space = h5.make(H5Dget_space(set), H5Sclose, "cannot read " + name);
+    std::vector<char*> ptrs;
+    resize_or_fail(h5, ptrs, n, name);
+    const VlenReclaim reclaim(mem_type, space, ptrs.data());
+    h5.check(H5Dread(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()),
+             "cannot read " + name);
+    for (size_t i = 0; i < n; ++i) {
+      if (ptrs[i] != nullptr) out[i] = ptrs[i];
+    }
+  } else {
+    const size_t size = H5Tget_size(file_type);
+    if (size == 0) h5.fail("cannot read " + name);
+    if (n > std::numeric_limits<size_t>::max() / size) h5.fail(name + " is too large");
+    Hid mem_type = h5.make(H5Tcopy(H5T_C_S1), H5Tclose, "cannot read " + name);
+    h5.check(H5Tset_size(mem_type, size), "cannot read " + name);
+    h5.check(H5Tset_strpad(mem_type, H5T_STR_NULLPAD), "cannot read " + name);
+    std::vector<char> buffer;
+    resize_or_fail(h5, buffer, n * size, name);
+    h5.check(H5Dread(set, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
+             "cannot read " + name);
+    for (size_t i = 0; i < n; ++i) {
+      const char* s = buffer.data() + i * size;
+      out[i].assign(s, strnlen(s, size));
+    }
+  }
+  return out;
+}
+
+void require_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) throw Error("cannot read '" + path + "': not a regular file");
+}
+
+Hid open_for_reading(const Checker& h5, const std::string& path) {
+  require_file(path);
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 == 0) h5.fail("not an HDF5 file");
+  h5.check(is_hdf5, "cannot open the file");
+  return h5.make(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+                 "cannot open the file");
+}
+
+// Called by H5Aiterate2 from C: must not throw, so it only collects the names.
+herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* data) {
+  try {
+    static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+// Appends the attribute `name` of `object` to `out` when it is a scalar number or string.
+void read_attribute(const Checker& h5, hid_t object, const std::string& name,
+                    std::vector<Attribute>& out) {
+  const std::string what = "cannot read attribute '" + name + "'";
+  Hid attr = h5.make(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, what);
+  Hid space = h5.make(H5Aget_space(attr), H5Sclose, what);
+  if (H5Sget_simple_extent_type(space) != H5S_SCALAR) return;
+  Hid type = h5.make(H5Aget_type(attr), H5Tclose, what);
+  switch (H5Tget_class(type)) {
+    case H5T_INTEGER: {
+      int64_t v = 0;
+      h5.check(H5Aread(attr, H5T_NATIVE_INT64, &v), what);
+      out.push_back({name, v});
+      break;
+    }
+    case H5T_FLOAT: {
+      double v = 0;
+      h5.check(H5Aread(attr, H5T_NATIVE_DOUBLE, &v), what);
+      out.push_back({name, v});
+      break;
+    }
+    case H5T_STRING: {
+      if (h5.check(H5Tis_variable_str(type), what) > 0) {
+        Hid mem_type = vlen_string_type(h5, H5Tget_cset(type));
+        char* s = nullptr;
+        const VlenReclaim reclaim(mem_type, space, &s);
+        h5.check(H5Aread(attr, mem_type, &s), what);
+        out.push_back({name, std::string(s != nullptr ? s : "")});
+      } else {
+        const size_t size = H5Tget_size(type);
+        std::string s(size, '\0');
+        Hid mem_type = h5.make(H5Tcopy(H5T_C_S1), H5Tclose, what);
+        h5.check(H5Tset_size(mem_type, size), what);
+        h5.check(H5Tset_strpad(mem_type, H5T_STR_NULLPAD), what);
+        h5.check(H5Aread(attr, mem_type, s.data()), what);
+        s.resize(strnlen(s.data(), size));
+        out.push_back({name, std::move(s)});
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,
+                         const HostTable* context, const std::vector<Attribute>& attributes) {
+  const Checker h5("cannot write '" + path + "': ");
+  if (vectors.rows() != vocab.size()) {
+    h5.fail("the vocabulary has " + std::to_string(vocab.size()) + " words but the vectors " +
+            std::to_string(vectors.rows()) + " rows");
+  }
+  if (context != nullptr &&
+      (context->rows() != vectors.rows() || context->dim() != vectors.dim())) {
+    h5.fail("the context vectors and the vectors differ in shape");
+  }
+
+  const QuietErrors quiet;
+  const std::string temp = temp_name_for(path);
+  TempFile temp_file(temp);
+  {
+    Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                       "cannot create the file");
+    write_matrix(h5, file, "vectors", vectors);
+    if (context != nullptr) write_matrix(h5, file, "context_vectors", *context);
+
+    Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
+                        "cannot create /vocab");
+    const hsize_t n = vocab.size();
+    Hid space = h5.make(H5Screate_simple(1, &n, nullptr), H5Sclose, "cannot write /vocab");
+    {
+      Hid type = vlen_string_type(h5);
+      Hid set =
+          h5.make(H5Dcreate2(group, "words", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                  H5Dclose, "cannot write /vocab/words");
+      std::vector<const char*> ptrs;
+      ptrs.reserve(vocab.size());
+      for (const std::string& w : vocab.words()) ptrs.push_back(w.c_str());
+      if (n > 0) {
+        h5.check(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()),
+                 "cannot write /vocab/words");
+      }
+      h5.check(set.close(), "cannot write /vocab/words");
+    }
+    {
+      Hid set = h5.make(
+          H5Dcreate2(group, "counts", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+          H5Dclose, "cannot write /vocab/counts");
+      const std::vector<int64_t> counts(vocab.counts().begin(), vocab.counts().end());
+      if (n > 0) {
+        h5.check(H5Dwrite(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts.data()),
+                 "cannot write /vocab/counts");
+      }
+      h5.check(set.close(), "cannot write /vocab/counts");
+    }
+    h5.check(group.close(), "cannot write /vocab");
+
+    Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
+    for (const Attribute& attribute : attributes) write_attribute(h5, root, attribute);
+    h5.check(root.close(), "cannot write the attributes");
+    h5.check(file.close(), "cannot close the file");
+  }
+  temp_file.release();
+  commit_file(temp, path);
+}
+
+LoadedEmbeddings read_embeddings_h5(const std::string& path) {
+  const Checker h5("cannot read '" + path + "': ");
+  const QuietErrors quiet;
+  Hid file = open_for_reading(h5, path);
+
+  LoadedEmbeddings e;
+  if (!has_link(h5, file, "vectors")) h5.fail("no /vectors dataset");
+  {
+    Hid set = h5.make(H5Dopen2(file, "vectors", H5P_DEFAULT), H5Dclose, "cannot open /vectors");
+    Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read /vectors");
+    if (H5Tget_class(type) != H5T_FLOAT) h5.fail("/vectors is not floating point");
+    const std::vector<hsize_t> dims = extent(h5, set, 2, "/vectors");
+    if (dims[1] > std::numeric_limits<uint32_t>::max()) h5.fail("/vectors is too wide");
+    if (dims[1] != 0 && dims[0] > std::numeric_limits<size_t>::max() / sizeof(float) / dims[1]) {
+      h5.fail("/vectors is too large");
+    }
+    e.rows = dims[0];
+    e.dim = static_cast<uint32_t>(dims[1]);
+    // An unchunked dataset stores every value, so a shape its storage cannot hold is a damaged
+    // file, caught before allocating for it. (Chunked data may be compressed: no such bound.)
+    Hid plist = h5.make(H5Dget_create_plist(set), H5Pclose, "cannot read /vectors");
+    if (H5Pget_layout(plist) != H5D_CHUNKED) {
+      const long double want = static_cast<long double>(e.rows) * e.dim * H5Tget_size(type);
+      if (static_cast<long double>(H5Dget_storage_size(set)) < want) {
+        h5.fail("/vectors holds less data than its shape needs");
+      }
+    }
+    resize_or_fail(h5, e.vectors, e.rows * e.dim, "/vectors");
+    if (!e.vectors.empty()) {
+      h5.check(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.vectors.data()),
+               "cannot read /vectors");
+    }
+  }
+
+  if (!has_link(h5, file, "vocab") || !has_link(h5, file, "vocab/words")) {
+    h5.fail("no /vocab/words dataset");
+  }
+  {
+    Hid set =
+        h5.make(H5Dopen2(file, "vocab/words", H5P_DEFAULT), H5Dclose, "cannot open /vocab/words");
+    const std::vector<hsize_t> dims = extent(h5, set, 1, "/vocab/words");
+    if (dims[0] != e.rows) {
+      h5.fail("/vocab/words has " + std::to_string(dims[0]) + " words but /vectors " +
+              std::to_string(e.rows) + " rows");
+    }
+    e.words = read_strings(h5, set, dims[0], "/vocab/words");
+  }
+
+  if (has_link(h5, file, "vocab/counts")) {
+    Hid set =
+        h5.make(H5Dopen2(file, "vocab/counts", H5P_DEFAULT), H5Dclose, "cannot open /vocab/counts");
+    Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read /vocab/counts");
+    if (H5Tget_class(type) != H5T_INTEGER) h5.fail("/vocab/counts does not hold integers");
+    const std::vector<hsize_t> dims = extent(h5, set, 1, "/vocab/counts");
+    if (dims[0] != e.rows) {
+      h5.fail("/vocab/counts has " + std::to_string(dims[0]) + " entries but /vectors " +
+              std::to_string(e.rows) + " rows");
+    }
+    std::vector<int64_t> counts;
+    resize_or_fail(h5, counts, dims[0], "/vocab/counts");
+    if (!counts.empty()) {
+      h5.check(H5Dread(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts.data()),
+               "cannot read /vocab/counts");
+    }
+    e.counts.reserve(counts.size());
+    for (const int64_t c : counts) {
+      if (c < 0) h5.fail("/vocab/counts holds a negative count");
+      e.counts.push_back(static_cast<uint64_t>(c));
+    }
+  }
+  h5.check(file.close(), "cannot close the file");
+  return e;
+}
+
+std::vector<Attribute> read_attributes_h5(const std::string& path) {
+  const Checker h5("cannot read '" + path + "': ");
+  const QuietErrors quiet;
+  Hid file = open_for_reading(h5, path);
+  Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
+  std::vector<std::string> names;
+  hsize_t index = 0;
+  h5.check(H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &index, collect_name, &names),
+           "cannot list the attributes");
+  std::vector<Attribute> out;
+  for (const std::string& name : names) read_attribute(h5, root, name, out);
+  return out;
+}
+
+}  // namespace pagedw2v

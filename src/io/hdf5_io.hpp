@@ -1,0 +1,44 @@
+#pragma once
+/// @file hdf5_io.hpp
+/// Embeddings in one HDF5 file, readable with h5py:
+///
+///     /vectors           [V, D] float32   input vectors, row i belongs to word i
+///     /context_vectors   [V, D] float32   output vectors (only when asked for)
+///     /vocab/words       [V] variable-length UTF-8 strings
+///     /vocab/counts      [V] int64        corpus counts
+///
+/// plus scalar attributes on the root group (training settings, version, …).
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "host_table.hpp"
+#include "io/embeddings.hpp"
+#include "vocab.hpp"
+
+namespace pagedw2v {
+
+/// A scalar attribute stored on the root group of an HDF5 file.
+struct Attribute {
+  std::string name;
+  std::variant<int64_t, double, std::string> value;
+};
+
+/// Writes the layout above to `path` (through a temporary file renamed into place, so a failed
+/// write leaves nothing behind). `context` may be null. Throws Error("cannot write 'PATH': …")
+/// on any failure, including a vocabulary and tables that disagree in shape.
+void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,
+                         const HostTable* context, const std::vector<Attribute>& attributes);
+
+/// Reads `/vectors`, `/vocab/words` and (when present) `/vocab/counts`. `/vectors` may be any
+/// floating-point type; words may be variable- or fixed-length strings. Throws
+/// Error("cannot read 'PATH': …") when the file is not such a file.
+LoadedEmbeddings read_embeddings_h5(const std::string& path);
+
+/// Reads the scalar integer, floating-point and string attributes of the root group, in name
+/// order; other attributes are skipped. Throws Error("cannot read 'PATH': …") on failure.
+std::vector<Attribute> read_attributes_h5(const std::string& path);
+
+}  // namespace pagedw2v

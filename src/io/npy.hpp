@@ -1,0 +1,27 @@
+#pragma once
+/// @file npy.hpp
+/// NumPy `.npy` files holding a 2-D float32 matrix: what `np.save` writes and `np.load` reads.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pagedw2v {
+
+/// A matrix read from a `.npy` file: `rows × cols` floats, row-major.
+struct NpyMatrix {
+  std::vector<float> data;
+  uint64_t rows = 0;
+  uint32_t cols = 0;
+};
+
+/// Writes `rows × cols` row-major floats as a format 1.0 `.npy` file (dtype `<f4`, C order), with
+/// the header padded so that the data starts at a multiple of 64 bytes. The file appears under
+/// `path` only once it is complete. Throws Error naming `path` on failure.
+void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols);
+
+/// Reads a 2-D `<f4` C-order `.npy` file of format version 1.0, 2.0 or 3.0. Throws Error naming
+/// `path` for anything else (bad magic, truncation, Fortran order, another dtype or rank).
+NpyMatrix read_npy(const std::string& path);
+
+}  // namespace pagedw2v

@@ -1,0 +1,234 @@
+#include "io/word2vec_format.hpp"
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <string_view>
+
+#include "error.hpp"
+#include "io/atomic_file.hpp"
+#include "mapped_file.hpp"
+#include "tokenizer.hpp"
+
+namespace pagedw2v {
+namespace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "word2vec binary rows are written straight from memory as little-endian float32");
+
+constexpr size_t kFlushBytes = 1 << 20;
+
+void check_writable(const std::string& path, const Vocab& vocab, const HostTable& table) {
+  if (table.rows() != vocab.size()) {
+    throw Error("cannot write '" + path + "': the vocabulary has " + std::to_string(vocab.size()) +
+                " words but the table " + std::to_string(table.rows()) + " rows");
+  }
+  for (uint32_t i = 0; i < vocab.size(); ++i) {
+    const std::string& w = vocab.word(i);
+    bool bad = w.empty();
+    for (const char c : w) bad = bad || is_space_byte(static_cast<unsigned char>(c));
+    if (bad) {
+      throw Error("cannot write '" + path + "': word " + std::to_string(i) +
+                  " is empty or holds whitespace, which the word2vec format cannot store");
+    }
+  }
+}
+
+std::string header(const Vocab& vocab, const HostTable& table) {
+  return std::to_string(vocab.size()) + " " + std::to_string(table.dim()) + "\n";
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// A cursor over the mapped file that reports errors with the path and where: the line of a
+// text file, the row (counted from 1) of a binary one, whose bytes need not form lines.
+class Reader {
+ public:
+  Reader(const std::string& path, std::string_view bytes, bool binary)
+      : path_(path), s_(bytes), binary_(binary) {}
+
+  [[noreturn]] void fail(const std::string& why) const {
+    const std::string where =
+        binary_ && row_ > 0 ? " row " + std::to_string(row_) : " line " + std::to_string(line_);
+    throw Error("cannot read '" + path_ + "'" + where + ": " + why);
+  }
+  [[noreturn]] void fail_unnumbered(const std::string& why) const {
+    throw Error("cannot read '" + path_ + "': " + why);
+  }
+
+  size_t remaining() const { return s_.size() - pos_; }
+  bool at_end() const { return pos_ == s_.size(); }
+
+  // Skips spaces, tabs, CRs and (when `newlines`) LFs.
+  void skip_space(bool newlines) {
+    while (pos_ < s_.size() && (is_blank(s_[pos_]) || (newlines && s_[pos_] == '\n'))) {
+      if (s_[pos_] == '\n') ++line_;
+      ++pos_;
+    }
+  }
+
+  // The next run of bytes up to a space, tab, CR or LF (empty at the end of a line).
+  std::string_view field() {
+    skip_space(false);
+    const size_t start = pos_;
+    while (pos_ < s_.size() && !is_blank(s_[pos_]) && s_[pos_] != '\n') ++pos_;
+    return s_.substr(start, pos_ - start);
+  }
+
+  // Consumes the rest of the line, which must be blank.
+  void end_line() {
+    skip_space(false);
+    if (pos_ < s_.size() && s_[pos_] != '\n') fail("unexpected text at the end of the line");
+    if (pos_ < s_.size()) {
+      ++pos_;
+      ++line_;
+    }
+  }
+
+  uint64_t unsigned_field(const char* what) {
+    const std::string_view f = field();
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    if (f.empty() || ec != std::errc() || end != f.data() + f.size()) {
+      fail(std::string("expected the header \"V D\", bad ") + what);
+    }
+    return v;
+  }
+
+  float float_field() {
+    std::string_view f = field();
+    if (f.empty()) fail("fewer values than the dimension in the header");
+    if (f.front() == '+') f.remove_prefix(1);
+    float v = 0;
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    if (ec != std::errc() || end != f.data() + f.size()) {
+      fail("bad number '" + std::string(f) + "'");
+    }
+    return v;
+  }
+
+  // Binary rows: the word runs up to the next space.
+  std::string_view binary_word() {
+    skip_space(true);
+    const size_t space = s_.find(' ', pos_);
+    if (space == std::string_view::npos) fail("truncated row");
+    const std::string_view w = s_.substr(pos_, space - pos_);
+    pos_ = space + 1;
+    return w;
+  }
+
+  void set_row(uint64_t row) { row_ = row; }
+
+  const char* take(size_t bytes) {
+    if (remaining() < bytes) fail("truncated row");
+    const char* p = s_.data() + pos_;
+    pos_ += bytes;
+    return p;
+  }
+
+ private:
+  const std::string& path_;
+  std::string_view s_;
+  bool binary_;
+  size_t pos_ = 0;
+  uint64_t line_ = 1;
+  uint64_t row_ = 0;
+};
+
+}  // namespace
+
+void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostTable& table) {
+  check_writable(path, vocab, table);
+  AtomicFile out(path);
+  std::string buf = header(vocab, table);
+  const size_t row_bytes = static_cast<size_t>(table.dim()) * sizeof(float);
+  for (uint32_t i = 0; i < vocab.size(); ++i) {
+    buf += vocab.word(i);
+    buf += ' ';
+    buf.append(reinterpret_cast<const char*>(table.row(i)), row_bytes);
+    buf += '\n';
+    if (buf.size() >= kFlushBytes) {
+      out.write(buf);
+      buf.clear();
+    }
+  }
+  out.write(buf);
+  out.commit();
+}
+
+void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostTable& table) {
+  check_writable(path, vocab, table);
+  AtomicFile out(path);
+  std::string buf = header(vocab, table);
+  char number[64];
+  for (uint32_t i = 0; i < vocab.size(); ++i) {
+    buf += vocab.word(i);
+    const float* row = table.row(i);
+    for (uint32_t j = 0; j < table.dim(); ++j) {
+      buf += ' ';
+      // Shortest form that parses back to the same float32.
+      const auto result = std::to_chars(number, number + sizeof number, row[j]);
+      buf.append(number, result.ptr);
+    }
+    buf += '\n';
+    if (buf.size() >= kFlushBytes) {
+      out.write(buf);
+      buf.clear();
+    }
+  }
+  out.write(buf);
+  out.commit();
+}
+
+LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {
+  const MappedFile file(path);
+  Reader in(path, file.view(), binary);
+  if (in.at_end()) in.fail_unnumbered("empty file (expected the header \"V D\")");
+
+  const uint64_t rows = in.unsigned_field("V");
+  const uint64_t dim = in.unsigned_field("D");
+  in.end_line();
+  if (dim > std::numeric_limits<uint32_t>::max()) in.fail_unnumbered("dimension too large");
+
+  // Every row takes at least this many bytes, so the header cannot ask for more memory than the
+  // file could fill.
+  const uint64_t min_row = binary ? 2 + dim * sizeof(float) : 1 + 2 * dim;
+  if (rows > (in.remaining() + 1) / min_row) {
+    in.fail_unnumbered("truncated: the header announces " + std::to_string(rows) + " rows of " +
+                       std::to_string(dim) + " values, the file is too short for them");
+  }
+
+  LoadedEmbeddings e;
+  e.rows = rows;
+  e.dim = static_cast<uint32_t>(dim);
+  e.words.reserve(static_cast<size_t>(rows));
+  e.vectors.resize(static_cast<size_t>(rows * dim));
+  float* out = e.vectors.data();
+  for (uint64_t r = 0; r < rows; ++r, out += dim) {
+    if (binary) {
+      in.set_row(r + 1);
+      const std::string_view w = in.binary_word();
+      if (w.empty()) in.fail("empty word");
+      e.words.emplace_back(w);
+      const char* row = in.take(dim * sizeof(float));
+      if (dim > 0) std::memcpy(out, row, dim * sizeof(float));
+    } else {
+      in.skip_space(true);
+      if (in.at_end()) {
+        in.fail_unnumbered("truncated: the header announces " + std::to_string(rows) +
+                           " rows, the file holds " + std::to_string(r));
+      }
+      e.words.emplace_back(in.field());
+      for (uint64_t j = 0; j < dim; ++j) out[j] = in.float_field();
+      in.end_line();
+    }
+  }
+  in.set_row(rows + 1);
+  in.skip_space(true);
+  if (!in.at_end()) {
+    in.fail("more rows than the " + std::to_string(rows) + " that the header announces");
+  }
+  return e;
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,33 @@
+#pragma once
+/// @file word2vec_format.hpp
+/// The two formats of the original word2vec.c (`-binary 1` and `-binary 0`), which gensim's
+/// `KeyedVectors.load_word2vec_format` and most other tools read:
+///
+///     binary:  "V D\n", then per word: word ' ' D little-endian float32 '\n'
+///     text:    "V D\n", then per word: word ' ' v1 ' ' … vD '\n'
+///
+/// Text values are written with the fewest digits that read back to the same float32.
+
+#include <string>
+
+#include "host_table.hpp"
+#include "io/embeddings.hpp"
+#include "vocab.hpp"
+
+namespace pagedw2v {
+
+/// Writes the binary format (through a temporary file renamed into place). Throws Error naming
+/// `path` on failure, when `table` and `vocab` disagree in rows, or when a word is empty or
+/// holds whitespace (the format could not be read back).
+void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostTable& table);
+
+/// Writes the text format; the same rules as write_word2vec_bin().
+void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostTable& table);
+
+/// Reads either format. As tolerant as gensim: in the binary format the '\n' after each row is
+/// optional; in the text format fields may be separated by runs of spaces or tabs and lines may
+/// end in "\r\n" or trailing spaces. Counts are not stored, so `counts` is empty. Throws Error
+/// naming `path` on malformed or truncated input.
+LoadedEmbeddings read_word2vec(const std::string& path, bool binary);
+
+}  // namespace pagedw2v

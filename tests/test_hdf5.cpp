@@ -1,0 +1,344 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "error.hpp"
+#include "host_table.hpp"
+#include "io/hdf5_io.hpp"
+#include "test_util.hpp"
+#include "vocab.hpp"
+
+namespace pagedw2v {
+namespace {
+
+// AddressSanitizer reports a failed operator new as an error instead of throwing std::bad_alloc.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
+using testing_util::read_file;
+using testing_util::TempDir;
+using testing_util::write_file;
+
+uint64_t fresh_seed() { return std::random_device{}(); }
+
+HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
+  HostTable t(rows, dim, "test table", "");
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (uint64_t i = 0; i < rows * dim; ++i) t.data()[i] = normal(rng);
+  return t;
+}
+
+// Words that exercise UTF-8 and lengths from one byte up; counts descending and large.
+Vocab random_vocab(uint32_t n, uint64_t seed) {
+  static const char* special[] = {"the", "café", "日本語", "naïve", "x", "Ωmega"};
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  uint64_t count = (uint64_t{1} << 40) + rng() % 1000;
+  for (uint32_t i = 0; i < n; ++i) {
+    words.push_back(i < 6 ? std::string(special[i])
+                          : "w" + std::to_string(i) + "_" + std::to_string(rng() % 100000));
+    counts.push_back(count);
+    count -= rng() % (count / 2 + 1);
+  }
+  return Vocab::from_words(std::move(words), std::move(counts));
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool python_has(const std::string& modules) {
+  return std::system(("/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
+}
+
+int run_python(const TempDir& dir, const std::string& script) {
+  write_file(dir.file("check.py"), script);
+  return std::system(("cd '" + dir.path() + "' && /usr/bin/python3 check.py").c_str());
+}
+
+std::string bytes_of(const float* p, size_t n) {
+  return std::string(reinterpret_cast<const char*>(p), n * sizeof(float));
+}
+
+void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable& table) {
+  EXPECT_EQ(e.rows, table.rows());
+  EXPECT_EQ(e.dim, table.dim());
+  EXPECT_EQ(e.words, vocab.words());
+  EXPECT_EQ(e.counts, vocab.counts());
+  ASSERT_EQ(e.vectors.size(), table.rows() * table.dim());
+  EXPECT_EQ(bytes_of(e.vectors.data(), e.vectors.size()),
+            bytes_of(table.data(), table.rows() * table.dim()));
+}
+
+std::vector<Attribute> sample_attributes(uint64_t seed) {
+  return {{"dim", int64_t{300}},
+          {"seed", static_cast<int64_t>(seed)},
+          {"alpha", 0.025},
+          {"sample", 1e-4},
+          {"version", std::string("0.1.0")},
+          {"corpus", std::string("/data/text8 — ünïcode")},
+          {"negative_count", int64_t{-5}}};
+}
+
+void expect_error_naming(const std::function<void()>& f, const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "no Error thrown (expected: " << fragment << ")";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+class Hdf5RoundTrip : public testing::TestWithParam<std::tuple<uint32_t, uint32_t, bool>> {};
+
+TEST_P(Hdf5RoundTrip, ReadsBackWhatItWrote) {
+  const auto [rows, dim, with_context] = GetParam();
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  const Vocab vocab = random_vocab(rows, seed);
+  const HostTable vectors = random_table(rows, dim, seed + 1);
+  const HostTable context = random_table(rows, dim, seed + 2);
+  const std::vector<Attribute> attributes = sample_attributes(seed);
+  const std::string path = dir.file("e.h5");
+
+  testing::internal::CaptureStderr();
+  write_embeddings_h5(path, vocab, vectors, with_context ? &context : nullptr, attributes);
+  const LoadedEmbeddings e = read_embeddings_h5(path);
+  const std::vector<Attribute> read_back = read_attributes_h5(path);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+
+  expect_same(e, vocab, vectors);
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"e.h5"});
+
+  std::vector<Attribute> expected = attributes;
+  std::sort(expected.begin(), expected.end(),
+            [](const Attribute& a, const Attribute& b) { return a.name < b.name; });
+  ASSERT_EQ(read_back.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(read_back[i].name, expected[i].name);
+    EXPECT_EQ(read_back[i].value, expected[i].value) << expected[i].name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Hdf5RoundTrip,
+                         testing::Values(std::make_tuple(1u, 1u, false),
+                                         std::make_tuple(6u, 3u, true),
+                                         std::make_tuple(257u, 64u, false),
+                                         std::make_tuple(1000u, 17u, true),
+                                         std::make_tuple(0u, 8u, true)));
+
+TEST(Hdf5, OverwriteReplacesTheFile) {
+  const uint64_t seed = fresh_seed();
+  const TempDir dir;
+  const std::string path = dir.file("e.h5");
+  write_embeddings_h5(path, random_vocab(50, seed), random_table(50, 10, seed), nullptr,
+                      sample_attributes(seed));
+  const Vocab vocab = random_vocab(7, seed + 3);
+  const HostTable vectors = random_table(7, 4, seed + 4);
+  write_embeddings_h5(path, vocab, vectors, nullptr, {});
+  expect_same(read_embeddings_h5(path), vocab, vectors);
+  EXPECT_TRUE(read_attributes_h5(path).empty());
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"e.h5"});
+}
+
+TEST(Hdf5, FailedWriteLeavesNoFileAndPrintsNothing) {
+  const uint64_t seed = fresh_seed();
+  const TempDir dir;
+  const Vocab vocab = random_vocab(5, seed);
+  const HostTable vectors = random_table(5, 3, seed);
+
+  testing::internal::CaptureStderr();
+  const std::string missing = dir.file("missing/e.h5");
+  expect_error_naming([&] { write_embeddings_h5(missing, vocab, vectors, nullptr, {}); },
+                      "cannot write '" + missing + "': ");
+  // A failure half-way (the second attribute of the same name) removes the temporary file.
+  const std::string path = dir.file("e.h5");
+  expect_error_naming(
+      [&] {
+        write_embeddings_h5(path, vocab, vectors, nullptr,
+                            {{"a", int64_t{1}}, {"a", std::string("again")}});
+      },
+      "cannot write '" + path + "': cannot write attribute 'a'");
+  const HostTable wrong_rows = random_table(4, 3, seed);
+  expect_error_naming([&] { write_embeddings_h5(path, vocab, wrong_rows, nullptr, {}); },
+                      "has 5 words but the vectors 4 rows");
+  const HostTable wrong_dim = random_table(5, 2, seed);
+  expect_error_naming([&] { write_embeddings_h5(path, vocab, vectors, &wrong_dim, {}); },
+                      "differ in shape");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(entries(dir.path()).empty());
+}
+
+TEST(Hdf5, ReadErrorsNameThePath) {
+  const TempDir dir;
+  testing::internal::CaptureStderr();
+  const std::string absent = dir.file("absent.h5");
+  expect_error_naming([&] { read_embeddings_h5(absent); }, "cannot read '" + absent + "'");
+  const std::string text = dir.file("text.h5");
+  write_file(text, "this is not an HDF5 file\n");
+  expect_error_naming([&] { read_embeddings_h5(text); },
+                      "cannot read '" + text + "': not an HDF5 file");
+  expect_error_naming([&] { read_attributes_h5(text); },
+                      "cannot read '" + text + "': not an HDF5 file");
+  expect_error_naming([&] { read_embeddings_h5(dir.path()); }, "not a regular file");
+
+  // A real HDF5 file cut short.
+  const uint64_t seed = fresh_seed();
+  const std::string good = dir.file("good.h5");
+  write_embeddings_h5(good, random_vocab(200, seed), random_table(200, 50, seed), nullptr, {});
+  const std::string cut = dir.file("cut.h5");
+  const std::string bytes = read_file(good);
+  write_file(cut, bytes.substr(0, bytes.size() / 2));
+  expect_error_naming([&] { read_embeddings_h5(cut); }, "cannot read '" + cut + "'");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(Hdf5Python, H5pyReadsOurFiles) {
+  if (!python_has("numpy, h5py")) GTEST_SKIP() << "python3 with numpy and h5py is not available";
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  const Vocab vocab = random_vocab(123, seed);
+  const HostTable vectors = random_table(123, 19, seed + 1);
+  const HostTable context = random_table(123, 19, seed + 2);
+  write_embeddings_h5(dir.file("e.h5"), vocab, vectors, &context, sample_attributes(seed));
+
+  ASSERT_EQ(0, run_python(dir, R"(
+import h5py, numpy as np
+def text(x):
+    return x.decode('utf-8') if isinstance(x, bytes) else x
+with h5py.File('e.h5', 'r') as f:
+    v, c = f['vectors'], f['context_vectors']
+    assert v.dtype == np.float32 and v.shape == (123, 19), (v.dtype, v.shape)
+    assert c.dtype == np.float32 and c.shape == (123, 19), (c.dtype, c.shape)
+    v[()].astype('<f4').tofile('vectors.f32')
+    c[()].astype('<f4').tofile('context.f32')
+    words = [text(w) for w in f['vocab/words'][()]]
+    with open('words.txt', 'w', encoding='utf-8', newline='\n') as out:
+        out.write('\n'.join(words) + '\n')
+    counts = f['vocab/counts']
+    assert counts.dtype == np.int64, counts.dtype
+    counts[()].astype('<i8').tofile('counts.i64')
+    with open('attrs.txt', 'w', encoding='utf-8', newline='\n') as out:
+        for name in sorted(f.attrs):
+            value = f.attrs[name]
+            kind = 'i' if isinstance(value, (np.integer, int)) else 'f' if isinstance(value, (np.floating, float)) else 's'
+            out.write('%s=%s:%s\n' % (name, kind, text(value) if kind == 's' else repr(value.item() if hasattr(value, 'item') else value)))
+)"));
+  EXPECT_EQ(read_file(dir.file("vectors.f32")), bytes_of(vectors.data(), 123 * 19));
+  EXPECT_EQ(read_file(dir.file("context.f32")), bytes_of(context.data(), 123 * 19));
+  std::string words;
+  for (const std::string& w : vocab.words()) words += w + "\n";
+  EXPECT_EQ(read_file(dir.file("words.txt")), words);
+  std::vector<int64_t> counts(vocab.counts().begin(), vocab.counts().end());
+  EXPECT_EQ(read_file(dir.file("counts.i64")),
+            std::string(reinterpret_cast<const char*>(counts.data()), counts.size() * 8));
+  EXPECT_EQ(read_file(dir.file("attrs.txt")),
+            "alpha=f:0.025\ncorpus=s:/data/text8 — ünïcode\ndim=i:300\nnegative_count=i:-5\n"
+            "sample=f:0.0001\nseed=i:" +
+                std::to_string(seed) + "\nversion=s:0.1.0\n");
+}
+
+TEST(Hdf5Python, ReadsFilesH5pyWrote) {
+  if (!python_has("numpy, h5py")) GTEST_SKIP() << "python3 with numpy and h5py is not available";
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  ASSERT_EQ(0, run_python(dir, R"(
+import h5py, numpy as np
+rng = np.random.default_rng()" + std::to_string(seed) +
+                                   R"()
+a = rng.standard_normal((31, 6))
+a.astype('<f4').tofile('expected.f32')
+words = ['w%d' % i for i in range(31)]
+def make(name, vectors=a, words=words, counts=None, fixed=False, skip_words=False):
+    with h5py.File(name, 'w') as f:
+        if vectors is not None:
+            f['vectors'] = vectors
+        if not skip_words:
+            f['vocab/words'] = np.array([w.encode() for w in words], dtype='S') if fixed else words
+        if counts is not None:
+            f['vocab/counts'] = counts
+make('f64_fixed.h5', counts=np.arange(31, 0, -1, dtype=np.uint32), fixed=True)
+make('vlen_f32.h5', vectors=a.astype(np.float32))
+make('no_vectors.h5', vectors=None)
+make('no_words.h5', skip_words=True)
+make('int_vectors.h5', vectors=np.ones((31, 6), dtype=np.int32))
+make('three_d.h5', vectors=np.ones((31, 2, 3), dtype=np.float32))
+make('short_words.h5', words=words[:30])
+make('short_counts.h5', counts=np.arange(30))
+make('negative_counts.h5', counts=-np.arange(31))
+make('string_counts.h5', counts=np.array([b'x'] * 31))
+with h5py.File('unwritten.h5', 'w') as f:
+    f.create_dataset('vectors', shape=(1 << 30, 1 << 10), dtype='f4')
+with h5py.File('chunked_huge.h5', 'w') as f:
+    f.create_dataset('vectors', shape=(1 << 36, 1 << 10), dtype='f4', chunks=(1, 16))
+)"));
+  const std::string expected = read_file(dir.file("expected.f32"));
+  std::vector<std::string> words;
+  for (int i = 0; i < 31; ++i) words.push_back("w" + std::to_string(i));
+
+  const LoadedEmbeddings fixed = read_embeddings_h5(dir.file("f64_fixed.h5"));
+  EXPECT_EQ(fixed.rows, 31u);
+  EXPECT_EQ(fixed.dim, 6u);
+  EXPECT_EQ(bytes_of(fixed.vectors.data(), fixed.vectors.size()), expected);
+  EXPECT_EQ(fixed.words, words);
+  ASSERT_EQ(fixed.counts.size(), 31u);
+  EXPECT_EQ(fixed.counts.front(), 31u);
+  EXPECT_EQ(fixed.counts.back(), 1u);
+
+  const LoadedEmbeddings vlen = read_embeddings_h5(dir.file("vlen_f32.h5"));
+  EXPECT_EQ(bytes_of(vlen.vectors.data(), vlen.vectors.size()), expected);
+  EXPECT_EQ(vlen.words, words);
+  EXPECT_TRUE(vlen.counts.empty());
+
+  testing::internal::CaptureStderr();
+  const std::pair<const char*, const char*> bad[] = {
+      {"no_vectors.h5", "no /vectors dataset"},
+      {"no_words.h5", "no /vocab/words dataset"},
+      {"int_vectors.h5", "/vectors is not floating point"},
+      {"three_d.h5", "/vectors has 3 dimensions, expected 2"},
+      {"short_words.h5", "/vocab/words has 30 words but /vectors 31 rows"},
+      {"short_counts.h5", "/vocab/counts has 30 entries"},
+      {"negative_counts.h5", "/vocab/counts holds a negative count"},
+      {"string_counts.h5", "/vocab/counts does not hold integers"},
+      {"unwritten.h5", "/vectors holds less data than its shape needs"},
+      {"chunked_huge.h5", "not enough memory for /vectors"},
+  };
+  for (const auto& [name, fragment] : bad) {
+    SCOPED_TRACE(name);
+    if (kAddressSanitizer && std::string(name) == "chunked_huge.h5") continue;
+    expect_error_naming([&] { read_embeddings_h5(dir.file(name)); },
+                        "cannot read '" + dir.file(name) + "': " + fragment);
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+}  // namespace
+}  // namespace pagedw2v
