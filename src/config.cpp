@@ -188,9 +188,7 @@ void apply_toml_file(Config& config, const std::string& path) {
     if (auto s = node.value<std::string>(); s && node.is_string()) {
       value = *s;
     } else if (node.is_integer()) {
-      const int64_t i = *node.value<int64_t>();
-      if (i < 0) bad_value(normalise_key(name), "a non-negative value", std::to_string(i));
-      value = std::to_string(i);
+      value = std::to_string(*node.value<int64_t>());
     } else if (node.is_floating_point()) {
       std::ostringstream os;
       os.precision(17);

@@ -54,7 +54,9 @@ TEST(Corpus, BlocksCoverEverySentenceOnce) {
   for (size_t b = 0; b + 1 < blocks.size(); ++b) {
     ASSERT_LT(blocks[b], blocks[b + 1]);
     const uint64_t words = c.sentence_starts[blocks[b + 1]] - c.sentence_starts[blocks[b]];
-    if (b + 2 < blocks.size()) EXPECT_GE(words, 50u);
+    if (b + 2 < blocks.size()) {
+      EXPECT_GE(words, 50u);
+    }
   }
 }
 
