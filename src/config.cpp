@@ -68,14 +68,30 @@ std::vector<std::string> parse_format_list(const std::string& value) {
   return out;
 }
 
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
 std::vector<OptionSpec> make_train_options() {
   using C = Config;
+  using V = const std::string&;
   std::vector<OptionSpec> o;
+  // name, help, default, is_flag, is_model, set, get
   o.push_back({"corpus", "text corpus: whitespace-separated words, one sentence per line", "", false,
-               [](C& c, const std::string& v) { c.corpus = v; }});
-  o.push_back({"output", "directory for the vectors and vocabulary", "", false,
-               [](C& c, const std::string& v) { c.output = v; }});
-  o.push_back({"model", "skipgram or cbow", "skipgram", false, [](C& c, const std::string& v) {
+               false, [](C& c, V v) { c.corpus = v; }, [](const C& c) { return c.corpus; }});
+  o.push_back({"output", "directory for the vectors and vocabulary", "", false, false,
+               [](C& c, V v) { c.output = v; }, [](const C& c) { return c.output; }});
+  o.push_back({"model", "skipgram or cbow", "skipgram", false, true,
+               [](C& c, V v) {
                  if (v == "skipgram" || v == "sg" || v == "skip-gram") {
                    c.model = ModelKind::kSkipGram;
                  } else if (v == "cbow") {
@@ -83,45 +99,55 @@ std::vector<OptionSpec> make_train_options() {
                  } else {
                    bad_value("model", "skipgram or cbow", v);
                  }
-               }});
-  o.push_back({"dim", "dimension of the vectors", "100", false, [](C& c, const std::string& v) {
-                 c.dim = static_cast<uint32_t>(parse_uint("dim", v, 1, 1u << 30));
-               }});
-  o.push_back({"window", "largest distance between a word and its context", "5", false,
-               [](C& c, const std::string& v) {
+               },
+               [](const C& c) { return to_string(c.model); }});
+  o.push_back({"dim", "dimension of the vectors", "100", false, true,
+               [](C& c, V v) { c.dim = static_cast<uint32_t>(parse_uint("dim", v, 1, 1u << 30)); },
+               [](const C& c) { return std::to_string(c.dim); }});
+  o.push_back({"window", "largest distance between a word and its context", "5", false, true,
+               [](C& c, V v) {
                  c.window = static_cast<uint32_t>(parse_uint("window", v, 1, 1000));
-               }});
-  o.push_back({"negative", "negative samples per example", "5", false,
-               [](C& c, const std::string& v) {
+               },
+               [](const C& c) { return std::to_string(c.window); }});
+  o.push_back({"negative", "negative samples per example", "5", false, true,
+               [](C& c, V v) {
                  c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000));
-               }});
-  o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false,
-               [](C& c, const std::string& v) { c.sample = parse_double("sample", v, 0, 1, false); }});
-  o.push_back({"min-count", "drop words seen fewer times", "5", false,
-               [](C& c, const std::string& v) {
-                 c.min_count = parse_uint("min-count", v, 1, UINT64_MAX);
-               }});
+               },
+               [](const C& c) { return std::to_string(c.negative); }});
+  o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false, true,
+               [](C& c, V v) { c.sample = parse_double("sample", v, 0, 1, false); },
+               [](const C& c) { return num(c.sample); }});
+  o.push_back({"min-count", "drop words seen fewer times", "5", false, true,
+               [](C& c, V v) { c.min_count = parse_uint("min-count", v, 1, UINT64_MAX); },
+               [](const C& c) { return std::to_string(c.min_count); }});
   o.push_back({"max-vocab", "keep at most this many words, the most frequent (0 = no limit)", "0",
-               false, [](C& c, const std::string& v) {
-                 c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull);
-               }});
+               false, true,
+               [](C& c, V v) { c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull); },
+               [](const C& c) { return std::to_string(c.max_vocab); }});
   o.push_back({"alpha", "starting learning rate (default 0.025 skipgram, 0.05 cbow)", "auto", false,
-               [](C& c, const std::string& v) {
+               true,
+               [](C& c, V v) {
                  c.alpha = v == "auto" ? 0.0f
                                        : static_cast<float>(parse_double("alpha", v, 0, 10, true));
-               }});
-  o.push_back({"epochs", "passes over the corpus", "5", false, [](C& c, const std::string& v) {
+               },
+               [](const C& c) { return c.alpha > 0 ? num(c.alpha) : std::string("auto"); }});
+  o.push_back({"epochs", "passes over the corpus (may be raised when resuming)", "5", false, false,
+               [](C& c, V v) {
                  c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000));
-               }});
-  o.push_back({"threads", "CPU threads (default: every core)", "all", false,
-               [](C& c, const std::string& v) {
-                 c.threads = v == "all" ? 0 : static_cast<uint32_t>(parse_uint("threads", v, 1, 4096));
-               }});
-  o.push_back({"seed", "random seed", "1", false, [](C& c, const std::string& v) {
-                 c.seed = parse_uint("seed", v, 0, UINT64_MAX);
-               }});
+               },
+               [](const C& c) { return std::to_string(c.epochs); }});
+  o.push_back({"threads", "CPU threads (default: every core)", "all", false, false,
+               [](C& c, V v) {
+                 c.threads =
+                     v == "all" ? 0 : static_cast<uint32_t>(parse_uint("threads", v, 1, 4096));
+               },
+               [](const C& c) { return c.threads ? std::to_string(c.threads) : "all"; }});
+  o.push_back({"seed", "random seed", "1", false, true,
+               [](C& c, V v) { c.seed = parse_uint("seed", v, 0, UINT64_MAX); },
+               [](const C& c) { return std::to_string(c.seed); }});
   o.push_back({"device", "cpu, cuda or auto (cuda when built with it and a GPU is present)", "auto",
-               false, [](C& c, const std::string& v) {
+               false, false,
+               [](C& c, V v) {
                  if (v == "cpu") {
                    c.device = DeviceKind::kCpu;
                  } else if (v == "cuda" || v == "gpu") {
@@ -131,13 +157,38 @@ std::vector<OptionSpec> make_train_options() {
                  } else {
                    bad_value("device", "cpu, cuda or auto", v);
                  }
-               }});
+               },
+               [](const C& c) { return to_string(c.device); }});
   o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt", "npy,h5,bin,txt", false,
-               [](C& c, const std::string& v) { c.formats = parse_format_list(v); }});
-  o.push_back({"save-context", "also export the output (context) vectors", "false", true,
-               [](C& c, const std::string& v) { c.save_context = parse_bool("save-context", v); }});
-  o.push_back({"quiet", "no progress output", "false", true,
-               [](C& c, const std::string& v) { c.quiet = parse_bool("quiet", v); }});
+               false, [](C& c, V v) { c.formats = parse_format_list(v); },
+               [](const C& c) { return join(c.formats); }});
+  o.push_back({"save-context", "also export the output (context) vectors", "false", true, false,
+               [](C& c, V v) { c.save_context = parse_bool("save-context", v); },
+               [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
+  o.push_back({"resume", "continue training from this checkpoint", "", false, false,
+               [](C& c, V v) { c.resume = v; }, [](const C& c) { return c.resume; }});
+  o.push_back({"checkpoint-interval", "seconds between timed checkpoints (0 = epoch ends only)",
+               "0", false, false,
+               [](C& c, V v) {
+                 c.checkpoint_interval =
+                     static_cast<uint32_t>(parse_uint("checkpoint-interval", v, 0, 1u << 30));
+               },
+               [](const C& c) { return std::to_string(c.checkpoint_interval); }});
+  o.push_back({"keep-checkpoints", "how many checkpoints to keep", "3", false, false,
+               [](C& c, V v) {
+                 c.keep_checkpoints =
+                     static_cast<uint32_t>(parse_uint("keep-checkpoints", v, 1, 1000000));
+               },
+               [](const C& c) { return std::to_string(c.keep_checkpoints); }});
+  o.push_back({"eval-analogies", "analogy questions to evaluate after each epoch", "", false, false,
+               [](C& c, V v) { c.eval_analogies = v; },
+               [](const C& c) { return c.eval_analogies; }});
+  o.push_back({"eval-similarity", "word-pair similarities to evaluate after each epoch", "", false,
+               false, [](C& c, V v) { c.eval_similarity = v; },
+               [](const C& c) { return c.eval_similarity; }});
+  o.push_back({"quiet", "no progress output", "false", true, false,
+               [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
+               [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
   return o;
 }
 
@@ -164,8 +215,17 @@ void apply_option(Config& config, const std::string& name, const std::string& va
   for (const OptionSpec& spec : train_options()) {
     if (spec.name == key) {
       spec.set(config, value);
+      config.given.insert(key);
       return;
     }
+  }
+  throw UsageError("unknown option '" + name + "'");
+}
+
+std::string option_value(const Config& config, const std::string& name) {
+  const std::string key = normalise_key(name);
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == key) return spec.get(config);
   }
   throw UsageError("unknown option '" + name + "'");
 }
@@ -219,7 +279,9 @@ void apply_toml_file(Config& config, const std::string& path) {
 }
 
 void validate(const Config& config) {
-  if (config.corpus.empty()) throw UsageError("--corpus is required");
+  if (config.corpus.empty() && config.resume.empty()) {
+    throw UsageError("--corpus is required (or --resume CHECKPOINT)");
+  }
   if (config.output.empty()) throw UsageError("--output is required");
 }
 

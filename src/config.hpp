@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ struct Config {
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
+  std::string resume;                ///< checkpoint to continue from
+  uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
+  uint32_t keep_checkpoints = 3;
+  std::string eval_analogies;   ///< evaluate at the end of each epoch when set
+  std::string eval_similarity;
+
+  /// Names of the options that a flag or the config file set (the rest are defaults).
+  std::set<std::string> given;
 
   /// The learning rate actually used.
   float effective_alpha() const {
@@ -48,7 +57,10 @@ struct OptionSpec {
   std::string help;
   std::string default_text;
   bool is_flag = false;  ///< takes no value on the command line (`--quiet`)
+  /// Part of the model a checkpoint fixes (a resumed run cannot change it).
+  bool is_model = false;
   std::function<void(Config&, const std::string&)> set;
+  std::function<std::string(const Config&)> get;  ///< the value as text `set` accepts
 };
 
 /// The options of `pagedw2v train`, in the order --help lists them.
@@ -57,6 +69,9 @@ const std::vector<OptionSpec>& train_options();
 /// Sets option `name` from its text; throws UsageError ("--dim: expected …, got 'x'") when the
 /// name is unknown or the value is out of range.
 void apply_option(Config& config, const std::string& name, const std::string& value);
+
+/// The text of option `name` in `config` (what apply_option would accept).
+std::string option_value(const Config& config, const std::string& name);
 
 /// Applies every key of a TOML file (keys are option names; '_' and '-' are the same). Throws
 /// UsageError naming the file on a syntax error, an unknown key or a bad value.

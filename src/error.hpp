@@ -19,4 +19,14 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Training stopped on a signal after writing a checkpoint. `main` exits with 128 + signal.
+class Interrupted : public Error {
+ public:
+  Interrupted(int signal, const std::string& what) : Error(what), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
+
 }  // namespace pagedw2v

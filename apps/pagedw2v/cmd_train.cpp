@@ -1,4 +1,6 @@
 // `pagedw2v train`: flags and TOML into one Config, then the library's run_training().
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
@@ -9,6 +11,19 @@
 #include "train/trainer.hpp"
 
 namespace pagedw2v::app {
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) {
+  // A second signal while the checkpoint is being written ends the process the default way.
+  if (g_stop_signal.exchange(sig) != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+
+}  // namespace
 
 int cmd_train(int argc, char** argv) {
   cxxopts::Options options("pagedw2v train", "Train word vectors from a corpus file.");
@@ -42,7 +57,9 @@ int cmd_train(int argc, char** argv) {
   for (const OptionSpec& spec : train_options()) {
     if (args.count(spec.name)) apply_option(config, spec.name, args[spec.name].as<std::string>());
   }
-  run_training(config, stderr);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  run_training(config, stderr, &g_stop_signal);
   return 0;
 }
 

@@ -8,5 +8,7 @@ namespace pagedw2v::app {
 int cmd_train(int argc, char** argv);
 int cmd_similar(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_export(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace pagedw2v::app

@@ -17,6 +17,8 @@ constexpr const char* kUsage =
     "  train    train vectors from a corpus file\n"
     "  similar  print the nearest neighbours of words\n"
     "  eval     word analogies and word-pair similarity\n"
+    "  export   write the vectors of a checkpoint\n"
+    "  bench    time training (bench train --corpus FILE [--repeat N] --device cuda|cpu)\n"
     "\n"
     "`pagedw2v <command> --help` lists a command's options.\n";
 
@@ -33,6 +35,8 @@ int dispatch(int argc, char** argv) {
   if (cmd == "train") return pagedw2v::app::cmd_train(argc - 1, argv + 1);
   if (cmd == "similar") return pagedw2v::app::cmd_similar(argc - 1, argv + 1);
   if (cmd == "eval") return pagedw2v::app::cmd_eval(argc - 1, argv + 1);
+  if (cmd == "export") return pagedw2v::app::cmd_export(argc - 1, argv + 1);
+  if (cmd == "bench") return pagedw2v::app::cmd_bench(argc - 1, argv + 1);
   throw pagedw2v::UsageError("unknown command '" + cmd + "' (try `pagedw2v --help`)");
 }
 
@@ -41,6 +45,9 @@ int dispatch(int argc, char** argv) {
 int main(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
+  } catch (const pagedw2v::Interrupted& e) {
+    std::fprintf(stderr, "pagedw2v: %s\n", e.what());
+    return 128 + e.signal();
   } catch (const pagedw2v::UsageError& e) {
     std::fprintf(stderr, "pagedw2v: %s\n", e.what());
     return 2;

@@ -477,4 +477,26 @@ std::vector<Attribute> read_attributes_h5(const std::string& path) {
   return out;
 }
 
+void read_matrix_h5(const std::string& path, const std::string& name, uint64_t rows, uint32_t dim,
+                    float* out) {
+  const Checker h5("cannot read '" + path + "': ");
+  const QuietErrors quiet;
+  Hid file = open_for_reading(h5, path);
+  const std::string label = "/" + name;
+  if (!has_link(h5, file, name.c_str())) h5.fail("no " + label + " dataset");
+  Hid set = h5.make(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + label);
+  Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read " + label);
+  if (H5Tget_class(type) != H5T_FLOAT) h5.fail(label + " is not floating point");
+  const std::vector<hsize_t> dims = extent(h5, set, 2, label);
+  if (dims[0] != rows || dims[1] != dim) {
+    h5.fail(label + " is " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) +
+            ", expected " + std::to_string(rows) + " x " + std::to_string(dim));
+  }
+  if (rows > 0 && dim > 0) {
+    h5.check(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+             "cannot read " + label);
+  }
+  h5.check(file.close(), "cannot close the file");
+}
+
 }  // namespace pagedw2v

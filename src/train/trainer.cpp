@@ -7,13 +7,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "corpus.hpp"
 #include "error.hpp"
+#include "eval/analogy.hpp"
+#include "eval/similarity.hpp"
+#include "io/embeddings.hpp"
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
 #include "train/backend.hpp"
+#include "train/checkpoint.hpp"
 #include "train/progress.hpp"
 #include "vocab.hpp"
 
@@ -46,22 +51,98 @@ void prepare_output_dir(const std::string& dir) {
   }
 }
 
+/// The settings of a resumed run: the model's from the checkpoint, the rest from the request.
+Config merge_for_resume(const Config& saved, const Config& requested) {
+  Config merged = requested;
+  for (const OptionSpec& spec : train_options()) {
+    const bool given = requested.given.count(spec.name) > 0;
+    if (spec.is_model) {
+      const std::string have = spec.get(saved);
+      if (given && spec.get(requested) != have) {
+        throw UsageError("--" + spec.name + " cannot change when resuming (the checkpoint has " +
+                         have + ")");
+      }
+      spec.set(merged, have);
+    } else if ((spec.name == "corpus" || spec.name == "epochs") && !given) {
+      spec.set(merged, spec.get(saved));
+    }
+  }
+  merged.given = requested.given;
+  return merged;
+}
+
+bool same_vocabulary(const Vocab& a, const Vocab& b) {
+  return a.words() == b.words() && a.counts() == b.counts();
+}
+
+/// The input vectors as evaluation reads them.
+LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
+  LoadedEmbeddings e;
+  e.words = vocab.words();
+  e.counts = vocab.counts();
+  e.rows = table.rows();
+  e.dim = table.dim();
+  e.vectors.assign(table.data(), table.data() + table.rows() * table.dim());
+  return e;
+}
+
+void evaluate_epoch(const Config& config, const Vocab& vocab, const Model& model, uint32_t epoch,
+                    std::FILE* out) {
+  if (out == nullptr || (config.eval_analogies.empty() && config.eval_similarity.empty())) return;
+  const LoadedEmbeddings e = as_embeddings(vocab, model.input);
+  std::string line = "epoch " + std::to_string(epoch) + " evaluation:";
+  char buf[160];
+  if (!config.eval_analogies.empty()) {
+    const AnalogyReport r = evaluate_analogies(e, config.eval_analogies, 30000);
+    std::snprintf(buf, sizeof buf, " analogies %.2f%% (%llu/%llu)", r.accuracy_pct(),
+                  static_cast<unsigned long long>(r.correct),
+                  static_cast<unsigned long long>(r.evaluated()));
+    line += buf;
+  }
+  if (!config.eval_similarity.empty()) {
+    const SimilarityReport r = evaluate_similarity(e, config.eval_similarity);
+    std::snprintf(buf, sizeof buf, " similarity spearman %.4f", r.spearman);
+    line += buf;
+  }
+  std::fprintf(out, "%s\n", line.c_str());
+  std::fflush(out);
+}
+
 /// Words per work block: small enough to balance threads, large enough to amortise a block.
 constexpr uint64_t kBlockWords = 4096;
 
 }  // namespace
 
-TrainSummary run_training(const Config& config, std::FILE* log) {
+TrainSummary run_training(const Config& requested, std::FILE* log, const std::atomic<int>* stop) {
+  const auto t0 = Clock::now();
+  std::optional<Checkpoint> ck;
+  if (!requested.resume.empty()) {
+    if (requested.output.empty()) throw UsageError("--output is required");
+    ck = load_checkpoint(requested.resume);
+  }
+  const Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
   std::FILE* out = config.quiet ? nullptr : log;
-  const auto t0 = Clock::now();
   prepare_output_dir(config.output);
+  if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
+  if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);
 
   MappedFile text(config.corpus);
   VocabOptions vocab_options;
   vocab_options.min_count = config.min_count;
   vocab_options.max_vocab = config.max_vocab;
-  const Vocab vocab = Vocab::count(text.view(), vocab_options);
+  Vocab vocab;
+  if (ck) {
+    if (requested.given.count("corpus") &&
+        !same_vocabulary(Vocab::count(text.view(), vocab_options), ck->vocab)) {
+      throw Error("corpus '" + config.corpus +
+                  "' does not give the vocabulary of the checkpoint; resume with the corpus it "
+                  "was trained on");
+    }
+    vocab = std::move(ck->vocab);
+  } else {
+    vocab = Vocab::count(text.view(), vocab_options);
+  }
   if (vocab.empty()) {
     throw Error(vocab.corpus_tokens() == 0
                     ? "corpus '" + config.corpus + "' holds no words"
@@ -69,13 +150,19 @@ TrainSummary run_training(const Config& config, std::FILE* log) {
                           std::to_string(config.min_count) + ") times; lower --min-count");
   }
   const EncodedCorpus corpus = encode_corpus(text.view(), vocab);
+  const CorpusFingerprint corpus_id = fingerprint(corpus);
+  if (ck && !(corpus_id == ck->corpus)) {
+    throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
+  }
   const std::vector<uint64_t> blocks = make_blocks(corpus, kBlockWords);
-  const std::vector<float> keep = keep_probabilities(vocab.counts(), vocab.total_count(), config.sample);
+  const std::vector<float> keep =
+      keep_probabilities(vocab.counts(), vocab.total_count(), config.sample);
   const AliasTable noise(unigram_weights(vocab.counts()));
   if (out) {
-    std::fprintf(out, "vocabulary: %u words (min-count %llu) of %llu tokens; %llu words/epoch in %llu sentences (%.2f s)\n",
+    std::fprintf(out,
+                 "vocabulary: %u words (min-count %llu); %llu words/epoch in %llu sentences "
+                 "(%.2f s)\n",
                  vocab.size(), static_cast<unsigned long long>(config.min_count),
-                 static_cast<unsigned long long>(vocab.corpus_tokens()),
                  static_cast<unsigned long long>(corpus.size()),
                  static_cast<unsigned long long>(corpus.sentences()), seconds_since(t0));
   }
@@ -95,29 +182,68 @@ TrainSummary run_training(const Config& config, std::FILE* log) {
   p.alpha = config.effective_alpha();
   p.words_per_epoch = corpus.size();
 
-  const std::string hint = "lower --dim or --max-vocab";
-  Model model{HostTable(vocab.size(), config.dim, "input vectors", hint),
-              HostTable(vocab.size(), config.dim, "output vectors", hint)};
-  init_model(model, config.seed);
-  const uint32_t threads = config.effective_threads();
-  std::unique_ptr<Backend> backend = make_backend(config.device, model, data, threads);
+  Model model;
+  TrainPosition pos;
+  if (ck) {
+    model = std::move(ck->model);
+    pos = ck->position;
+    if (pos.epoch >= config.epochs) {
+      throw UsageError("the checkpoint has finished " + std::to_string(pos.epoch) +
+                       " epochs; raise --epochs to train longer");
+    }
+    ck.reset();
+  } else {
+    const std::string hint = "lower --dim or --max-vocab";
+    model = Model{HostTable(vocab.size(), config.dim, "input vectors", hint),
+                  HostTable(vocab.size(), config.dim, "output vectors", hint)};
+    init_model(model, config.seed);
+  }
+  std::unique_ptr<Backend> backend =
+      make_backend(config.device, model, data, config.effective_threads());
+  CheckpointDir checkpoints(config.output, config.keep_checkpoints);
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
   const LrSchedule schedule = make_schedule(p);
-  Progress progress(out, total_words);
+  Progress progress(out, total_words, pos.words_done);
   const uint64_t nblocks = blocks.size() - 1;
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
   const auto t_train = Clock::now();
-  uint64_t done = 0;
-  for (uint32_t epoch = 0; epoch < p.epochs; ++epoch) {
-    for (uint64_t b = 0; b < nblocks; b += span_blocks) {
+  const uint64_t words_at_start = pos.words_done;
+  auto last_checkpoint = Clock::now();
+  std::string last_path;
+  auto write_checkpoint = [&](bool end_of_epoch) {
+    backend->sync_to_host();
+    last_path = checkpoints.write(end_of_epoch, config, vocab, model, pos, corpus_id,
+                                  schedule.at(pos.words_done));
+    last_checkpoint = Clock::now();
+  };
+
+  for (uint32_t epoch = pos.epoch; epoch < p.epochs; ++epoch) {
+    for (uint64_t b = pos.block; b < nblocks; b += span_blocks) {
       const uint64_t e = std::min(nblocks, b + span_blocks);
       const SpanStats s = backend->train(epoch, b, e);
-      done += s.words;
-      progress.update(done, s.loss, s.loss_terms, schedule.at(done), epoch);
+      pos = {epoch, e, pos.words_done + s.words};
+      progress.update(pos.words_done, s.loss, s.loss_terms, schedule.at(pos.words_done), epoch);
+      const int sig = stop != nullptr ? stop->load() : 0;
+      if (sig != 0) {
+        progress.finish();
+        write_checkpoint(false);
+        throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
+                                   std::to_string(pos.words_done) + " words; resume with --resume " +
+                                   last_path);
+      }
+      if (config.checkpoint_interval > 0 && e < nblocks &&
+          seconds_since(last_checkpoint) >= config.checkpoint_interval) {
+        write_checkpoint(false);
+      }
+    }
+    pos = {epoch + 1, 0, pos.words_done};
+    write_checkpoint(true);
+    if (!config.eval_analogies.empty() || !config.eval_similarity.empty()) {
+      progress.finish();
+      evaluate_epoch(config, vocab, model, epoch + 1, out);
     }
   }
-  backend->sync_to_host();
   const double train_seconds = seconds_since(t_train);
   progress.finish();
 
@@ -137,21 +263,24 @@ TrainSummary run_training(const Config& config, std::FILE* log) {
       {"seed", static_cast<int64_t>(config.seed)},
       {"device", backend->name()},
       {"corpus", config.corpus},
-      {"words_trained", static_cast<int64_t>(done)},
+      {"words_trained", static_cast<int64_t>(pos.words_done)},
   };
   export_model(config.output, vocab, model, export_options);
 
   TrainSummary summary;
   summary.vocab_size = vocab.size();
-  summary.words = done;
+  summary.words = pos.words_done;
   summary.train_seconds = train_seconds;
   summary.total_seconds = seconds_since(t0);
   summary.final_loss = progress.smoothed_loss();
   summary.device = backend->name();
+  summary.last_checkpoint = last_path;
   if (out) {
-    std::fprintf(out, "trained %llu words in %.2f s on %s: %.0f words/s (%.2f s in all, loss %.4f)\n",
-                 static_cast<unsigned long long>(done), train_seconds, summary.device.c_str(),
-                 train_seconds > 0 ? static_cast<double>(done) / train_seconds : 0.0,
+    const uint64_t trained = pos.words_done - words_at_start;
+    std::fprintf(out,
+                 "trained %llu words in %.2f s on %s: %.0f words/s (%.2f s in all, loss %.4f)\n",
+                 static_cast<unsigned long long>(trained), train_seconds, summary.device.c_str(),
+                 train_seconds > 0 ? static_cast<double>(trained) / train_seconds : 0.0,
                  summary.total_seconds, summary.final_loss);
   }
   return summary;

@@ -3,6 +3,7 @@
 /// A training run from a corpus file to the exported vectors: vocabulary, encoding, sampling
 /// tables, model, backend, epochs with progress, export.
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -18,9 +19,13 @@ struct TrainSummary {
   double total_seconds = 0; ///< vocabulary, encoding, training and export
   double final_loss = 0;    ///< smoothed loss per example at the end
   std::string device;
+  std::string last_checkpoint;  ///< path of the newest checkpoint written
 };
 
-/// Runs `config` end to end; progress goes to `log` (stderr) unless config.quiet.
-TrainSummary run_training(const Config& config, std::FILE* log = stderr);
+/// Runs `config` end to end (or continues `config.resume`); progress goes to `log` unless
+/// config.quiet. When `*stop` becomes non-zero (a signal number, set by a signal handler), training
+/// stops at the next safe point, writes a checkpoint and throws Interrupted.
+TrainSummary run_training(const Config& config, std::FILE* log = stderr,
+                          const std::atomic<int>* stop = nullptr);
 
 }  // namespace pagedw2v

@@ -1,0 +1,168 @@
+#include "bench/train_bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "corpus.hpp"
+#include "error.hpp"
+#include "mapped_file.hpp"
+#include "sampler.hpp"
+#include "train/backend.hpp"
+#include "vocab.hpp"
+
+#ifdef PAGEDW2V_HAVE_CUDA
+#include "gpu/cuda_backend.hpp"
+#endif
+
+namespace pagedw2v {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// The trainer's block size, so that spans and blocks are what a real run sees.
+constexpr uint64_t kBlockWords = 4096;
+
+double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+}  // namespace
+
+TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* out) {
+  const Config& config = options.config;
+  if (config.corpus.empty()) throw UsageError("bench train: --corpus is required");
+  if (options.repeat == 0) throw UsageError("--repeat: expected at least 1");
+  TrainBenchResult r;
+  const auto t0 = Clock::now();
+
+  MappedFile file(config.corpus);
+  std::string repeated;
+  std::string_view text = file.view();
+  if (options.repeat > 1) {
+    repeated.reserve(text.size() * options.repeat + options.repeat);
+    for (uint32_t i = 0; i < options.repeat; ++i) {
+      repeated.append(text);
+      if (!text.empty() && text.back() != '\n') repeated.push_back('\n');
+    }
+    text = repeated;
+  }
+  VocabOptions vocab_options;
+  vocab_options.min_count = config.min_count;
+  vocab_options.max_vocab = config.max_vocab;
+  const Vocab vocab = Vocab::count(text, vocab_options);
+  if (vocab.empty()) throw Error("bench train: no word of the corpus passes --min-count");
+  const EncodedCorpus corpus = encode_corpus(text, vocab);
+  std::string().swap(repeated);
+  const std::vector<uint64_t> blocks = make_blocks(corpus, kBlockWords);
+  const std::vector<float> keep =
+      keep_probabilities(vocab.counts(), vocab.total_count(), config.sample);
+  const AliasTable noise(unigram_weights(vocab.counts()));
+
+  TrainData data;
+  data.corpus = &corpus;
+  data.blocks = &blocks;
+  data.keep = &keep;
+  data.noise = &noise;
+  TrainParams& p = data.params;
+  p.model = config.model;
+  p.dim = config.dim;
+  p.window = config.window;
+  p.negative = config.negative;
+  p.epochs = config.epochs;
+  p.seed = config.seed;
+  p.alpha = config.effective_alpha();
+  p.words_per_epoch = corpus.size();
+  Model model{HostTable(vocab.size(), config.dim, "input vectors", "lower --dim"),
+              HostTable(vocab.size(), config.dim, "output vectors", "lower --dim")};
+  init_model(model, config.seed);
+  r.prepare_seconds = seconds_since(t0);
+  r.vocab = vocab.size();
+  r.corpus_words = corpus.size();
+
+  const auto t_setup = Clock::now();
+  std::unique_ptr<Backend> backend;
+#ifdef PAGEDW2V_HAVE_CUDA
+  if (config.device != DeviceKind::kCpu && cuda_device_available()) {
+    CudaBackendOptions co;
+    co.force_stream = options.force_stream;
+    co.chunk_tokens = options.chunk_tokens;
+    backend = make_cuda_backend(model, data, co);
+  }
+#endif
+  if (!backend) backend = make_backend(config.device, model, data, config.effective_threads());
+  r.setup_seconds = seconds_since(t_setup);
+  r.device = backend->name();
+
+  const uint64_t nblocks = blocks.size() - 1;
+  const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
+  const auto t_train = Clock::now();
+  double last_loss = 0;
+  uint64_t last_terms = 0;
+  std::vector<double> epoch_seconds;
+  for (uint32_t epoch = 0; epoch < p.epochs; ++epoch) {
+    const auto t_epoch = Clock::now();
+    last_loss = 0;
+    last_terms = 0;
+    for (uint64_t b = 0; b < nblocks; b += span_blocks) {
+      const SpanStats s = backend->train(epoch, b, std::min(nblocks, b + span_blocks));
+      r.words += s.words;
+      last_loss += s.loss;
+      last_terms += s.loss_terms;
+    }
+    epoch_seconds.push_back(seconds_since(t_epoch));
+  }
+  r.train_seconds = seconds_since(t_train);
+  const auto t_sync = Clock::now();
+  backend->sync_to_host();
+  r.sync_seconds = seconds_since(t_sync);
+  r.total_seconds = seconds_since(t0);
+  r.words_per_second = r.train_seconds > 0 ? r.words / r.train_seconds : 0;
+  r.mean_loss = last_terms > 0 ? last_loss / last_terms : 0;
+
+  if (out != nullptr) {
+    std::fprintf(out, "bench train: %s, %s dim %u window %u negative %u sample %g, %u epochs\n",
+                 r.device.c_str(), to_string(config.model).c_str(), p.dim, p.window, p.negative,
+                 config.sample, p.epochs);
+    std::fprintf(out, "corpus: %s x%u: %llu words/epoch, %llu sentences, vocabulary %u\n",
+                 config.corpus.c_str(), options.repeat,
+                 static_cast<unsigned long long>(r.corpus_words),
+                 static_cast<unsigned long long>(corpus.sentences()), r.vocab);
+    std::fprintf(out, "epochs (s):");
+    for (double s : epoch_seconds) std::fprintf(out, " %.4f", s);
+    std::fprintf(out, "\n");
+    std::fprintf(
+        out, "time (s): prepare %.3f, backend setup %.3f, train %.4f, sync %.4f, total %.3f\n",
+        r.prepare_seconds, r.setup_seconds, r.train_seconds, r.sync_seconds, r.total_seconds);
+#ifdef PAGEDW2V_HAVE_CUDA
+    CudaBackendReport cr;
+    if (cuda_backend_report(*backend, &cr)) {
+      std::fprintf(out, "gpu: %s; corpus %s; %llu launches\n", cr.device_name.c_str(),
+                   cr.corpus_resident ? "resident" : "streamed",
+                   static_cast<unsigned long long>(cr.launches));
+      std::fprintf(out,
+                   "split (s): upload %.4f (copy engine%s), kernels %.4f, other %.4f "
+                   "(train wall minus kernels)\n",
+                   cr.upload_seconds, cr.corpus_resident ? ", before training" : ", overlapped",
+                   cr.kernel_seconds, std::max(0.0, r.train_seconds - cr.kernel_seconds));
+      std::fprintf(out, "gpu memory: backend %.1f MiB, device peak used %.1f MiB\n",
+                   mib(cr.backend_bytes), mib(cr.device_used_bytes));
+      if (cr.kernel_seconds > 0) {
+        std::fprintf(out, "kernel words/s: %.1f M\n", r.words / cr.kernel_seconds / 1e6);
+      }
+    }
+#endif
+    std::fprintf(out, "loss/example (last epoch): %.4f\n", r.mean_loss);
+    std::fprintf(
+        out, "RESULT device=%s model=%s words=%llu train_s=%.4f words_per_s=%.1fM total_s=%.3f\n",
+        r.device.c_str(), to_string(config.model).c_str(), static_cast<unsigned long long>(r.words),
+        r.train_seconds, r.words_per_second / 1e6, r.total_seconds);
+  }
+  return r;
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,172 @@
+#include "train/checkpoint.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "error.hpp"
+#include "io/atomic_file.hpp"
+#include "io/hdf5_io.hpp"
+#include "string_index.hpp"
+
+namespace pagedw2v {
+namespace {
+
+constexpr const char* kOptionPrefix = "option.";
+
+/// Options a checkpoint records: the model's and the schedule's.
+bool recorded(const OptionSpec& spec) {
+  return spec.is_model || spec.name == "corpus" || spec.name == "epochs";
+}
+
+const Attribute* find(const std::vector<Attribute>& attrs, const std::string& name) {
+  for (const Attribute& a : attrs) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+int64_t int_attr(const std::vector<Attribute>& attrs, const std::string& name,
+                 const std::string& path) {
+  const Attribute* a = find(attrs, name);
+  if (a == nullptr || !std::holds_alternative<int64_t>(a->value)) {
+    throw Error("checkpoint '" + path + "' is damaged: no integer '" + name + "'");
+  }
+  return std::get<int64_t>(a->value);
+}
+
+}  // namespace
+
+CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
+  CorpusFingerprint f;
+  f.words = corpus.size();
+  f.sentences = corpus.sentences();
+  const uint64_t a = detail::hash_bytes(std::string_view(
+      reinterpret_cast<const char*>(corpus.tokens.data()), corpus.tokens.size() * sizeof(uint32_t)));
+  const uint64_t b = detail::hash_bytes(
+      std::string_view(reinterpret_cast<const char*>(corpus.sentence_starts.data()),
+                       corpus.sentence_starts.size() * sizeof(uint64_t)));
+  f.hash = a ^ (b * 0x9E3779B97F4A7C15ull);
+  return f;
+}
+
+void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
+                     const Model& model, const TrainPosition& position,
+                     const CorpusFingerprint& corpus, float lr) {
+  std::vector<Attribute> attrs = {
+      {"format", std::string("pagedw2v checkpoint")},
+      {"format_version", kCheckpointFormatVersion},
+      {"epoch", static_cast<int64_t>(position.epoch)},
+      {"block", static_cast<int64_t>(position.block)},
+      {"words_done", static_cast<int64_t>(position.words_done)},
+      {"lr", static_cast<double>(lr)},
+      {"corpus_words", static_cast<int64_t>(corpus.words)},
+      {"corpus_sentences", static_cast<int64_t>(corpus.sentences)},
+      {"corpus_hash", static_cast<int64_t>(corpus.hash)},
+      {"rng", std::string("philox4x32-10 keyed by (seed, token position, epoch)")},
+  };
+  for (const OptionSpec& spec : train_options()) {
+    if (recorded(spec)) attrs.push_back({kOptionPrefix + spec.name, spec.get(config)});
+  }
+  write_embeddings_h5(path, vocab, model.input, &model.output, attrs);
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  const std::vector<Attribute> attrs = read_attributes_h5(path);
+  const Attribute* version = find(attrs, "format_version");
+  if (version == nullptr || find(attrs, "format") == nullptr) {
+    throw Error("'" + path + "' is not a pagedw2v checkpoint");
+  }
+  const int64_t v = int_attr(attrs, "format_version", path);
+  if (v > kCheckpointFormatVersion || v < 1) {
+    throw Error("checkpoint '" + path + "' has format version " + std::to_string(v) +
+                "; this build reads version " + std::to_string(kCheckpointFormatVersion));
+  }
+  Checkpoint ck;
+  for (const Attribute& a : attrs) {
+    if (a.name.rfind(kOptionPrefix, 0) != 0) continue;
+    const auto* text = std::get_if<std::string>(&a.value);
+    if (text == nullptr) throw Error("checkpoint '" + path + "' is damaged: bad '" + a.name + "'");
+    try {
+      apply_option(ck.config, a.name.substr(std::strlen(kOptionPrefix)), *text);
+    } catch (const UsageError& e) {
+      throw Error("checkpoint '" + path + "' is damaged: " + e.what());
+    }
+  }
+  ck.config.given.clear();
+  ck.position.epoch = static_cast<uint32_t>(int_attr(attrs, "epoch", path));
+  ck.position.block = static_cast<uint64_t>(int_attr(attrs, "block", path));
+  ck.position.words_done = static_cast<uint64_t>(int_attr(attrs, "words_done", path));
+  ck.corpus.words = static_cast<uint64_t>(int_attr(attrs, "corpus_words", path));
+  ck.corpus.sentences = static_cast<uint64_t>(int_attr(attrs, "corpus_sentences", path));
+  ck.corpus.hash = static_cast<uint64_t>(int_attr(attrs, "corpus_hash", path));
+  if (const Attribute* lr = find(attrs, "lr"); lr && std::holds_alternative<double>(lr->value)) {
+    ck.lr = static_cast<float>(std::get<double>(lr->value));
+  }
+
+  LoadedEmbeddings e = read_embeddings_h5(path);
+  if (e.counts.size() != e.rows || e.dim != ck.config.dim || e.rows == 0) {
+    throw Error("checkpoint '" + path + "' is damaged: vocabulary and tables disagree");
+  }
+  ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
+  const std::string hint = "this checkpoint needs more memory than is free";
+  ck.model.input = HostTable(e.rows, e.dim, "input vectors", hint);
+  std::copy(e.vectors.begin(), e.vectors.end(), ck.model.input.data());
+  e.vectors = {};
+  ck.model.output = HostTable(e.rows, e.dim, "output vectors", hint);
+  read_matrix_h5(path, "context_vectors", e.rows, e.dim, ck.model.output.data());
+  return ck;
+}
+
+CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep)
+    : dir_(std::move(run_dir) + "/checkpoints"), keep_(std::max<uint32_t>(1, keep)) {
+  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
+    throw Error("cannot create '" + dir_ + "': " + std::strerror(errno));
+  }
+}
+
+std::string CheckpointDir::write(bool end_of_epoch, const Config& config, const Vocab& vocab,
+                                 const Model& model, const TrainPosition& position,
+                                 const CorpusFingerprint& corpus, float lr) {
+  const std::string name = end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
+                                        : "step-" + std::to_string(position.words_done) + ".h5";
+  const std::string path = dir_ + "/" + name;
+  save_checkpoint(path, config, vocab, model, position, corpus, lr);
+  // latest.h5 is a relative link, replaced atomically by renaming a new link over it.
+  const std::string link = dir_ + "/latest.h5";
+  const std::string temp = temp_name_for(link);
+  std::remove(temp.c_str());
+  if (::symlink(name.c_str(), temp.c_str()) != 0 || std::rename(temp.c_str(), link.c_str()) != 0) {
+    const int err = errno;
+    std::remove(temp.c_str());
+    throw Error("cannot update '" + link + "': " + std::strerror(err));
+  }
+  prune();
+  return path;
+}
+
+void CheckpointDir::prune() {
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) return;
+  // Newest first by modification time; the name breaks ties.
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> files;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const bool ours = (name.rfind("epoch-", 0) == 0 || name.rfind("step-", 0) == 0) &&
+                      name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0;
+    if (!ours) continue;
+    struct stat st {};
+    if (::lstat((dir_ + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    files.push_back({{st.st_mtim.tv_sec, st.st_mtim.tv_nsec}, name});
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a > b; });
+  for (size_t i = keep_; i < files.size(); ++i) std::remove((dir_ + "/" + files[i].second).c_str());
+}
+
+}  // namespace pagedw2v

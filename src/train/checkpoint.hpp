@@ -1,0 +1,88 @@
+#pragma once
+/// @file checkpoint.hpp
+/// Checkpoints: everything a run needs to continue as if it had never stopped, in one HDF5 file.
+///
+/// The file is an embeddings file (see hdf5_io.hpp) with the output vectors always present:
+///
+///     /vectors, /context_vectors   [V, D] float32   input and output tables
+///     /vocab/words, /vocab/counts                   the vocabulary, in row order
+///
+/// and root attributes: `format_version`, every training parameter, the corpus path and its
+/// fingerprint, and the position (`epoch`, `block` — the next work block of that epoch —
+/// `words_done`, `lr`). Every random draw is Philox keyed by (seed, token position, epoch), so the
+/// seed and the position are the complete random state of every thread and stream.
+/// Files are written to a temporary name, fsync'ed and renamed: a crash at any moment leaves the
+/// previous checkpoint intact.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "corpus.hpp"
+#include "train/backend.hpp"
+#include "vocab.hpp"
+
+namespace pagedw2v {
+
+/// Bumped whenever the layout changes; newer files are refused.
+inline constexpr int64_t kCheckpointFormatVersion = 1;
+
+/// Where training stands: the next block to train in `epoch`, and the words trained so far.
+struct TrainPosition {
+  uint32_t epoch = 0;
+  uint64_t block = 0;
+  uint64_t words_done = 0;
+};
+
+/// What identifies the encoded corpus a run trains on.
+struct CorpusFingerprint {
+  uint64_t words = 0;
+  uint64_t sentences = 0;
+  uint64_t hash = 0;
+
+  bool operator==(const CorpusFingerprint& o) const {
+    return words == o.words && sentences == o.sentences && hash == o.hash;
+  }
+};
+
+CorpusFingerprint fingerprint(const EncodedCorpus& corpus);
+
+/// A checkpoint read back.
+struct Checkpoint {
+  Config config;  ///< the run's settings (corpus path, model parameters, epochs, seed, …)
+  Vocab vocab;
+  Model model;
+  TrainPosition position;
+  CorpusFingerprint corpus;
+  float lr = 0.0f;
+};
+
+/// Writes a checkpoint to `path` atomically (temporary name, fsync, rename).
+void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
+                     const Model& model, const TrainPosition& position,
+                     const CorpusFingerprint& corpus, float lr);
+
+/// Reads a checkpoint; throws Error with one clear line for a missing, truncated, non-HDF5 or
+/// newer-format file.
+Checkpoint load_checkpoint(const std::string& path);
+
+/// The `checkpoints/` directory of a run: names files, keeps the newest `keep`, and points the
+/// `latest.h5` link at the newest complete one.
+class CheckpointDir {
+ public:
+  CheckpointDir(std::string run_dir, uint32_t keep);
+  const std::string& path() const { return dir_; }
+  /// Writes `epoch-N.h5` (after epoch N) or `step-WORDS.h5` and returns its path.
+  std::string write(bool end_of_epoch, const Config& config, const Vocab& vocab,
+                    const Model& model, const TrainPosition& position,
+                    const CorpusFingerprint& corpus, float lr);
+
+ private:
+  void prune();
+
+  std::string dir_;
+  uint32_t keep_;
+};
+
+}  // namespace pagedw2v

@@ -1,0 +1,238 @@
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <random>
+#include <string>
+
+#include "error.hpp"
+#include "io/hdf5_io.hpp"
+#include "test_util.hpp"
+#include "train/checkpoint.hpp"
+#include "train/trainer.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::read_file;
+using testing_util::TempDir;
+using testing_util::write_file;
+
+std::string random_corpus(int sentences, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text;
+  for (int s = 0; s < sentences; ++s) {
+    for (int i = 0; i < 12; ++i) text += "w" + std::to_string(rng() % 60 + (s % 3) * 20) + " ";
+    text += "\n";
+  }
+  return text;
+}
+
+Config base_config(const TempDir& dir, const std::string& out) {
+  Config c;
+  c.corpus = dir.file("corpus.txt");
+  c.output = dir.file(out);
+  c.dim = 12;
+  c.epochs = 2;
+  c.threads = 1;
+  c.min_count = 1;
+  c.quiet = true;
+  c.device = DeviceKind::kCpu;
+  c.formats = {"npy"};
+  return c;
+}
+
+Config resume_config(const TempDir& dir, const std::string& checkpoint, const std::string& out) {
+  Config c;
+  c.resume = checkpoint;
+  c.output = dir.file(out);
+  c.threads = 1;
+  c.quiet = true;
+  c.device = DeviceKind::kCpu;
+  c.formats = {"npy"};
+  return c;
+}
+
+TEST(Checkpoint, SaveLoadRoundTrip) {
+  TempDir dir;
+  Config c;
+  c.corpus = "/some/corpus.txt";
+  c.dim = 3;
+  c.window = 7;
+  c.sample = 1e-4;
+  c.model = ModelKind::kCbow;
+  c.seed = 99;
+  c.alpha = 0.03f;
+  const Vocab vocab = Vocab::from_words({"a", "b"}, {7, 3});
+  Model m{HostTable(2, 3, "in", ""), HostTable(2, 3, "out", "")};
+  std::mt19937 rng(1);
+  for (int i = 0; i < 6; ++i) {
+    m.input.data()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+    m.output.data()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
+  }
+  const TrainPosition pos{1, 17, 123456};
+  const CorpusFingerprint fp{1000, 20, 0xF00DBABEDEADBEEFull};
+  save_checkpoint(dir.file("c.h5"), c, vocab, m, pos, fp, 0.0125f);
+  const Checkpoint ck = load_checkpoint(dir.file("c.h5"));
+  EXPECT_EQ(ck.config.corpus, c.corpus);
+  EXPECT_EQ(ck.config.dim, 3u);
+  EXPECT_EQ(ck.config.window, 7u);
+  EXPECT_DOUBLE_EQ(ck.config.sample, 1e-4);
+  EXPECT_EQ(ck.config.model, ModelKind::kCbow);
+  EXPECT_EQ(ck.config.seed, 99u);
+  EXPECT_FLOAT_EQ(ck.config.alpha, 0.03f);
+  EXPECT_EQ(ck.vocab.words(), vocab.words());
+  EXPECT_EQ(ck.vocab.counts(), vocab.counts());
+  EXPECT_EQ(ck.position.epoch, 1u);
+  EXPECT_EQ(ck.position.block, 17u);
+  EXPECT_EQ(ck.position.words_done, 123456u);
+  EXPECT_TRUE(ck.corpus == fp);
+  EXPECT_FLOAT_EQ(ck.lr, 0.0125f);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(ck.model.input.data()[i], m.input.data()[i]);
+    EXPECT_EQ(ck.model.output.data()[i], m.output.data()[i]);
+  }
+}
+
+class ResumeExact : public ::testing::TestWithParam<ModelKind> {};
+
+// Two epochs straight, and one epoch then a resume from epoch-1.h5, give the same bits.
+TEST_P(ResumeExact, FromEpochCheckpoint) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(600, 1));
+  Config straight = base_config(dir, "a");
+  straight.model = GetParam();
+  run_training(straight);
+  const TrainSummary s = run_training(resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b"));
+  EXPECT_EQ(s.words, 2u * 600u * 12u);
+  const std::string a = read_file(dir.file("a/vectors.npy"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, read_file(dir.file("b/vectors.npy")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ResumeExact,
+                         ::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow));
+
+// A stop request mid-epoch writes a step checkpoint; resuming from it is exact too.
+TEST(Resume, InterruptMidEpochThenResumeIsExact) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(30000, 2));  // 360 k words: several spans
+  Config c = base_config(dir, "a");
+  c.dim = 4;
+  run_training(c);
+
+  Config stopped = base_config(dir, "b");
+  stopped.dim = 4;
+  std::atomic<int> stop{SIGINT};
+  std::string checkpoint;
+  try {
+    run_training(stopped, stderr, &stop);
+    FAIL() << "not interrupted";
+  } catch (const Interrupted& e) {
+    EXPECT_EQ(e.signal(), SIGINT);
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  const Checkpoint ck = load_checkpoint(dir.file("b/checkpoints/latest.h5"));
+  EXPECT_EQ(ck.position.epoch, 0u);
+  EXPECT_GT(ck.position.block, 0u);
+  EXPECT_GT(ck.position.words_done, 0u);
+  EXPECT_LT(ck.position.words_done, 360000u);
+  const TrainSummary s = run_training(resume_config(dir, dir.file("b/checkpoints/latest.h5"), "c"));
+  EXPECT_EQ(s.words, 2u * 360000u);
+  EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("c/vectors.npy")));
+}
+
+TEST(Resume, MoreThreadsLoseNoWords) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(3000, 3));
+  Config c = base_config(dir, "a");
+  c.threads = 2;
+  run_training(c);
+  Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  r.threads = 2;
+  EXPECT_EQ(run_training(r).words, 2u * 3000u * 12u);
+}
+
+TEST(Resume, EpochsCanBeRaised) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(500, 4));
+  run_training(base_config(dir, "a"));
+  Config r = resume_config(dir, dir.file("a/checkpoints/latest.h5"), "b");
+  EXPECT_THROW(run_training(r), UsageError);  // already finished
+  apply_option(r, "epochs", "4");
+  EXPECT_EQ(run_training(r).words, 4u * 500u * 12u);
+  EXPECT_EQ(load_checkpoint(dir.file("b/checkpoints/latest.h5")).position.epoch, 4u);
+}
+
+TEST(Resume, ModelParametersCannotChange) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(200, 5));
+  run_training(base_config(dir, "a"));
+  Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  apply_option(r, "dim", "50");
+  EXPECT_THROW(run_training(r), UsageError);
+}
+
+TEST(Resume, AnotherCorpusIsRefused) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(200, 6));
+  write_file(dir.file("other.txt"), random_corpus(200, 7));
+  run_training(base_config(dir, "a"));
+  Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  apply_option(r, "corpus", dir.file("other.txt"));
+  try {
+    run_training(r);
+    FAIL() << "accepted another corpus";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocabulary"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointDir, KeepsTheNewestAndLinksLatest) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(100, 8));
+  Config c = base_config(dir, "a");
+  c.epochs = 4;
+  c.keep_checkpoints = 2;
+  const TrainSummary s = run_training(c);
+  EXPECT_EQ(s.last_checkpoint, dir.file("a/checkpoints/epoch-4.h5"));
+  EXPECT_NE(access(dir.file("a/checkpoints/epoch-4.h5").c_str(), F_OK), -1);
+  EXPECT_NE(access(dir.file("a/checkpoints/epoch-3.h5").c_str(), F_OK), -1);
+  EXPECT_EQ(access(dir.file("a/checkpoints/epoch-2.h5").c_str(), F_OK), -1);
+  EXPECT_EQ(access(dir.file("a/checkpoints/epoch-1.h5").c_str(), F_OK), -1);
+  char target[64] = {};
+  ASSERT_GT(readlink(dir.file("a/checkpoints/latest.h5").c_str(), target, sizeof target - 1), 0);
+  EXPECT_STREQ(target, "epoch-4.h5");
+}
+
+TEST(Checkpoint, BadFilesGiveOneClearError) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(100, 9));
+  run_training(base_config(dir, "a"));
+  const std::string good = read_file(dir.file("a/checkpoints/epoch-2.h5"));
+  write_file(dir.file("truncated.h5"), good.substr(0, good.size() / 2));
+  write_file(dir.file("text.h5"), "this is not hdf5\n");
+  Model m{HostTable(1, 1, "in", ""), HostTable(1, 1, "out", "")};
+  write_embeddings_h5(dir.file("plain.h5"), Vocab::from_words({"x"}, {1}), m.input, nullptr, {});
+  write_embeddings_h5(dir.file("newer.h5"), Vocab::from_words({"x"}, {1}), m.input, &m.output,
+                      {{"format", std::string("pagedw2v checkpoint")},
+                       {"format_version", kCheckpointFormatVersion + 1}});
+  const std::pair<const char*, const char*> cases[] = {{"truncated.h5", "truncated.h5"},
+                                                       {"text.h5", "not an HDF5"},
+                                                       {"plain.h5", "not a pagedw2v checkpoint"},
+                                                       {"newer.h5", "format version"},
+                                                       {"missing.h5", "missing.h5"}};
+  for (const auto& [file, expect] : cases) {
+    try {
+      load_checkpoint(dir.file(file));
+      ADD_FAILURE() << file << " loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagedw2v
