@@ -124,7 +124,7 @@ std::vector<OptionSpec> make_train_options() {
                false, true,
                [](C& c, V v) { c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull); },
                [](const C& c) { return std::to_string(c.max_vocab); }});
-  o.push_back({"alpha", "starting learning rate (default 0.025 skipgram, 0.05 cbow)", "auto", false,
+  o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto", false,
                true,
                [](C& c, V v) {
                  c.alpha = v == "auto" ? 0.0f
@@ -136,7 +136,7 @@ std::vector<OptionSpec> make_train_options() {
                  c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000));
                },
                [](const C& c) { return std::to_string(c.epochs); }});
-  o.push_back({"threads", "CPU threads (default: every core)", "all", false, false,
+  o.push_back({"threads", "CPU threads; all = every core", "all", false, false,
                [](C& c, V v) {
                  c.threads =
                      v == "all" ? 0 : static_cast<uint32_t>(parse_uint("threads", v, 1, 4096));
