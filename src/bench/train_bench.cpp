@@ -102,7 +102,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
   const auto t_train = Clock::now();
   double last_loss = 0;
-  uint64_t last_terms = 0;
+  uint64_t last_terms = 0, kept = 0, examples = 0;
   std::vector<double> epoch_seconds;
   for (uint32_t epoch = 0; epoch < p.epochs; ++epoch) {
     const auto t_epoch = Clock::now();
@@ -111,6 +111,8 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     for (uint64_t b = 0; b < nblocks; b += span_blocks) {
       const SpanStats s = backend->train(epoch, b, std::min(nblocks, b + span_blocks));
       r.words += s.words;
+      kept += s.trained;
+      examples += s.loss_terms;
       last_loss += s.loss;
       last_terms += s.loss_terms;
     }
@@ -132,6 +134,10 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
                  config.corpus.c_str(), options.repeat,
                  static_cast<unsigned long long>(r.corpus_words),
                  static_cast<unsigned long long>(corpus.sentences()), r.vocab);
+    if (r.words > 0) {
+      std::fprintf(out, "per word: %.4f kept after subsampling, %.4f examples (pairs or windows)\n",
+                   static_cast<double>(kept) / r.words, static_cast<double>(examples) / r.words);
+    }
     std::fprintf(out, "epochs (s):");
     for (double s : epoch_seconds) std::fprintf(out, " %.4f", s);
     std::fprintf(out, "\n");

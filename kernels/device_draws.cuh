@@ -1,0 +1,46 @@
+#pragma once
+/// @file device_draws.cuh
+/// Device-side forms of the CPU backend's random decisions, shared by the training kernel and the
+/// sampler probes so that the tests check the code that trains. Each is the CPU expression
+/// (train/cpu_backend.cpp, train/sgns_cpu.hpp) on the same Philox counters; include from .cu only.
+
+#include <cstdint>
+
+#include "philox.hpp"
+#include "sampler.hpp"
+
+namespace pagedw2v::detail {
+
+/// Marks a negative that equals the centre word and is therefore skipped.
+inline constexpr uint32_t kSkippedNegative = 0xFFFFFFFFu;
+
+struct KeepDecision {
+  bool keep;
+  uint32_t shrink;  ///< dynamic-window reduction: the window is `window − shrink`
+};
+
+/// word2vec's subsampling of corpus token `pos` with keep probability `keep_p`, and the window
+/// shrink drawn from the same Philox block.
+__device__ __forceinline__ KeepDecision subsample_token(uint64_t seed, uint64_t pos, uint32_t epoch,
+                                                        float keep_p, uint32_t window) {
+  const Philox4 r = draw(seed, pos, epoch, DrawKind::kSubsample);
+  KeepDecision d;
+  d.keep = !(keep_p < 1.0f && to_unit_float(r.v[0]) >= keep_p);
+  d.shrink = window > 0 ? r.v[1] % window : 0;
+  return d;
+}
+
+/// The two negatives of call `call` for (centre at `pos`, context slot `slot`); a negative equal
+/// to `centre` comes back as kSkippedNegative.
+__device__ __forceinline__ void negative_pair(uint64_t seed, uint64_t pos, uint32_t epoch,
+                                              uint32_t slot, uint32_t call, uint32_t centre,
+                                              const AliasEntry* noise, uint32_t vocab, uint32_t* a,
+                                              uint32_t* b) {
+  const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
+  const uint32_t x = alias_draw(noise, vocab, r.v[0], r.v[1]);
+  const uint32_t y = alias_draw(noise, vocab, r.v[2], r.v[3]);
+  *a = x == centre ? kSkippedNegative : x;
+  *b = y == centre ? kSkippedNegative : y;
+}
+
+}  // namespace pagedw2v::detail

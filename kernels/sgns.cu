@@ -1,0 +1,527 @@
+#include "sgns.cuh"
+
+#include <algorithm>
+#include <string>
+
+#include "device_draws.cuh"
+#include "error.hpp"
+#include "gpu/cuda_check.hpp"
+
+namespace pagedw2v {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMaxWarpsPerBlock = 8;
+constexpr unsigned kFull = 0xFFFFFFFFu;
+
+/// One kept token of the sentence a warp trains: a ring of these holds the window around the
+/// centre while the sentence is read 32 tokens at a time.
+struct RingEntry {
+  uint32_t id;
+  uint32_t shrink;
+  unsigned long long pos;
+};
+
+/// Per-warp shared memory: the skip-gram centre row as it was loaded (one float4 per lane and
+/// vector slot; kept here rather than in registers), the ring of kept tokens, then for each
+/// context slot of the current centre its negatives and whether a row repeats among them.
+struct WarpLayout {
+  uint32_t row_quads;  // float4s per row
+  uint32_t ring_size;  // power of two ≥ 2·window + 32
+  uint32_t slots;      // 2·window + 1
+  uint32_t negative;
+  __host__ __device__ size_t bytes() const {
+    const size_t b = row_quads * sizeof(float4) + ring_size * sizeof(RingEntry) +
+                     size_t{slots} * negative * sizeof(uint32_t) + slots * sizeof(uint32_t);
+    return (b + 15) & ~size_t{15};
+  }
+};
+
+WarpLayout make_layout(uint32_t stride, uint32_t window, uint32_t negative) {
+  WarpLayout l;
+  l.row_quads = stride / 4;
+  l.ring_size = 32;
+  while (l.ring_size < 2 * window + 32) l.ring_size *= 2;
+  l.slots = 2 * window + 1;
+  l.negative = negative;
+  return l;
+}
+
+/// Table rows are read through L2 only (ld.cg): rows are updated by warps on every
+/// multiprocessor, and a row cached in one SM's L1 would go stale (Hogwild tolerates races, not
+/// a cache that never sees the other writers).
+__device__ __forceinline__ float4 load_row4(const float* p) {
+  return __ldcg(reinterpret_cast<const float4*>(p));
+}
+
+/// The slice of one row that a lane holds: float4 number lane + 32·v for v < kV.
+template <int kV>
+struct Slice {
+  float4 x[kV];
+};
+
+template <int kV>
+__device__ __forceinline__ void load_slice(Slice<kV>& s, const float* row, int lane, int nq) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int q = lane + kWarp * v;
+    s.x[v] = q < nq ? load_row4(row + 4 * q) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+/// row += s, as atomic adds (16 bytes at a time on sm_90): a hot row (a frequent word drawn as a
+/// negative by thousands of warps at once) then loses no update, where plain Hogwild
+/// read-modify-write would keep only one of the concurrent writers' changes.
+template <int kV>
+__device__ __forceinline__ void add_to_row(const Slice<kV>& s, float* row, int lane, int nq) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int q = lane + kWarp * v;
+    if (q < nq) {
+      float* p = row + 4 * q;
+#if __CUDA_ARCH__ >= 900
+      // One 16-byte red (no return value): the warp does not wait for the L2 round trip.
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(s.x[v].x),
+                   "f"(s.x[v].y), "f"(s.x[v].z), "f"(s.x[v].w)
+                   : "memory");
+#else
+      atomicAdd(p, s.x[v].x);
+      atomicAdd(p + 1, s.x[v].y);
+      atomicAdd(p + 2, s.x[v].z);
+      atomicAdd(p + 3, s.x[v].w);
+#endif
+    }
+  }
+}
+
+/// y = g·x
+template <int kV>
+__device__ __forceinline__ void scale(float g, const Slice<kV>& x, Slice<kV>& y) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    y.x[v].x = g * x.x[v].x;
+    y.x[v].y = g * x.x[v].y;
+    y.x[v].z = g * x.x[v].z;
+    y.x[v].w = g * x.x[v].w;
+  }
+}
+
+/// y = a − b
+template <int kV>
+__device__ __forceinline__ void difference(const Slice<kV>& a, const Slice<kV>& b, Slice<kV>& y) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    y.x[v].x = a.x[v].x - b.x[v].x;
+    y.x[v].y = a.x[v].y - b.x[v].y;
+    y.x[v].z = a.x[v].z - b.x[v].z;
+    y.x[v].w = a.x[v].w - b.x[v].w;
+  }
+}
+
+template <int kV>
+__device__ __forceinline__ void zero_slice(Slice<kV>& s) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) s.x[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
+template <int kV>
+__device__ __forceinline__ float partial_dot(const Slice<kV>& a, const Slice<kV>& b) {
+  float d = 0.f;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    d = fmaf(a.x[v].x, b.x[v].x, d);
+    d = fmaf(a.x[v].y, b.x[v].y, d);
+    d = fmaf(a.x[v].z, b.x[v].z, d);
+    d = fmaf(a.x[v].w, b.x[v].w, d);
+  }
+  return d;
+}
+
+/// y += g·x
+template <int kV>
+__device__ __forceinline__ void axpy(float g, const Slice<kV>& x, Slice<kV>& y) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    y.x[v].x = fmaf(g, x.x[v].x, y.x[v].x);
+    y.x[v].y = fmaf(g, x.x[v].y, y.x[v].y);
+    y.x[v].z = fmaf(g, x.x[v].z, y.x[v].z);
+    y.x[v].w = fmaf(g, x.x[v].w, y.x[v].w);
+  }
+}
+
+/// word2vec's sigmoid, 0/1 beyond ±kMaxExp.
+__device__ __forceinline__ float clipped_sigmoid(float f) {
+  if (f > kMaxExp) return 1.0f;
+  if (f < -kMaxExp) return 0.0f;
+  return __fdividef(1.0f, 1.0f + __expf(-f));
+}
+
+/// −log σ(±f) with f clipped to ±kMaxExp.
+__device__ __forceinline__ float example_loss(float f, bool positive) {
+  float x = positive ? f : -f;
+  x = fminf(fmaxf(x, -kMaxExp), kMaxExp);
+  return log1pf(__expf(-x));
+}
+
+/// One negative-sampling example of input vector `h` (sgns_cpu.hpp's sgns_update): the centre
+/// (label 1, its output row `oc` held by the caller, who writes it back) when `with_centre`,
+/// then the `n` negatives `ids` (label 0; kSkippedNegative entries are not targets). Targets
+/// are taken kB at a time: their rows are loaded together, their dot products reduced together,
+/// then updated; rows within a group are distinct (the caller drops to kB = 1 otherwise), so
+/// this equals the CPU's one-target-at-a-time loop.
+template <int kV, int kB>
+__device__ __forceinline__ void train_example(const Slice<kV>& h, Slice<kV>& err, Slice<kV>& oc,
+                                              bool with_centre, float* output, uint32_t stride,
+                                              const uint32_t* ids, int n, float lr, int lane,
+                                              int nq, float& loss) {
+  for (int s = 0; s == 0 || s < n; s += kB) {
+    const bool centre = with_centre && s == 0;
+    Slice<kV> o[kB];
+    uint32_t id[kB];
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      id[k] = s + k < n ? ids[s + k] : detail::kSkippedNegative;
+      if (id[k] != detail::kSkippedNegative) {
+        load_slice(o[k], output + static_cast<size_t>(id[k]) * stride, lane, nq);
+      } else {
+        zero_slice(o[k]);
+      }
+    }
+    float d[kB + 1];
+#pragma unroll
+    for (int k = 0; k < kB; ++k) d[k] = partial_dot(h, o[k]);
+    d[kB] = centre ? partial_dot(h, oc) : 0.f;
+#pragma unroll
+    for (int m = kWarp / 2; m >= 1; m /= 2) {
+#pragma unroll
+      for (int k = 0; k <= kB; ++k) d[k] += __shfl_xor_sync(kFull, d[k], m);
+    }
+    // Lane k takes value k (the centre is value kB): one sigmoid and one loss term per lane
+    // instead of every lane computing all of them; the gradients are broadcast back.
+    float mine = d[0];
+    bool valid = id[0] != detail::kSkippedNegative;
+#pragma unroll
+    for (int k = 1; k < kB; ++k) {
+      mine = lane == k ? d[k] : mine;
+      valid = lane == k ? id[k] != detail::kSkippedNegative : valid;
+    }
+    mine = lane == kB ? d[kB] : mine;
+    valid = lane == kB ? centre : (lane < kB && valid);
+    const bool positive = lane == kB;
+    const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;
+    if (valid) loss += example_loss(mine, positive);
+    if (centre) {
+      const float g = __shfl_sync(kFull, g_mine, kB);
+      axpy(g, oc, err);
+      axpy(g, h, oc);
+    }
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      const float g = __shfl_sync(kFull, g_mine, k);
+      if (id[k] == detail::kSkippedNegative) continue;
+      axpy(g, o[k], err);
+      scale(g, h, o[k]);
+      add_to_row(o[k], output + static_cast<size_t>(id[k]) * stride, lane, nq);
+    }
+  }
+}
+
+/// Draws the negatives of every context slot of centre `i` (kept index) in parallel — lane t
+/// takes (slot, call) number t — into negs[slot · negative + k] in draw_targets' order, with
+/// kSkippedNegative where the centre was drawn; dup[slot] says whether a row repeats in the list.
+__device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
+                                               int hi, bool skip_gram, uint32_t* negs,
+                                               uint32_t* dup, int lane) {
+  const int ncalls = static_cast<int>((a.negative + 1) / 2);
+  const int nslots = skip_gram ? static_cast<int>(hi - lo) : 1;
+  const int total = nslots * ncalls;
+  auto slot_of = [&](int sr) -> uint32_t {
+    if (!skip_gram) return 0;
+    int j = lo + sr;
+    if (j >= i) ++j;
+    return static_cast<uint32_t>(j - i + a.window);
+  };
+  for (int t = lane; t < total; t += kWarp) {
+    const int sr = t / ncalls;
+    const int call = t - sr * ncalls;
+    const uint32_t slot = slot_of(sr);
+    uint32_t x, y;
+    detail::negative_pair(a.seed, c.pos, a.epoch, slot, call, c.id, a.noise, a.vocab, &x, &y);
+    uint32_t* list = negs + slot * a.negative;
+    list[2 * call] = x;
+    if (2 * call + 1 < static_cast<int>(a.negative)) list[2 * call + 1] = y;
+    if (call == 0) dup[slot] = 0;
+  }
+  __syncwarp();
+  for (int t = lane; t < total; t += kWarp) {
+    const int sr = t / ncalls;
+    const int call = t - sr * ncalls;
+    const uint32_t slot = slot_of(sr);
+    const uint32_t* list = negs + slot * a.negative;
+    const int k0 = 2 * call, k1 = k0 + 1 < static_cast<int>(a.negative) ? k0 + 1 : k0;
+    bool repeated = false;
+    for (int k = k0; k <= k1; ++k) {
+      const uint32_t id = list[k];
+      if (id == detail::kSkippedNegative) continue;
+      for (int m = 0; m < k; ++m) repeated |= list[m] == id;
+    }
+    if (repeated) dup[slot] = 1;
+  }
+  __syncwarp();
+}
+
+/// Skip-gram for kept centre `i` of the ring: each context row against the centre's output row
+/// (kept in registers across the window) and that pair's negatives, in the CPU's order.
+template <int kV, int kB>
+__device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const RingEntry* ring,
+                                                      float4* centre0, uint32_t ring_mask,
+                                                      uint32_t* negs, uint32_t* dup, int i, int n,
+                                                      int lane, int nq, float& loss,
+                                                      unsigned& terms) {
+  const RingEntry c = ring[i & ring_mask];
+  const int w = static_cast<int>(a.window) - c.shrink;
+  const int lo = i - w > 0 ? i - w : 0;
+  const int hi = i + w < n - 1 ? i + w : n - 1;
+  if (hi <= lo) return;
+  const float lr = a.schedule.at(a.epoch_base + c.pos);
+  draw_negatives(a, c, i, lo, hi, true, negs, dup, lane);
+
+  float* centre_row = a.output + static_cast<size_t>(c.id) * a.stride;
+  Slice<kV> oc;
+  load_slice(oc, centre_row, lane, nq);
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    if (lane + kWarp * v < nq) centre0[lane + kWarp * v] = oc.x[v];
+  }
+  const int nn = static_cast<int>(a.negative);
+  for (int j = lo; j <= hi; ++j) {
+    if (j == i) continue;
+    const uint32_t slot = static_cast<uint32_t>(j - i + a.window);
+    float* ctx_row = a.input + static_cast<size_t>(ring[j & ring_mask].id) * a.stride;
+    Slice<kV> h, err;
+    load_slice(h, ctx_row, lane, nq);
+    zero_slice(err);
+    const uint32_t* ids = negs + slot * a.negative;
+    if (dup[slot]) {
+      train_example<kV, 1>(h, err, oc, true, a.output, a.stride, ids, nn, lr, lane, nq, loss);
+    } else {
+      train_example<kV, kB>(h, err, oc, true, a.output, a.stride, ids, nn, lr, lane, nq, loss);
+    }
+    add_to_row(err, ctx_row, lane, nq);
+    ++terms;
+  }
+  // The centre row was private to this warp for the window; other warps' changes to it meanwhile
+  // survive because only this warp's own change is added.
+  Slice<kV> oc0;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    oc0.x[v] = lane + kWarp * v < nq ? centre0[lane + kWarp * v] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  difference(oc, oc0, oc);
+  add_to_row(oc, centre_row, lane, nq);
+  __syncwarp();
+}
+
+/// CBOW for kept centre `i`: the mean of the window's input rows against the centre and its
+/// negatives; the error is added to every context row, in the CPU's order.
+template <int kV, int kB>
+__device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingEntry* ring,
+                                                  uint32_t ring_mask, uint32_t* negs, uint32_t* dup,
+                                                  int i, int n, int lane, int nq, float& loss,
+                                                  unsigned& terms) {
+  const RingEntry c = ring[i & ring_mask];
+  const int w = static_cast<int>(a.window) - c.shrink;
+  const int lo = i - w > 0 ? i - w : 0;
+  const int hi = i + w < n - 1 ? i + w : n - 1;
+  if (hi <= lo) return;
+  const float lr = a.schedule.at(a.epoch_base + c.pos);
+  draw_negatives(a, c, i, lo, hi, false, negs, dup, lane);
+
+  Slice<kV> h;
+  zero_slice(h);
+#pragma unroll 4
+  for (int j = lo; j <= hi; ++j) {
+    if (j == i) continue;
+    Slice<kV> x;
+    load_slice(x, a.input + static_cast<size_t>(ring[j & ring_mask].id) * a.stride, lane, nq);
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      h.x[v].x += x.x[v].x;
+      h.x[v].y += x.x[v].y;
+      h.x[v].z += x.x[v].z;
+      h.x[v].w += x.x[v].w;
+    }
+  }
+  const float cw = static_cast<float>(hi - lo);
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    h.x[v].x /= cw;
+    h.x[v].y /= cw;
+    h.x[v].z /= cw;
+    h.x[v].w /= cw;
+  }
+  float* centre_row = a.output + static_cast<size_t>(c.id) * a.stride;
+  Slice<kV> oc, oc0, err;
+  load_slice(oc0, centre_row, lane, nq);
+  oc = oc0;
+  zero_slice(err);
+  const int nn = static_cast<int>(a.negative);
+  if (dup[0]) {
+    train_example<kV, 1>(h, err, oc, true, a.output, a.stride, negs, nn, lr, lane, nq, loss);
+  } else {
+    train_example<kV, kB>(h, err, oc, true, a.output, a.stride, negs, nn, lr, lane, nq, loss);
+  }
+  difference(oc, oc0, oc);
+  add_to_row(oc, centre_row, lane, nq);
+  for (int j = lo; j <= hi; ++j) {
+    if (j == i) continue;
+    add_to_row(err, a.input + static_cast<size_t>(ring[j & ring_mask].id) * a.stride, lane, nq);
+  }
+  ++terms;
+  __syncwarp();
+}
+
+/// Thread mapping: one warp per sentence, taken from a global counter until none are left
+/// (a persistent grid; sentences differ in length, so static assignment would leave warps idle).
+/// Inside a sentence the warp works in the CPU's order — centre after centre, context after
+/// context — so a sentence's result equals the CPU reference; warps race only with other
+/// sentences (Hogwild, as word2vec's threads do: reads may be stale, but every update is an
+/// atomic add of this warp's own change, so none is lost on hot rows). Lanes split the vector: lane
+/// l holds float4 number l + 32·v of every row (dim 128: one float4 per lane, 512-byte coalesced
+/// row loads), and dot products are warp butterfly reductions. The 32 lanes also subsample 32
+/// tokens at a time into a shared-memory ring, and draw a centre's negatives in parallel (one
+/// Philox call per lane). The centre's output row stays in registers across its window (skip-gram).
+/// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
+/// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads.
+/// Measured on an H200 (skip-gram, dim 128): 2 and 3 are equal within noise, 4 (64 registers,
+/// more spills) is 3 % slower; 3 is used for dim ≤ 128.
+template <int kV, int kB, bool kSkipGram, int kMinBlocks>
+__global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
+    sgns_kernel(const SgnsArgs a, const WarpLayout layout) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int lane = threadIdx.x % kWarp;
+  const int warp = threadIdx.x / kWarp;
+  unsigned char* mine = smem + warp * layout.bytes();
+  float4* centre0 = reinterpret_cast<float4*>(mine);
+  RingEntry* ring = reinterpret_cast<RingEntry*>(centre0 + layout.row_quads);
+  uint32_t* negs = reinterpret_cast<uint32_t*>(ring + layout.ring_size);
+  uint32_t* dup = negs + layout.slots * layout.negative;
+  const uint32_t ring_mask = layout.ring_size - 1;
+  const int nq = static_cast<int>(a.stride / 4);
+
+  for (;;) {
+    unsigned long long s = 0;
+    if (lane == 0) s = atomicAdd(&a.counters->next_sentence, 1ull);
+    s = __shfl_sync(kFull, s, 0);
+    if (s >= a.sentences) break;
+    const uint64_t first = a.sentence_starts[s], last = a.sentence_starts[s + 1];
+    int kept = 0, next = 0;
+    float loss = 0.f;
+    unsigned terms = 0;
+    for (uint64_t base = first; base < last; base += kWarp) {
+      const uint64_t pos = base + lane;
+      detail::KeepDecision d{false, 0};
+      uint32_t id = 0;
+      if (pos < last) {
+        id = a.tokens[pos - a.token_base];
+        d = detail::subsample_token(a.seed, pos, a.epoch, __ldg(a.keep + id), a.window);
+      }
+      const unsigned mask = __ballot_sync(kFull, d.keep);
+      __syncwarp();
+      if (d.keep) {
+        const int rank = __popc(mask & ((1u << lane) - 1u));
+        ring[(kept + rank) & ring_mask] = RingEntry{id, d.shrink, pos};
+      }
+      kept += __popc(mask);
+      __syncwarp();
+      const bool tail = base + kWarp >= last;
+      while (next < kept && (tail || next + static_cast<int>(a.window) < kept)) {
+        if (kSkipGram) {
+          train_centre_skipgram<kV, kB>(a, ring, centre0, ring_mask, negs, dup, next, kept, lane,
+                                        nq, loss, terms);
+        } else {
+          train_centre_cbow<kV, kB>(a, ring, ring_mask, negs, dup, next, kept, lane, nq, loss,
+                                    terms);
+        }
+        ++next;
+      }
+    }
+#pragma unroll
+    for (int m = kWarp / 2; m >= 1; m /= 2) loss += __shfl_xor_sync(kFull, loss, m);
+    if (lane == 0) {
+      atomicAdd(&a.counters->words, static_cast<unsigned long long>(last - first));
+      atomicAdd(&a.counters->trained, static_cast<unsigned long long>(kept));
+      atomicAdd(&a.counters->loss_terms, static_cast<unsigned long long>(terms));
+      atomicAdd(&a.counters->loss, static_cast<double>(loss));
+    }
+  }
+}
+
+template <int kV, int kB, int kMinBlocks>
+void launch_shape(const SgnsArgs& a, cudaStream_t stream) {
+  const WarpLayout layout = make_layout(a.stride, a.window, a.negative);
+  int device = 0, sms = 0, max_smem = 0;
+  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
+  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  PAGEDW2V_CUDA_TRY(
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int warps = static_cast<int>(
+      std::min<size_t>(kMaxWarpsPerBlock, static_cast<size_t>(max_smem) / layout.bytes()));
+  if (warps < 1) {
+    throw UsageError("--window " + std::to_string(a.window) + " with --negative " +
+                     std::to_string(a.negative) + " needs more shared memory than the GPU has");
+  }
+  const size_t smem = static_cast<size_t>(warps) * layout.bytes();
+  auto kernel = a.model == ModelKind::kSkipGram ? sgns_kernel<kV, kB, true, kMinBlocks>
+                                                : sgns_kernel<kV, kB, false, kMinBlocks>;
+  PAGEDW2V_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem)));
+  int per_sm = 0;
+  PAGEDW2V_CUDA_TRY(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, smem));
+  const uint64_t needed = (a.sentences + warps - 1) / warps;
+  const uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * sms;
+  const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min(needed, resident)));
+  PAGEDW2V_CUDA_TRY(
+      cudaMemsetAsync(&a.counters->next_sentence, 0, sizeof(a.counters->next_sentence), stream));
+  kernel<<<blocks, warps * kWarp, smem, stream>>>(a, layout);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative) {
+  if (dim == 0 || dim > kSgnsMaxDim) {
+    throw UsageError("--dim " + std::to_string(dim) + ": the CUDA backend supports 1 to " +
+                     std::to_string(kSgnsMaxDim));
+  }
+  if (window > 1000 || negative > 255 * 2) {
+    throw UsageError("--window/--negative too large for the CUDA backend");
+  }
+  if (make_layout(sgns_row_stride(dim), window, negative).bytes() > 200 * 1024) {
+    throw UsageError("--window " + std::to_string(window) + " with --negative " +
+                     std::to_string(negative) + " needs more shared memory than the GPU has");
+  }
+}
+
+void launch_sgns(const SgnsArgs& a, cudaStream_t stream) {
+  if (a.sentences == 0) return;
+  const uint32_t nq = a.stride / 4;
+  const uint32_t neg = a.negative;
+  if (nq <= 32) {
+    if (neg <= 2) return launch_shape<1, 2, 3>(a, stream);
+    if (neg == 5) return launch_shape<1, 5, 3>(a, stream);
+    return launch_shape<1, 8, 3>(a, stream);
+  }
+  if (nq <= 64) {
+    if (neg <= 2) return launch_shape<2, 2, 2>(a, stream);
+    if (neg == 5) return launch_shape<2, 5, 2>(a, stream);
+    return launch_shape<2, 8, 2>(a, stream);
+  }
+  if (nq <= 96) return launch_shape<3, 4, 1>(a, stream);
+  if (nq <= 128) return launch_shape<4, 4, 1>(a, stream);
+  if (nq <= 256) return launch_shape<8, 2, 1>(a, stream);
+  throw UsageError("--dim too large for the CUDA backend");
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds pagedw2v on a GPU machine, runs the GPU tests and the CUDA benchmarks, and compares the
+# quality of GPU and CPU training on mix5m. Logs go to $OUT (default build-gpu/check-logs); a summary
+# is printed last.
+#
+#   scripts/gpu-check.sh [test] [bench] [quality] [profile] [all]   (default: test bench quality)
+#
+# Data: .cache/mix5m.txt.gz (or .cache/mix5m.txt), .cache/questions-words.txt and
+# .cache/wordsim353.tsv, copied from the shared data folder.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build-gpu}
+OUT=${OUT:-$BUILD/check-logs}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT"
+STEPS=${*:-test bench quality}
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+has_step() { [[ " $STEPS " == *" $1 "* || " $STEPS " == *" all "* ]]; }
+
+note "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) steps: $STEPS"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader \
+  2>&1 | tee -a "$SUMMARY"
+
+# Build: our targets first, so that a half-finished file elsewhere cannot hide their results.
+t0=$(date +%s)
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DPAGEDW2V_CUDA=ON >"$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build "$BUILD" -j"$JOBS" --target pagedw2v test_cuda_sgns test_cuda_sampler \
+  >"$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -30; exit 1; }
+cmake --build "$BUILD" -j"$JOBS" -- -k >>"$OUT/build.log" 2>&1 || note "note: some other targets failed to build"
+note "build: $(( $(date +%s) - t0 )) s"
+BIN="$BUILD/bin"
+
+DATA="$ROOT/.cache"
+CORPUS=/tmp/mix5m.txt
+if [[ -f "$DATA/mix5m.txt" ]]; then CORPUS="$DATA/mix5m.txt"; elif [[ -f "$DATA/mix5m.txt.gz" ]]; then
+  gunzip -c "$DATA/mix5m.txt.gz" >"$CORPUS"; fi
+
+if has_step test; then
+  for t in test_cuda_sgns test_cuda_sampler; do
+    timeout 180 "$BIN/$t" >"$OUT/$t.log" 2>&1
+    note "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED' "$OUT/$t.log" | head -20 | tee -a "$SUMMARY"
+  done
+  (cd "$BUILD" && timeout 150 ctest --output-on-failure --timeout 60 -j8 >"$OUT/ctest.log" 2>&1)
+  note "ctest (all tests): rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
+  grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess)' "$OUT/ctest.log" | head -20 | tee -a "$SUMMARY"
+  if command -v compute-sanitizer >/dev/null; then
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_sgns" \
+      --gtest_filter='*sg_d33*:*sg_d300*:*cbow_d100_w5_n5_s24:*Repeats*:*stream*' \
+      >"$OUT/memcheck.log" 2>&1
+    note "memcheck (5 shapes + repeats + streaming): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+  fi
+fi
+
+if has_step bench; then
+  SG="--dim 128 --window 5 --negative 5 --sample 1e-3 --min-count 5"
+  run_bench() {  # name, then bench flags
+    local name=$1; shift
+    timeout 120 "$BIN/pagedw2v" bench train --corpus "$CORPUS" "$@" >"$OUT/bench-$name.log" 2>&1
+    note "bench $name: rc=$? $(grep -E '^RESULT' "$OUT/bench-$name.log")"
+    grep -E '^(per word|epochs|split|gpu memory|kernel words)' "$OUT/bench-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+  }
+  run_bench sg-x4 --repeat 4 --device cuda --epochs 3 $SG
+  run_bench cbow-x4 --repeat 4 --device cuda --epochs 3 --model cbow $SG
+  run_bench sg-x4-again --repeat 4 --device cuda --epochs 3 $SG
+  run_bench sg-x4-stream --repeat 4 --device cuda --epochs 2 --stream --chunk-tokens 4194304 $SG
+  run_bench sg-x1-d100 --repeat 1 --device cuda --epochs 5 --dim 100
+fi
+
+if has_step quality; then
+  Q="$DATA/questions-words.txt"; W="$DATA/wordsim353.tsv"
+  quality() {  # name, then train flags
+    local name=$1; shift
+    timeout 150 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/q-$name" --format npy \
+      --dim 100 --window 5 --negative 5 --sample 1e-3 --min-count 5 --epochs 5 "$@" \
+      >"$OUT/train-$name.log" 2>&1
+    local rc=$?
+    timeout 120 "$BIN/pagedw2v" eval --vectors "/tmp/q-$name" --analogies "$Q" --similarity "$W" \
+      >"$OUT/eval-$name.log" 2>&1
+    note "quality $name: train rc=$rc $(grep -E '^trained' "$OUT/train-$name.log" | head -1)"
+    grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+  }
+  quality sg-cuda --device cuda
+  quality sg-cpu --device cpu
+  quality cbow-cuda --device cuda --model cbow
+  quality cbow-cpu --device cpu --model cbow
+fi
+
+if has_step profile && command -v ncu >/dev/null; then
+  timeout 150 ncu --clock-control none --kernel-name regex:sgns_kernel --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
+    --section LaunchStats --section WarpStateStats \
+    "$BIN/pagedw2v" bench train --corpus "$CORPUS" --repeat 4 --device cuda --epochs 2 \
+    --dim 128 --window 5 --negative 5 --sample 1e-3 >"$OUT/ncu.log" 2>&1
+  note "ncu: rc=$? (ncu.log)"
+  grep -E "Duration|Throughput|Achieved Occupancy|Registers Per|L2 Hit|Warp Cycles Per Issued|No Eligible|stalled" \
+    "$OUT/ncu.log" | head -30 | tee -a "$SUMMARY"
+fi
+
+# Everything in one archive: only a few files come back from the device machine.
+tar -C "$OUT" -czf /tmp/gpu-check-logs.tgz . 2>/dev/null && mv /tmp/gpu-check-logs.tgz "$OUT/logs.tgz"
+find "$OUT" -maxdepth 1 -type f ! -name logs.tgz ! -name summary.txt -delete
+
+echo
+echo "===== summary ====="
+cat "$SUMMARY"

@@ -1,0 +1,51 @@
+#pragma once
+/// @file cuda_backend.hpp
+/// The CUDA backend: both tables resident in GPU memory for the whole run, the corpus resident
+/// or streamed (gpu/device_corpus.hpp), one fused kernel launch per corpus chunk
+/// (kernels/sgns.cuh). Host-only header: it names no CUDA type, so the trainer and the factory
+/// compile without the CUDA headers.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "train/backend.hpp"
+
+namespace pagedw2v {
+
+/// Tuning of the CUDA backend; the defaults are what `--device cuda` uses.
+struct CudaBackendOptions {
+  /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half the free memory.
+  size_t resident_corpus_max_bytes = 0;
+  /// Stream the corpus in chunks even when it would fit.
+  bool force_stream = false;
+  /// Tokens per streamed chunk.
+  size_t chunk_tokens = size_t{32} << 20;
+};
+
+/// Where the time of a CUDA run went, for `pagedw2v bench`.
+struct CudaBackendReport {
+  double upload_seconds = 0;  ///< copy-engine time of corpus uploads (overlapped when streamed)
+  double kernel_seconds = 0;  ///< GPU time inside the training kernels
+  double train_seconds = 0;   ///< wall time inside train()
+  uint64_t launches = 0;
+  size_t backend_bytes = 0;      ///< GPU memory the backend allocated (tables, corpus, samplers)
+  size_t device_used_bytes = 0;  ///< the device's used memory at its peak, context included
+  bool corpus_resident = false;
+  std::string device_name;
+};
+
+/// True when a CUDA device can be used; false (never an exception) without a driver or GPU.
+bool cuda_device_available();
+
+/// Creates the CUDA backend on the current device. Throws Error when no device can be used or
+/// when the tables do not fit in GPU memory, UsageError for shapes the kernels cannot run.
+std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data);
+std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data,
+                                           const CudaBackendOptions& options);
+
+/// The timing report of a backend made by make_cuda_backend; false for any other backend.
+bool cuda_backend_report(const Backend& backend, CudaBackendReport* report);
+
+}  // namespace pagedw2v

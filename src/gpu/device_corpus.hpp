@@ -1,0 +1,80 @@
+#pragma once
+/// @file device_corpus.hpp
+/// The encoded corpus as the GPU sees it. When it fits (the usual case), it is uploaded once and
+/// stays resident for every epoch. Otherwise it is streamed: consecutive chunks of whole
+/// sentences are copied from the host through two pinned staging buffers into two device
+/// buffers on a copy stream, so the upload of chunk k+1 overlaps the training of chunk k.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "corpus.hpp"
+#include "gpu/device_buffer.hpp"
+#include "gpu/stream.hpp"
+
+namespace pagedw2v {
+
+struct DeviceCorpusOptions {
+  /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half the free memory.
+  size_t resident_max_bytes = 0;
+  /// Stream even when the corpus would fit (tests and benchmarks of the streaming path).
+  bool force_stream = false;
+  /// Tokens per streamed chunk (raised to the longest sentence if shorter).
+  size_t chunk_tokens = size_t{32} << 20;
+};
+
+/// A range of whole sentences that is on the device: token p of the corpus is
+/// tokens[p − token_base]; sentence_starts holds sentences + 1 global positions.
+struct CorpusChunk {
+  const uint32_t* tokens = nullptr;
+  uint64_t token_base = 0;
+  const uint64_t* sentence_starts = nullptr;
+  uint64_t sentences = 0;
+};
+
+class DeviceCorpus {
+ public:
+  DeviceCorpus(const EncodedCorpus& corpus, const DeviceCorpusOptions& options);
+
+  /// Calls `train(chunk)` for consecutive chunks covering sentences [first, last); `train`
+  /// enqueues its work on `compute` and must not block. Returns once everything is enqueued.
+  void for_each_chunk(uint64_t first, uint64_t last, cudaStream_t compute,
+                      const std::function<void(const CorpusChunk&)>& train);
+
+  bool resident() const { return resident_; }
+  /// Device bytes held for the corpus.
+  size_t device_bytes() const;
+  /// Seconds the copy engine spent uploading so far (completed copies only; call after a sync).
+  double upload_seconds();
+
+ private:
+  void upload_resident();
+
+  const EncodedCorpus& corpus_;
+  DeviceCorpusOptions options_;
+  bool resident_ = false;
+  bool pinned_ = true;
+  // Resident: the whole corpus.
+  DeviceBuffer<uint32_t> tokens_;
+  DeviceBuffer<uint64_t> starts_;
+  // Streamed: two of each, used alternately.
+  size_t chunk_tokens_ = 0;
+  std::vector<PinnedBuffer<uint32_t>> staged_tokens_;
+  std::vector<PinnedBuffer<uint64_t>> staged_starts_;
+  std::vector<std::vector<uint32_t>> pageable_tokens_;  // when pinning failed
+  std::vector<std::vector<uint64_t>> pageable_starts_;
+  std::vector<DeviceBuffer<uint32_t>> chunk_tokens_dev_;
+  std::vector<DeviceBuffer<uint64_t>> chunk_starts_dev_;
+  Stream copy_stream_;
+  std::vector<Event> copied_, trained_;
+  struct Timed {
+    Event start, stop;
+  };
+  std::vector<Timed> pending_copies_;
+  double upload_seconds_ = 0.0;
+};
+
+}  // namespace pagedw2v

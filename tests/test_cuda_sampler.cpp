@@ -1,0 +1,147 @@
+// The training kernel's random decisions run on the device (kernels/device_draws.cuh through the
+// probe launchers): each must equal the CPU's draw for the same counter, and their frequencies
+// must follow the distributions they implement (chi-square with fixed seeds).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gpu/cuda_backend.hpp"
+#include "gpu/device_buffer.hpp"
+#include "gpu/stream.hpp"
+#include "philox.hpp"
+#include "sampler.hpp"
+#include "sampler_probe.cuh"
+
+namespace pagedw2v {
+namespace {
+
+#define PAGEDW2V_REQUIRE_GPU() \
+  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+
+/// A chi-square statistic with `df` degrees of freedom passes below mean + 6 standard deviations
+/// (a false alarm far below one in a million for these sizes).
+double chi_square_limit(double df) { return df + 6.0 * std::sqrt(2.0 * df); }
+
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer<T>& d) {
+  std::vector<T> h(d.size());
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(h.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+template <typename T>
+DeviceBuffer<T> to_device(const std::vector<T>& h, const char* what) {
+  DeviceBuffer<T> d(h.size(), what);
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+
+TEST(CudaSampler, SubsamplingMatchesCpuDrawsAndRates) {
+  PAGEDW2V_REQUIRE_GPU();
+  const uint32_t vocab = 64, window = 5;
+  const uint64_t n = 1 << 20, pos0 = (uint64_t{1} << 33) + 12345, seed = 0x1234567890ull;
+  const uint32_t epoch = 3;
+  std::mt19937 rng(1);
+  std::vector<float> keep(vocab);
+  for (uint32_t w = 0; w < vocab; ++w) keep[w] = w == 0 ? 1.0f : 0.02f + 0.96f * w / vocab;
+  std::vector<uint32_t> tokens(n);
+  std::uniform_int_distribution<uint32_t> word_u(0, vocab - 1);
+  for (auto& t : tokens) t = word_u(rng);
+
+  Stream stream;
+  DeviceBuffer<uint32_t> d_tokens = to_device(tokens, "tokens");
+  DeviceBuffer<float> d_keep = to_device(keep, "keep");
+  DeviceBuffer<uint32_t> d_out(n, "decisions");
+  PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0x5A, d_out.bytes()));  // poison
+  launch_subsample_probe(d_tokens.data(), n, pos0, d_keep.data(), seed, epoch, window, d_out.data(),
+                         stream.get());
+  stream.synchronize();
+  const std::vector<uint32_t> out = to_host(d_out);
+
+  std::vector<double> kept(vocab, 0), seen(vocab, 0), shrink(window, 0);
+  for (uint64_t p = 0; p < n; ++p) {
+    const Philox4 r = draw(seed, pos0 + p, epoch, DrawKind::kSubsample);
+    const float kp = keep[tokens[p]];
+    const bool want_keep = !(kp < 1.0f && to_unit_float(r.v[0]) >= kp);
+    const uint32_t want = (want_keep ? 0x80000000u : 0u) | (r.v[1] % window);
+    ASSERT_EQ(out[p], want) << "token " << p;
+    seen[tokens[p]] += 1;
+    kept[tokens[p]] += want_keep ? 1 : 0;
+    shrink[out[p] & 0xFFFF] += 1;
+  }
+  double chi = 0;
+  int df = 0;
+  for (uint32_t w = 1; w < vocab; ++w) {
+    const double mean = seen[w] * keep[w], var = mean * (1.0 - keep[w]);
+    chi += (kept[w] - mean) * (kept[w] - mean) / var;
+    ++df;
+  }
+  EXPECT_EQ(kept[0], seen[0]);  // keep probability 1 keeps every token
+  EXPECT_LT(chi, chi_square_limit(df)) << "kept counts do not follow the keep probabilities";
+  double chi_shrink = 0;
+  for (uint32_t b = 0; b < window; ++b) {
+    const double e = static_cast<double>(n) / window;
+    chi_shrink += (shrink[b] - e) * (shrink[b] - e) / e;
+  }
+  EXPECT_LT(chi_shrink, chi_square_limit(window - 1)) << "window shrink is not uniform";
+}
+
+TEST(CudaSampler, NegativesMatchCpuDrawsAndNoiseDistribution) {
+  PAGEDW2V_REQUIRE_GPU();
+  const uint32_t vocab = 500;
+  const uint64_t calls = 1 << 20, seed = 99;
+  const uint32_t epoch = 1, centre = 7;
+  std::vector<uint64_t> counts(vocab);
+  std::mt19937 rng(2);
+  std::uniform_int_distribution<uint64_t> count_u(1, 100000);
+  for (auto& c : counts) c = count_u(rng);
+  const std::vector<double> weights = unigram_weights(counts);
+  const AliasTable noise(weights);
+
+  Stream stream;
+  DeviceBuffer<AliasEntry> d_noise = to_device(noise.entries(), "noise");
+  DeviceBuffer<uint32_t> d_out(2 * calls, "negatives");
+  PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0x5A, d_out.bytes()));  // poison
+  launch_negative_probe(calls, seed, epoch, centre, d_noise.data(), vocab, d_out.data(),
+                        stream.get());
+  stream.synchronize();
+  const std::vector<uint32_t> out = to_host(d_out);
+
+  std::vector<double> hist(vocab, 0);
+  uint64_t skipped = 0;
+  for (uint64_t d = 0; d < calls; ++d) {
+    const Philox4 r = draw(seed, d / 8, epoch, DrawKind::kNegative, ((d % 8) << 8) | 0u);
+    const uint32_t a = noise.sample(r.v[0], r.v[1]), b = noise.sample(r.v[2], r.v[3]);
+    ASSERT_EQ(out[2 * d], a == centre ? 0xFFFFFFFFu : a) << d;
+    ASSERT_EQ(out[2 * d + 1], b == centre ? 0xFFFFFFFFu : b) << d;
+    hist[a] += 1;
+    hist[b] += 1;
+    skipped += (a == centre) + (b == centre);
+  }
+  EXPECT_EQ(static_cast<double>(skipped), hist[centre]);
+  double total_w = 0;
+  for (double w : weights) total_w += w;
+  double chi = 0;
+  for (uint32_t w = 0; w < vocab; ++w) {
+    const double e = 2.0 * calls * weights[w] / total_w;
+    chi += (hist[w] - e) * (hist[w] - e) / e;
+  }
+  EXPECT_LT(chi, chi_square_limit(vocab - 1)) << "negatives do not follow unigram^0.75";
+}
+
+TEST(CudaMemory, OutOfGpuMemoryIsAClearError) {
+  PAGEDW2V_REQUIRE_GPU();
+  try {
+    DeviceBuffer<float> huge(size_t{1} << 42, "a test table");
+    FAIL() << "a 16 TiB allocation succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of GPU memory: a test table"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace pagedw2v
