@@ -278,6 +278,14 @@ void apply_toml_file(Config& config, const std::string& path) {
 #endif
 }
 
+bool toml_configs_supported() {
+#ifdef PAGEDW2V_HAVE_TOML
+  return true;
+#else
+  return false;
+#endif
+}
+
 void validate(const Config& config) {
   if (config.corpus.empty() && config.resume.empty()) {
     throw UsageError("--corpus is required (or --resume CHECKPOINT)");

@@ -77,6 +77,9 @@ std::string option_value(const Config& config, const std::string& name);
 /// UsageError naming the file on a syntax error, an unknown key or a bad value.
 void apply_toml_file(Config& config, const std::string& path);
 
+/// Whether this build reads TOML files (built with toml++).
+bool toml_configs_supported();
+
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
 

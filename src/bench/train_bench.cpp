@@ -11,6 +11,7 @@
 #include "mapped_file.hpp"
 #include "sampler.hpp"
 #include "train/backend.hpp"
+#include "train/training_set.hpp"
 #include "vocab.hpp"
 
 #ifdef PAGEDW2V_HAVE_CUDA
@@ -26,10 +27,9 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-/// The trainer's block size, so that spans and blocks are what a real run sees.
-constexpr uint64_t kBlockWords = 4096;
-
+#ifdef PAGEDW2V_HAVE_CUDA
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+#endif
 
 }  // namespace
 
@@ -51,32 +51,12 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     }
     text = repeated;
   }
-  VocabOptions vocab_options;
-  vocab_options.min_count = config.min_count;
-  vocab_options.max_vocab = config.max_vocab;
-  const Vocab vocab = Vocab::count(text, vocab_options);
-  if (vocab.empty()) throw Error("bench train: no word of the corpus passes --min-count");
-  const EncodedCorpus corpus = encode_corpus(text, vocab);
+  const TrainingSet set = make_training_set(text, config);
   std::string().swap(repeated);
-  const std::vector<uint64_t> blocks = make_blocks(corpus, kBlockWords);
-  const std::vector<float> keep =
-      keep_probabilities(vocab.counts(), vocab.total_count(), config.sample);
-  const AliasTable noise(unigram_weights(vocab.counts()));
-
-  TrainData data;
-  data.corpus = &corpus;
-  data.blocks = &blocks;
-  data.keep = &keep;
-  data.noise = &noise;
-  TrainParams& p = data.params;
-  p.model = config.model;
-  p.dim = config.dim;
-  p.window = config.window;
-  p.negative = config.negative;
-  p.epochs = config.epochs;
-  p.seed = config.seed;
-  p.alpha = config.effective_alpha();
-  p.words_per_epoch = corpus.size();
+  const Vocab& vocab = set.vocab;
+  const EncodedCorpus& corpus = set.corpus;
+  const TrainData data = set.train_data(config);
+  const TrainParams& p = data.params;
   Model model{HostTable(vocab.size(), config.dim, "input vectors", "lower --dim"),
               HostTable(vocab.size(), config.dim, "output vectors", "lower --dim")};
   init_model(model, config.seed);
@@ -98,7 +78,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   r.setup_seconds = seconds_since(t_setup);
   r.device = backend->name();
 
-  const uint64_t nblocks = blocks.size() - 1;
+  const uint64_t nblocks = set.block_count();
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
   const auto t_train = Clock::now();
   double last_loss = 0;

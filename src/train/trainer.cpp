@@ -20,6 +20,7 @@
 #include "train/backend.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
+#include "train/training_set.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
@@ -108,9 +109,6 @@ void evaluate_epoch(const Config& config, const Vocab& vocab, const Model& model
   std::fflush(out);
 }
 
-/// Words per work block: small enough to balance threads, large enough to amortise a block.
-constexpr uint64_t kBlockWords = 4096;
-
 }  // namespace
 
 TrainSummary run_training(const Config& requested, std::FILE* log, const std::atomic<int>* stop) {
@@ -128,59 +126,36 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);
 
   MappedFile text(config.corpus);
-  VocabOptions vocab_options;
-  vocab_options.min_count = config.min_count;
-  vocab_options.max_vocab = config.max_vocab;
-  Vocab vocab;
+  Vocab saved_vocab;
   if (ck) {
-    if (requested.given.count("corpus") &&
-        !same_vocabulary(Vocab::count(text.view(), vocab_options), ck->vocab)) {
-      throw Error("corpus '" + config.corpus +
-                  "' does not give the vocabulary of the checkpoint; resume with the corpus it "
-                  "was trained on");
+    if (requested.given.count("corpus")) {
+      VocabOptions vocab_options;
+      vocab_options.min_count = config.min_count;
+      vocab_options.max_vocab = config.max_vocab;
+      if (!same_vocabulary(Vocab::count(text.view(), vocab_options), ck->vocab)) {
+        throw Error("corpus '" + config.corpus +
+                    "' does not give the vocabulary of the checkpoint; resume with the corpus it "
+                    "was trained on");
+      }
     }
-    vocab = std::move(ck->vocab);
-  } else {
-    vocab = Vocab::count(text.view(), vocab_options);
+    saved_vocab = std::move(ck->vocab);
   }
-  if (vocab.empty()) {
-    throw Error(vocab.corpus_tokens() == 0
-                    ? "corpus '" + config.corpus + "' holds no words"
-                    : "no word of corpus '" + config.corpus + "' occurs at least --min-count (" +
-                          std::to_string(config.min_count) + ") times; lower --min-count");
-  }
-  const EncodedCorpus corpus = encode_corpus(text.view(), vocab);
-  const CorpusFingerprint corpus_id = fingerprint(corpus);
+  const TrainingSet set = make_training_set(text.view(), config, std::move(saved_vocab));
+  const Vocab& vocab = set.vocab;
+  const CorpusFingerprint corpus_id = fingerprint(set.corpus);
   if (ck && !(corpus_id == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
   }
-  const std::vector<uint64_t> blocks = make_blocks(corpus, kBlockWords);
-  const std::vector<float> keep =
-      keep_probabilities(vocab.counts(), vocab.total_count(), config.sample);
-  const AliasTable noise(unigram_weights(vocab.counts()));
   if (out) {
     std::fprintf(out,
                  "vocabulary: %u words (min-count %llu); %llu words/epoch in %llu sentences "
                  "(%.2f s)\n",
                  vocab.size(), static_cast<unsigned long long>(config.min_count),
-                 static_cast<unsigned long long>(corpus.size()),
-                 static_cast<unsigned long long>(corpus.sentences()), seconds_since(t0));
+                 static_cast<unsigned long long>(set.corpus.size()),
+                 static_cast<unsigned long long>(set.corpus.sentences()), seconds_since(t0));
   }
-
-  TrainData data;
-  data.corpus = &corpus;
-  data.blocks = &blocks;
-  data.keep = &keep;
-  data.noise = &noise;
-  TrainParams& p = data.params;
-  p.model = config.model;
-  p.dim = config.dim;
-  p.window = config.window;
-  p.negative = config.negative;
-  p.epochs = config.epochs;
-  p.seed = config.seed;
-  p.alpha = config.effective_alpha();
-  p.words_per_epoch = corpus.size();
+  const TrainData data = set.train_data(config);
+  const TrainParams& p = data.params;
 
   Model model;
   TrainPosition pos;
@@ -205,17 +180,20 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
   const LrSchedule schedule = make_schedule(p);
   Progress progress(out, total_words, pos.words_done);
-  const uint64_t nblocks = blocks.size() - 1;
+  const uint64_t nblocks = set.block_count();
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
   const auto t_train = Clock::now();
   const uint64_t words_at_start = pos.words_done;
   auto last_checkpoint = Clock::now();
   std::string last_path;
+  double side_seconds = 0;  // checkpoints and evaluation, not counted as training time
   auto write_checkpoint = [&](bool end_of_epoch) {
+    const auto t = Clock::now();
     backend->sync_to_host();
     last_path = checkpoints.write(end_of_epoch, config, vocab, model, pos, corpus_id,
                                   schedule.at(pos.words_done));
     last_checkpoint = Clock::now();
+    side_seconds += seconds_since(t);
   };
 
   for (uint32_t epoch = pos.epoch; epoch < p.epochs; ++epoch) {
@@ -241,10 +219,12 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     write_checkpoint(true);
     if (!config.eval_analogies.empty() || !config.eval_similarity.empty()) {
       progress.finish();
+      const auto t = Clock::now();
       evaluate_epoch(config, vocab, model, epoch + 1, out);
+      side_seconds += seconds_since(t);
     }
   }
-  const double train_seconds = seconds_since(t_train);
+  const double train_seconds = seconds_since(t_train) - side_seconds;
   progress.finish();
 
   ExportOptions export_options;
