@@ -3,7 +3,8 @@
 # quality of GPU and CPU training on mix5m. Logs go to $OUT (default build-gpu/check-logs); a summary
 # is printed last.
 #
-#   scripts/gpu-check.sh [test] [bench] [quality] [profile] [all]   (default: test bench quality)
+#   scripts/gpu-check.sh [test] [bench] [quality] [resume] [profile] [all]
+#   (default: test bench quality resume)
 #
 # Data: .cache/mix5m.txt.gz (or .cache/mix5m.txt), .cache/questions-words.txt and
 # .cache/wordsim353.tsv, copied from the shared data folder.
@@ -14,7 +15,7 @@ BUILD=${BUILD:-$ROOT/build-gpu}
 OUT=${OUT:-$BUILD/check-logs}
 JOBS=${JOBS:-16}
 mkdir -p "$OUT"
-STEPS=${*:-test bench quality}
+STEPS=${*:-test bench quality resume}
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 
@@ -89,6 +90,19 @@ if has_step quality; then
   quality sg-cpu --device cpu
   quality cbow-cuda --device cuda --model cbow
   quality cbow-cpu --device cpu --model cbow
+fi
+
+if has_step resume; then
+  # A checkpoint written by one backend continues on the other, with no word lost.
+  R="--dim 64 --epochs 2 --format npy"
+  for pair in "cuda cpu" "cpu cuda"; do
+    set -- $pair
+    timeout 120 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/r-$1" --device "$1" $R \
+      >"$OUT/resume-$1.log" 2>&1
+    timeout 200 "$BIN/pagedw2v" train --resume "/tmp/r-$1/checkpoints/epoch-1.h5" \
+      --output "/tmp/r-$1-$2" --device "$2" --format npy >>"$OUT/resume-$1.log" 2>&1
+    note "resume $1 -> $2: rc=$? $(grep -E '^trained .* on |in all' "$OUT/resume-$1.log" | tr '\n' ' ')"
+  done
 fi
 
 if has_step profile && command -v ncu >/dev/null; then

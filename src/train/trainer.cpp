@@ -262,6 +262,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                  static_cast<unsigned long long>(trained), train_seconds, summary.device.c_str(),
                  train_seconds > 0 ? static_cast<double>(trained) / train_seconds : 0.0,
                  summary.total_seconds, summary.final_loss);
+    if (words_at_start > 0) {
+      std::fprintf(out, "resumed at word %llu: %llu words trained in all\n",
+                   static_cast<unsigned long long>(words_at_start),
+                   static_cast<unsigned long long>(pos.words_done));
+    }
   }
   return summary;
 }
