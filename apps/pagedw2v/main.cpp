@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "  similar  print the nearest neighbours of words\n"
     "  eval     word analogies and word-pair similarity\n"
     "  export   write the vectors of a checkpoint\n"
-    "  bench    time training (bench train --corpus FILE [--repeat N] --device cuda|cpu)\n"
+    "  bench    bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
+    "           bench transfer: move rows between a pinned host table and the GPU (CUDA builds)\n"
     "\n"
     "`pagedw2v <command> --help` lists a command's options.\n";
 
