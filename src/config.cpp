@@ -40,8 +40,8 @@ double parse_double(const std::string& name, const std::string& value, double lo
   char* end = nullptr;
   errno = 0;
   const double v = value.empty() ? NAN : std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE || !std::isfinite(v) ||
-      v > hi || (lo_open ? v <= lo : v < lo)) {
+  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE ||
+      !std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo)) {
     bad_value(name, expected.str(), value);
   }
   return v;
@@ -81,13 +81,41 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+/// The range of an optimizer hyper-parameter.
+enum class Range { kPositive, kNonNegative, kDecay };
+
+/// An optimizer hyper-parameter, or "auto" for the optimizer's default. A model option: a resumed
+/// run cannot change it.
+void add_hyperparameter(std::vector<OptionSpec>& o, const std::string& name,
+                        const std::string& help, std::optional<float> Config::*field, Range range) {
+  o.push_back({name, help, "auto", false, true,
+               [=](Config& c, const std::string& v) {
+                 if (v == "auto") {
+                   c.*field = std::nullopt;
+                   return;
+                 }
+                 double x = 0;
+                 if (range == Range::kDecay) {
+                   // A decay of 1 would never forget: [0, 1).
+                   x = parse_double(name, v, 0, 1, false);
+                   if (x >= 1) bad_value(name, "a number in [0, 1)", v);
+                 } else {
+                   x = parse_double(name, v, 0, 1e6, range == Range::kPositive);
+                 }
+                 c.*field = static_cast<float>(x);
+               },
+               [=](const Config& c) {
+                 return (c.*field).has_value() ? num(*(c.*field)) : std::string("auto");
+               }});
+}
+
 std::vector<OptionSpec> make_train_options() {
   using C = Config;
   using V = const std::string&;
   std::vector<OptionSpec> o;
   // name, help, default, is_flag, is_model, set, get
-  o.push_back({"corpus", "text corpus: whitespace-separated words, one sentence per line", "", false,
-               false, [](C& c, V v) { c.corpus = v; }, [](const C& c) { return c.corpus; }});
+  o.push_back({"corpus", "text corpus: whitespace-separated words, one sentence per line", "",
+               false, false, [](C& c, V v) { c.corpus = v; }, [](const C& c) { return c.corpus; }});
   o.push_back({"output", "directory for the vectors and vocabulary", "", false, false,
                [](C& c, V v) { c.output = v; }, [](const C& c) { return c.output; }});
   o.push_back({"model", "skipgram or cbow", "skipgram", false, true,
@@ -104,16 +132,14 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"dim", "dimension of the vectors", "100", false, true,
                [](C& c, V v) { c.dim = static_cast<uint32_t>(parse_uint("dim", v, 1, 1u << 30)); },
                [](const C& c) { return std::to_string(c.dim); }});
-  o.push_back({"window", "largest distance between a word and its context", "5", false, true,
-               [](C& c, V v) {
-                 c.window = static_cast<uint32_t>(parse_uint("window", v, 1, 1000));
-               },
-               [](const C& c) { return std::to_string(c.window); }});
-  o.push_back({"negative", "negative samples per example", "5", false, true,
-               [](C& c, V v) {
-                 c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000));
-               },
-               [](const C& c) { return std::to_string(c.negative); }});
+  o.push_back(
+      {"window", "largest distance between a word and its context", "5", false, true,
+       [](C& c, V v) { c.window = static_cast<uint32_t>(parse_uint("window", v, 1, 1000)); },
+       [](const C& c) { return std::to_string(c.window); }});
+  o.push_back(
+      {"negative", "negative samples per example", "5", false, true,
+       [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000)); },
+       [](const C& c) { return std::to_string(c.negative); }});
   o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false, true,
                [](C& c, V v) { c.sample = parse_double("sample", v, 0, 1, false); },
                [](const C& c) { return num(c.sample); }});
@@ -124,18 +150,46 @@ std::vector<OptionSpec> make_train_options() {
                false, true,
                [](C& c, V v) { c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull); },
                [](const C& c) { return std::to_string(c.max_vocab); }});
-  o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto", false,
-               true,
+  o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
+               false, true,
                [](C& c, V v) {
-                 c.alpha = v == "auto" ? 0.0f
-                                       : static_cast<float>(parse_double("alpha", v, 0, 10, true));
+                 c.alpha =
+                     v == "auto" ? 0.0f : static_cast<float>(parse_double("alpha", v, 0, 10, true));
                },
                [](const C& c) { return c.alpha > 0 ? num(c.alpha) : std::string("auto"); }});
-  o.push_back({"epochs", "passes over the corpus (may be raised when resuming)", "5", false, false,
+  o.push_back({"optimizer",
+               "sgd (word2vec's update), adagrad, adam, adamw, adamax, rmsprop or adadelta; all "
+               "but sgd take one step per block of 4096 words and keep state tables",
+               "sgd", false, true,
                [](C& c, V v) {
-                 c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000));
+                 if (!parse_optimizer(v, &c.optimizer)) {
+                   bad_value("optimizer", "sgd, adagrad, adam, adamw, adamax, rmsprop or adadelta",
+                             v);
+                 }
                },
-               [](const C& c) { return std::to_string(c.epochs); }});
+               [](const C& c) { return to_string(c.optimizer); }});
+  add_hyperparameter(o, "lr",
+                     "starting learning rate of a non-sgd optimizer (sgd uses --alpha); auto = "
+                     "adagrad 0.2, adam 0.03, adamw 0.03, adamax 0.1, rmsprop 0.01, adadelta 10",
+                     &C::lr, Range::kPositive);
+  add_hyperparameter(o, "beta1", "adam, adamw, adamax: first-moment decay; auto = 0.9", &C::beta1,
+                     Range::kDecay);
+  add_hyperparameter(o, "beta2", "adam, adamw, adamax: second-moment decay; auto = 0.999",
+                     &C::beta2, Range::kDecay);
+  add_hyperparameter(o, "eps",
+                     "added to denominators; auto = 1e-10 adagrad, 1e-6 adadelta, else 1e-8",
+                     &C::eps, Range::kPositive);
+  add_hyperparameter(o, "weight-decay",
+                     "decay of touched rows; auto = 0.01 for adamw (decoupled), 0 for the others",
+                     &C::weight_decay, Range::kNonNegative);
+  add_hyperparameter(o, "rho",
+                     "squared-gradient decay: adadelta's rho (auto = 0.9), rmsprop's alpha (auto "
+                     "= 0.99)",
+                     &C::rho, Range::kDecay);
+  o.push_back(
+      {"epochs", "passes over the corpus (may be raised when resuming)", "5", false, false,
+       [](C& c, V v) { c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000)); },
+       [](const C& c) { return std::to_string(c.epochs); }});
   o.push_back({"threads", "CPU threads; all = every core", "all", false, false,
                [](C& c, V v) {
                  c.threads =
@@ -198,6 +252,17 @@ std::string normalise_key(std::string key) {
 }
 
 }  // namespace
+
+OptimizerParams Config::optimizer_params() const {
+  OptimizerParams p = default_optimizer_params(optimizer);
+  if (lr) p.lr = *lr;
+  if (beta1) p.beta1 = *beta1;
+  if (beta2) p.beta2 = *beta2;
+  if (eps) p.eps = *eps;
+  if (weight_decay) p.weight_decay = *weight_decay;
+  if (rho) p.rho = *rho;
+  return p;
+}
 
 uint32_t Config::effective_threads() const {
   if (threads > 0) return threads;
@@ -291,11 +356,27 @@ void validate(const Config& config) {
     throw UsageError("--corpus is required (or --resume CHECKPOINT)");
   }
   if (config.output.empty()) throw UsageError("--output is required");
+  const std::string optimizer = to_string(config.optimizer);
+  if (config.optimizer == OptimizerKind::kSgd) {
+    if (config.lr) throw UsageError("--lr applies to the other optimizers; sgd's rate is --alpha");
+  } else if (config.alpha > 0.0f) {
+    throw UsageError("--alpha is sgd's rate; set the rate of --optimizer " + optimizer +
+                     " with --lr");
+  }
+  const std::pair<const char*, const std::optional<float>*> set[] = {
+      {"beta1", &config.beta1},
+      {"beta2", &config.beta2},
+      {"eps", &config.eps},
+      {"rho", &config.rho},
+      {"weight-decay", &config.weight_decay}};
+  for (const auto& [name, value] : set) {
+    if (value->has_value() && !uses_hyperparameter(config.optimizer, name)) {
+      throw UsageError(std::string("--") + name + " does not apply to --optimizer " + optimizer);
+    }
+  }
 }
 
-std::string to_string(ModelKind model) {
-  return model == ModelKind::kCbow ? "cbow" : "skipgram";
-}
+std::string to_string(ModelKind model) { return model == ModelKind::kCbow ? "cbow" : "skipgram"; }
 
 std::string to_string(DeviceKind device) {
   switch (device) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct Config {
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;
   float alpha = 0.0f;  ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  /// Hyper-parameters of a non-sgd optimizer; unset = that optimizer's default (optimizer.hpp).
+  std::optional<float> lr, beta1, beta2, eps, weight_decay, rho;
   uint32_t epochs = 5;
   uint32_t threads = 0;  ///< 0 = not set: every core
   uint64_t seed = 1;
@@ -37,7 +41,7 @@ struct Config {
   std::string resume;                ///< checkpoint to continue from
   uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
   uint32_t keep_checkpoints = 3;
-  std::string eval_analogies;   ///< evaluate at the end of each epoch when set
+  std::string eval_analogies;  ///< evaluate at the end of each epoch when set
   std::string eval_similarity;
 
   /// Names of the options that a flag or the config file set (the rest are defaults).
@@ -47,6 +51,8 @@ struct Config {
   float effective_alpha() const {
     return alpha > 0.0f ? alpha : (model == ModelKind::kCbow ? 0.05f : 0.025f);
   }
+  /// The optimizer with its defaults and the hyper-parameters that were set.
+  OptimizerParams optimizer_params() const;
   /// The thread count actually used.
   uint32_t effective_threads() const;
 };

@@ -6,6 +6,8 @@
 #include <csignal>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "error.hpp"
 #include "io/hdf5_io.hpp"
@@ -96,24 +98,125 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
   }
 }
 
-class ResumeExact : public ::testing::TestWithParam<ModelKind> {};
+class ResumeExact : public ::testing::TestWithParam<std::pair<ModelKind, OptimizerKind>> {};
 
-// Two epochs straight, and one epoch then a resume from epoch-1.h5, give the same bits.
+// Two epochs straight, and one epoch then a resume from epoch-1.h5, give the same bits; with a
+// stateful optimizer the checkpoint must carry its state tables for that.
 TEST_P(ResumeExact, FromEpochCheckpoint) {
   TempDir dir;
   write_file(dir.file("corpus.txt"), random_corpus(600, 1));
   Config straight = base_config(dir, "a");
-  straight.model = GetParam();
+  straight.model = GetParam().first;
+  straight.optimizer = GetParam().second;
   run_training(straight);
-  const TrainSummary s = run_training(resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b"));
+  const TrainSummary s =
+      run_training(resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b"));
   EXPECT_EQ(s.words, 2u * 600u * 12u);
   const std::string a = read_file(dir.file("a/vectors.npy"));
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, read_file(dir.file("b/vectors.npy")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ResumeExact,
-                         ::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow));
+INSTANTIATE_TEST_SUITE_P(
+    Models, ResumeExact,
+    ::testing::Values(std::make_pair(ModelKind::kSkipGram, OptimizerKind::kSgd),
+                      std::make_pair(ModelKind::kCbow, OptimizerKind::kSgd),
+                      std::make_pair(ModelKind::kSkipGram, OptimizerKind::kAdam),
+                      std::make_pair(ModelKind::kCbow, OptimizerKind::kAdam),
+                      std::make_pair(ModelKind::kSkipGram, OptimizerKind::kAdadelta)));
+
+// Mid-epoch too: the per-block step count continues where the checkpoint stopped.
+TEST(Resume, AdamInterruptMidEpochThenResumeIsExact) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(30000, 2));  // 360 k words: several spans
+  Config c = base_config(dir, "a");
+  c.dim = 4;
+  c.optimizer = OptimizerKind::kAdam;
+  run_training(c);
+  Config stopped = c;
+  stopped.output = dir.file("b");
+  std::atomic<int> stop{SIGINT};
+  EXPECT_THROW(run_training(stopped, stderr, &stop), Interrupted);
+  const Checkpoint ck = load_checkpoint(dir.file("b/checkpoints/latest.h5"));
+  EXPECT_GT(ck.position.block, 0u);
+  ASSERT_EQ(ck.model.input_state.size(), 2u);
+  run_training(resume_config(dir, dir.file("b/checkpoints/latest.h5"), "c"));
+  EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("c/vectors.npy")));
+}
+
+TEST(Checkpoint, OptimizerStateRoundTrips) {
+  TempDir dir;
+  Config c;
+  c.corpus = "/some/corpus.txt";
+  c.dim = 3;
+  apply_option(c, "optimizer", "adamw");
+  apply_option(c, "lr", "0.003");
+  apply_option(c, "beta2", "0.98");
+  const Vocab vocab = Vocab::from_words({"a", "b"}, {7, 3});
+  Model m{HostTable(2, 3, "in", ""), HostTable(2, 3, "out", "")};
+  init_optimizer_state(m, c.optimizer);
+  ASSERT_EQ(m.input_state.size(), 2u);
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (HostTable* t : {&m.input, &m.output, &m.input_state[0], &m.input_state[1],
+                       &m.output_state[0], &m.output_state[1]}) {
+    for (int i = 0; i < 6; ++i) t->data()[i] = u(rng);
+  }
+  save_checkpoint(dir.file("c.h5"), c, vocab, m, TrainPosition{0, 3, 99},
+                  CorpusFingerprint{10, 2, 5}, 0.002f);
+  const Checkpoint ck = load_checkpoint(dir.file("c.h5"));
+  EXPECT_EQ(ck.config.optimizer, OptimizerKind::kAdamW);
+  EXPECT_EQ(option_value(ck.config, "lr"), option_value(c, "lr"));
+  EXPECT_EQ(option_value(ck.config, "beta2"), option_value(c, "beta2"));
+  EXPECT_EQ(option_value(ck.config, "beta1"), "auto");
+  ASSERT_EQ(ck.model.input_state.size(), 2u);
+  ASSERT_EQ(ck.model.output_state.size(), 2u);
+  for (size_t k = 0; k < 2; ++k) {
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_EQ(ck.model.input_state[k].data()[i], m.input_state[k].data()[i]);
+      EXPECT_EQ(ck.model.output_state[k].data()[i], m.output_state[k].data()[i]);
+    }
+  }
+}
+
+// A version-1 file (before optimizers: no optimizer options, no state tables) still loads as an
+// sgd run, and resuming from it is exact.
+TEST(Checkpoint, ReadsVersionOneFiles) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(300, 10));
+  run_training(base_config(dir, "a"));
+  const std::string v2 = dir.file("a/checkpoints/epoch-1.h5");
+  std::vector<Attribute> attrs;
+  for (const Attribute& a : read_attributes_h5(v2)) {
+    const bool optimizer_option = a.name == "option.optimizer" || a.name == "option.lr" ||
+                                  a.name == "option.beta1" || a.name == "option.beta2" ||
+                                  a.name == "option.eps" || a.name == "option.weight-decay" ||
+                                  a.name == "option.rho";
+    if (optimizer_option) continue;
+    attrs.push_back(a.name == "format_version" ? Attribute{a.name, int64_t{1}} : a);
+  }
+  const Checkpoint ck = load_checkpoint(v2);
+  write_embeddings_h5(dir.file("v1.h5"), ck.vocab, ck.model.input, &ck.model.output, attrs);
+  const Checkpoint old = load_checkpoint(dir.file("v1.h5"));
+  EXPECT_EQ(old.config.optimizer, OptimizerKind::kSgd);
+  EXPECT_TRUE(old.model.input_state.empty());
+  run_training(resume_config(dir, dir.file("v1.h5"), "b"));
+  EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("b/vectors.npy")));
+}
+
+TEST(Resume, OptimizerCannotChange) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(200, 11));
+  Config c = base_config(dir, "a");
+  c.optimizer = OptimizerKind::kAdagrad;
+  run_training(c);
+  Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  apply_option(r, "optimizer", "adam");
+  EXPECT_THROW(run_training(r), UsageError);
+  r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  apply_option(r, "lr", "0.5");
+  EXPECT_THROW(run_training(r), UsageError);
+}
 
 // A stop request mid-epoch writes a step checkpoint; resuming from it is exact too.
 TEST(Resume, InterruptMidEpochThenResumeIsExact) {

@@ -60,6 +60,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   Model model{HostTable(vocab.size(), config.dim, "input vectors", "lower --dim"),
               HostTable(vocab.size(), config.dim, "output vectors", "lower --dim")};
   init_model(model, config.seed);
+  init_optimizer_state(model, config.optimizer);
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
   r.corpus_words = corpus.size();

@@ -132,12 +132,13 @@ class TempFile {
   std::string path_;
 };
 
-void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table) {
+void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table,
+                  hid_t link_plist = H5P_DEFAULT) {
   const std::string what = std::string("cannot write /") + name;
   const hsize_t dims[2] = {table.rows(), table.dim()};
   Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
   Hid set =
-      h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, link_plist, H5P_DEFAULT, H5P_DEFAULT),
               H5Dclose, what);
   if (table.rows() > 0 && table.dim() > 0) {
     h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, table.data()), what);
@@ -329,7 +330,8 @@ void read_attribute(const Checker& h5, hid_t object, const std::string& name,
 }  // namespace
 
 void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,
-                         const HostTable* context, const std::vector<Attribute>& attributes) {
+                         const HostTable* context, const std::vector<Attribute>& attributes,
+                         const std::vector<NamedTable>& extra) {
   const Checker h5("cannot write '" + path + "': ");
   if (vectors.rows() != vocab.size()) {
     h5.fail("the vocabulary has " + std::to_string(vocab.size()) + " words but the vectors " +
@@ -348,6 +350,11 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
                        "cannot create the file");
     write_matrix(h5, file, "vectors", vectors);
     if (context != nullptr) write_matrix(h5, file, "context_vectors", *context);
+    if (!extra.empty()) {
+      Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the extra tables");
+      h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the extra tables");
+      for (const NamedTable& t : extra) write_matrix(h5, file, t.name.c_str(), *t.table, links);
+    }
 
     Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
                         "cannot create /vocab");

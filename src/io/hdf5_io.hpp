@@ -26,11 +26,20 @@ struct Attribute {
   std::variant<int64_t, double, std::string> value;
 };
 
+/// A further 2-D float dataset written beside the vectors, e.g. "optimizer/input_0" (its groups
+/// are created).
+struct NamedTable {
+  std::string name;
+  const HostTable* table = nullptr;
+};
+
 /// Writes the layout above to `path` (through a temporary file renamed into place, so a failed
-/// write leaves nothing behind). `context` may be null. Throws Error("cannot write 'PATH': …")
-/// on any failure, including a vocabulary and tables that disagree in shape.
+/// write leaves nothing behind), and the datasets of `extra`. `context` may be null. Throws
+/// Error("cannot write 'PATH': …") on any failure, including a vocabulary and tables that
+/// disagree in shape.
 void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,
-                         const HostTable* context, const std::vector<Attribute>& attributes);
+                         const HostTable* context, const std::vector<Attribute>& attributes,
+                         const std::vector<NamedTable>& extra = {});
 
 /// Reads `/vectors`, `/vocab/words` and (when present) `/vocab/counts`. `/vectors` may be any
 /// floating-point type; words may be variable- or fixed-length strings. Throws

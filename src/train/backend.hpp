@@ -13,14 +13,19 @@
 #include "corpus.hpp"
 #include "host_table.hpp"
 #include "sampler.hpp"
+#include "train/optimizer.hpp"
 #include "train/params.hpp"
 
 namespace pagedw2v {
 
-/// The trained state: input vectors (what users export) and output (context) vectors.
+/// The trained state: input vectors (what users export) and output (context) vectors, and the
+/// optimizer's state tables of each (state_tables(kind) apiece, shaped like their table; empty for
+/// sgd).
 struct Model {
   HostTable input;
   HostTable output;
+  std::vector<HostTable> input_state = {};
+  std::vector<HostTable> output_state = {};
 };
 
 /// Everything fixed for a run that a backend reads.
@@ -30,14 +35,15 @@ struct TrainData {
   const std::vector<float>* keep = nullptr;       ///< subsampling keep probability per word
   const AliasTable* noise = nullptr;              ///< negative-sampling distribution
   TrainParams params;
+  OptimizerParams optimizer;  ///< sgd: word2vec's per-example update; else one step per block
 };
 
 /// What training a range of blocks did.
 struct SpanStats {
-  uint64_t words = 0;      ///< in-vocabulary tokens read (before subsampling), word2vec's count
-  uint64_t trained = 0;    ///< tokens kept after subsampling
-  double loss = 0.0;       ///< sum of SGNS losses (accumulated in double)
-  uint64_t loss_terms = 0; ///< number of (centre, context) examples the loss sums over
+  uint64_t words = 0;       ///< in-vocabulary tokens read (before subsampling), word2vec's count
+  uint64_t trained = 0;     ///< tokens kept after subsampling
+  double loss = 0.0;        ///< sum of SGNS losses (accumulated in double)
+  uint64_t loss_terms = 0;  ///< number of (centre, context) examples the loss sums over
 
   SpanStats& operator+=(const SpanStats& o) {
     words += o.words;
@@ -67,6 +73,10 @@ class Backend {
 /// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
 /// (seed, row), output zero.
 void init_model(Model& model, uint64_t seed);
+
+/// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd).
+/// Throws Error naming the tables and the memory they need when it runs out.
+void init_optimizer_state(Model& model, OptimizerKind kind);
 
 /// How `--device` chose.
 enum class DeviceKind { kCpu, kCuda, kAuto };

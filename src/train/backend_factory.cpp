@@ -12,6 +12,11 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const Tra
                                       uint32_t threads) {
 #ifdef PAGEDW2V_HAVE_CUDA
   if (device == DeviceKind::kCuda || device == DeviceKind::kAuto) {
+    if (data.optimizer.kind != OptimizerKind::kSgd &&
+        (device == DeviceKind::kCuda || cuda_device_available())) {
+      throw UsageError("--optimizer " + to_string(data.optimizer.kind) +
+                       " needs --device cpu in this build (the CUDA backend trains with sgd)");
+    }
     if (cuda_device_available()) return make_cuda_backend(model, data);
     if (device == DeviceKind::kCuda) {
       throw Error("--device cuda: no CUDA device is available (use --device cpu)");

@@ -40,14 +40,20 @@ int64_t int_attr(const std::vector<Attribute>& attrs, const std::string& name,
   return std::get<int64_t>(a->value);
 }
 
+/// The dataset of state table `k` of the input or output table.
+std::string state_dataset(const char* table, uint32_t k) {
+  return std::string("optimizer/") + table + "_" + std::to_string(k);
+}
+
 }  // namespace
 
 CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
   CorpusFingerprint f;
   f.words = corpus.size();
   f.sentences = corpus.sentences();
-  const uint64_t a = detail::hash_bytes(std::string_view(
-      reinterpret_cast<const char*>(corpus.tokens.data()), corpus.tokens.size() * sizeof(uint32_t)));
+  const uint64_t a =
+      detail::hash_bytes(std::string_view(reinterpret_cast<const char*>(corpus.tokens.data()),
+                                          corpus.tokens.size() * sizeof(uint32_t)));
   const uint64_t b = detail::hash_bytes(
       std::string_view(reinterpret_cast<const char*>(corpus.sentence_starts.data()),
                        corpus.sentence_starts.size() * sizeof(uint64_t)));
@@ -73,7 +79,17 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) attrs.push_back({kOptionPrefix + spec.name, spec.get(config)});
   }
-  write_embeddings_h5(path, vocab, model.input, &model.output, attrs);
+  const uint32_t nstate = state_tables(config.optimizer);
+  if (model.input_state.size() != nstate || model.output_state.size() != nstate) {
+    throw Error("cannot write '" + path + "': the model does not hold the state tables of " +
+                to_string(config.optimizer));
+  }
+  std::vector<NamedTable> state;
+  for (uint32_t k = 0; k < nstate; ++k) {
+    state.push_back({state_dataset("input", k), &model.input_state[k]});
+    state.push_back({state_dataset("output", k), &model.output_state[k]});
+  }
+  write_embeddings_h5(path, vocab, model.input, &model.output, attrs, state);
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
@@ -120,6 +136,12 @@ Checkpoint load_checkpoint(const std::string& path) {
   e.vectors = {};
   ck.model.output = HostTable(e.rows, e.dim, "output vectors", hint);
   read_matrix_h5(path, "context_vectors", e.rows, e.dim, ck.model.output.data());
+  init_optimizer_state(ck.model, ck.config.optimizer);
+  for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
+    read_matrix_h5(path, state_dataset("input", k), e.rows, e.dim, ck.model.input_state[k].data());
+    read_matrix_h5(path, state_dataset("output", k), e.rows, e.dim,
+                   ck.model.output_state[k].data());
+  }
   return ck;
 }
 

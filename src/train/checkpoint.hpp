@@ -6,8 +6,12 @@
 ///
 ///     /vectors, /context_vectors   [V, D] float32   input and output tables
 ///     /vocab/words, /vocab/counts                   the vocabulary, in row order
+///     /optimizer/input_K, /optimizer/output_K
+///                        [V, D] float32   state table K of each table (K < state_tables(kind);
+///                                         none for sgd), in the order optimizer.hpp lists them
 ///
-/// and root attributes: `format_version`, every training parameter, the corpus path and its
+/// and root attributes: `format_version`, every training parameter (the optimizer's kind and
+/// hyper-parameters among them, as `option.optimizer`, `option.lr`, …), the corpus path and its
 /// fingerprint, and the position (`epoch`, `block` — the next work block of that epoch —
 /// `words_done`, `lr`). Every random draw is Philox keyed by (seed, token position, epoch), so the
 /// seed and the position are the complete random state of every thread and stream.
@@ -25,8 +29,9 @@
 
 namespace pagedw2v {
 
-/// Bumped whenever the layout changes; newer files are refused.
-inline constexpr int64_t kCheckpointFormatVersion = 1;
+/// Bumped whenever the layout changes; newer files are refused, older ones read. Version 2 added
+/// the optimizer and its state tables (a version-1 file is an sgd run).
+inline constexpr int64_t kCheckpointFormatVersion = 2;
 
 /// Where training stands: the next block to train in `epoch`, and the words trained so far.
 struct TrainPosition {
@@ -74,9 +79,8 @@ class CheckpointDir {
   CheckpointDir(std::string run_dir, uint32_t keep);
   const std::string& path() const { return dir_; }
   /// Writes `epoch-N.h5` (after epoch N) or `step-WORDS.h5` and returns its path.
-  std::string write(bool end_of_epoch, const Config& config, const Vocab& vocab,
-                    const Model& model, const TrainPosition& position,
-                    const CorpusFingerprint& corpus, float lr);
+  std::string write(bool end_of_epoch, const Config& config, const Vocab& vocab, const Model& model,
+                    const TrainPosition& position, const CorpusFingerprint& corpus, float lr);
 
  private:
   void prune();

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "error.hpp"
+#include "train/optimizer.hpp"
 #include "train/sgns_cpu.hpp"
 
 namespace pagedw2v {
@@ -24,11 +27,26 @@ struct Scratch {
   Eigen::VectorXf h, err;
 };
 
-void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
-                    uint64_t last, Scratch& s, SpanStats* stats) {
+/// The tokens of [first, last) that subsampling keeps, with their window reductions.
+inline void collect_kept(const TrainData& data, uint32_t epoch, uint64_t first, uint64_t last,
+                         std::vector<Kept>& kept, SpanStats* stats) {
   const TrainParams& p = data.params;
   const uint32_t* tokens = data.corpus->tokens.data();
   const float* keep = data.keep->data();
+  kept.clear();
+  for (uint64_t pos = first; pos < last; ++pos) {
+    const uint32_t id = tokens[pos];
+    const Philox4 r = draw(p.seed, pos, epoch, DrawKind::kSubsample);
+    if (keep[id] < 1.0f && to_unit_float(r.v[0]) >= keep[id]) continue;
+    kept.push_back({id, p.window > 0 ? r.v[1] % p.window : 0, pos});
+  }
+  stats->words += last - first;
+  stats->trained += kept.size();
+}
+
+void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
+                    uint64_t last, Scratch& s, SpanStats* stats) {
+  const TrainParams& p = data.params;
   const AliasEntry* noise = data.noise->entries().data();
   const uint32_t vocab = data.noise->size();
   const LrSchedule schedule = make_schedule(p);
@@ -37,15 +55,7 @@ void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_
   float* in = model.input.data();
   float* out = model.output.data();
 
-  s.kept.clear();
-  for (uint64_t pos = first; pos < last; ++pos) {
-    const uint32_t id = tokens[pos];
-    const Philox4 r = draw(p.seed, pos, epoch, DrawKind::kSubsample);
-    if (keep[id] < 1.0f && to_unit_float(r.v[0]) >= keep[id]) continue;
-    s.kept.push_back({id, p.window > 0 ? r.v[1] % p.window : 0, pos});
-  }
-  stats->words += last - first;
-  stats->trained += s.kept.size();
+  collect_kept(data, epoch, first, last, s.kept, stats);
 
   const int64_t n = static_cast<int64_t>(s.kept.size());
   s.targets.resize(p.negative + 1);
@@ -59,8 +69,8 @@ void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_
       for (int64_t j = lo; j <= hi; ++j) {
         if (j == i) continue;
         const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
-        const uint32_t nt = draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, noise,
-                                         vocab, targets);
+        const uint32_t nt =
+            draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, noise, vocab, targets);
         float* h = in + static_cast<size_t>(s.kept[j].id) * dim;
         s.err.setZero();
         stats->loss += sgns_update(h, s.err.data(), out, targets, nt, dim, lr, true);
@@ -90,6 +100,178 @@ void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_
   }
 }
 
+/// The summed gradients of the rows one batch touches, in first-touch order. An open-addressing
+/// map (linear probing) from row id to a dense gradient row; clear() costs the rows touched, not
+/// the vocabulary, so a thread's map stays small.
+class RowGrads {
+ public:
+  explicit RowGrads(uint32_t dim) : dim_(dim) { rehash(1024); }
+
+  /// The gradient of row `id`, zero on its first touch. Valid until the next call.
+  float* row(uint32_t id) {
+    size_t h = home(id);
+    for (; keys_[h] != kEmpty; h = (h + 1) & mask_) {
+      if (keys_[h] == id) return grads_.data() + static_cast<size_t>(slots_[h]) * dim_;
+    }
+    if ((ids_.size() + 1) * 2 > keys_.size()) {
+      rehash(keys_.size() * 2);
+      return row(id);
+    }
+    keys_[h] = id;
+    slots_[h] = static_cast<uint32_t>(ids_.size());
+    ids_.push_back(id);
+    where_.push_back(h);
+    grads_.resize(grads_.size() + dim_, 0.0f);
+    return grads_.data() + grads_.size() - dim_;
+  }
+
+  const std::vector<uint32_t>& ids() const { return ids_; }
+  const float* grads() const { return grads_.data(); }
+
+  void clear() {
+    for (const size_t h : where_) keys_[h] = kEmpty;
+    ids_.clear();
+    where_.clear();
+    grads_.clear();
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = 0xFFFFFFFFu;  // max-vocab keeps ids below this
+
+  size_t home(uint32_t id) const { return (id * 2654435761u) & mask_; }
+
+  void rehash(size_t capacity) {
+    keys_.assign(capacity, kEmpty);
+    slots_.assign(capacity, 0);
+    mask_ = capacity - 1;
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      size_t h = home(ids_[i]);
+      while (keys_[h] != kEmpty) h = (h + 1) & mask_;
+      keys_[h] = ids_[i];
+      slots_[h] = static_cast<uint32_t>(i);
+      where_[i] = h;
+    }
+  }
+
+  uint32_t dim_;
+  size_t mask_ = 0;
+  std::vector<uint32_t> keys_;
+  std::vector<uint32_t> slots_;
+  std::vector<uint32_t> ids_;
+  std::vector<size_t> where_;  ///< the map position of each id, for clear()
+  std::vector<float> grads_;   ///< ids_.size() × dim_
+};
+
+/// One batch's gradients: input rows and output rows apart.
+struct BatchGrads {
+  explicit BatchGrads(uint32_t dim) : input(dim), output(dim) {}
+  RowGrads input;
+  RowGrads output;
+};
+
+/// The loss and gradient of one example against the tables as they are (read-only): for each
+/// target t with label y, f = h·out[t], s = σ(f) − y = ∂loss/∂f; out[t]'s gradient gains s·h and
+/// `err` (the gradient of h, not zeroed here) gains s·out[t].
+inline double sgns_gradient(const float* h, float* err, const float* output,
+                            const uint32_t* targets, uint32_t n, uint32_t dim, RowGrads& grads) {
+  ConstVecMap hv(h, dim);
+  VecMap ev(err, dim);
+  double loss = 0.0;
+  for (uint32_t k = 0; k < n; ++k) {
+    ConstVecMap out(output + static_cast<size_t>(targets[k]) * dim, dim);
+    const float f = hv.dot(out);
+    const float sg = clipped_sigmoid(f) - (k == 0 ? 1.0f : 0.0f);
+    loss += example_loss(f, k == 0);
+    ev.noalias() += sg * out;
+    VecMap(grads.row(targets[k]), dim).noalias() += sg * hv;
+  }
+  return loss;
+}
+
+/// Adds the gradients of one sentence's examples to `g`; the tables are only read.
+void accumulate_sentence(const TrainData& data, const Model& model, uint32_t epoch, uint64_t first,
+                         uint64_t last, Scratch& s, BatchGrads& g, SpanStats* stats) {
+  const TrainParams& p = data.params;
+  const AliasEntry* noise = data.noise->entries().data();
+  const uint32_t vocab = data.noise->size();
+  const uint32_t dim = p.dim;
+  const float* in = model.input.data();
+  const float* out = model.output.data();
+
+  collect_kept(data, epoch, first, last, s.kept, stats);
+  const int64_t n = static_cast<int64_t>(s.kept.size());
+  s.targets.resize(p.negative + 1);
+  uint32_t* targets = s.targets.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const Kept& c = s.kept[i];
+    const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
+    const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
+    if (p.model == ModelKind::kSkipGram) {
+      for (int64_t j = lo; j <= hi; ++j) {
+        if (j == i) continue;
+        const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
+        const uint32_t nt =
+            draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, noise, vocab, targets);
+        const uint32_t row = s.kept[j].id;
+        s.err.setZero();
+        stats->loss += sgns_gradient(in + static_cast<size_t>(row) * dim, s.err.data(), out,
+                                     targets, nt, dim, g.output);
+        ++stats->loss_terms;
+        VecMap(g.input.row(row), dim) += s.err;
+      }
+    } else {
+      s.h.setZero();
+      int64_t cw = 0;
+      for (int64_t j = lo; j <= hi; ++j) {
+        if (j == i) continue;
+        s.h += ConstVecMap(in + static_cast<size_t>(s.kept[j].id) * dim, dim);
+        ++cw;
+      }
+      if (cw == 0) continue;
+      s.h /= static_cast<float>(cw);
+      const uint32_t nt =
+          draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise, vocab, targets);
+      s.err.setZero();
+      stats->loss += sgns_gradient(s.h.data(), s.err.data(), out, targets, nt, dim, g.output);
+      ++stats->loss_terms;
+      // h is the mean of the context rows: each row gets 1/cw of h's gradient.
+      s.err /= static_cast<float>(cw);
+      for (int64_t j = lo; j <= hi; ++j) {
+        if (j == i) continue;
+        VecMap(g.input.row(s.kept[j].id), dim) += s.err;
+      }
+    }
+  }
+}
+
+/// Trains block `b` of `epoch` as one batch: gradients of all its examples against the tables as
+/// they were when it started, then one optimizer step on the rows it touched (optimizer.hpp).
+void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, uint64_t b,
+                         Scratch& s, BatchGrads& g, SpanStats* stats) {
+  const auto& blocks = *data.blocks;
+  const auto& starts = data.corpus->sentence_starts;
+  g.input.clear();
+  g.output.clear();
+  for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
+    accumulate_sentence(data, model, epoch, starts[sent], starts[sent + 1], s, g, stats);
+  }
+  const TrainParams& p = data.params;
+  const uint64_t blocks_per_epoch = blocks.size() - 1;
+  const uint64_t step = static_cast<uint64_t>(epoch) * blocks_per_epoch + b + 1;
+  const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
+  const float lr = make_schedule(p, data.optimizer).at(epoch_base + starts[blocks[b]]);
+  float* in_state[2] = {nullptr, nullptr};
+  float* out_state[2] = {nullptr, nullptr};
+  for (size_t k = 0; k < model.input_state.size() && k < 2; ++k) {
+    in_state[k] = model.input_state[k].data();
+    out_state[k] = model.output_state[k].data();
+  }
+  apply_sparse_step(data.optimizer, step, lr, g.input.ids().data(), g.input.ids().size(),
+                    g.input.grads(), p.dim, model.input.data(), in_state);
+  apply_sparse_step(data.optimizer, step, lr, g.output.ids().data(), g.output.ids().size(),
+                    g.output.grads(), p.dim, model.output.data(), out_state);
+}
+
 Scratch make_scratch(uint32_t dim) {
   Scratch s;
   s.h.resize(dim);
@@ -112,7 +294,14 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(Model& model, const TrainData& data, uint32_t threads)
-      : model_(model), data_(data), threads_(std::max<uint32_t>(1, threads)) {}
+      : model_(model), data_(data), threads_(std::max<uint32_t>(1, threads)) {
+    const uint32_t n = state_tables(data.optimizer.kind);
+    if (model.input_state.size() != n || model.output_state.size() != n) {
+      throw Error("the model holds " + std::to_string(model.input_state.size()) +
+                  " state tables; optimizer " + to_string(data.optimizer.kind) + " needs " +
+                  std::to_string(n));
+    }
+  }
 
   std::string name() const override { return "cpu"; }
   uint64_t span_words() const override { return uint64_t{1} << 17 << (threads_ > 1 ? 2 : 0); }
@@ -124,6 +313,13 @@ class CpuBackend final : public Backend {
     std::vector<SpanStats> stats(std::max<uint32_t>(1, nthreads));
     auto work = [&](uint32_t t) {
       detail::Scratch s = detail::make_scratch(data_.params.dim);
+      if (data_.optimizer.kind != OptimizerKind::kSgd) {
+        detail::BatchGrads g(data_.params.dim);
+        for (uint64_t b = next++; b < last_block; b = next++) {
+          detail::train_block_batched(data_, model_, epoch, b, s, g, &stats[t]);
+        }
+        return;
+      }
       const auto& blocks = *data_.blocks;
       const auto& starts = data_.corpus->sentence_starts;
       for (uint64_t b = next++; b < last_block; b = next++) {

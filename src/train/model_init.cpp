@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <string>
 
 #include "philox.hpp"
 #include "train/backend.hpp"
@@ -19,6 +20,20 @@ void init_model(Model& model, uint64_t seed) {
   }
   std::fill(model.output.data(), model.output.data() + model.output.rows() * model.output.dim(),
             0.0f);
+}
+
+void init_optimizer_state(Model& model, OptimizerKind kind) {
+  const uint32_t n = state_tables(kind);
+  const std::string hint = "lower --dim or --max-vocab, or use an optimizer with less state";
+  model.input_state.clear();
+  model.output_state.clear();
+  for (uint32_t k = 0; k < n; ++k) {
+    const std::string what = to_string(kind) + " state " + std::to_string(k) + " of the ";
+    model.input_state.emplace_back(model.input.rows(), model.input.dim(), what + "input vectors",
+                                   hint);
+    model.output_state.emplace_back(model.output.rows(), model.output.dim(),
+                                    what + "output vectors", hint);
+  }
 }
 
 }  // namespace pagedw2v

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <tuple>
 
 #include "corpus.hpp"
 #include "error.hpp"
@@ -172,13 +173,14 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     model = Model{HostTable(vocab.size(), config.dim, "input vectors", hint),
                   HostTable(vocab.size(), config.dim, "output vectors", hint)};
     init_model(model, config.seed);
+    init_optimizer_state(model, config.optimizer);
   }
   std::unique_ptr<Backend> backend =
       make_backend(config.device, model, data, config.effective_threads());
   CheckpointDir checkpoints(config.output, config.keep_checkpoints);
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
-  const LrSchedule schedule = make_schedule(p);
+  const LrSchedule schedule = make_schedule(p, data.optimizer);
   Progress progress(out, total_words, pos.words_done);
   const uint64_t nblocks = set.block_count();
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
@@ -207,8 +209,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         progress.finish();
         write_checkpoint(false);
         throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
-                                   std::to_string(pos.words_done) + " words; resume with --resume " +
-                                   last_path);
+                                   std::to_string(pos.words_done) +
+                                   " words; resume with --resume " + last_path);
       }
       if (config.checkpoint_interval > 0 && e < nblocks &&
           seconds_since(last_checkpoint) >= config.checkpoint_interval) {
@@ -244,7 +246,23 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       {"device", backend->name()},
       {"corpus", config.corpus},
       {"words_trained", static_cast<int64_t>(pos.words_done)},
+      {"optimizer", to_string(config.optimizer)},
   };
+  if (config.optimizer != OptimizerKind::kSgd) {
+    const OptimizerParams& o = data.optimizer;
+    const std::tuple<const char*, const char*, float> hyper[] = {
+        {"lr", "lr", o.lr},
+        {"beta1", "beta1", o.beta1},
+        {"beta2", "beta2", o.beta2},
+        {"eps", "eps", o.eps},
+        {"weight-decay", "weight_decay", o.weight_decay},
+        {"rho", "rho", o.rho}};
+    for (const auto& [option, attribute, value] : hyper) {
+      if (uses_hyperparameter(config.optimizer, option)) {
+        export_options.attributes.push_back({attribute, static_cast<double>(value)});
+      }
+    }
+  }
   export_model(config.output, vocab, model, export_options);
 
   TrainSummary summary;

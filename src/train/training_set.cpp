@@ -19,6 +19,7 @@ TrainData TrainingSet::train_data(const Config& config) const {
   p.seed = config.seed;
   p.alpha = config.effective_alpha();
   p.words_per_epoch = corpus.size();
+  data.optimizer = config.optimizer_params();
   return data;
 }
 
