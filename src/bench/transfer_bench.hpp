@@ -1,0 +1,65 @@
+#pragma once
+/// @file transfer_bench.hpp
+/// `pagedw2v bench transfer`: SpeedTorch's benchmark — `rows` random rows of `dim` fp32 moved
+/// between a `table_rows`-row pinned, mapped host table and the GPU, each way — with the naive
+/// methods and ours side by side in one run:
+///   - the PCIe floor: the moved bytes over the bandwidth of a contiguous 64 MiB cudaMemcpy
+///     (pinned host ↔ device), measured in the same run, each way;
+///   - naive: rows gathered on the host (threads) into a pinned staging buffer, one cudaMemcpy
+///     (back: one cudaMemcpy, then a host scatter);
+///   - zero-copy, one row per thread (ids as drawn);
+///   - zero-copy, coalesced (warp per row), ids as drawn: what sorting buys;
+///   - ours: sort and deduplicate the ids on the GPU, then the coalesced zero-copy kernel over
+///     the sorted ids (sort time included);
+///   - ours, DMA: sort and deduplicate, then one cudaMemcpyBatchAsync of every run of
+///     consecutive ids (the run list is built on the host, its time included);
+///   - with `tuning`, our kernels at other launch shapes (GatherTuning).
+/// Each figure is the median of `reps` repetitions timed with CUDA events, after `warmup`
+/// untimed ones; the id sets rotate so no repetition finds its rows in the GPU's L2. Every
+/// gather is checked against the host table, and the table is checked after the scatters.
+/// Compiled only in CUDA builds (PAGEDW2V_HAVE_TRANSFER_BENCH).
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gpu/pinned_allocator.hpp"
+
+namespace pagedw2v {
+
+struct TransferBenchOptions {
+  uint32_t rows = 131072;          ///< rows moved per transfer
+  uint32_t dim = 128;              ///< floats per row
+  uint64_t table_rows = 10000000;  ///< rows of the host table
+  uint32_t reps = 30;              ///< timed repetitions (median reported)
+  uint32_t warmup = 3;
+  uint32_t host_threads = 0;  ///< threads of the naive host gather; 0 = min(cores, 16)
+  uint64_t seed = 1;
+  bool tuning = false;         ///< also time our kernels at other launch shapes (GatherTuning)
+  PinnedAllocatorOptions pin;  ///< how the table is pinned (--slab-mib, --pin-method, --pin)
+};
+
+struct TransferBenchRow {
+  std::string method;
+  double to_gpu_ms = -1;   ///< median; negative when the method could not run
+  double to_host_ms = -1;  ///< median; negative when the method could not run
+  std::string note;        ///< why it could not run, or what it moved
+};
+
+struct TransferBenchResult {
+  std::string device;
+  double pin_seconds = 0;  ///< allocating, pinning and zeroing the table
+  double floor_to_gpu_ms = 0;
+  double floor_to_host_ms = 0;
+  double ours_to_gpu_ms = 0;
+  double ours_to_host_ms = 0;
+  double sort_ms = 0;  ///< sort + dedup alone
+  std::vector<TransferBenchRow> rows;
+};
+
+/// Runs the benchmark and prints its table to `out`. Throws Error without a CUDA device, when
+/// the table cannot be pinned, or when a method moves wrong data; UsageError for bad shapes.
+TransferBenchResult run_transfer_bench(const TransferBenchOptions& options, std::FILE* out);
+
+}  // namespace pagedw2v
