@@ -1,21 +1,82 @@
 // `pagedw2v bench train`: the training flags of `train` plus --repeat, then run_train_bench().
+// `pagedw2v bench transfer`: the shape of SpeedTorch's benchmark, then run_transfer_bench()
+// (CUDA builds only).
 #include <cxxopts.hpp>
 #include <iostream>
 #include <string>
 
 #include "bench/train_bench.hpp"
+#ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
+#include "bench/transfer_bench.hpp"
+#endif
+#include "cli.hpp"
 #include "commands.hpp"
 #include "config.hpp"
 #include "error.hpp"
 
 namespace pagedw2v::app {
 
-int cmd_bench(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) != "train") {
-    throw UsageError(
-        "usage: pagedw2v bench train --corpus FILE [--repeat N] [--device cuda|cpu] "
-        "[train options]");
+namespace {
+
+constexpr const char* kBenchUsage =
+    "usage: `pagedw2v bench train --corpus FILE [--repeat N] [--device cuda|cpu]` or "
+    "`bench transfer [--rows N] [--dim D] [--table-rows N]`";
+
+int cmd_bench_transfer(int argc, char** argv) {
+  cxxopts::Options options("pagedw2v bench transfer",
+                           "Time moving random rows between a pinned host table and the GPU, "
+                           "each way: the PCIe floor, naive methods and ours.");
+  options.add_options()("rows", "rows moved per transfer",
+                        cxxopts::value<uint32_t>()->default_value("131072"))(
+      "dim", "floats per row", cxxopts::value<uint32_t>()->default_value("128"))(
+      "table-rows", "rows of the pinned host table",
+      cxxopts::value<uint64_t>()->default_value("10000000"))(
+      "reps", "timed repetitions (the median is printed)",
+      cxxopts::value<uint32_t>()->default_value("30"))(
+      "warmup", "untimed repetitions first", cxxopts::value<uint32_t>()->default_value("3"))(
+      "threads", "threads of the naive host gather (0: up to 16)",
+      cxxopts::value<uint32_t>()->default_value("0"))(
+      "slab-mib", "pin the table in slabs of this many MiB (0: in one piece)",
+      cxxopts::value<uint64_t>()->default_value("1024"))(
+      "pin-method",
+      "register (mmap + cudaHostRegister per slab), hostalloc (cudaHostAlloc) or pool (a "
+      "host-located CUDA memory pool)",
+      cxxopts::value<std::string>()->default_value("register"))(
+      "seed", "seed of the ids", cxxopts::value<uint64_t>()->default_value("1"))(
+      "tuning", "also time our kernels at other launch shapes")("h,help", "print this help");
+  cxxopts::ParseResult args;
+  if (!parse_command_line(options, argc, argv, &args)) return 0;
+  const std::string method = args["pin-method"].as<std::string>();
+  if (method != "register" && method != "hostalloc" && method != "pool") {
+    throw UsageError("--pin-method must be register, hostalloc or pool, not '" + method + "'");
   }
+#ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
+  TransferBenchOptions bench;
+  bench.rows = args["rows"].as<uint32_t>();
+  bench.dim = args["dim"].as<uint32_t>();
+  bench.table_rows = args["table-rows"].as<uint64_t>();
+  bench.reps = args["reps"].as<uint32_t>();
+  bench.warmup = args["warmup"].as<uint32_t>();
+  bench.host_threads = args["threads"].as<uint32_t>();
+  bench.seed = args["seed"].as<uint64_t>();
+  bench.tuning = args.count("tuning") > 0;
+  bench.pin.slab_bytes = args["slab-mib"].as<uint64_t>() << 20;
+  bench.pin.method = method == "hostalloc" ? PinMethod::kHostAlloc
+                     : method == "pool"    ? PinMethod::kHostPool
+                                           : PinMethod::kRegisterSlabs;
+  run_transfer_bench(bench, stdout);
+  return 0;
+#else
+  throw Error("bench transfer needs the CUDA backend; this pagedw2v was built without it");
+#endif
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "transfer")
+    return cmd_bench_transfer(argc - 1, argv + 1);
+  if (argc < 2 || std::string(argv[1]) != "train") throw UsageError(kBenchUsage);
   cxxopts::Options options("pagedw2v bench train",
                            "Time training on a corpus: words/s, time split, GPU memory.");
   options.custom_help("--corpus FILE [--repeat N] [--device cuda|cpu] [train options]");
@@ -25,31 +86,13 @@ int cmd_bench(int argc, char** argv) {
       "chunk-tokens", "CUDA: tokens per streamed chunk",
       cxxopts::value<uint64_t>()->default_value(std::to_string(uint64_t{32} << 20)))(
       "h,help", "print this help");
-  for (const OptionSpec& spec : train_options()) {
-    if (spec.name == "output" || spec.name == "format" || spec.name == "save-context") continue;
-    auto value = cxxopts::value<std::string>();
-    if (spec.is_flag) value->implicit_value("true");
-    options.add_options()(spec.name, spec.help, value);
-  }
+  add_train_options(options, [](const std::string& name) {
+    return name == "output" || name == "format" || name == "save-context";
+  });
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc - 1, argv + 1);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(e.what());
-  }
-  if (args.count("help")) {
-    std::cout << options.help() << std::flush;
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
-  }
+  if (!parse_command_line(options, argc - 1, argv + 1, &args)) return 0;
   TrainBenchOptions bench;
-  for (const OptionSpec& spec : train_options()) {
-    if (args.count(spec.name)) {
-      apply_option(bench.config, spec.name, args[spec.name].as<std::string>());
-    }
-  }
+  apply_train_flags(bench.config, args);
   bench.repeat = args["repeat"].as<uint32_t>();
   bench.force_stream = args.count("stream") > 0;
   bench.chunk_tokens = args["chunk-tokens"].as<uint64_t>();

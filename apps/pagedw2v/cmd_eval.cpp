@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "error.hpp"
 #include "eval/analogy.hpp"
@@ -124,20 +125,6 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
   std::fflush(stdout);
 }
 
-// A flag value that must be a whole number from 1 up.
-uint32_t positive_count(const std::string& flag, const std::string& text) {
-  uint64_t value = 0;
-  bool ok = !text.empty() && text.size() <= 10;
-  for (const char ch : text) {
-    ok = ok && ch >= '0' && ch <= '9';
-    if (ok) value = value * 10 + static_cast<uint64_t>(ch - '0');
-  }
-  if (!ok || value == 0 || value > UINT32_MAX) {
-    throw UsageError(flag + " expects a whole number from 1 to 4294967295, not '" + text + "'");
-  }
-  return static_cast<uint32_t>(value);
-}
-
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
@@ -155,18 +142,7 @@ int cmd_eval(int argc, char** argv) {
       "json", "print one JSON object instead of text")("h,help", "print this help");
 
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(e.what());
-  }
-  if (args.count("help")) {
-    std::cout << options.help() << std::flush;
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
-  }
+  if (!parse_command_line(options, argc, argv, &args)) return 0;
   if (!args.count("vectors")) throw UsageError("eval needs --vectors PATH");
   if (!args.count("analogies") && !args.count("similarity")) {
     throw UsageError("eval needs --analogies FILE, --similarity FILE or both");

@@ -2,6 +2,7 @@
 #include <cxxopts.hpp>
 #include <iostream>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "error.hpp"
 #include "io/export.hpp"
@@ -13,28 +14,18 @@ int cmd_export(int argc, char** argv) {
   cxxopts::Options options("pagedw2v export", "Write the vectors of a checkpoint.");
   options.custom_help("--checkpoint FILE --output DIR [--format npy,h5,bin,txt]");
   options.add_options()("checkpoint", "checkpoint file (e.g. RUN/checkpoints/latest.h5)",
-                        cxxopts::value<std::string>())(
-      "output", "directory to write to", cxxopts::value<std::string>())(
+                        cxxopts::value<std::string>())("output", "directory to write to",
+                                                       cxxopts::value<std::string>())(
       "format", "output formats, comma-separated (default: npy,h5,bin,txt)",
       cxxopts::value<std::string>())("save-context", "also export the output (context) vectors")(
       "h,help", "print this help");
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(e.what());
-  }
-  if (args.count("help")) {
-    std::cout << options.help() << std::flush;
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
-  }
+  if (!parse_command_line(options, argc, argv, &args)) return 0;
   if (!args.count("checkpoint")) throw UsageError("--checkpoint is required");
   if (!args.count("output")) throw UsageError("--output is required");
   ExportOptions export_options;
-  if (args.count("format")) export_options.formats = parse_formats(args["format"].as<std::string>());
+  if (args.count("format"))
+    export_options.formats = parse_formats(args["format"].as<std::string>());
   export_options.save_context = args.count("save-context") > 0;
   const Checkpoint ck = load_checkpoint(args["checkpoint"].as<std::string>());
   export_options.attributes = {{"checkpoint", args["checkpoint"].as<std::string>()},

@@ -7,30 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "error.hpp"
 #include "eval/neighbors.hpp"
 #include "io/embeddings.hpp"
 
 namespace pagedw2v::app {
-
-namespace {
-
-// A flag value that must be a whole number from 1 up.
-uint32_t positive_count(const std::string& flag, const std::string& text) {
-  uint64_t value = 0;
-  bool ok = !text.empty() && text.size() <= 10;
-  for (const char ch : text) {
-    ok = ok && ch >= '0' && ch <= '9';
-    if (ok) value = value * 10 + static_cast<uint64_t>(ch - '0');
-  }
-  if (!ok || value == 0 || value > UINT32_MAX) {
-    throw UsageError(flag + " expects a whole number from 1 to 4294967295, not '" + text + "'");
-  }
-  return static_cast<uint32_t>(value);
-}
-
-}  // namespace
 
 int cmd_similar(int argc, char** argv) {
   cxxopts::Options options("pagedw2v similar",
@@ -46,15 +29,7 @@ int cmd_similar(int argc, char** argv) {
   options.positional_help("WORD [WORD...]");
 
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(e.what());
-  }
-  if (args.count("help")) {
-    std::cout << options.help() << std::flush;
-    return 0;
-  }
+  if (!parse_command_line(options, argc, argv, &args)) return 0;
   if (!args.count("vectors")) throw UsageError("similar needs --vectors PATH");
   if (!args.count("words")) throw UsageError("similar needs at least one WORD");
   const uint32_t top = positive_count("--top", args["top"].as<std::string>());

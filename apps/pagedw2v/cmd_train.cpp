@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 #include <iostream>
 
+#include "cli.hpp"
 #include "commands.hpp"
 #include "config.hpp"
 #include "error.hpp"
@@ -30,33 +31,14 @@ int cmd_train(int argc, char** argv) {
   options.custom_help("--corpus FILE --output DIR [--config FILE.toml] [options]");
   options.add_options()("config", "TOML file with any of the options below (flags win)",
                         cxxopts::value<std::string>())("h,help", "print this help");
-  for (const OptionSpec& spec : train_options()) {
-    auto value = cxxopts::value<std::string>();
-    if (spec.is_flag) value->implicit_value("true");
-    const std::string help =
-        spec.default_text.empty() ? spec.help : spec.help + " (default: " + spec.default_text + ")";
-    options.add_options()(spec.name, help, value);
-  }
+  add_train_options(options, [](const std::string&) { return false; });
 
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(e.what());
-  }
-  if (args.count("help")) {
-    std::cout << options.help() << std::flush;
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
-  }
+  if (!parse_command_line(options, argc, argv, &args)) return 0;
 
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
-  for (const OptionSpec& spec : train_options()) {
-    if (args.count(spec.name)) apply_option(config, spec.name, args[spec.name].as<std::string>());
-  }
+  apply_train_flags(config, args);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run_training(config, stderr, &g_stop_signal);

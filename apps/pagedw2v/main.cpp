@@ -41,22 +41,37 @@ int dispatch(int argc, char** argv) {
   throw pagedw2v::UsageError("unknown command '" + cmd + "' (try `pagedw2v --help`)");
 }
 
+/// Prints `what` as the one error line: a message that spans lines (a usage text, a file name
+/// with a newline in it) is joined with "; ", so that stderr holds exactly one line.
+void print_error(const char* what) {
+  std::string line;
+  for (const char* p = what; *p != '\0'; ++p) {
+    if (*p != '\n' && *p != '\r') {
+      line += *p;
+      continue;
+    }
+    while (p[1] == '\n' || p[1] == '\r' || p[1] == ' ' || p[1] == '\t') ++p;
+    if (p[1] != '\0') line += "; ";
+  }
+  std::fprintf(stderr, "pagedw2v: %s\n", line.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
   } catch (const pagedw2v::Interrupted& e) {
-    std::fprintf(stderr, "pagedw2v: %s\n", e.what());
+    print_error(e.what());
     return 128 + e.signal();
   } catch (const pagedw2v::UsageError& e) {
-    std::fprintf(stderr, "pagedw2v: %s\n", e.what());
+    print_error(e.what());
     return 2;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "pagedw2v: out of memory\n");
+    print_error("out of memory");
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "pagedw2v: %s\n", e.what());
+    print_error(e.what());
     return 1;
   }
 }
