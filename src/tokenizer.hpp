@@ -1,8 +1,10 @@
 #pragma once
 /// @file tokenizer.hpp
 /// word2vec's tokenisation over raw bytes: words are maximal runs of bytes other than space, tab,
-/// CR, LF, VT and FF; a LF ends a sentence; words longer than kMaxWordBytes are truncated. Any byte
-/// sequence is valid input (NUL and invalid UTF-8 are ordinary word bytes).
+/// CR, LF, VT, FF and NUL; a LF ends a sentence; words longer than kMaxWordBytes are truncated.
+/// Any byte sequence is valid input: invalid UTF-8 is kept as word bytes. NUL separates words
+/// because no word may hold one: the HDF5 files (checkpoints included) store words as C strings,
+/// as word2vec.c holds them, so a word with a NUL would not read back.
 
 #include <cstddef>
 #include <string_view>
@@ -13,7 +15,7 @@ namespace pagedw2v {
 inline constexpr size_t kMaxWordBytes = 100;
 
 inline bool is_space_byte(unsigned char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  return c == '\0' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
 /// Calls `on_word(std::string_view)` for every word and `on_newline()` for every LF.

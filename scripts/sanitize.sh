@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the project with AddressSanitizer and UndefinedBehaviorSanitizer (CPU code only) and runs
+# every test with ctest, the robustness suite included (it runs the sanitized binary and fails on
+# any sanitizer report). A sanitizer finding fails the run.
+# Usage: scripts/sanitize.sh [extra cmake args...]     (BUILD_DIR overrides build-asan)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+pagedw2v_deps
+
+build=${BUILD_DIR:-build-asan}
+jobs=$(nproc 2>/dev/null || echo 2)
+# RelWithDebInfo: optimised enough for the training tests, with line numbers in the reports.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGEDW2V_SANITIZE=ON \
+  -DPAGEDW2V_CUDA=OFF "$@" >/dev/null
+cmake --build "$build" -j"$jobs"
+
+# allocator_may_return_null: an impossible allocation (`--dim 100000000`) must reach the
+# program's own "not enough memory" error, as it does without ASan, instead of an ASan abort.
+export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+ctest --test-dir "$build" --output-on-failure -j"$jobs"

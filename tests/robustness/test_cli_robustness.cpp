@@ -1,0 +1,975 @@
+// The real pagedw2v binary on bad input and under faults. Every failure must be one line on
+// stderr that starts with "pagedw2v:", the documented exit code (2 usage, 1 runtime, 128 + signal
+// when stopped), no death by a signal, no "terminate called", no sanitizer report, and no
+// half-written export or temporary file left behind.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+#include "../fuzz/fuzz_inputs.hpp"
+#include "../test_util.hpp"
+#include "io/hdf5_io.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::read_file;
+using testing_util::TempDir;
+using testing_util::write_file;
+using Clock = std::chrono::steady_clock;
+using Args = std::vector<std::string>;
+
+constexpr const char* kBinary = PAGEDW2V_BINARY;
+constexpr double kTimeoutSeconds = 60;
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+
+/// How a run of the binary ended.
+struct Outcome {
+  std::string command;
+  bool exited = false;  ///< ended through exit(), not by a signal
+  int code = -1;        ///< exit status when `exited`
+  int signal = 0;       ///< the signal that ended it otherwise
+  bool timed_out = false;
+  std::string err;  ///< all it wrote to stderr
+};
+
+/// `err` less the notes of an ASan build (run with allocator_may_return_null=1) that it refused an
+/// allocation, as the program asked for (`--dim 100000000`). The program's own message follows.
+std::string without_refused_allocation_notes(const std::string& err) {
+  std::string kept;
+  size_t start = 0;
+  while (start < err.size()) {
+    size_t end = err.find('\n', start);
+    end = end == std::string::npos ? err.size() : end + 1;
+    const std::string line = err.substr(start, end - start);
+    const bool note =
+        line.rfind("==", 0) == 0 &&
+        line.find("==WARNING: AddressSanitizer failed to allocate 0x") != std::string::npos;
+    if (!note) kept += line;
+    start = end;
+  }
+  return kept;
+}
+
+/// The binary running as a child process; stdout and stderr go to files in `log_dir`. With
+/// `max_file_bytes` >= 0 the child may not write larger files (RLIMIT_FSIZE, SIGXFSZ ignored),
+/// so a write past the limit fails with EFBIG as on a full disk.
+class Process {
+ public:
+  Process(const Args& args, const std::string& log_dir, long max_file_bytes = -1) {
+    static int serial = 0;
+    const std::string log = log_dir + "/run-" + std::to_string(++serial);
+    err_path_ = log + ".stderr";
+    command_ = "pagedw2v";
+    for (const std::string& a : args) command_ += " " + a;
+
+    std::vector<std::string> argv_storage = {kBinary};
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    const int out =
+        ::open((log + ".stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (out < 0 || err < 0 || in < 0) throw std::runtime_error("cannot open the log files");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Only async-signal-safe calls between fork and exec.
+      ::dup2(in, 0);
+      ::dup2(out, 1);
+      ::dup2(err, 2);
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(SIGINT, &dfl, nullptr);
+      ::sigaction(SIGTERM, &dfl, nullptr);
+      if (max_file_bytes >= 0) {
+        struct sigaction ign {};
+        ign.sa_handler = SIG_IGN;
+        ::sigaction(SIGXFSZ, &ign, nullptr);
+        const struct rlimit limit = {static_cast<rlim_t>(max_file_bytes),
+                                     static_cast<rlim_t>(max_file_bytes)};
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execv(kBinary, argv.data());
+      ::_exit(127);
+    }
+    ::close(out);
+    ::close(err);
+    ::close(in);
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+  }
+
+  ~Process() {
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::string& command() const { return command_; }
+
+  /// True until the process has ended (it is then reaped).
+  bool running() {
+    if (reaped_) return false;
+    const pid_t r = ::waitpid(pid_, &status_, WNOHANG);
+    if (r == pid_) reaped_ = true;
+    return !reaped_;
+  }
+
+  void send(int sig) { ::kill(pid_, sig); }
+
+  /// Waits for the end; after `timeout_seconds` kills the process and says so.
+  Outcome wait(double timeout_seconds = kTimeoutSeconds) {
+    Outcome o;
+    o.command = command_;
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+    while (running()) {
+      if (Clock::now() > deadline) {
+        o.timed_out = true;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status_, 0);
+        reaped_ = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    o.exited = WIFEXITED(status_);
+    o.code = o.exited ? WEXITSTATUS(status_) : -1;
+    o.signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
+    o.err = without_refused_allocation_notes(read_file(err_path_));
+    return o;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = 0;
+  bool reaped_ = false;
+  std::string command_;
+  std::string err_path_;
+};
+
+/// Runs the binary to its end.
+Outcome run(const TempDir& dir, const Args& args, long max_file_bytes = -1) {
+  Process p(args, dir.path(), max_file_bytes);
+  return p.wait();
+}
+
+/// Polls `done` every 200 µs while `p` runs; false when `p` ends first or time runs out.
+bool wait_until(Process& p, const std::function<bool()>& done, double timeout_seconds = 30) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    if (!p.running()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a run must look like
+
+std::string describe(const Outcome& r) {
+  std::string s = "`" + r.command + "` ";
+  if (r.timed_out) s += "timed out, ";
+  s += r.exited ? "exited " + std::to_string(r.code) : "died of signal " + std::to_string(r.signal);
+  return s + "; stderr:\n" + r.err;
+}
+
+/// A report that only a crash, an uncaught exception or a sanitizer would print.
+bool has_crash_report(const std::string& err) {
+  for (const char* marker : {"terminate called", "Sanitizer", "runtime error:", "Segmentation",
+                             "core dumped", "HDF5-DIAG"}) {
+    if (err.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+/// Exit status `code`, and exactly one line "pagedw2v: …" on stderr that contains `needle`.
+::testing::AssertionResult fails_cleanly(const Outcome& r, int code,
+                                         const std::string& needle = "") {
+  if (r.timed_out || !r.exited) return ::testing::AssertionFailure() << describe(r);
+  if (r.code != code) {
+    return ::testing::AssertionFailure() << "expected exit " << code << ": " << describe(r);
+  }
+  if (r.err.rfind("pagedw2v: ", 0) != 0 || r.err.back() != '\n' ||
+      r.err.find('\n') != r.err.size() - 1) {
+    return ::testing::AssertionFailure() << "expected one line 'pagedw2v: …': " << describe(r);
+  }
+  if (has_crash_report(r.err)) return ::testing::AssertionFailure() << describe(r);
+  if (r.err.find(needle) == std::string::npos) {
+    return ::testing::AssertionFailure() << "expected '" << needle << "' in: " << describe(r);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// Exit 0 and, as every run here is --quiet, nothing on stderr.
+::testing::AssertionResult succeeds(const Outcome& r) {
+  if (r.timed_out || !r.exited || r.code != 0 || !r.err.empty()) {
+    return ::testing::AssertionFailure() << describe(r);
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// No export file (vectors.*, context_vectors.*, embeddings.h5) and no temporary file anywhere
+/// under `dir`.
+::testing::AssertionResult no_partial_files(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return ::testing::AssertionSuccess();
+  for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("vectors.", 0) == 0 || name.rfind("context_vectors.", 0) == 0 ||
+        name == "embeddings.h5" || name.find(".tmp-") != std::string::npos) {
+      return ::testing::AssertionFailure() << "left behind: " << entry.path().string();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+int64_t int_attribute(const std::string& h5_path, const std::string& name) {
+  for (const Attribute& a : read_attributes_h5(h5_path)) {
+    if (a.name == name && std::holds_alternative<int64_t>(a.value)) {
+      return std::get<int64_t>(a.value);
+    }
+  }
+  ADD_FAILURE() << h5_path << " has no integer attribute " << name;
+  return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Corpora
+
+/// Exactly `tokens` words over "w0".."w{distinct-1}", roughly Zipfian, 5 to 30 words a line.
+std::string zipf_corpus(uint64_t tokens, uint32_t distinct, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::uniform_int_distribution<int> line_length(5, 30);
+  std::string text;
+  int left_in_line = line_length(rng);
+  for (uint64_t i = 0; i < tokens; ++i) {
+    const auto rank = static_cast<uint32_t>(std::exp(u(rng) * std::log(distinct + 1.0))) - 1;
+    text += "w" + std::to_string(std::min(rank, distinct - 1));
+    text += --left_in_line == 0 || i + 1 == tokens ? '\n' : ' ';
+    if (left_in_line == 0) left_in_line = line_length(rng);
+  }
+  return text;
+}
+
+uint64_t fresh_seed() { return std::random_device{}(); }
+
+/// Options that keep training runs small and silent.
+Args small_run(const std::string& corpus, const std::string& output) {
+  return {"train", "--corpus",    corpus, "--output",  output, "--quiet",  "--dim", "4", "--epochs",
+          "1",     "--min-count", "1",    "--threads", "2",    "--format", "npy"};
+}
+
+/// Sets `--name value` in `args`, replacing the value when the option is there already.
+Args with(Args args, const std::string& name, const std::string& value) {
+  const auto it = std::find(args.begin(), args.end(), "--" + name);
+  if (it != args.end() && it + 1 != args.end()) {
+    *(it + 1) = value;
+  } else {
+    args.insert(args.end(), {"--" + name, value});
+  }
+  return args;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad corpora
+
+TEST(BadCorpus, MissingFile) {
+  TempDir dir;
+  const Outcome r = run(dir, small_run(dir.file("missing.txt"), dir.file("out")));
+  EXPECT_TRUE(fails_cleanly(r, 1, "cannot open"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+TEST(BadCorpus, MissingFileWithANewlineInItsName) {
+  TempDir dir;
+  const Outcome r = run(dir, small_run(dir.file("two\nlines.txt"), dir.file("out")));
+  EXPECT_TRUE(fails_cleanly(r, 1, "cannot open"));
+}
+
+TEST(BadCorpus, EmptyFile) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), "");
+  const Outcome r = run(dir, small_run(dir.file("c.txt"), dir.file("out")));
+  EXPECT_TRUE(fails_cleanly(r, 1, "holds no words"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+TEST(BadCorpus, OnlyWhitespace) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), " \n\t\r\n\v\f  \n\n");
+  const Outcome r = run(dir, small_run(dir.file("c.txt"), dir.file("out")));
+  EXPECT_TRUE(fails_cleanly(r, 1, "holds no words"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+TEST(BadCorpus, NoWordReachesMinCount) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), zipf_corpus(2000, 5000, fresh_seed()));
+  const Outcome r =
+      run(dir, with(small_run(dir.file("c.txt"), dir.file("out")), "min-count", "1000"));
+  EXPECT_TRUE(fails_cleanly(r, 1, "lower --min-count"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+TEST(BadCorpus, DirectoryAndFifoAreNotFiles) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0644), 0);
+  for (const std::string& corpus : {dir.path(), dir.file("fifo"), std::string("/dev/null")}) {
+    const Outcome r = run(dir, small_run(corpus, dir.file("out")));
+    EXPECT_TRUE(fails_cleanly(r, 1, "not a regular file"));
+  }
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+/// Trains on `corpus` (2 epochs), then checks that the checkpoint reads back: export from it and
+/// resume from the first epoch both succeed.
+void expect_trains_and_round_trips(const TempDir& dir, const std::string& corpus) {
+  const Outcome r = run(dir, with(small_run(corpus, dir.file("out")), "epochs", "2"));
+  if (r.exited && r.code != 0) {
+    EXPECT_TRUE(fails_cleanly(r, 1));
+    EXPECT_TRUE(no_partial_files(dir.file("out")));
+    return;
+  }
+  ASSERT_TRUE(succeeds(r));
+  EXPECT_TRUE(exists(dir.file("out/vectors.npy")));
+  EXPECT_TRUE(succeeds(run(dir, {"export", "--checkpoint", dir.file("out/checkpoints/latest.h5"),
+                                 "--output", dir.file("exported"), "--format", "h5,bin,txt"})));
+  EXPECT_TRUE(succeeds(run(dir, {"train", "--resume", dir.file("out/checkpoints/epoch-1.h5"),
+                                 "--output", dir.file("resumed"), "--quiet", "--format", "txt"})));
+  EXPECT_EQ(read_file(dir.file("out/vocab.tsv")), read_file(dir.file("exported/vocab.tsv")));
+}
+
+TEST(BadCorpus, OneMegabyteOfRandomBytes) {
+  TempDir dir;
+  std::mt19937_64 rng(fresh_seed());
+  std::string bytes(1 << 20, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  write_file(dir.file("c.bin"), bytes);
+  expect_trains_and_round_trips(dir, dir.file("c.bin"));
+}
+
+TEST(BadCorpus, NulBytesSeparateWords) {
+  TempDir dir;
+  std::mt19937_64 rng(fresh_seed());
+  const std::string pieces[] = {std::string("a\0b", 3),   std::string("\0", 1),  "a",
+                                std::string("c\0\0d", 4), std::string("e\0", 2), "b"};
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 6] + (i % 12 == 11 ? "\n" : " ");
+  write_file(dir.file("c.txt"), text);
+  expect_trains_and_round_trips(dir, dir.file("c.txt"));
+  const std::string vocab = read_file(dir.file("out/vocab.tsv"));
+  EXPECT_EQ(vocab.find('\0'), std::string::npos);
+  for (const char* word : {"a\t", "b\t", "c\t", "d\t", "e\t"}) {
+    EXPECT_NE(vocab.find(word), std::string::npos) << word;
+  }
+}
+
+TEST(BadCorpus, InvalidUtf8IsKeptAsBytes) {
+  TempDir dir;
+  std::mt19937_64 rng(fresh_seed());
+  // A lone byte 0xff, an overlong '/', a lone continuation byte, a surrogate, a code point past
+  // U+10FFFF and a sequence cut short.
+  const std::string pieces[] = {"\xff\xfe",     "\xc0\xaf",         "\x80",   "ok",
+                                "\xed\xa0\x80", "\xf4\x90\x80\x80", "caf\xc3"};
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 7] + (i % 12 == 11 ? "\n" : " ");
+  write_file(dir.file("c.txt"), text);
+  expect_trains_and_round_trips(dir, dir.file("c.txt"));
+  const std::string vectors = read_file(dir.file("exported/vectors.txt"));
+  for (const std::string& word : pieces) {
+    EXPECT_NE(vectors.find("\n" + word + " "), std::string::npos) << word;
+  }
+}
+
+TEST(BadCorpus, SingleFiftyMegabyteLine) {
+  TempDir dir;
+  std::mt19937_64 rng(fresh_seed());
+  std::string line;
+  line.reserve(50u << 20);
+  uint64_t tokens = 0;
+  while (line.size() < (50u << 20)) {
+    line += "x" + std::to_string(rng() % 50) + " ";
+    ++tokens;
+  }
+  write_file(dir.file("c.txt"), line);
+  line = {};
+  // Heavy subsampling of the 50 distinct words keeps the training short; the reader, counter and
+  // encoder still go through every byte.
+  const Outcome r =
+      run(dir, {"train",     "--corpus", dir.file("c.txt"), "--output", dir.file("out"), "--quiet",
+                "--dim",     "2",        "--epochs",        "1",        "--min-count",   "1",
+                "--sample",  "1e-5",     "--window",        "1",        "--negative",    "1",
+                "--threads", "2",        "--format",        "npy"});
+  ASSERT_TRUE(succeeds(r));
+  EXPECT_EQ(int_attribute(dir.file("out/checkpoints/epoch-1.h5"), "words_done"),
+            static_cast<int64_t>(tokens));
+}
+
+TEST(BadCorpus, SingleFiftyMegabyteWord) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), std::string(50u << 20, 'q'));
+  ASSERT_TRUE(succeeds(run(dir, small_run(dir.file("c.txt"), dir.file("out")))));
+  EXPECT_EQ(read_file(dir.file("out/vocab.tsv")), std::string(100, 'q') + "\t1\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numeric flags at 0, negative, not a number, and absurdly large
+
+struct FlagCase {
+  std::string name;  ///< test name
+  std::string flag;
+  std::string value;
+  int code;            ///< expected exit status
+  std::string needle;  ///< expected in the message (failures only)
+  Args extra = {};     ///< more options for this case
+};
+
+std::ostream& operator<<(std::ostream& os, const FlagCase& c) {
+  return os << "--" << c.flag << " " << c.value;
+}
+
+std::vector<FlagCase> train_flag_cases() {
+  const std::string kOverflow = "99999999999999999999999";
+  // flag, accepts 0?, is a floating-point number?
+  const std::vector<std::tuple<std::string, bool, bool>> flags = {
+      {"dim", false, false},
+      {"window", false, false},
+      {"negative", false, false},
+      {"sample", true, true},
+      {"min-count", false, false},
+      {"max-vocab", true, false},
+      {"alpha", false, true},
+      {"epochs", false, false},
+      {"threads", false, false},
+      {"seed", true, false},
+      {"checkpoint-interval", true, false},
+      {"keep-checkpoints", false, false}};
+  std::vector<FlagCase> cases;
+  for (const auto& [flag, zero_ok, is_real] : flags) {
+    std::string id = flag;
+    std::replace(id.begin(), id.end(), '-', '_');
+    cases.push_back({id + "_zero", flag, "0", zero_ok ? 0 : 2, "--" + flag});
+    cases.push_back({id + "_negative", flag, "-1", 2, "--" + flag});
+    cases.push_back({id + "_not_a_number", flag, "abc", 2, "--" + flag});
+    cases.push_back({id + "_empty", flag, "", 2, "--" + flag});
+    cases.push_back({id + "_overflow", flag, is_real ? "1e400" : kOverflow, 2, "--" + flag});
+    cases.push_back({id + "_missing", flag, "<none>", 2, flag});
+    if (!is_real) cases.push_back({id + "_fraction", flag, "1.5", 2, "--" + flag});
+  }
+  // The largest values accepted, and one past them.
+  const std::vector<FlagCase> large = {
+      {"dim_huge_fails_on_memory", "dim", "100000000", 1, "lower --dim"},
+      {"dim_largest_fails_on_memory", "dim", "1073741824", 1, "lower --dim"},
+      {"window_largest", "window", "1000", 0, ""},
+      {"window_too_large", "window", "1001", 2, "--window"},
+      {"negative_largest", "negative", "1000", 0, "", {"--max-vocab", "50"}},
+      {"negative_too_large", "negative", "1001", 2, "--negative"},
+      {"sample_largest", "sample", "1", 0, ""},
+      {"sample_too_large", "sample", "1.5", 2, "--sample"},
+      {"sample_nan", "sample", "nan", 2, "--sample"},
+      {"min_count_largest", "min-count", "18446744073709551615", 1, "lower --min-count"},
+      {"max_vocab_largest", "max-vocab", "4294967294", 0, ""},
+      {"max_vocab_too_large", "max-vocab", "4294967295", 2, "--max-vocab"},
+      {"alpha_too_large", "alpha", "11", 2, "--alpha"},
+      {"alpha_infinite", "alpha", "inf", 2, "--alpha"},
+      {"epochs_too_large", "epochs", "100001", 2, "--epochs"},
+      {"threads_largest", "threads", "4096", 0, ""},
+      {"threads_too_large", "threads", "4097", 2, "--threads"},
+      {"seed_largest", "seed", "18446744073709551615", 0, ""},
+      {"seed_too_large", "seed", "18446744073709551616", 2, "--seed"},
+      {"checkpoint_interval_largest", "checkpoint-interval", "1073741824", 0, ""},
+      {"checkpoint_interval_too_large", "checkpoint-interval", "1073741825", 2,
+       "--checkpoint-interval"},
+      {"keep_checkpoints_largest", "keep-checkpoints", "1000000", 0, ""},
+      {"keep_checkpoints_too_large", "keep-checkpoints", "1000001", 2, "--keep-checkpoints"},
+  };
+  cases.insert(cases.end(), large.begin(), large.end());
+  return cases;
+}
+
+class TrainFlag : public ::testing::TestWithParam<FlagCase> {};
+
+TEST_P(TrainFlag, FailsCleanlyOrTrains) {
+  const FlagCase& c = GetParam();
+  TempDir dir;
+  // 20000 distinct words: --dim 100000000 then asks for 8 TB, more than any machine has.
+  std::string text;
+  std::mt19937_64 rng(fresh_seed());
+  for (int i = 0; i < 40000; ++i) {
+    text += "w" + std::to_string(rng() % 20000) + (i % 20 == 19 ? "\n" : " ");
+  }
+  write_file(dir.file("c.txt"), text);
+  std::map<std::string, std::string> options = {
+      {"dim", "4"}, {"epochs", "1"}, {"min-count", "1"}, {"threads", "2"}, {"format", "npy"}};
+  options.erase(c.flag);
+  Args args = {"train", "--corpus", dir.file("c.txt"), "--output", dir.file("out"), "--quiet"};
+  for (const auto& [name, value] : options) {
+    args.insert(args.end(), {"--" + name, value});
+  }
+  args.insert(args.end(), c.extra.begin(), c.extra.end());
+  args.push_back("--" + c.flag);
+  if (c.value != "<none>") args.push_back(c.value);
+
+  const Outcome r = run(dir, args);
+  if (c.code == 0) {
+    EXPECT_TRUE(succeeds(r));
+    EXPECT_TRUE(exists(dir.file("out/vectors.npy")));
+  } else {
+    EXPECT_TRUE(fails_cleanly(r, c.code, c.needle));
+    EXPECT_TRUE(no_partial_files(dir.file("out")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Robustness, TrainFlag, ::testing::ValuesIn(train_flag_cases()),
+                         [](const ::testing::TestParamInfo<FlagCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(Diverging, LearningRateThatDivergesIsReported) {
+  GTEST_SKIP() << "known: --alpha 1 to 10 is accepted but training diverges and exports NaN "
+                  "vectors with exit 0 (src/config.cpp range, src/train/trainer.cpp)";
+  TempDir dir;
+  write_file(dir.file("c.txt"), zipf_corpus(100000, 5000, fresh_seed()));
+  const Args args = with(small_run(dir.file("c.txt"), dir.file("out")), "format", "txt");
+  const Outcome r = run(dir, with(args, "alpha", "10"));
+  if (r.exited && r.code == 0) {
+    const std::string vectors = read_file(dir.file("out/vectors.txt"));
+    EXPECT_EQ(vectors.find("nan"), std::string::npos);
+    EXPECT_EQ(vectors.find("inf"), std::string::npos);
+  } else {
+    EXPECT_TRUE(fails_cleanly(r, 1, "--alpha"));
+    EXPECT_TRUE(no_partial_files(dir.file("out")));
+  }
+}
+
+/// A word2vec text file with three words, for the commands that read vectors.
+std::string small_vectors(const TempDir& dir) {
+  write_file(dir.file("v.txt"), "3 2\nw0 0.5 0.1\nw1 0.25 -0.5\nw2 -0.75 0.3\n");
+  return dir.file("v.txt");
+}
+
+TEST(ReadFlag, NumbersOutOfRangeAreUsageErrors) {
+  TempDir dir;
+  const std::string vectors = small_vectors(dir);
+  write_file(dir.file("q.txt"), ": s\nw0 w1 w2 w0\n");
+  for (const char* value : {"0", "-1", "abc", "", "1.5", "4294967296", "99999999999999999999999"}) {
+    SCOPED_TRACE(value);
+    EXPECT_TRUE(fails_cleanly(run(dir, {"similar", "--vectors", vectors, "--top", value, "w0"}), 2,
+                              "--top"));
+    EXPECT_TRUE(fails_cleanly(run(dir, {"eval", "--vectors", vectors, "--analogies",
+                                        dir.file("q.txt"), "--restrict", value}),
+                              2, "--restrict"));
+  }
+  const Outcome r = run(dir, {"similar", "--vectors", vectors, "--top", "4294967295", "w0"});
+  EXPECT_TRUE(succeeds(r));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Unknown flags and commands
+
+TEST(Usage, UnknownFlagsAndCommands) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), "a b c\n");
+  const std::string c = dir.file("c.txt");
+  const std::string o = dir.file("out");
+  const std::string v = small_vectors(dir);
+  const std::vector<std::pair<Args, std::string>> cases = {
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+      {{"train", "--corpus", c, "--output", o, "--bogus"}, "bogus"},
+      {{"train", "--corpus", c, "--output", o, "stray"}, "stray"},
+      {{"train", "--corpus", c, "--output", o, "-z"}, "z"},
+      {{"train", "--output", o}, "--corpus"},
+      {{"train", "--corpus", c}, "--output"},
+      {{"train", "--corpus", c, "--output", o, "--model", "lstm"}, "--model"},
+      {{"train", "--corpus", c, "--output", o, "--device", "tpu"}, "--device"},
+      {{"train", "--corpus", c, "--output", o, "--format", "csv"}, "--format"},
+      {{"train", "--corpus", c, "--output", o, "--quiet", "maybe"}, "maybe"},
+      {{"train", "--corpus", c, "--output", o, "--config", dir.file("missing.toml")},
+       "missing.toml"},
+      {{"export", "--bogus"}, "bogus"},
+      {{"export", "--output", o}, "--checkpoint"},
+      {{"export", "--checkpoint", c}, "--output"},
+      {{"export", "--checkpoint", c, "--output", o, "--format", "csv"}, "--format"},
+      {{"eval", "--bogus"}, "bogus"},
+      {{"eval"}, "--vectors"},
+      {{"similar", "--vectors", v, "--bogus", "w0"}, "bogus"},
+      {{"similar"}, "--vectors"},
+      {{"bench", "--bogus"}, "usage"},
+  };
+  for (const auto& [args, needle] : cases) {
+    EXPECT_TRUE(fails_cleanly(run(dir, args), 2, needle));
+  }
+  EXPECT_TRUE(no_partial_files(o));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad files given to the other commands
+
+TEST(BadFiles, CheckpointsThatAreNotCheckpoints) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), zipf_corpus(3000, 300, fresh_seed()));
+  ASSERT_TRUE(succeeds(run(dir, small_run(dir.file("c.txt"), dir.file("run")))));
+  const std::string good = read_file(dir.file("run/checkpoints/epoch-1.h5"));
+  write_file(dir.file("truncated.h5"), good.substr(0, good.size() / 2));
+  write_file(dir.file("empty.h5"), "");
+  write_file(dir.file("text.h5"), "not a checkpoint\n");
+  std::string flipped = good;
+  for (size_t i = 0; i < flipped.size(); i += 97) flipped[i] = static_cast<char>(~flipped[i]);
+  write_file(dir.file("flipped.h5"), flipped);
+  for (const char* name : {"missing.h5", "truncated.h5", "empty.h5", "text.h5", "flipped.h5"}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir.file(name);
+    EXPECT_TRUE(fails_cleanly(run(dir, {"export", "--checkpoint", path, "--output", dir.file("e")}),
+                              1, name));
+    EXPECT_TRUE(fails_cleanly(
+        run(dir, {"train", "--resume", path, "--output", dir.file("r"), "--quiet"}), 1, name));
+  }
+  EXPECT_TRUE(fails_cleanly(
+      run(dir, {"export", "--checkpoint", dir.path(), "--output", dir.file("e")}), 1));
+  EXPECT_TRUE(no_partial_files(dir.file("e")));
+  EXPECT_TRUE(no_partial_files(dir.file("r")));
+}
+
+TEST(BadFiles, VectorsAndQuestionsThatCannotBeRead) {
+  TempDir dir;
+  const std::string v = small_vectors(dir);
+  write_file(dir.file("c.txt"), "not vectors\n");
+  EXPECT_TRUE(fails_cleanly(run(dir, {"similar", "--vectors", dir.file("missing.npy"), "w0"}), 1,
+                            "missing.npy"));
+  EXPECT_TRUE(
+      fails_cleanly(run(dir, {"similar", "--vectors", dir.file("c.txt"), "w0"}), 1, "c.txt"));
+  EXPECT_TRUE(fails_cleanly(run(dir, {"similar", "--vectors", v, "nosuchword"}), 1, "nosuchword"));
+  EXPECT_TRUE(
+      fails_cleanly(run(dir, {"eval", "--vectors", v, "--analogies", dir.file("missing.txt")}), 1,
+                    "missing.txt"));
+  EXPECT_TRUE(
+      fails_cleanly(run(dir, {"eval", "--vectors", v, "--similarity", dir.file("missing.tsv")}), 1,
+                    "missing.tsv"));
+}
+
+/// The checkpoints kept by the checkpoint fuzzer (tests/fuzz/regressions/checkpoint/): the seed
+/// exports; every damaged one is refused with one line.
+class FuzzedCheckpoint : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FuzzedCheckpoint, ExportsOrIsRefusedWithOneLine) {
+  const std::string name = std::filesystem::path(GetParam()).filename().string();
+  const auto known = fuzz::known_failures().find(name);
+  if (known != fuzz::known_failures().end()) GTEST_SKIP() << "known: " << known->second;
+  TempDir dir;
+  const Outcome exported = run(
+      dir, {"export", "--checkpoint", GetParam(), "--output", dir.file("e"), "--format", "npy"});
+  const Outcome resumed =
+      run(dir, {"train", "--resume", GetParam(), "--output", dir.file("r"), "--quiet"});
+  if (name.rfind("seed-", 0) == 0) {
+    EXPECT_TRUE(succeeds(exported));
+    // The seed's corpus is not kept beside it.
+    EXPECT_TRUE(fails_cleanly(resumed, 1, "cannot open 'corpus.txt'"));
+  } else {
+    EXPECT_TRUE(fails_cleanly(exported, 1, name));
+    EXPECT_TRUE(fails_cleanly(resumed, 1, name));
+    EXPECT_TRUE(no_partial_files(dir.file("e")));
+  }
+  EXPECT_TRUE(no_partial_files(dir.file("r")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Robustness, FuzzedCheckpoint,
+    ::testing::ValuesIn(fuzz::regression_inputs(std::filesystem::path(PAGEDW2V_SOURCE_DIR) /
+                                                "tests/fuzz/regressions/checkpoint")),
+    [](const ::testing::TestParamInfo<std::string>& info) {
+      std::string name = std::filesystem::path(info.param).stem().string();
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+// ---------------------------------------------------------------------------------------------
+// Output that cannot be created or written
+
+TEST(BadOutput, TrainOutputThatCannotBeCreated) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), zipf_corpus(3000, 300, fresh_seed()));
+  const std::string c = dir.file("c.txt");
+  // As root, permissions stop nothing: /proc refuses new entries to everyone.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir.file("c.txt/sub"), "Not a directory"},
+      {dir.file("c.txt"), "not a directory"},
+      {"/proc/pagedw2v-test/out", "cannot create output directory"},
+      {"/proc", "cannot create"},
+  };
+  for (const auto& [output, needle] : cases) {
+    EXPECT_TRUE(fails_cleanly(run(dir, small_run(c, output)), 1, needle));
+  }
+  EXPECT_FALSE(exists("/proc/checkpoints"));
+}
+
+TEST(BadOutput, ExportOutputThatCannotBeCreated) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), zipf_corpus(3000, 300, fresh_seed()));
+  ASSERT_TRUE(succeeds(run(dir, small_run(dir.file("c.txt"), dir.file("run")))));
+  const std::string ck = dir.file("run/checkpoints/latest.h5");
+  for (const std::string& output : {dir.file("c.txt/sub"), dir.file("c.txt"),
+                                    std::string("/proc/pagedw2v-test"), std::string("/proc")}) {
+    EXPECT_TRUE(
+        fails_cleanly(run(dir, {"export", "--checkpoint", ck, "--output", output}), 1, output));
+  }
+}
+
+/// A trained run whose export files are each larger than its vocab.tsv.
+struct TrainedRun {
+  TempDir dir;
+  std::string checkpoint;
+  long vocab_bytes = 0;
+
+  TrainedRun() {
+    write_file(dir.file("c.txt"), zipf_corpus(30000, 3000, fresh_seed()));
+    EXPECT_TRUE(
+        succeeds(run(dir, with(small_run(dir.file("c.txt"), dir.file("run")), "dim", "16"))));
+    checkpoint = dir.file("run/checkpoints/latest.h5");
+    vocab_bytes = static_cast<long>(read_file(dir.file("run/vocab.tsv")).size());
+  }
+};
+
+class FullDiskExport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FullDiskExport, FailsCleanlyAndLeavesNothingHalfWritten) {
+  const std::string format = GetParam();
+  if (format == "h5") {
+    GTEST_SKIP()
+        << "known: a failed H5Fclose on a full disk makes HDF5's exit handler "
+           "(H5_term_library) crash with SIGSEGV after the error line (src/io/hdf5_io.cpp)";
+  }
+  TrainedRun trained;
+  const std::string out = trained.dir.file("export");
+  // Too small for vocab.tsv, then room for vocab.tsv but not for the vectors.
+  for (const long limit : {1024L, trained.vocab_bytes + 1024}) {
+    SCOPED_TRACE("file size limit " + std::to_string(limit));
+    const Outcome r = run(
+        trained.dir,
+        {"export", "--checkpoint", trained.checkpoint, "--output", out, "--format", format}, limit);
+    EXPECT_TRUE(fails_cleanly(r, 1, "File too large"));
+    EXPECT_TRUE(no_partial_files(out));
+  }
+  // The same export with room to spare succeeds.
+  EXPECT_TRUE(succeeds(
+      run(trained.dir,
+          {"export", "--checkpoint", trained.checkpoint, "--output", out, "--format", format},
+          64L << 20)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Robustness, FullDiskExport, ::testing::Values("npy", "bin", "txt", "h5"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST(FullDisk, TrainingStopsCleanlyWhenACheckpointCannotBeWritten) {
+  GTEST_SKIP() << "known: a failed H5Fclose on a full disk makes HDF5's exit handler "
+                  "(H5_term_library) crash with SIGSEGV after the error line (src/io/hdf5_io.cpp)";
+  TempDir dir;
+  write_file(dir.file("c.txt"), zipf_corpus(30000, 3000, fresh_seed()));
+  const Outcome r =
+      run(dir, with(small_run(dir.file("c.txt"), dir.file("run")), "dim", "16"), 64 * 1024);
+  EXPECT_TRUE(fails_cleanly(r, 1, "File too large"));
+  EXPECT_TRUE(no_partial_files(dir.file("run")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Signals and kill -9
+
+/// A corpus long enough that training runs for a while (about 2 s on one thread), in spans short
+/// enough that a stop request is honoured soon.
+class Stop : public ::testing::Test {
+ protected:
+  static constexpr uint64_t kTokens = 200000;
+  static constexpr int kEpochs = 4;
+
+  void SetUp() override {
+    write_file(dir_.file("c.txt"), zipf_corpus(kTokens, 5000, fresh_seed()));
+  }
+
+  Args fresh(const std::string& output) const {
+    return {"train",
+            "--corpus",
+            dir_.file("c.txt"),
+            "--output",
+            output,
+            "--quiet",
+            "--dim",
+            "8",
+            "--epochs",
+            std::to_string(kEpochs),
+            "--min-count",
+            "1",
+            "--threads",
+            "1",
+            "--format",
+            "h5"};
+  }
+  static Args resume(const std::string& checkpoint, const std::string& output) {
+    return {"train",   "--resume",  checkpoint, "--output", output,
+            "--quiet", "--threads", "1",        "--format", "h5"};
+  }
+  static int64_t words_trained(const std::string& run_dir) {
+    return int_attribute(run_dir + "/embeddings.h5", "words_trained");
+  }
+
+  /// Stops a run with `sig` at a random moment of its training; checks the exit and the
+  /// checkpoint, then resumes from it to the end.
+  void stop_and_resume(int sig) {
+    const uint64_t seed = fresh_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937_64 rng(seed);
+    const std::string out = dir_.file("run");
+    Process p(fresh(out), dir_.path());
+    // The checkpoints directory is made just before the first word is trained.
+    ASSERT_TRUE(wait_until(p, [&] { return exists(out + "/checkpoints"); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10 + rng() % 290));
+    ASSERT_TRUE(p.running()) << "training ended before the signal; make the corpus longer";
+    p.send(sig);
+    const Outcome r = p.wait();
+    ASSERT_TRUE(fails_cleanly(r, 128 + sig, "stopped by signal " + std::to_string(sig)));
+    EXPECT_TRUE(no_partial_files(out));
+
+    const std::string key = "--resume ";
+    const size_t at = r.err.find(key);
+    ASSERT_NE(at, std::string::npos) << r.err;
+    const std::string checkpoint =
+        r.err.substr(at + key.size(), r.err.size() - at - key.size() - 1);
+    char target[256] = {};
+    ASSERT_GT(::readlink((out + "/checkpoints/latest.h5").c_str(), target, sizeof target - 1), 0);
+    EXPECT_EQ(out + "/checkpoints/" + target, checkpoint);
+    const int64_t done = int_attribute(checkpoint, "words_done");
+    EXPECT_GT(done, 0);
+    EXPECT_LT(done, static_cast<int64_t>(kEpochs * kTokens));
+
+    EXPECT_TRUE(succeeds(run(dir_, {"export", "--checkpoint", checkpoint, "--output",
+                                    dir_.file("exported"), "--format", "npy"})));
+    ASSERT_TRUE(succeeds(run(dir_, resume(checkpoint, dir_.file("resumed")))));
+    EXPECT_EQ(words_trained(dir_.file("resumed")), static_cast<int64_t>(kEpochs * kTokens));
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(Stop, UninterruptedRunTrainsEveryWordOfEveryEpoch) {
+  ASSERT_TRUE(succeeds(run(dir_, fresh(dir_.file("run")))));
+  EXPECT_EQ(words_trained(dir_.file("run")), static_cast<int64_t>(kEpochs * kTokens));
+}
+
+TEST_F(Stop, SigintWritesACheckpointAndResumes) { stop_and_resume(SIGINT); }
+
+TEST_F(Stop, SigtermWritesACheckpointAndResumes) { stop_and_resume(SIGTERM); }
+
+/// True when `dir` holds a temporary file of process `pid` (a checkpoint being written).
+bool writing_checkpoint(const std::string& dir, pid_t pid) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return false;
+  const std::string suffix = ".tmp-" + std::to_string(pid);
+  bool found = false;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      found = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
+TEST_F(Stop, KillDuringCheckpointWritesKeepsTheLastCheckpoint) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::string out = dir_.file("run");
+  const std::string checkpoints = out + "/checkpoints";
+  const std::string latest = checkpoints + "/latest.h5";
+  int64_t last_words = -1;
+  bool finished = false;
+  for (int round = 0; round < 6 && !finished; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    Process p(with(exists(latest) ? resume(latest, out) : fresh(out), "checkpoint-interval", "1"),
+              dir_.path());
+    if (round % 2 == 0) {
+      // Into the middle of a checkpoint write: its temporary file exists.
+      if (wait_until(p, [&] { return writing_checkpoint(checkpoints, p.pid()); })) {
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 900));
+    }
+    if (!p.running()) {
+      ASSERT_TRUE(succeeds(p.wait()));
+      finished = true;
+      break;
+    }
+    p.send(SIGKILL);
+    const Outcome r = p.wait();
+    ASSERT_EQ(r.signal, SIGKILL) << describe(r);
+
+    if (!exists(latest)) {
+      ASSERT_EQ(last_words, -1) << "latest.h5 vanished";
+      continue;
+    }
+    // latest.h5 names a complete checkpoint, never one older than the last one seen.
+    const std::string exported = dir_.file("exported-" + std::to_string(round));
+    ASSERT_TRUE(succeeds(
+        run(dir_, {"export", "--checkpoint", latest, "--output", exported, "--format", "npy"})));
+    const int64_t words = int_attribute(latest, "words_done");
+    EXPECT_GE(words, last_words);
+    last_words = words;
+  }
+  if (!finished) {
+    const bool trained_all =
+        exists(latest) && int_attribute(latest, "epoch") == static_cast<int64_t>(kEpochs);
+    if (trained_all) {
+      // Killed while exporting after the last epoch: nothing is left to train.
+      ASSERT_TRUE(succeeds(run(dir_, {"export", "--checkpoint", latest, "--output", out})));
+    } else {
+      ASSERT_TRUE(succeeds(run(dir_, exists(latest) ? resume(latest, out) : fresh(out))));
+    }
+  }
+  EXPECT_EQ(words_trained(out), static_cast<int64_t>(kEpochs * kTokens));
+}
+
+}  // namespace
+}  // namespace pagedw2v
