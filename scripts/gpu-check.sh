@@ -3,8 +3,8 @@
 # quality of GPU and CPU training on mix5m. Logs go to $OUT (default build-gpu/check-logs); a summary
 # is printed last.
 #
-#   scripts/gpu-check.sh [test] [bench] [quality] [resume] [profile] [all]
-#   (default: test bench quality resume)
+#   scripts/gpu-check.sh [test] [bench] [transfer] [quality] [resume] [memcheck] [profile] [all]
+#   (default: test bench transfer quality resume)
 #
 # Data: .cache/mix5m.txt.gz (or .cache/mix5m.txt), .cache/questions-words.txt and
 # .cache/wordsim353.tsv, copied from the shared data folder.
@@ -15,7 +15,7 @@ BUILD=${BUILD:-$ROOT/build-gpu}
 OUT=${OUT:-$BUILD/check-logs}
 JOBS=${JOBS:-16}
 mkdir -p "$OUT"
-STEPS=${*:-test bench quality resume}
+STEPS=${*:-test bench transfer quality resume}
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 
@@ -30,7 +30,8 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DPAGEDW2V_CUDA=ON >"$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$BUILD" -j"$JOBS" --target pagedw2v test_cuda_sgns test_cuda_sampler \
+GPU_TESTS="test_cuda_sgns test_cuda_sampler test_cuda_optimizer test_cuda_gather test_pinned_allocator"
+cmake --build "$BUILD" -j"$JOBS" --target pagedw2v $GPU_TESTS \
   >"$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -30; exit 1; }
 cmake --build "$BUILD" -j"$JOBS" -- -k >>"$OUT/build.log" 2>&1 || note "note: some other targets failed to build"
 note "build: $(( $(date +%s) - t0 )) s"
@@ -42,7 +43,7 @@ if [[ -f "$DATA/mix5m.txt" ]]; then CORPUS="$DATA/mix5m.txt"; elif [[ -f "$DATA/
   gunzip -c "$DATA/mix5m.txt.gz" >"$CORPUS"; fi
 
 if has_step test; then
-  for t in test_cuda_sgns test_cuda_sampler; do
+  for t in $GPU_TESTS; do
     timeout 180 "$BIN/$t" >"$OUT/$t.log" 2>&1
     note "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED' "$OUT/$t.log" | head -20 | tee -a "$SUMMARY"
@@ -50,12 +51,21 @@ if has_step test; then
   (cd "$BUILD" && timeout 150 ctest --output-on-failure --timeout 60 -j8 >"$OUT/ctest.log" 2>&1)
   note "ctest (all tests): rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
   grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess)' "$OUT/ctest.log" | head -20 | tee -a "$SUMMARY"
-  if command -v compute-sanitizer >/dev/null; then
+fi
+
+if has_step memcheck && command -v compute-sanitizer >/dev/null; then
+  {
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_sgns" \
       --gtest_filter='*sg_d33*:*sg_d300*:*cbow_d100_w5_n5_s24:*Repeats*:*stream*' \
       >"$OUT/memcheck.log" 2>&1
     note "memcheck (5 shapes + repeats + streaming): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-  fi
+  }
+fi
+
+if has_step transfer; then
+  timeout 180 "$BIN/pagedw2v" bench transfer >"$OUT/bench-transfer.log" 2>&1
+  note "bench transfer: rc=$?"
+  sed 's/^/    /' "$OUT/bench-transfer.log" | tee -a "$SUMMARY"
 fi
 
 if has_step bench; then
