@@ -1,5 +1,6 @@
 #include "host_table.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -32,6 +33,19 @@ std::string human_bytes(double b) {
   return buf;
 }
 
+/// Memory the kernel says can be had without swapping (MemAvailable), or 0 when unknown.
+uint64_t available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return static_cast<uint64_t>(kib) * 1024;
+}
+
 }  // namespace
 
 HostAllocator& default_host_allocator() {
@@ -46,6 +60,12 @@ HostTable::HostTable(uint64_t rows, uint32_t dim, const std::string& what, const
   if (want > static_cast<long double>(SIZE_MAX / 2)) {
     throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
                 "); " + hint);
+  }
+  // Overcommitted memory would be handed out here and the process killed while zeroing it.
+  const uint64_t available = available_memory();
+  if (available > 0 && want > static_cast<long double>(available)) {
+    throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
+                " needed, " + human_bytes(static_cast<double>(available)) + " available); " + hint);
   }
   data_ = static_cast<float*>(allocator.allocate(bytes()));
   if (data_ == nullptr) {

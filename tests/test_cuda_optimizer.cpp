@@ -41,6 +41,9 @@ DeviceBuffer<T> upload(const std::vector<T>& host, const std::string& what) {
   DeviceBuffer<T> d(host.size(), what);
   PAGEDW2V_CUDA_TRY(
       cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  // A copy from pageable memory may still be in flight when cudaMemcpy returns, and the kernels
+  // run on a non-blocking stream that does not wait for the legacy stream.
+  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
   return d;
 }
 

@@ -36,6 +36,9 @@ template <typename T>
 DeviceBuffer<T> to_device(const std::vector<T>& h, const char* what) {
   DeviceBuffer<T> d(h.size(), what);
   PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
+  // A pageable copy may still be in flight when cudaMemcpy returns, and the kernels run on a
+  // non-blocking stream that does not wait for it.
+  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
   return d;
 }
 
