@@ -58,19 +58,20 @@ HostTable::HostTable(uint64_t rows, uint32_t dim, const std::string& what, const
     : rows_(rows), dim_(dim), allocator_(&allocator) {
   const long double want = static_cast<long double>(rows) * dim * sizeof(float);
   if (want > static_cast<long double>(SIZE_MAX / 2)) {
-    throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
-                "); " + hint);
+    throw Error("not enough memory for the " + what + " (" +
+                human_bytes(static_cast<double>(want)) + "); " + hint);
   }
   // Overcommitted memory would be handed out here and the process killed while zeroing it.
   const uint64_t available = available_memory();
   if (available > 0 && want > static_cast<long double>(available)) {
-    throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
-                " needed, " + human_bytes(static_cast<double>(available)) + " available); " + hint);
+    throw Error("not enough memory for the " + what + " (" +
+                human_bytes(static_cast<double>(want)) + " needed, " +
+                human_bytes(static_cast<double>(available)) + " available); " + hint);
   }
   data_ = static_cast<float*>(allocator.allocate(bytes()));
   if (data_ == nullptr) {
-    throw Error("not enough memory for the " + what + " (" + human_bytes(static_cast<double>(want)) +
-                ", " + allocator.name() + "); " + hint);
+    throw Error("not enough memory for the " + what + " (" +
+                human_bytes(static_cast<double>(want)) + ", " + allocator.name() + "); " + hint);
   }
   std::memset(data_, 0, bytes());
 }

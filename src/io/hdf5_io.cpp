@@ -53,6 +53,14 @@ class Hid {
 class QuietErrors {
  public:
   QuietErrors() {
+    // HDF5's exit handler closes whatever a failed call left open; after a failed flush (a full
+    // disk) or a damaged file it can crash or print after the program's own error line. Files
+    // here are closed by their owners, so the handler is switched off before first use.
+    static const bool no_atexit = [] {
+      H5dont_atexit();
+      return true;
+    }();
+    (void)no_atexit;
     H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   }
@@ -470,15 +478,26 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path) {
   return e;
 }
 
-std::vector<Attribute> read_attributes_h5(const std::string& path) {
+std::vector<Attribute> read_attributes_h5(const std::string& path,
+                                          const std::vector<std::string>& only) {
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
   Hid file = open_for_reading(h5, path);
   Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
   std::vector<std::string> names;
-  hsize_t index = 0;
-  h5.check(H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &index, collect_name, &names),
-           "cannot list the attributes");
+  if (only.empty()) {
+    hsize_t index = 0;
+    h5.check(H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &index, collect_name, &names),
+             "cannot list the attributes");
+  } else {
+    // Looking names up one by one avoids listing the attribute table, whose parsing in
+    // libhdf5 1.10 trusts a damaged file too much.
+    for (const std::string& name : only) {
+      if (h5.check(H5Aexists(root, name.c_str()), "cannot look up attribute '" + name + "'") > 0) {
+        names.push_back(name);
+      }
+    }
+  }
   std::vector<Attribute> out;
   for (const std::string& name : names) read_attribute(h5, root, name, out);
   return out;

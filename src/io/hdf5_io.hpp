@@ -52,7 +52,9 @@ void read_matrix_h5(const std::string& path, const std::string& name, uint64_t r
                     float* out);
 
 /// Reads the scalar integer, floating-point and string attributes of the root group, in name
-/// order; other attributes are skipped. Throws Error("cannot read 'PATH': …") on failure.
-std::vector<Attribute> read_attributes_h5(const std::string& path);
+/// order (or only those named in `only`, when it is not empty; missing ones are left out); other
+/// attributes are skipped. Throws Error("cannot read 'PATH': …") on failure.
+std::vector<Attribute> read_attributes_h5(const std::string& path,
+                                          const std::vector<std::string>& only = {});
 
 }  // namespace pagedw2v

@@ -93,7 +93,13 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
-  const std::vector<Attribute> attrs = read_attributes_h5(path);
+  std::vector<std::string> names = {"format",       "format_version",   "epoch",
+                                    "block",        "words_done",       "lr",
+                                    "corpus_words", "corpus_sentences", "corpus_hash"};
+  for (const OptionSpec& spec : train_options()) {
+    if (recorded(spec)) names.push_back(kOptionPrefix + spec.name);
+  }
+  const std::vector<Attribute> attrs = read_attributes_h5(path, names);
   const Attribute* version = find(attrs, "format_version");
   if (version == nullptr || find(attrs, "format") == nullptr) {
     throw Error("'" + path + "' is not a pagedw2v checkpoint");

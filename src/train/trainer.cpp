@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <tuple>
@@ -204,6 +205,12 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       const SpanStats s = backend->train(epoch, b, e);
       pos = {epoch, e, pos.words_done + s.words};
       progress.update(pos.words_done, s.loss, s.loss_terms, schedule.at(pos.words_done), epoch);
+      if (!std::isfinite(s.loss)) {
+        progress.finish();
+        throw Error("training diverged (the loss is not finite after " +
+                    std::to_string(pos.words_done) + " words); lower --" +
+                    (config.optimizer == OptimizerKind::kSgd ? "alpha" : "lr"));
+      }
       const int sig = stop != nullptr ? stop->load() : 0;
       if (sig != 0) {
         progress.finish();

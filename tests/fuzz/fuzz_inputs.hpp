@@ -105,16 +105,6 @@ inline std::vector<std::string> regression_inputs(const std::filesystem::path& d
 /// them; an entry goes when its fix lands.
 inline const std::map<std::string, std::string>& known_failures() {
   static const std::map<std::string, std::string> known = {
-      {"hdf5-attribute-iterate.h5",
-       "libhdf5 1.10.8 follows a bad pointer in H5A__close inside H5Aiterate2 (SEGV under ASan), "
-       "from read_attributes_h5 in src/io/hdf5_io.cpp"},
-      {"hdf5-attribute-table-overflow.h5",
-       "libhdf5 1.10.8 heap-buffer-overflow in H5A__compact_build_table inside H5Aiterate2, from "
-       "read_attributes_h5 in src/io/hdf5_io.cpp"},
-      {"hdf5-open-leak.h5",
-       "H5Fopen fails on this file but libhdf5 1.10.8 keeps an object of it: at exit its handler "
-       "prints 'HDF5: infinite loop closing library' and a second line (LSan: 104 bytes leaked); "
-       "H5dont_atexit() in src/io/hdf5_io.cpp stops both"},
       {"hdf5-vlen-attribute-segv.h5",
        "libhdf5 1.10.8 SEGV in H5HG_read reading a variable-length string attribute (H5Aread "
        "from read_attribute in src/io/hdf5_io.cpp)"},
