@@ -156,6 +156,13 @@ CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep)
   if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
     throw Error("cannot create '" + dir_ + "': " + std::strerror(errno));
   }
+  // A run killed while writing leaves its temporary file behind; no writer is active now.
+  if (DIR* d = ::opendir(dir_.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (std::strstr(e->d_name, ".tmp-") != nullptr) std::remove((dir_ + "/" + e->d_name).c_str());
+    }
+    ::closedir(d);
+  }
 }
 
 std::string CheckpointDir::write(bool end_of_epoch, const Config& config, const Vocab& vocab,
