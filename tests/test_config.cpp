@@ -38,13 +38,28 @@ TEST(Config, EveryOptionHasHelpAndItsDefaultParses) {
 }
 
 TEST(Config, BadValuesNameTheFlag) {
-  const std::pair<const char*, const char*> bad[] = {
-      {"dim", "0"},          {"dim", "-3"},      {"dim", "abc"},     {"dim", "1e3"},
-      {"dim", "99999999999999999999"},           {"window", "0"},    {"negative", "0"},
-      {"epochs", "0"},       {"epochs", "-1"},   {"sample", "-0.1"}, {"sample", "nan"},
-      {"alpha", "0"},        {"alpha", "x"},     {"threads", "0"},   {"min-count", "0"},
-      {"model", "glove"},    {"device", "tpu"},  {"format", "csv"},  {"format", ","},
-      {"quiet", "maybe"},    {"seed", "-1"},     {"max-vocab", "-5"}};
+  const std::pair<const char*, const char*> bad[] = {{"dim", "0"},
+                                                     {"dim", "-3"},
+                                                     {"dim", "abc"},
+                                                     {"dim", "1e3"},
+                                                     {"dim", "99999999999999999999"},
+                                                     {"window", "0"},
+                                                     {"negative", "0"},
+                                                     {"epochs", "0"},
+                                                     {"epochs", "-1"},
+                                                     {"sample", "-0.1"},
+                                                     {"sample", "nan"},
+                                                     {"alpha", "0"},
+                                                     {"alpha", "x"},
+                                                     {"threads", "0"},
+                                                     {"min-count", "0"},
+                                                     {"model", "glove"},
+                                                     {"device", "tpu"},
+                                                     {"format", "csv"},
+                                                     {"format", ","},
+                                                     {"quiet", "maybe"},
+                                                     {"seed", "-1"},
+                                                     {"max-vocab", "-5"}};
   for (const auto& [name, value] : bad) {
     Config c;
     try {

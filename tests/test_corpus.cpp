@@ -3,8 +3,8 @@
 #include <string>
 
 #include "corpus.hpp"
-#include "mapped_file.hpp"
 #include "error.hpp"
+#include "mapped_file.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {

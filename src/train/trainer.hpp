@@ -14,10 +14,10 @@ namespace pagedw2v {
 
 struct TrainSummary {
   uint64_t vocab_size = 0;
-  uint64_t words = 0;       ///< in-vocabulary words trained over, all epochs
-  double train_seconds = 0; ///< the epochs alone
-  double total_seconds = 0; ///< vocabulary, encoding, training and export
-  double final_loss = 0;    ///< smoothed loss per example at the end
+  uint64_t words = 0;        ///< in-vocabulary words trained over, all epochs
+  double train_seconds = 0;  ///< the epochs alone
+  double total_seconds = 0;  ///< vocabulary, encoding, training and export
+  double final_loss = 0;     ///< smoothed loss per example at the end
   std::string device;
   std::string last_checkpoint;  ///< path of the newest checkpoint written
 };
