@@ -44,25 +44,33 @@ inline void collect_kept(const TrainData& data, uint32_t epoch, uint64_t first, 
   stats->trained += kept.size();
 }
 
-void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
-                    uint64_t last, Scratch& s, SpanStats* stats) {
+/// One example of a sentence: the input vector `h` (skip-gram: the context word's input row;
+/// CBOW: the mean of the window's input rows, in Scratch::h) against `targets` (the centre, then
+/// its negatives).
+struct Example {
+  const Kept* centre;
+  const float* h;
+  const uint32_t* targets;
+  uint32_t n_targets;
+  int64_t first, last, skip;  ///< the context rows are kept[first..last] without kept[skip]
+  int64_t count;              ///< how many context rows h stands for (1 for skip-gram)
+};
+
+/// Calls `visit(example)` for every example of the kept tokens in word2vec.c's order (centre
+/// after centre, context after context). Both the per-example SGD pass and the batched gradient
+/// pass walk sentences through this, so they train exactly the same examples.
+template <class Visit>
+void for_each_example(const TrainData& data, uint32_t epoch, const float* in, Scratch& s,
+                      Visit&& visit) {
   const TrainParams& p = data.params;
   const AliasEntry* noise = data.noise->entries().data();
   const uint32_t vocab = data.noise->size();
-  const LrSchedule schedule = make_schedule(p);
-  const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
   const uint32_t dim = p.dim;
-  float* in = model.input.data();
-  float* out = model.output.data();
-
-  collect_kept(data, epoch, first, last, s.kept, stats);
-
   const int64_t n = static_cast<int64_t>(s.kept.size());
   s.targets.resize(p.negative + 1);
   uint32_t* targets = s.targets.data();
   for (int64_t i = 0; i < n; ++i) {
     const Kept& c = s.kept[i];
-    const float lr = schedule.at(epoch_base + c.pos);
     const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
     const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
     if (p.model == ModelKind::kSkipGram) {
@@ -71,11 +79,7 @@ void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_
         const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
         const uint32_t nt =
             draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, noise, vocab, targets);
-        float* h = in + static_cast<size_t>(s.kept[j].id) * dim;
-        s.err.setZero();
-        stats->loss += sgns_update(h, s.err.data(), out, targets, nt, dim, lr, true);
-        ++stats->loss_terms;
-        VecMap(h, dim) += s.err;
+        visit(Example{&c, in + static_cast<size_t>(s.kept[j].id) * dim, targets, nt, j, j, -1, 1});
       }
     } else {
       s.h.setZero();
@@ -89,15 +93,38 @@ void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_
       s.h /= static_cast<float>(cw);
       const uint32_t nt =
           draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise, vocab, targets);
-      s.err.setZero();
-      stats->loss += sgns_update(s.h.data(), s.err.data(), out, targets, nt, dim, lr, true);
-      ++stats->loss_terms;
-      for (int64_t j = lo; j <= hi; ++j) {
-        if (j == i) continue;
-        VecMap(in + static_cast<size_t>(s.kept[j].id) * dim, dim) += s.err;
-      }
+      visit(Example{&c, s.h.data(), targets, nt, lo, hi, i, cw});
     }
   }
+}
+
+/// Calls `f(row id)` for every context row of an example.
+template <class F>
+void for_each_context_row(const Example& e, const std::vector<Kept>& kept, F&& f) {
+  for (int64_t j = e.first; j <= e.last; ++j) {
+    if (j != e.skip) f(kept[j].id);
+  }
+}
+
+void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
+                    uint64_t last, Scratch& s, SpanStats* stats) {
+  const TrainParams& p = data.params;
+  const LrSchedule schedule = make_schedule(p);
+  const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
+  const uint32_t dim = p.dim;
+  float* in = model.input.data();
+  float* out = model.output.data();
+
+  collect_kept(data, epoch, first, last, s.kept, stats);
+  for_each_example(data, epoch, in, s, [&](const Example& e) {
+    const float lr = schedule.at(epoch_base + e.centre->pos);
+    s.err.setZero();
+    stats->loss += sgns_update(e.h, s.err.data(), out, e.targets, e.n_targets, dim, lr, true);
+    ++stats->loss_terms;
+    for_each_context_row(e, s.kept, [&](uint32_t row) {
+      VecMap(in + static_cast<size_t>(row) * dim, dim) += s.err;
+    });
+  });
 }
 
 /// The summed gradients of the rows one batch touches, in first-touch order. An open-addressing
@@ -191,57 +218,18 @@ inline double sgns_gradient(const float* h, float* err, const float* output,
 /// Adds the gradients of one sentence's examples to `g`; the tables are only read.
 void accumulate_sentence(const TrainData& data, const Model& model, uint32_t epoch, uint64_t first,
                          uint64_t last, Scratch& s, BatchGrads& g, SpanStats* stats) {
-  const TrainParams& p = data.params;
-  const AliasEntry* noise = data.noise->entries().data();
-  const uint32_t vocab = data.noise->size();
-  const uint32_t dim = p.dim;
-  const float* in = model.input.data();
+  const uint32_t dim = data.params.dim;
   const float* out = model.output.data();
 
   collect_kept(data, epoch, first, last, s.kept, stats);
-  const int64_t n = static_cast<int64_t>(s.kept.size());
-  s.targets.resize(p.negative + 1);
-  uint32_t* targets = s.targets.data();
-  for (int64_t i = 0; i < n; ++i) {
-    const Kept& c = s.kept[i];
-    const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
-    const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
-    if (p.model == ModelKind::kSkipGram) {
-      for (int64_t j = lo; j <= hi; ++j) {
-        if (j == i) continue;
-        const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
-        const uint32_t nt =
-            draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, noise, vocab, targets);
-        const uint32_t row = s.kept[j].id;
-        s.err.setZero();
-        stats->loss += sgns_gradient(in + static_cast<size_t>(row) * dim, s.err.data(), out,
-                                     targets, nt, dim, g.output);
-        ++stats->loss_terms;
-        VecMap(g.input.row(row), dim) += s.err;
-      }
-    } else {
-      s.h.setZero();
-      int64_t cw = 0;
-      for (int64_t j = lo; j <= hi; ++j) {
-        if (j == i) continue;
-        s.h += ConstVecMap(in + static_cast<size_t>(s.kept[j].id) * dim, dim);
-        ++cw;
-      }
-      if (cw == 0) continue;
-      s.h /= static_cast<float>(cw);
-      const uint32_t nt =
-          draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise, vocab, targets);
-      s.err.setZero();
-      stats->loss += sgns_gradient(s.h.data(), s.err.data(), out, targets, nt, dim, g.output);
-      ++stats->loss_terms;
-      // h is the mean of the context rows: each row gets 1/cw of h's gradient.
-      s.err /= static_cast<float>(cw);
-      for (int64_t j = lo; j <= hi; ++j) {
-        if (j == i) continue;
-        VecMap(g.input.row(s.kept[j].id), dim) += s.err;
-      }
-    }
-  }
+  for_each_example(data, epoch, model.input.data(), s, [&](const Example& e) {
+    s.err.setZero();
+    stats->loss += sgns_gradient(e.h, s.err.data(), out, e.targets, e.n_targets, dim, g.output);
+    ++stats->loss_terms;
+    // CBOW's h is the mean of the context rows: each row gets 1/count of h's gradient.
+    if (e.count > 1) s.err /= static_cast<float>(e.count);
+    for_each_context_row(e, s.kept, [&](uint32_t row) { VecMap(g.input.row(row), dim) += s.err; });
+  });
 }
 
 /// Trains block `b` of `epoch` as one batch: gradients of all its examples against the tables as
