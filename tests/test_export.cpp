@@ -21,11 +21,13 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::bytes_of;
+using testing_util::entries;
+using testing_util::fresh_seed;
+using testing_util::python_has;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
-
-uint64_t fresh_seed() { return std::random_device{}(); }
 
 HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
   HostTable t(rows, dim, "test table", "");
@@ -50,23 +52,6 @@ Vocab random_vocab(uint32_t n, uint64_t seed) {
 
 Model random_model(uint32_t rows, uint32_t dim, uint64_t seed) {
   return Model{random_table(rows, dim, seed), random_table(rows, dim, seed + 1)};
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool python_has(const std::string& modules) {
-  return std::system(("/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
-}
-
-std::string bytes_of(const float* p, size_t n) {
-  return std::string(reinterpret_cast<const char*>(p), n * sizeof(float));
 }
 
 void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable& table,

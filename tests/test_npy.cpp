@@ -14,7 +14,11 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::entries;
+using testing_util::fresh_seed;
+using testing_util::python_has;
 using testing_util::read_file;
+using testing_util::run_python;
 using testing_util::TempDir;
 using testing_util::write_file;
 
@@ -24,27 +28,6 @@ std::vector<float> random_floats(size_t n, uint64_t seed) {
   std::vector<float> v(n);
   for (float& x : v) x = normal(rng);
   return v;
-}
-
-uint64_t fresh_seed() { return std::random_device{}(); }
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool python_has(const std::string& modules) {
-  return std::system(("/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
-}
-
-int run_python(const TempDir& dir, const std::string& script) {
-  const std::string path = dir.file("check.py");
-  write_file(path, script);
-  return std::system(("cd '" + dir.path() + "' && /usr/bin/python3 check.py").c_str());
 }
 
 // A hand-made .npy file: any version, any header text, any payload.

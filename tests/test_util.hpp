@@ -3,9 +3,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace pagedw2v::testing_util {
 
@@ -37,6 +42,35 @@ inline void write_file(const std::string& path, const std::string& content) {
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// A seed drawn afresh for every run (tests print it when they fail).
+inline uint64_t fresh_seed() { return std::random_device{}(); }
+
+/// The names in `dir`, sorted.
+inline std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// Whether /usr/bin/python3 imports `modules` (comma-separated).
+inline bool python_has(const std::string& modules) {
+  return std::system(("/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
+}
+
+/// Runs `script` with /usr/bin/python3 inside `dir`; returns std::system's status.
+inline int run_python(const TempDir& dir, const std::string& script) {
+  write_file(dir.file("check.py"), script);
+  return std::system(("cd '" + dir.path() + "' && /usr/bin/python3 check.py").c_str());
+}
+
+/// The bytes of `n` floats, for bit-exact comparisons.
+inline std::string bytes_of(const float* p, size_t n) {
+  return std::string(reinterpret_cast<const char*>(p), n * sizeof(float));
 }
 
 }  // namespace pagedw2v::testing_util

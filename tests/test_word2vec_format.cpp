@@ -21,11 +21,14 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::bytes_of;
+using testing_util::entries;
+using testing_util::fresh_seed;
+using testing_util::python_has;
 using testing_util::read_file;
+using testing_util::run_python;
 using testing_util::TempDir;
 using testing_util::write_file;
-
-uint64_t fresh_seed() { return std::random_device{}(); }
 
 // Random values over many magnitudes, plus the awkward ones for a text format: the extremes of
 // float32, a subnormal and a negative zero.
@@ -58,28 +61,6 @@ Vocab random_vocab(uint32_t n, uint64_t seed) {
     counts.push_back(n - i);
   }
   return Vocab::from_words(std::move(words), std::move(counts));
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool python_has(const std::string& modules) {
-  return std::system(("/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
-}
-
-int run_python(const TempDir& dir, const std::string& script) {
-  write_file(dir.file("check.py"), script);
-  return std::system(("cd '" + dir.path() + "' && /usr/bin/python3 check.py").c_str());
-}
-
-std::string bytes_of(const float* p, size_t n) {
-  return std::string(reinterpret_cast<const char*>(p), n * sizeof(float));
 }
 
 void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable& table) {
