@@ -47,6 +47,29 @@ struct SgnsArgs {
   LrSchedule schedule;
   uint64_t epoch_base = 0;  ///< epoch × words_per_epoch: the schedule's position of token 0
   SgnsCounters* counters = nullptr;
+
+  /// Paged tables: the table row of token p is token_rows[p − token_base] (the tables hold a
+  /// subset of the vocabulary, see gpu/cuda_backend.cpp); nullptr: the row is the token's id.
+  const uint32_t* token_rows = nullptr;
+  /// Negative pool (TrainParams::negative_pool): when not null, negatives are pool[k] for k
+  /// drawn uniformly (detail::pool_negative_pair), instead of alias draws from `noise`.
+  const uint32_t* pool = nullptr;
+  uint32_t pool_size = 0;
+  /// The table row of pool[k]; nullptr: the row is the id.
+  const uint32_t* pool_rows = nullptr;
+
+  /// Gradient mode (non-sgd optimizers): when not null, the tables are only read, and each
+  /// example adds its gradient of the loss (no learning rate, the CPU's batched pass) to the
+  /// row of the same index in these rows × stride tables; touched[row] is set to 1 for every
+  /// row of either table that receives a gradient (touched_input / touched_output).
+  float* input_grad = nullptr;
+  float* output_grad = nullptr;
+  uint8_t* touched_input = nullptr;
+  uint8_t* touched_output = nullptr;
+
+  /// 0: fill the GPU. 1: a single warp trains the sentences in order, so a launch is
+  /// deterministic (no races): what the paged-versus-resident equivalence test runs.
+  uint32_t max_warps = 0;
 };
 
 /// Row length on the device for `dim`: a multiple of 4 floats so every lane moves 16 bytes.

@@ -35,6 +35,10 @@ struct Config {
   uint32_t threads = 0;  ///< 0 = not set: every core
   uint64_t seed = 1;
   DeviceKind device = DeviceKind::kAuto;
+  Placement placement = Placement::kAuto;
+  uint64_t gpu_memory = 0;       ///< bytes; 0 = what the GPU has free minus a margin
+  uint32_t negative_pool = 0;    ///< TrainParams::negative_pool
+  uint64_t batch_words = 1u << 20;  ///< words per super-batch (rounded to whole work blocks)
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
@@ -53,6 +57,8 @@ struct Config {
   }
   /// The optimizer with its defaults and the hyper-parameters that were set.
   OptimizerParams optimizer_params() const;
+  /// The GPU settings as the backend takes them.
+  GpuOptions gpu_options() const { return GpuOptions{placement, gpu_memory}; }
   /// The thread count actually used.
   uint32_t effective_threads() const;
 };

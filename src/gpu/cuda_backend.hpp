@@ -22,6 +22,16 @@ struct CudaBackendOptions {
   bool force_stream = false;
   /// Tokens per streamed chunk.
   size_t chunk_tokens = size_t{32} << 20;
+  /// Resident or paged tables, and the GPU memory budget (train/backend.hpp).
+  GpuOptions gpu;
+  /// Paged placement: rows kept on the GPU for the whole run (the most frequent words, ids
+  /// 0 … hot_rows − 1) and rows per staging buffer; 0 = sized from the budget. Tests set both to
+  /// force paging on small vocabularies.
+  uint64_t hot_rows = 0;
+  uint64_t staging_rows = 0;
+  /// One warp trains the sentences of a launch in order (SgnsArgs::max_warps = 1): a run is then
+  /// deterministic, which the paged-versus-resident equivalence test needs.
+  bool serial = false;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.
@@ -34,6 +44,15 @@ struct CudaBackendReport {
   size_t device_used_bytes = 0;  ///< the device's used memory at its peak, context included
   bool corpus_resident = false;
   std::string device_name;
+  bool paged = false;
+  uint64_t hot_rows = 0;          ///< rows cached on the GPU for the run (paged)
+  uint64_t staging_rows = 0;      ///< rows per staging buffer (paged)
+  uint64_t super_batches = 0;     ///< pieces trained (paged: after splits to fit staging)
+  uint64_t row_lookups = 0;       ///< rows the super-batches touched, counted once per super-batch
+  uint64_t cold_rows = 0;         ///< of those, rows not in the hot cache
+  uint64_t rows_from_host = 0;    ///< cold rows read from host memory
+  uint64_t rows_to_host = 0;      ///< cold rows written back
+  uint64_t pcie_bytes = 0;        ///< bytes moved over PCIe for rows and state, both directions
 };
 
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.

@@ -81,8 +81,21 @@ void init_optimizer_state(Model& model, OptimizerKind kind);
 /// How `--device` chose.
 enum class DeviceKind { kCpu, kCuda, kAuto };
 
+/// Where the CUDA backend keeps the tables: `resident` holds both tables (and the optimizer
+/// state) in GPU memory; `paged` keeps them in pinned host memory and moves each super-batch's
+/// rows to the GPU, the most frequent rows cached there for the whole run; `auto` is resident
+/// when everything fits the GPU memory budget, else paged.
+enum class Placement { kAuto, kResident, kPaged };
+
+/// GPU settings of a run (ignored by the CPU backend).
+struct GpuOptions {
+  Placement placement = Placement::kAuto;
+  /// GPU memory the backend may use, in bytes; 0 = what is free minus a margin.
+  uint64_t memory_budget = 0;
+};
+
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
-                                      uint32_t threads);
+                                      uint32_t threads, const GpuOptions& gpu = {});
 
 }  // namespace pagedw2v

@@ -9,7 +9,7 @@
 namespace pagedw2v {
 
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
-                                      uint32_t threads) {
+                                      uint32_t threads, const GpuOptions& gpu) {
 #ifdef PAGEDW2V_HAVE_CUDA
   if (device == DeviceKind::kCuda || device == DeviceKind::kAuto) {
     if (data.optimizer.kind != OptimizerKind::kSgd &&
@@ -17,7 +17,11 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const Tra
       throw UsageError("--optimizer " + to_string(data.optimizer.kind) +
                        " needs --device cpu in this build (the CUDA backend trains with sgd)");
     }
-    if (cuda_device_available()) return make_cuda_backend(model, data);
+    if (cuda_device_available()) {
+      CudaBackendOptions options;
+      options.gpu = gpu;
+      return make_cuda_backend(model, data, options);
+    }
     if (device == DeviceKind::kCuda) {
       throw Error("--device cuda: no CUDA device is available (use --device cpu)");
     }

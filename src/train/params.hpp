@@ -23,6 +23,16 @@ struct TrainParams {
   float alpha = 0.025f;            ///< starting learning rate
   float min_alpha_ratio = 1e-4f;   ///< the rate decays linearly to alpha * this
   uint64_t words_per_epoch = 0;    ///< in-vocabulary tokens of one pass over the corpus
+  /// 0: every negative is drawn from the noise distribution on its own (word2vec). N > 0: each
+  /// super-batch draws N negatives from the noise distribution up front (its pool, keyed by
+  /// seed, epoch and super-batch), and every example picks its negatives uniformly from the
+  /// pool — the same marginal distribution, but a super-batch touches at most N output rows as
+  /// negatives, so its rows are known before it trains (what paged tables need).
+  uint32_t negative_pool = 0;
+  /// Work blocks (training_set.hpp's kBlockWords words each) per super-batch: block b belongs to
+  /// super-batch b / batch_blocks of its epoch. A super-batch is the period of the negative pool
+  /// and, on the GPU, the batch of one optimizer step.
+  uint32_t batch_blocks = 256;
 };
 
 /// Linear decay from alpha to alpha·min_ratio over `epochs × words_per_epoch` words, as
