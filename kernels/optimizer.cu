@@ -20,8 +20,10 @@ __global__ void optimizer_step_kernel(OptimizerStepScalars s, float* __restrict_
                                       float* __restrict__ state0, float* __restrict__ state1,
                                       uint32_t stride, uint32_t dim,
                                       const uint32_t* __restrict__ rows,
-                                      const float* __restrict__ grads, uint32_t grad_stride,
-                                      uint64_t elements) {
+                                      float* __restrict__ grads, uint32_t grad_stride,
+                                      uint64_t elements, const uint32_t* __restrict__ d_count,
+                                      bool by_row, bool zero) {
+  if (d_count != nullptr) elements = min(elements, static_cast<uint64_t>(*d_count) * dim);
   for (uint64_t e = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; e < elements;
        e += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
     const uint64_t i = e / dim;
@@ -30,7 +32,9 @@ __global__ void optimizer_step_kernel(OptimizerStepScalars s, float* __restrict_
     float dummy = 0.0f;
     float* a = state0 != nullptr ? state0 + at : &dummy;
     float* b = state1 != nullptr ? state1 + at : &dummy;
-    optimizer_update(s, grads[i * grad_stride + d], table + at, a, b);
+    const size_t g = (by_row ? static_cast<size_t>(rows[i]) : i) * grad_stride + d;
+    optimizer_update(s, grads[g], table + at, a, b);
+    if (zero) grads[g] = 0.0f;
   }
 }
 
@@ -61,7 +65,7 @@ void launch_optimizer_step(const OptimizerParams& params, uint64_t step, float l
   optimizer_step_kernel<<<blocks, kThreads, 0, stream>>>(
       step_scalars(params, step, lr), args.table, nstate > 0 ? args.state[0] : nullptr,
       nstate > 1 ? args.state[1] : nullptr, args.stride, args.dim, args.rows, args.grads,
-      args.grad_stride, elements);
+      args.grad_stride, elements, args.d_count, args.grads_by_row, args.zero_grads);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

@@ -21,9 +21,18 @@ struct OptimizerStepArgs {
   uint32_t stride = 0;                   ///< floats per row of the table and state (≥ dim)
   uint32_t dim = 0;
   const uint32_t* rows = nullptr;  ///< `count` unique row ids (a row index of `table`)
-  const float* grads = nullptr;    ///< count × grad_stride: the summed gradient of rows[i]
+  float* grads = nullptr;          ///< count × grad_stride: the summed gradient of rows[i]
   uint32_t grad_stride = 0;        ///< floats per gradient row (≥ dim)
   uint64_t count = 0;
+  /// When not null, the number of rows is min(*d_count, count): the list was compacted on the
+  /// device (`count` is then its capacity) and no host synchronisation is needed.
+  const uint32_t* d_count = nullptr;
+  /// The gradient of rows[i] is grads[rows[i] · grad_stride …] (a gradient table shaped like the
+  /// table) instead of grads[i · grad_stride …] (a dense list).
+  bool grads_by_row = false;
+  /// Sets each gradient element to zero once it is read, so a gradient table is clean for the
+  /// next batch without a pass of its own (needs a writable `grads`).
+  bool zero_grads = false;
 };
 
 /// Applies step `step` (1-based, global) at learning rate `lr` on `stream` (asynchronous).

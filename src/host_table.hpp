@@ -19,6 +19,8 @@ class HostAllocator {
   virtual void* allocate(size_t bytes) = 0;
   virtual void deallocate(void* p, size_t bytes) noexcept = 0;
   virtual std::string name() const = 0;
+  /// True when fresh memory from allocate() is already zero (so tables need no clearing pass).
+  virtual bool zeroes() const { return false; }
 };
 
 /// The process-wide pageable allocator.

@@ -3,7 +3,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
@@ -11,7 +13,11 @@
 #include "gpu/cuda_check.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_corpus.hpp"
+#include "gpu/pinned_region.hpp"
 #include "gpu/stream.hpp"
+#include "negative_pool.cuh"
+#include "optimizer.cuh"
+#include "paging.cuh"
 #include "sgns.cuh"
 
 namespace pagedw2v {
@@ -38,10 +44,32 @@ size_t device_used_bytes() {
   return total_bytes - free_bytes;
 }
 
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1u << 30));
+  return buf;
+}
+
+/// Statistics the paging kernels count on the device.
+struct PagingCounters {
+  unsigned long long refs_cold;  ///< token and pool references to cold rows
+  unsigned long long from_host;  ///< rows read from host memory
+  unsigned long long to_host;    ///< rows written back
+};
+
+/// Longest sentence the corpus encoder produces (word2vec's 1000-token cut): a piece of one
+/// sentence touches at most this many cold rows besides its pool.
+constexpr uint64_t kMaxSentenceTokens = 1000;
+
+/// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and
+/// three staging buffers (kernels/paging.cuh describes the layout and the rules that keep rows
+/// fresh). Training runs in pieces: a whole chunk of the corpus at once when nothing needs
+/// super-batch boundaries (sgd, no negative pool, resident), else one super-batch at a time,
+/// each split further when its cold rows do not fit a staging buffer (paged).
 class CudaBackend final : public Backend {
  public:
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options)
-      : model_(model), data_(data), device_(require_device()) {
+      : model_(model), data_(data), options_(options), device_(require_device()) {
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative);
     cudaDeviceProp prop{};
@@ -56,37 +84,32 @@ class CudaBackend final : public Backend {
         data.noise->size() != rows_ || data.keep->size() != rows_) {
       throw Error("CUDA backend: tables, vocabulary and samplers disagree in size");
     }
-    const size_t table = static_cast<size_t>(rows_) * stride_;
-    input_ = DeviceBuffer<float>(
-        table, "the input vectors (" + std::to_string(rows_) + " × " + std::to_string(dim_) + ")");
-    output_ = DeviceBuffer<float>(
-        table, "the output vectors (" + std::to_string(rows_) + " × " + std::to_string(dim_) + ")");
-    keep_ = DeviceBuffer<float>(rows_, "the subsampling table");
-    noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
-    counters_ = DeviceBuffer<SgnsCounters>(1, "training counters");
-    // Everything goes through the compute stream, which is not ordered with the legacy one.
-    const cudaStream_t st = compute_.get();
-    if (rows_ > 0) {
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(keep_.data(), data.keep->data(), keep_.bytes(),
-                                        cudaMemcpyHostToDevice, st));
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), data.noise->entries().data(), noise_.bytes(),
-                                        cudaMemcpyHostToDevice, st));
+    if (rows_ >= 0xFFFFFFF0ull) throw Error("CUDA backend: more than 2^32 rows");
+    optimizer_ = data.optimizer.kind != OptimizerKind::kSgd;
+    nstate_ = state_tables(data.optimizer.kind);
+    if (model.input_state.size() != nstate_ || model.output_state.size() != nstate_) {
+      throw Error("CUDA backend: the optimizer state tables are missing");
     }
-    // Padding columns stay zero for the whole run: they add nothing to any dot product.
-    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(input_.data(), 0, input_.bytes(), st));
-    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(output_.data(), 0, output_.bytes(), st));
-    sync_from_host();
+    pool_ = p.negative_pool;
+    batch_blocks_ = std::max<uint32_t>(1, p.batch_blocks);
+    per_super_batch_ = pool_ > 0 || optimizer_;
 
-    DeviceCorpusOptions co;
-    co.resident_max_bytes = options.resident_corpus_max_bytes;
-    co.force_stream = options.force_stream;
-    co.chunk_tokens = options.chunk_tokens;
-    corpus_ = std::make_unique<DeviceCorpus>(*data.corpus, co);
-    report_.corpus_resident = corpus_->resident();
+    plan(prop);
+    try {
+      allocate();
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; lower --gpu-memory" +
+                  (paged_ ? std::string() : std::string(" or use --placement paged")));
+    }
+    sync_from_host();
     const size_t used_after = device_used_bytes();
-    report_.backend_bytes = input_.bytes() + output_.bytes() + keep_.bytes() + noise_.bytes() +
-                            counters_.bytes() + corpus_->device_bytes();
     report_.device_used_bytes = std::max(used_before, used_after);
+  }
+
+  ~CudaBackend() override {
+    // Streams must be idle before the pinned host memory they address is unlocked.
+    cudaDeviceSynchronize();
+    cudaGetLastError();
   }
 
   std::string name() const override { return "cuda"; }
@@ -97,11 +120,319 @@ class CudaBackend final : public Backend {
 
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
     const auto wall0 = std::chrono::steady_clock::now();
-    const TrainParams& p = data_.params;
     const auto& blocks = *data_.blocks;
     const uint64_t first = blocks.at(first_block), last = blocks.at(last_block);
     PAGEDW2V_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, sizeof(SgnsCounters), compute_.get()));
+    timing_.clear();
+    if (paged_) {
+      train_paged(epoch, first_block, last_block);
+    } else if (!per_super_batch_) {
+      corpus_->for_each_chunk(first, last, compute_.get(), [&](const CorpusChunk& c) {
+        SgnsArgs a = base_args(epoch);
+        a.tokens = c.tokens;
+        a.token_base = c.token_base;
+        a.sentence_starts = c.sentence_starts;
+        a.sentences = c.sentences;
+        launch_timed(a);
+      });
+    } else {
+      for (uint64_t b = first_block; b < last_block;) {
+        const uint64_t sb = b / batch_blocks_;
+        const uint64_t end = std::min<uint64_t>((sb + 1) * batch_blocks_, last_block);
+        corpus_->for_each_chunk(blocks[b], blocks[end], compute_.get(), [&](const CorpusChunk& c) {
+          SgnsArgs a = base_args(epoch);
+          a.tokens = c.tokens;
+          a.token_base = c.token_base;
+          a.sentence_starts = c.sentence_starts;
+          a.sentences = c.sentences;
+          if (pool_ > 0) {
+            launch_draw_pool(data_.params.seed, epoch, sb, noise_.data(),
+                             static_cast<uint32_t>(rows_), pool_, stage_[0].pool.data(),
+                             compute_.get());
+            a.pool = stage_[0].pool.data();
+            a.pool_size = pool_;
+          }
+          train_piece(a, epoch, sb, data_.corpus->sentence_starts[blocks[b]], compute_.get());
+        });
+        b = end;
+      }
+    }
+    SgnsCounters host{};
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(&host, counters_.data(), sizeof(SgnsCounters),
+                                      cudaMemcpyDeviceToHost, compute_.get()));
+    compute_.synchronize();
+    for (const auto& t : timing_)
+      report_.kernel_seconds += t.second.elapsed_ms_since(t.first) * 1e-3;
+    report_.launches += timing_.size();
+    timing_.clear();
+    if (corpus_) report_.upload_seconds = corpus_->upload_seconds();
+    if (paged_) read_paging_counters();
+    report_.device_used_bytes = std::max(report_.device_used_bytes, device_used_bytes());
+    report_.train_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 
+    SpanStats s;
+    s.words = host.words;
+    s.trained = host.trained;
+    s.loss = host.loss;
+    s.loss_terms = host.loss_terms;
+    return s;
+  }
+
+  void sync_to_host() override {
+    const uint64_t n = device_rows_of_host();
+    copy_rows(model_.input.data(), input_.data(), n, cudaMemcpyDeviceToHost);
+    copy_rows(model_.output.data(), output_.data(), n, cudaMemcpyDeviceToHost);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      copy_rows(model_.input_state[k].data(), input_state_[k].data(), n, cudaMemcpyDeviceToHost);
+      copy_rows(model_.output_state[k].data(), output_state_[k].data(), n,
+                cudaMemcpyDeviceToHost);
+    }
+  }
+
+  void sync_from_host() override {
+    const uint64_t n = device_rows_of_host();
+    copy_rows(input_.data(), model_.input.data(), n, cudaMemcpyHostToDevice);
+    copy_rows(output_.data(), model_.output.data(), n, cudaMemcpyHostToDevice);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      copy_rows(input_state_[k].data(), model_.input_state[k].data(), n, cudaMemcpyHostToDevice);
+      copy_rows(output_state_[k].data(), model_.output_state[k].data(), n,
+                cudaMemcpyHostToDevice);
+    }
+    // Staged rows are stale now: the next super-batch reads every cold row from the host.
+    first_valid_ = next_number_;
+  }
+
+  const CudaBackendReport& report() const { return report_; }
+
+ private:
+  /// One of the three rotating sets of buffers of a paged super-batch.
+  struct Stage {
+    DeviceBuffer<uint32_t> tokens, rows, list, src, pool, pool_rows, count;
+    DeviceBuffer<uint64_t> starts;
+    DeviceBuffer<uint8_t> leave;
+    Event prepped{false}, gathered{false}, devcopied{false}, trained{false}, scattered{false};
+    bool trained_recorded = false, scattered_recorded = false;
+    // The piece it holds.
+    uint64_t number = 0;
+    uint64_t first_sentence = 0, last_sentence = 0;
+    uint64_t super_batch = 0;
+    uint64_t token_base = 0, tokens_n = 0;
+    uint32_t cold = 0;
+  };
+
+  /// Decides placement and sizes from the budget.
+  void plan(const cudaDeviceProp& prop) {
+    size_t free_bytes = 0, total_bytes = 0;
+    PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
+    budget_ = options_.gpu.memory_budget > 0
+                  ? options_.gpu.memory_budget
+                  : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
+    report_.budget_bytes = budget_;
+    const uint64_t row_bytes = device_row_bytes();
+    const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
+    const uint64_t resident_need = rows_ * (row_bytes + per_word) + (uint64_t{64} << 20);
+
+    Placement placement = options_.gpu.placement;
+    if (placement == Placement::kAuto) {
+      placement = resident_need <= budget_ ? Placement::kResident : Placement::kPaged;
+    }
+    if (placement == Placement::kResident) {
+      if (resident_need > budget_) {
+        throw Error("--placement resident: the tables" +
+                    std::string(optimizer_ ? " and optimizer state" : "") + " need " +
+                    gib(double(resident_need)) + " of GPU memory, more than the budget of " +
+                    gib(double(budget_)) + " on " + prop.name +
+                    "; use --placement paged (or auto), or raise --gpu-memory");
+      }
+      paged_ = false;
+      hot_ = rows_;
+      capacity_ = 0;
+      device_rows_ = rows_;
+      return;
+    }
+    paged_ = true;
+    if (pool_ == 0) {
+      throw UsageError(
+          "paged tables (the tables need " + gib(double(resident_need)) + ", the GPU budget is " +
+          gib(double(budget_)) +
+          ") need --negative-pool N (negatives drawn per super-batch from a shared pool, e.g. "
+          "--negative-pool 65536), or raise --gpu-memory");
+    }
+    if (!gpu_uses_host_pointers()) {
+      throw Error(std::string(prop.name) +
+                  " cannot address registered host memory by its host pointer, which paged "
+                  "tables need; use --placement resident");
+    }
+    // The largest super-batch, in tokens and sentences, sizes the per-piece buffers.
+    const auto& blocks = *data_.blocks;
+    const auto& starts = data_.corpus->sentence_starts;
+    const uint64_t nblocks = blocks.size() - 1;
+    for (uint64_t b = 0; b < nblocks; b += batch_blocks_) {
+      const uint64_t e = std::min<uint64_t>(b + batch_blocks_, nblocks);
+      max_piece_tokens_ = std::max(max_piece_tokens_, starts[blocks[e]] - starts[blocks[b]]);
+      max_piece_sentences_ = std::max(max_piece_sentences_, blocks[e] - blocks[b]);
+    }
+    max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_);
+    const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 8 +
+                                 max_list_ * 9 + uint64_t{pool_} * 8 + 64;
+    const uint64_t fixed = rows_ * (per_word + 9) + 3 * stage_bytes +
+                           select_marked_ids_temp_bytes(rows_) + (uint64_t{64} << 20);
+    const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / row_bytes : 0;
+    const uint64_t min_capacity = std::min<uint64_t>(rows_, pool_ + kMaxSentenceTokens);
+    capacity_ = options_.staging_rows > 0 ? options_.staging_rows
+                                          : std::min<uint64_t>(max_list_, rows_fit / 6);
+    capacity_ = std::max(capacity_, min_capacity);
+    if (options_.staging_rows == 0 && 3 * capacity_ > rows_fit) {
+      throw Error("--gpu-memory " + gib(double(budget_)) +
+                  " is too small for paged tables of dim " + std::to_string(dim_) +
+                  " with --negative-pool " + std::to_string(pool_) + ": at least " +
+                  gib(double(fixed + 3 * min_capacity * row_bytes)) +
+                  " is needed; raise --gpu-memory or lower --negative-pool");
+    }
+    hot_ = options_.hot_rows > 0 ? std::min<uint64_t>(options_.hot_rows, rows_)
+                                 : std::min<uint64_t>(rows_, rows_fit - 3 * capacity_);
+    device_rows_ = hot_ + 3 * capacity_;
+    if (device_rows_ >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
+    report_.paged = true;
+    report_.hot_rows = hot_;
+    report_.staging_rows = capacity_;
+  }
+
+  /// Device bytes per table row: both tables, their state, and the gradient tables, touched
+  /// flags and step lists of an optimizer.
+  uint64_t device_row_bytes() const {
+    const uint64_t row = uint64_t{stride_} * sizeof(float);
+    return row * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) + (optimizer_ ? 2 + 8 : 0);
+  }
+
+  void allocate() {
+    const std::string shape = " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
+    const size_t table = static_cast<size_t>(device_rows_) * stride_;
+    input_ = DeviceBuffer<float>(table, "the input vectors" + shape);
+    output_ = DeviceBuffer<float>(table, "the output vectors" + shape);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      input_state_.emplace_back(table, "optimizer state of the input vectors" + shape);
+      output_state_.emplace_back(table, "optimizer state of the output vectors" + shape);
+    }
+    if (optimizer_) {
+      input_grad_ = DeviceBuffer<float>(table, "input gradients" + shape);
+      output_grad_ = DeviceBuffer<float>(table, "output gradients" + shape);
+      touched_input_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
+      touched_output_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
+      step_rows_[0] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
+      step_rows_[1] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
+      step_count_ = DeviceBuffer<uint32_t>(2, "optimizer step counts");
+      step_temp_bytes_ = select_marked_ids_temp_bytes(device_rows_);
+      step_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(step_temp_bytes_, 1), "scratch");
+    }
+    keep_ = DeviceBuffer<float>(rows_, "the subsampling table");
+    noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
+    counters_ = DeviceBuffer<SgnsCounters>(1, "training counters");
+    const cudaStream_t st = compute_.get();
+    if (rows_ > 0) {
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(keep_.data(), data_.keep->data(), keep_.bytes(),
+                                        cudaMemcpyHostToDevice, st));
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), data_.noise->entries().data(),
+                                        noise_.bytes(), cudaMemcpyHostToDevice, st));
+    }
+    // Padding columns stay zero for the whole run: they add nothing to any dot product.
+    zero(input_);
+    zero(output_);
+    for (auto& t : input_state_) zero(t);
+    for (auto& t : output_state_) zero(t);
+    if (optimizer_) {
+      zero(input_grad_);
+      zero(output_grad_);
+      zero(touched_input_);
+      zero(touched_output_);
+    }
+    size_t bytes = input_.bytes() * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) + keep_.bytes() +
+                   noise_.bytes() + counters_.bytes() +
+                   (optimizer_ ? touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 +
+                                     step_temp_.bytes()
+                               : 0);
+
+    if (paged_) {
+      allocate_paging();
+      bytes += paging_bytes_;
+    } else {
+      DeviceCorpusOptions co;
+      const uint64_t left = budget_ > bytes ? budget_ - bytes : 0;
+      co.resident_max_bytes = options_.resident_corpus_max_bytes > 0
+                                  ? options_.resident_corpus_max_bytes
+                                  : std::max<uint64_t>(left / 2, 1);
+      co.force_stream = options_.force_stream;
+      co.chunk_tokens = options_.chunk_tokens;
+      if (!co.force_stream && left / 2 < co.chunk_tokens * 24) {
+        co.chunk_tokens = std::max<size_t>(left / 48, size_t{1} << 20);
+      }
+      corpus_ = std::make_unique<DeviceCorpus>(*data_.corpus, co);
+      report_.corpus_resident = corpus_->resident();
+      bytes += corpus_->device_bytes();
+      if (per_super_batch_ && pool_ > 0) {
+        stage_[0].pool = DeviceBuffer<uint32_t>(pool_, "the negative pool");
+        bytes += stage_[0].pool.bytes();
+      }
+    }
+    report_.backend_bytes = bytes;
+  }
+
+  void allocate_paging() {
+    owner_ = DeviceBuffer<uint32_t>(rows_, "the row owners");
+    where_ = DeviceBuffer<uint32_t>(rows_, "the row slots");
+    marks_ = DeviceBuffer<uint8_t>(rows_, "the row marks");
+    zero(owner_);
+    zero(where_);
+    zero(marks_);
+    select_temp_bytes_ = select_marked_ids_temp_bytes(rows_);
+    select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
+    paging_counters_ = DeviceBuffer<PagingCounters>(1, "paging counters");
+    PAGEDW2V_CUDA_TRY(
+        cudaMemsetAsync(paging_counters_.data(), 0, sizeof(PagingCounters), compute_.get()));
+    paging_bytes_ = owner_.bytes() + where_.bytes() + marks_.bytes() + select_temp_.bytes() +
+                    paging_counters_.bytes();
+    for (Stage& s : stage_) {
+      s.tokens = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch tokens");
+      s.rows = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch rows");
+      s.starts = DeviceBuffer<uint64_t>(max_piece_sentences_ + 1, "super-batch sentences");
+      s.list = DeviceBuffer<uint32_t>(max_list_, "super-batch row lists");
+      s.src = DeviceBuffer<uint32_t>(max_list_, "super-batch row sources");
+      s.leave = DeviceBuffer<uint8_t>(max_list_, "super-batch row flags");
+      s.pool = DeviceBuffer<uint32_t>(pool_, "the negative pool");
+      s.pool_rows = DeviceBuffer<uint32_t>(pool_, "the negative pool rows");
+      s.count = DeviceBuffer<uint32_t>(1, "a row count");
+      paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() +
+                       s.src.bytes() + s.leave.bytes() + s.pool.bytes() + s.pool_rows.bytes() +
+                       s.count.bytes();
+    }
+    host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
+    const std::string hint =
+        "free host memory or raise the locked-memory limit (ulimit -l), or use "
+        "--placement resident";
+    pinned_.emplace_back(model_.input.data(), model_.input.bytes(), "input vectors", hint);
+    pinned_.emplace_back(model_.output.data(), model_.output.bytes(), "output vectors", hint);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      pinned_.emplace_back(model_.input_state[k].data(), model_.input_state[k].bytes(),
+                           "optimizer state", hint);
+      pinned_.emplace_back(model_.output_state[k].data(), model_.output_state[k].bytes(),
+                           "optimizer state", hint);
+    }
+    // The corpus is copied a super-batch at a time; pinned, the copies are asynchronous.
+    auto& corpus = const_cast<EncodedCorpus&>(*data_.corpus);
+    pinned_.push_back(PinnedRegion::try_pin(corpus.tokens.data(), corpus.tokens.size() * 4));
+    pinned_.push_back(
+        PinnedRegion::try_pin(corpus.sentence_starts.data(), corpus.sentence_starts.size() * 8));
+  }
+
+  template <typename T>
+  void zero(DeviceBuffer<T>& b) {
+    if (!b.empty()) PAGEDW2V_CUDA_TRY(cudaMemsetAsync(b.data(), 0, b.bytes(), compute_.get()));
+  }
+
+  SgnsArgs base_args(uint32_t epoch) {
+    const TrainParams& p = data_.params;
     SgnsArgs a;
     a.model = p.model;
     a.input = input_.data();
@@ -117,59 +448,260 @@ class CudaBackend final : public Backend {
     a.schedule = make_schedule(p);
     a.epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
     a.counters = counters_.data();
-
-    std::vector<std::pair<Event, Event>> timing;
-    corpus_->for_each_chunk(first, last, compute_.get(), [&](const CorpusChunk& c) {
-      a.tokens = c.tokens;
-      a.token_base = c.token_base;
-      a.sentence_starts = c.sentence_starts;
-      a.sentences = c.sentences;
-      timing.emplace_back();
-      timing.back().first.record(compute_.get());
-      launch_sgns(a, compute_.get());
-      timing.back().second.record(compute_.get());
-    });
-    SgnsCounters host{};
-    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(&host, counters_.data(), sizeof(SgnsCounters),
-                                      cudaMemcpyDeviceToHost, compute_.get()));
-    compute_.synchronize();
-    for (const auto& t : timing)
-      report_.kernel_seconds += t.second.elapsed_ms_since(t.first) * 1e-3;
-    report_.launches += timing.size();
-    report_.upload_seconds = corpus_->upload_seconds();
-    report_.device_used_bytes = std::max(report_.device_used_bytes, device_used_bytes());
-    report_.train_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-
-    SpanStats s;
-    s.words = host.words;
-    s.trained = host.trained;
-    s.loss = host.loss;
-    s.loss_terms = host.loss_terms;
-    return s;
+    a.max_warps = options_.serial ? 1 : 0;
+    if (optimizer_) {
+      a.input_grad = input_grad_.data();
+      a.output_grad = output_grad_.data();
+      a.touched_input = touched_input_.data();
+      a.touched_output = touched_output_.data();
+    }
+    return a;
   }
 
-  void sync_to_host() override {
-    copy_table(model_.input.data(), input_.data(), cudaMemcpyDeviceToHost);
-    copy_table(model_.output.data(), output_.data(), cudaMemcpyDeviceToHost);
+  void launch_timed(const SgnsArgs& a) {
+    timing_.emplace_back();
+    timing_.back().first.record(compute_.get());
+    launch_sgns(a, compute_.get());
+    timing_.back().second.record(compute_.get());
   }
 
-  void sync_from_host() override {
-    copy_table(input_.data(), model_.input.data(), cudaMemcpyHostToDevice);
-    copy_table(output_.data(), model_.output.data(), cudaMemcpyHostToDevice);
+  /// Trains one piece of super-batch `sb` and, with an optimizer, applies its step.
+  void train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t sb, uint64_t first_token,
+                   cudaStream_t stream) {
+    launch_timed(a);
+    if (!optimizer_) return;
+    const TrainParams& p = data_.params;
+    const uint64_t blocks_per_epoch = data_.blocks->size() - 1;
+    const uint64_t batches_per_epoch = (blocks_per_epoch + batch_blocks_ - 1) / batch_blocks_;
+    const uint64_t step = uint64_t{epoch} * batches_per_epoch + sb + 1;
+    const float lr = make_schedule(p, data_.optimizer)
+                         .at(static_cast<uint64_t>(epoch) * p.words_per_epoch + first_token);
+    for (int t = 0; t < 2; ++t) {
+      uint8_t* touched = t == 0 ? touched_input_.data() : touched_output_.data();
+      launch_select_marked_ids(touched, device_rows_, step_rows_[t].data(), step_count_.data() + t,
+                               step_temp_.data(), step_temp_bytes_, stream);
+      OptimizerStepArgs s;
+      s.table = t == 0 ? input_.data() : output_.data();
+      for (uint32_t k = 0; k < nstate_; ++k) {
+        s.state[k] = t == 0 ? input_state_[k].data() : output_state_[k].data();
+      }
+      s.stride = stride_;
+      s.dim = dim_;
+      s.rows = step_rows_[t].data();
+      s.grads = t == 0 ? input_grad_.data() : output_grad_.data();
+      s.grad_stride = stride_;
+      s.count = device_rows_;
+      s.d_count = step_count_.data() + t;
+      s.grads_by_row = true;
+      s.zero_grads = true;
+      launch_optimizer_step(data_.optimizer, step, lr, s, stream);
+      PAGEDW2V_CUDA_TRY(cudaMemsetAsync(touched, 0, device_rows_, stream));
+    }
   }
 
-  const CudaBackendReport& report() const { return report_; }
+  // ---- paged training -------------------------------------------------------------------
 
- private:
-  /// Copies a table between the host layout (pitch dim) and the device layout (pitch stride).
-  void copy_table(float* dst, const float* src, cudaMemcpyKind kind) {
-    if (rows_ == 0) return;
+  Stage& stage_of(uint64_t number) { return stage_[number % 3]; }
+
+  MoveArgs move_args(const Stage& s) {
+    MoveArgs m;
+    auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
+      m.tables[m.table_count++] = PagedTable{host.data(), dev.data()};
+    };
+    add(model_.input, input_);
+    add(model_.output, output_);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      add(model_.input_state[k], input_state_[k]);
+      add(model_.output_state[k], output_state_[k]);
+    }
+    m.dim = dim_;
+    m.stride = stride_;
+    m.list = s.list.data();
+    m.n = s.cold;
+    m.base = static_cast<uint32_t>(hot_ + (s.number % 3) * capacity_);
+    m.src = s.src.data();
+    m.leave = s.leave.data();
+    return m;
+  }
+
+  /// Collects, maps and gathers the next piece (from sentence cursor_) as super-batch `number`
+  /// on the prep stream. Returns false when the span is done.
+  bool prepare(uint32_t epoch, uint64_t number) {
+    if (cursor_ >= span_end_) return false;
+    const cudaStream_t st = prep_.get();
+    Stage& s = stage_of(number);
+    // The buffers of this stage were last used by number − 3: wait until it has trained and
+    // written back before overwriting its lists.
+    if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
+    if (s.scattered_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.scattered.get(), 0));
+    const auto& blocks = *data_.blocks;
+    const auto& starts = data_.corpus->sentence_starts;
+    const uint64_t block = static_cast<uint64_t>(
+        std::upper_bound(blocks.begin(), blocks.end(), cursor_) - blocks.begin() - 1);
+    const uint64_t sb = block / batch_blocks_;
+    const uint64_t sb_end_block = std::min<uint64_t>((sb + 1) * batch_blocks_, span_last_block_);
+    uint64_t last = std::min<uint64_t>(blocks[sb_end_block], span_end_);
+    const uint32_t hot = static_cast<uint32_t>(hot_);
+    launch_draw_pool(data_.params.seed, epoch, sb, noise_.data(), static_cast<uint32_t>(rows_),
+                     pool_, s.pool.data(), st);
+    for (;;) {
+      const uint64_t t0 = starts[cursor_], t1 = starts[last];
+      const uint64_t nt = t1 - t0, ns = last - cursor_;
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), data_.corpus->tokens.data() + t0, nt * 4,
+                                        cudaMemcpyHostToDevice, st));
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), starts.data() + cursor_, (ns + 1) * 8,
+                                        cudaMemcpyHostToDevice, st));
+      launch_mark_cold_ids(s.tokens.data(), nt, hot, marks_.data(), nullptr, st);
+      launch_mark_cold_ids(s.pool.data(), pool_, hot, marks_.data(), nullptr, st);
+      launch_select_marked_ids(marks_.data(), rows_, s.list.data(), s.count.data(),
+                               select_temp_.data(), select_temp_bytes_, st);
+      uint32_t* hc = host_counts_.data() + number % 3;
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hc, s.count.data(), 4, cudaMemcpyDeviceToHost, st));
+      prep_.synchronize();
+      if (*hc <= capacity_) {
+        s.cold = *hc;
+        s.token_base = t0;
+        s.tokens_n = nt;
+        refs_ += nt + pool_;
+        pcie_corpus_bytes_ += nt * 4 + (ns + 1) * 8;
+        break;
+      }
+      // Too many cold rows for one staging buffer: train the first half of the sentences now.
+      launch_clear_marks(s.list.data(), *hc, marks_.data(), st);
+      if (ns <= 1) {
+        throw Error("paged tables: one sentence and the negative pool touch " +
+                    std::to_string(*hc) + " rows, more than a staging buffer holds (" +
+                    std::to_string(capacity_) + "); raise --gpu-memory or lower --negative-pool");
+      }
+      last = cursor_ + ns / 2;
+      ++report_.splits;
+    }
+    s.number = number;
+    s.first_sentence = cursor_;
+    s.last_sentence = last;
+    s.super_batch = sb;
+    const uint32_t base = static_cast<uint32_t>(hot_ + (number % 3) * capacity_);
+    PagingCounters* pc = paging_counters_.data();
+    launch_assign_slots(s.list.data(), s.cold, number, first_valid_, base, owner_.data(),
+                        where_.data(), marks_.data(), s.src.data(), &pc->from_host, st);
+    launch_map_rows(s.tokens.data(), s.tokens_n, hot, where_.data(), s.rows.data(),
+                    &pc->refs_cold, st);
+    launch_map_rows(s.pool.data(), pool_, hot, where_.data(), s.pool_rows.data(), &pc->refs_cold,
+                    st);
+    if (number >= first_valid_ + 2) {
+      Stage& old = stage_of(number - 2);
+      launch_mark_leaving_rows(old.list.data(), old.cold, old.number, owner_.data(),
+                               old.leave.data(), &pc->to_host, st);
+    }
+    s.prepped.record(st);
+    // Gather: the rows of buffer number mod 3 were last read by the device copies of
+    // number − 1 (rows staged by number − 3) and the scatter of number − 3.
+    if (number >= first_valid_ + 1) {
+      Stage& prev = stage_of(number - 1);
+      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, prev.devcopied.get(), 0));
+    }
+    launch_move_rows(MoveKind::kFromHost, move_args(s), st);
+    s.gathered.record(st);
+    cursor_ = last;
+    ++report_.super_batches;
+    report_.cold_rows += s.cold;
+    return true;
+  }
+
+  /// Writes back the rows of `number` that no later super-batch staged (their leave flags were
+  /// set by the preparation of number + 2, or by flush()).
+  void scatter(uint64_t number) {
+    Stage& s = stage_of(number);
+    const cudaStream_t st = scatter_.get();
+    PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
+    PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, prep_done_.get(), 0));
+    launch_move_rows(MoveKind::kToHost, move_args(s), st);
+    s.scattered.record(st);
+    s.scattered_recorded = true;
+  }
+
+  void train_paged(uint32_t epoch, uint64_t first_block, uint64_t last_block) {
+    const auto& blocks = *data_.blocks;
+    cursor_ = blocks[first_block];
+    span_end_ = blocks[last_block];
+    span_last_block_ = last_block;
+    first_valid_ = next_number_;
+    for (Stage& s : stage_) s.trained_recorded = s.scattered_recorded = false;
+    const uint64_t first = next_number_;
+    if (!prepare(epoch, first)) return;
+    uint64_t n = first;
+    for (;; ++n) {
+      Stage& s = stage_of(n);
+      const cudaStream_t cs = compute_.get();
+      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, s.gathered.get(), 0));
+      launch_move_rows(MoveKind::kFromDevice, move_args(s), cs);
+      s.devcopied.record(cs);
+      SgnsArgs a = base_args(epoch);
+      a.tokens = s.tokens.data();
+      a.token_rows = s.rows.data();
+      a.token_base = s.token_base;
+      a.sentence_starts = s.starts.data();
+      a.sentences = s.last_sentence - s.first_sentence;
+      a.pool = s.pool.data();
+      a.pool_rows = s.pool_rows.data();
+      a.pool_size = pool_;
+      train_piece(a, epoch, s.super_batch, s.token_base, cs);
+      s.trained.record(cs);
+      s.trained_recorded = true;
+      const bool more = prepare(epoch, n + 1);
+      if (!more) break;
+      // The leave flags of n − 1 were set by preparing n + 1.
+      if (n >= first + 1) {
+        prep_done_.record(prep_.get());
+        scatter(n - 1);
+      }
+    }
+    // Flush: the last two super-batches write back everything no later one staged.
+    const cudaStream_t st = prep_.get();
+    PagingCounters* pc = paging_counters_.data();
+    for (uint64_t j = (n >= first + 1 ? n - 1 : n); j <= n; ++j) {
+      Stage& s = stage_of(j);
+      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, stage_of(n).trained.get(), 0));
+      launch_mark_leaving_rows(s.list.data(), s.cold, j, owner_.data(), s.leave.data(),
+                               &pc->to_host, st);
+      prep_done_.record(st);
+      scatter(j);
+    }
+    scatter_.synchronize();
+    prep_.synchronize();
+    next_number_ = n + 1;
+    first_valid_ = next_number_;
+  }
+
+  void read_paging_counters() {
+    PagingCounters c{};
+    PAGEDW2V_CUDA_TRY(cudaMemcpy(&c, paging_counters_.data(), sizeof c, cudaMemcpyDeviceToHost));
+    report_.row_lookups = refs_;
+    report_.cold_lookups = c.refs_cold;
+    report_.rows_from_host = c.from_host;
+    report_.rows_to_host = c.to_host;
+    const uint64_t row_bytes = uint64_t{dim_} * sizeof(float) * (2 + 2 * nstate_);
+    report_.pcie_bytes = (c.from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
+  }
+
+  /// Rows of a host table that the device holds at row = id: all of them, or the hot rows.
+  uint64_t device_rows_of_host() const { return paged_ ? hot_ : rows_; }
+
+  /// Copies rows [0, n) between the host layout (pitch dim) and the device layout (pitch stride).
+  void copy_rows(float* dst, const float* src, uint64_t n, cudaMemcpyKind kind) {
+    if (n == 0) return;
     const size_t host_pitch = dim_ * sizeof(float), dev_pitch = stride_ * sizeof(float);
     const bool to_host = kind == cudaMemcpyDeviceToHost;
-    PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(dst, to_host ? host_pitch : dev_pitch, src,
-                                        to_host ? dev_pitch : host_pitch, host_pitch, rows_, kind,
-                                        compute_.get()));
+    // A copy must stay inside one pinned slab (gpu/pinned_region.hpp): split into row ranges.
+    const uint64_t rows_per_copy = std::max<uint64_t>(1, (uint64_t{256} << 20) / host_pitch);
+    for (uint64_t r = 0; r < n; r += rows_per_copy) {
+      const uint64_t m = std::min(rows_per_copy, n - r);
+      float* d = dst + r * (to_host ? dim_ : stride_);
+      const float* s = src + r * (to_host ? stride_ : dim_);
+      PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(d, to_host ? host_pitch : dev_pitch, s,
+                                          to_host ? dev_pitch : host_pitch, host_pitch, m, kind,
+                                          compute_.get()));
+    }
     compute_.synchronize();
   }
 
@@ -182,14 +714,48 @@ class CudaBackend final : public Backend {
 
   Model& model_;
   const TrainData& data_;
+  CudaBackendOptions options_;
   int device_ = 0;
   uint32_t dim_ = 0, stride_ = 0;
   uint64_t rows_ = 0;
-  Stream compute_;
-  DeviceBuffer<float> input_, output_, keep_;
+  bool optimizer_ = false;
+  uint32_t nstate_ = 0;
+  uint32_t pool_ = 0;
+  uint32_t batch_blocks_ = 1;
+  bool per_super_batch_ = false;
+  uint64_t budget_ = 0;
+  bool paged_ = false;
+  uint64_t hot_ = 0, capacity_ = 0, device_rows_ = 0;
+  uint64_t max_piece_tokens_ = 0, max_piece_sentences_ = 0, max_list_ = 0;
+
+  Stream compute_, prep_, scatter_;
+  Event prep_done_{false};
+  DeviceBuffer<float> input_, output_, input_grad_, output_grad_, keep_;
+  std::vector<DeviceBuffer<float>> input_state_, output_state_;
+  DeviceBuffer<uint8_t> touched_input_, touched_output_;
+  std::array<DeviceBuffer<uint32_t>, 2> step_rows_;
+  DeviceBuffer<uint32_t> step_count_;
+  DeviceBuffer<unsigned char> step_temp_;
+  size_t step_temp_bytes_ = 0;
   DeviceBuffer<AliasEntry> noise_;
   DeviceBuffer<SgnsCounters> counters_;
   std::unique_ptr<DeviceCorpus> corpus_;
+  std::vector<std::pair<Event, Event>> timing_;
+
+  // Paged.
+  DeviceBuffer<uint32_t> owner_, where_;
+  DeviceBuffer<uint8_t> marks_;
+  DeviceBuffer<unsigned char> select_temp_;
+  size_t select_temp_bytes_ = 0;
+  DeviceBuffer<PagingCounters> paging_counters_;
+  PinnedBuffer<uint32_t> host_counts_;
+  std::array<Stage, 3> stage_;
+  std::vector<PinnedRegion> pinned_;
+  size_t paging_bytes_ = 0;
+  uint64_t next_number_ = 0, first_valid_ = 0;
+  uint64_t cursor_ = 0, span_end_ = 0, span_last_block_ = 0;
+  uint64_t refs_ = 0, pcie_corpus_bytes_ = 0;
+
   CudaBackendReport report_;
 };
 
