@@ -3,7 +3,8 @@
 # quality of GPU and CPU training on mix5m. Logs go to $OUT (default build-gpu/check-logs); a summary
 # is printed last.
 #
-#   scripts/gpu-check.sh [test] [bench] [transfer] [quality] [resume] [memcheck] [profile] [all]
+#   scripts/gpu-check.sh [test] [bench] [transfer] [quality] [resume] [paged] [scale] [memcheck]
+#                        [profile] [all]
 #   (default: test bench transfer quality resume)
 #
 # Data: .cache/mix5m.txt.gz (or .cache/mix5m.txt), .cache/questions-words.txt and
@@ -30,7 +31,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DPAGEDW2V_CUDA=ON >"$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-GPU_TESTS="test_cuda_sgns test_cuda_sampler test_cuda_optimizer test_cuda_gather test_pinned_allocator"
+GPU_TESTS="test_cuda_sgns test_cuda_sampler test_cuda_optimizer test_cuda_gather test_cuda_paged test_pinned_allocator"
 cmake --build "$BUILD" -j"$JOBS" --target pagedw2v $GPU_TESTS \
   >"$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -30; exit 1; }
 cmake --build "$BUILD" -j"$JOBS" -- -k >>"$OUT/build.log" 2>&1 || note "note: some other targets failed to build"
@@ -113,6 +114,47 @@ if has_step resume; then
       --output "/tmp/r-$1-$2" --device "$2" --format npy >>"$OUT/resume-$1.log" 2>&1
     note "resume $1 -> $2: rc=$? $(grep -E '^trained .* on |in all' "$OUT/resume-$1.log" | tr '\n' ' ')"
   done
+fi
+
+if has_step paged; then
+  # Resident against paged tables on the same synthetic Zipf stream (10 M rows × 128, SGD, a
+  # budget of 10 % of the tables' 10.24 GB), then mix5m quality with under half the rows on the GPU.
+  SYN=${SYN:-10000000,200000000,1.0}
+  POOL=${POOL:-65536}
+  syn() {  # name, then bench flags
+    local name=$1; shift
+    timeout 300 "$BIN/pagedw2v" bench train --synthetic "$SYN" --device cuda --epochs 1 --dim 128 \
+      --window 5 --negative 5 --sample 1e-3 --negative-pool "$POOL" "$@" >"$OUT/bench-$name.log" 2>&1
+    note "bench $name: rc=$? $(grep -E '^RESULT' "$OUT/bench-$name.log")"
+    grep -vE '^RESULT' "$OUT/bench-$name.log" | tail -14 | sed 's/^/    /' | tee -a "$SUMMARY"
+  }
+  syn syn-resident --placement resident
+  syn syn-paged --placement paged --gpu-memory 1024000000
+  syn syn-resident-again --placement resident
+  Q="$DATA/questions-words.txt"; W="$DATA/wordsim353.tsv"
+  pq() {  # name, then train flags
+    local name=$1; shift
+    timeout 200 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/q-$name" --format npy \
+      --dim 100 --window 5 --negative 5 --sample 1e-3 --min-count 5 --epochs 5 --device cuda "$@" \
+      >"$OUT/train-$name.log" 2>&1
+    local rc=$?
+    timeout 120 "$BIN/pagedw2v" eval --vectors "/tmp/q-$name" --analogies "$Q" --similarity "$W" \
+      >"$OUT/eval-$name.log" 2>&1
+    note "quality $name: train rc=$rc $(grep -E '^(trained|backend)' "$OUT/train-$name.log" | tr '\n' ' ')"
+    grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+  }
+  pq sg-pool-resident --negative-pool 4096 --batch-words 262144 --placement resident
+  pq sg-pool-paged --negative-pool 4096 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-48000000}
+  pq cbow-pool-paged --model cbow --negative-pool 4096 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-48000000}
+fi
+
+if has_step scale; then
+  # Adam on 25 M rows × 128 (six host tables, 76.8 GB) within an 8 GiB GPU budget.
+  timeout 560 "$BIN/pagedw2v" bench train --synthetic "${BIG:-25000000,100000000,1.0}" --device cuda \
+    --epochs 1 --dim 128 --window 5 --negative 5 --sample 1e-3 --negative-pool 65536 \
+    --optimizer adam --placement paged --gpu-memory 8GiB >"$OUT/bench-adam-25m.log" 2>&1
+  note "bench adam-25m: rc=$? $(grep -E '^RESULT' "$OUT/bench-adam-25m.log")"
+  grep -vE '^RESULT' "$OUT/bench-adam-25m.log" | tail -16 | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
 
 if has_step profile && command -v ncu >/dev/null; then

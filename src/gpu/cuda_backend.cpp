@@ -114,6 +114,17 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
 
+  std::string describe() const override {
+    std::string d = "cuda on " + report_.device_name + ", ";
+    if (!paged_) return d + "tables resident (" + std::to_string(rows_) + " rows)";
+    const uint64_t on_gpu = hot_ + 3 * capacity_;
+    char pct[32];
+    std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * double(on_gpu) / double(std::max<uint64_t>(rows_, 1)));
+    return d + "tables paged: " + std::to_string(hot_) + " hot rows + 3 × " +
+           std::to_string(capacity_) + " staging rows on the GPU (" + pct + " of " +
+           std::to_string(rows_) + "), GPU memory budget " + gib(double(budget_));
+  }
+
   /// Large spans: a launch ends with a tail in which only the last sentences' warps run (a warp
   /// trains its sentence in order), so a span should be long against one sentence's time.
   uint64_t span_words() const override { return uint64_t{1} << 25; }
@@ -232,7 +243,7 @@ class CudaBackend final : public Backend {
     report_.budget_bytes = budget_;
     const uint64_t row_bytes = device_row_bytes();
     const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
-    const uint64_t resident_need = rows_ * (row_bytes + per_word) + (uint64_t{64} << 20);
+    const uint64_t resident_need = rows_ * (row_bytes + per_word) + (uint64_t{16} << 20);
 
     Placement placement = options_.gpu.placement;
     if (placement == Placement::kAuto) {
@@ -278,7 +289,7 @@ class CudaBackend final : public Backend {
     const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 8 +
                                  max_list_ * 9 + uint64_t{pool_} * 8 + 64;
     const uint64_t fixed = rows_ * (per_word + 9) + 3 * stage_bytes +
-                           select_marked_ids_temp_bytes(rows_) + (uint64_t{64} << 20);
+                           select_marked_ids_temp_bytes(rows_) + (uint64_t{16} << 20);
     const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / row_bytes : 0;
     const uint64_t min_capacity = std::min<uint64_t>(rows_, pool_ + kMaxSentenceTokens);
     capacity_ = options_.staging_rows > 0 ? options_.staging_rows

@@ -59,6 +59,8 @@ class Backend {
   virtual ~Backend() = default;
   /// "cpu", "cuda", …
   virtual std::string name() const = 0;
+  /// One line on how it runs (placement, cache sizes); name() when there is nothing to add.
+  virtual std::string describe() const { return name(); }
   /// How many words the trainer should hand over per train() call: large enough to keep the
   /// backend busy, small enough for progress and timed checkpoints.
   virtual uint64_t span_words() const = 0;
