@@ -4,7 +4,6 @@
 /// occurrence in the corpus first). Row i of every embedding table belongs to word i.
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,19 +44,28 @@ class Vocab {
   uint64_t corpus_tokens() const { return corpus_tokens_; }
   /// Row of `word`, or -1 when it is not in the vocabulary.
   int64_t find(std::string_view word) const {
-    const uint32_t id = index_->find(word);
-    return id == detail::StringIndex::kEmpty ? -1 : static_cast<int64_t>(id);
+    if (slots_.empty()) return -1;
+    for (size_t i = detail::hash_bytes(word) & mask_;; i = (i + 1) & mask_) {
+      const uint32_t id = slots_[i];
+      if (id == kNoRow) return -1;
+      if (words_[id] == word) return static_cast<int64_t>(id);
+    }
   }
 
  private:
+  static constexpr uint32_t kNoRow = detail::StringIndex::kEmpty;
+
   void build_index();
 
   std::vector<std::string> words_;
   std::vector<uint64_t> counts_;
   uint64_t total_ = 0;
   uint64_t corpus_tokens_ = 0;
-  // Behind a pointer so that moving the vocabulary keeps the index's views into words_ valid.
-  std::unique_ptr<detail::StringIndex> index_ = std::make_unique<detail::StringIndex>();
+  // The index is open addressing over rows, at most half full: 4 bytes a slot and no copy of
+  // the words, so that a vocabulary of tens of millions of words stays small. Lookups compare
+  // against words_ directly, which a hit needs anyway.
+  std::vector<uint32_t> slots_;
+  size_t mask_ = 0;
 };
 
 }  // namespace pagedw2v

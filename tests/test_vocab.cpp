@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "error.hpp"
 #include "test_util.hpp"
@@ -105,6 +107,44 @@ TEST(Vocab, BadTsvNamesTheLine) {
 
 TEST(Vocab, DuplicateWordsAreRejected) {
   EXPECT_THROW(Vocab::from_words({"a", "b", "a"}, {3, 2, 1}), Error);
+  std::vector<std::string> words;
+  for (int i = 0; i < 100000; ++i) words.push_back("w" + std::to_string(i));
+  words.push_back("w99999");
+  EXPECT_THROW(Vocab::from_words(words, std::vector<uint64_t>(words.size(), 1)), Error);
+}
+
+TEST(Vocab, FindsEveryWordOfALargeVocabulary) {
+  std::mt19937_64 rng(testing_util::fresh_seed());
+  std::vector<std::string> words;
+  for (int i = 0; i < 300000; ++i) {
+    // Short and long words, some sharing long prefixes.
+    words.push_back((i % 3 ? "w" : "a-rather-long-common-prefix-") + std::to_string(rng()));
+  }
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  const Vocab v = Vocab::from_words(words, std::vector<uint64_t>(words.size(), 1));
+  for (uint32_t i = 0; i < words.size(); ++i) {
+    ASSERT_EQ(v.find(words[i]), static_cast<int64_t>(i)) << words[i];
+  }
+  for (int i = 0; i < 100000; ++i) {
+    const std::string absent = "x" + std::to_string(rng());
+    ASSERT_EQ(v.find(absent), -1) << absent;
+    const std::string prefix = words[i].substr(0, words[i].size() - 1);
+    const int64_t id = v.find(prefix);
+    if (id >= 0) {
+      ASSERT_EQ(v.word(static_cast<uint32_t>(id)), prefix);
+    }
+  }
+}
+
+TEST(Vocab, EmptyAndMovedFromFindNothing) {
+  const Vocab empty;
+  EXPECT_EQ(empty.find("a"), -1);
+  EXPECT_EQ(empty.find(""), -1);
+  Vocab v = Vocab::from_words({"a", "b"}, {2, 1});
+  Vocab w = std::move(v);
+  EXPECT_EQ(w.find("b"), 1);
+  EXPECT_EQ(Vocab::from_words({}, {}).find("a"), -1);
 }
 
 }  // namespace
