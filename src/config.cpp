@@ -7,7 +7,9 @@
 #include <sstream>
 #include <thread>
 
+#include "byte_size.hpp"
 #include "error.hpp"
+#include "train/training_set.hpp"
 
 #ifdef PAGEDW2V_HAVE_TOML
 #include <toml++/toml.h>
@@ -15,6 +17,11 @@
 
 namespace pagedw2v {
 namespace {
+
+/// The largest --negative-pool: 256 MiB of ids per pool.
+constexpr uint64_t kMaxNegativePool = uint64_t{1} << 26;
+/// The largest --batch-words: 2^28 blocks, far inside TrainParams::batch_blocks' 32 bits.
+constexpr uint64_t kMaxBatchWords = uint64_t{1} << 40;
 
 [[noreturn]] void bad_value(const std::string& name, const std::string& expected,
                             const std::string& value) {
@@ -140,6 +147,24 @@ std::vector<OptionSpec> make_train_options() {
       {"negative", "negative samples per example", "5", false, true,
        [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000)); },
        [](const C& c) { return std::to_string(c.negative); }});
+  o.push_back({"negative-pool",
+               "draw each super-batch's negatives from a shared pool of N noise words (0 = per "
+               "example, as word2vec); paged placement needs it (65536 is a good start)",
+               "0", false, true,
+               [](C& c, V v) {
+                 c.negative_pool =
+                     static_cast<uint32_t>(parse_uint("negative-pool", v, 0, kMaxNegativePool));
+               },
+               [](const C& c) { return std::to_string(c.negative_pool); }});
+  o.push_back({"batch-words",
+               "words per super-batch, the period of the negative pool and of a GPU step "
+               "(rounded up to whole blocks of 4096 words)",
+               "1048576", false, true,
+               [](C& c, V v) {
+                 const uint64_t words = parse_uint("batch-words", v, kBlockWords, kMaxBatchWords);
+                 c.batch_words = (words + kBlockWords - 1) / kBlockWords * kBlockWords;
+               },
+               [](const C& c) { return std::to_string(c.batch_words); }});
   o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false, true,
                [](C& c, V v) { c.sample = parse_double("sample", v, 0, 1, false); },
                [](const C& c) { return num(c.sample); }});
@@ -213,6 +238,38 @@ std::vector<OptionSpec> make_train_options() {
                  }
                },
                [](const C& c) { return to_string(c.device); }});
+  o.push_back({"placement",
+               "cuda: where the tables live; resident = GPU memory, paged = host memory with the "
+               "most frequent rows cached on the GPU, auto = resident when it fits --gpu-memory",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.placement = Placement::kAuto;
+                 } else if (v == "resident") {
+                   c.placement = Placement::kResident;
+                 } else if (v == "paged") {
+                   c.placement = Placement::kPaged;
+                 } else {
+                   bad_value("placement", "auto, resident or paged", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.placement); }});
+  o.push_back({"gpu-memory",
+               "cuda: GPU memory the tables and buffers may use, e.g. 8GiB, 512MiB, 1.5GB or "
+               "bytes; auto = what is free less a margin",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.gpu_memory = 0;
+                   return;
+                 }
+                 const std::optional<uint64_t> bytes = parse_byte_size(v);
+                 if (!bytes) bad_value("gpu-memory", "a size such as 8GiB", v);
+                 c.gpu_memory = *bytes;
+               },
+               [](const C& c) {
+                 return c.gpu_memory == 0 ? std::string("auto") : format_byte_size(c.gpu_memory);
+               }});
   o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt", "npy,h5,bin,txt", false,
                false, [](C& c, V v) { c.formats = parse_format_list(v); },
                [](const C& c) { return join(c.formats); }});
@@ -356,6 +413,12 @@ void validate(const Config& config) {
     throw UsageError("--corpus is required (or --resume CHECKPOINT)");
   }
   if (config.output.empty()) throw UsageError("--output is required");
+  if (config.placement == Placement::kPaged && config.negative_pool == 0 &&
+      config.device != DeviceKind::kCpu) {
+    throw UsageError(
+        "--placement paged needs --negative-pool N (negatives drawn per super-batch from a "
+        "shared pool, e.g. 65536)");
+  }
   const std::string optimizer = to_string(config.optimizer);
   if (config.optimizer == OptimizerKind::kSgd) {
     if (config.lr) throw UsageError("--lr applies to the other optimizers; sgd's rate is --alpha");
@@ -377,6 +440,17 @@ void validate(const Config& config) {
 }
 
 std::string to_string(ModelKind model) { return model == ModelKind::kCbow ? "cbow" : "skipgram"; }
+
+std::string to_string(Placement placement) {
+  switch (placement) {
+    case Placement::kResident:
+      return "resident";
+    case Placement::kPaged:
+      return "paged";
+    default:
+      return "auto";
+  }
+}
 
 std::string to_string(DeviceKind device) {
   switch (device) {

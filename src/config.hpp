@@ -36,8 +36,8 @@ struct Config {
   uint64_t seed = 1;
   DeviceKind device = DeviceKind::kAuto;
   Placement placement = Placement::kAuto;
-  uint64_t gpu_memory = 0;       ///< bytes; 0 = what the GPU has free minus a margin
-  uint32_t negative_pool = 0;    ///< TrainParams::negative_pool
+  uint64_t gpu_memory = 0;          ///< bytes; 0 = what the GPU has free minus a margin
+  uint32_t negative_pool = 0;       ///< TrainParams::negative_pool
   uint64_t batch_words = 1u << 20;  ///< words per super-batch (rounded to whole work blocks)
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
@@ -97,5 +97,6 @@ void validate(const Config& config);
 
 std::string to_string(ModelKind model);
 std::string to_string(DeviceKind device);
+std::string to_string(Placement placement);
 
 }  // namespace pagedw2v

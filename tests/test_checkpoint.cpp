@@ -204,6 +204,78 @@ TEST(Checkpoint, ReadsVersionOneFiles) {
   EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("b/vectors.npy")));
 }
 
+// Files written before the negative pool and super-batches existed lack their options: they load
+// with the defaults (per-example negatives, 1 Mi words a super-batch), and resume exactly.
+TEST(Checkpoint, ReadsFilesWithoutPoolOptions) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(300, 12));
+  run_training(base_config(dir, "a"));
+  const std::string path = dir.file("a/checkpoints/epoch-1.h5");
+  std::vector<Attribute> attrs;
+  bool had_pool = false, had_batch = false;
+  for (const Attribute& a : read_attributes_h5(path)) {
+    had_pool = had_pool || a.name == "option.negative-pool";
+    had_batch = had_batch || a.name == "option.batch-words";
+    if (a.name != "option.negative-pool" && a.name != "option.batch-words") attrs.push_back(a);
+  }
+  EXPECT_TRUE(had_pool);
+  EXPECT_TRUE(had_batch);
+  const Checkpoint ck = load_checkpoint(path);
+  write_embeddings_h5(dir.file("old.h5"), ck.vocab, ck.model.input, &ck.model.output, attrs);
+  const Checkpoint old = load_checkpoint(dir.file("old.h5"));
+  EXPECT_EQ(old.config.negative_pool, 0u);
+  EXPECT_EQ(old.config.batch_words, uint64_t{1} << 20);
+  run_training(resume_config(dir, dir.file("old.h5"), "b"));
+  EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("b/vectors.npy")));
+}
+
+TEST(Checkpoint, RecordsPoolAndBatchButNotPlacement) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(200, 13));
+  Config c = base_config(dir, "a");
+  c.epochs = 1;
+  apply_option(c, "negative-pool", "16");
+  apply_option(c, "batch-words", "5000");
+  apply_option(c, "placement", "paged");
+  apply_option(c, "gpu-memory", "3GiB");
+  run_training(c);
+  const Checkpoint ck = load_checkpoint(dir.file("a/checkpoints/epoch-1.h5"));
+  EXPECT_EQ(ck.config.negative_pool, 16u);
+  EXPECT_EQ(ck.config.batch_words, 8192u);
+  // Where the tables lived is the machine's business, not the model's.
+  EXPECT_EQ(ck.config.placement, Placement::kAuto);
+  EXPECT_EQ(ck.config.gpu_memory, 0u);
+}
+
+TEST(Resume, NegativePoolAndBatchWordsCannotChange) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(200, 14));
+  Config c = base_config(dir, "a");
+  apply_option(c, "negative-pool", "0");
+  run_training(c);
+  const std::string path = dir.file("a/checkpoints/epoch-1.h5");
+  Config r = resume_config(dir, path, "b");
+  apply_option(r, "negative-pool", "16");
+  try {
+    run_training(r);
+    FAIL() << "resumed with another --negative-pool";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--negative-pool cannot change"), std::string::npos)
+        << e.what();
+  }
+  r = resume_config(dir, path, "b");
+  apply_option(r, "batch-words", "4096");
+  EXPECT_THROW(run_training(r), UsageError);
+  // The same values, given again, and another placement are fine.
+  r = resume_config(dir, path, "c");
+  apply_option(r, "negative-pool", "0");
+  apply_option(r, "batch-words", "1048576");
+  apply_option(r, "placement", "resident");
+  apply_option(r, "gpu-memory", "1GiB");
+  apply_option(r, "epochs", "3");
+  EXPECT_EQ(run_training(r).words, 3u * 200u * 12u);
+}
+
 TEST(Resume, OptimizerCannotChange) {
   TempDir dir;
   write_file(dir.file("corpus.txt"), random_corpus(200, 11));

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "config.hpp"
 #include "error.hpp"
 #include "test_util.hpp"
+#include "train/training_set.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -59,7 +61,24 @@ TEST(Config, BadValuesNameTheFlag) {
                                                      {"format", ","},
                                                      {"quiet", "maybe"},
                                                      {"seed", "-1"},
-                                                     {"max-vocab", "-5"}};
+                                                     {"max-vocab", "-5"},
+                                                     {"placement", "host"},
+                                                     {"placement", ""},
+                                                     {"placement", "Paged"},
+                                                     {"gpu-memory", "x"},
+                                                     {"gpu-memory", ""},
+                                                     {"gpu-memory", "-1GiB"},
+                                                     {"gpu-memory", "8 XB"},
+                                                     {"gpu-memory", "1e9"},
+                                                     {"gpu-memory", "99999999999999999999"},
+                                                     {"negative-pool", "-1"},
+                                                     {"negative-pool", "abc"},
+                                                     {"negative-pool", "67108865"},
+                                                     {"negative-pool", "1.5"},
+                                                     {"batch-words", "0"},
+                                                     {"batch-words", "4095"},
+                                                     {"batch-words", "1e6"},
+                                                     {"batch-words", "1099511627777"}};
   for (const auto& [name, value] : bad) {
     Config c;
     try {
@@ -72,6 +91,93 @@ TEST(Config, BadValuesNameTheFlag) {
   }
   Config c;
   EXPECT_THROW(apply_option(c, "bogus", "1"), UsageError);
+}
+
+TEST(Config, PlacementAndGpuMemory) {
+  Config c;
+  EXPECT_EQ(c.placement, Placement::kAuto);
+  EXPECT_EQ(c.gpu_memory, 0u);
+  EXPECT_EQ(option_value(c, "placement"), "auto");
+  EXPECT_EQ(option_value(c, "gpu-memory"), "auto");
+  apply_option(c, "placement", "paged");
+  apply_option(c, "gpu-memory", "8GiB");
+  EXPECT_EQ(c.gpu_options().placement, Placement::kPaged);
+  EXPECT_EQ(c.gpu_options().memory_budget, uint64_t{8} << 30);
+  EXPECT_EQ(option_value(c, "placement"), "paged");
+  EXPECT_EQ(option_value(c, "gpu-memory"), "8GiB");
+  apply_option(c, "placement", "resident");
+  EXPECT_EQ(c.placement, Placement::kResident);
+  const std::pair<const char*, uint64_t> sizes[] = {
+      {"512MiB", uint64_t{512} << 20}, {"1.5GB", 1500000000}, {"2G", uint64_t{2} << 30},
+      {"100000000", 100000000},        {"auto", 0},           {"0", 0}};
+  for (const auto& [text, bytes] : sizes) {
+    apply_option(c, "gpu-memory", text);
+    EXPECT_EQ(c.gpu_memory, bytes) << text;
+    // What a config records reads back to the same budget.
+    Config d;
+    apply_option(d, "gpu-memory", option_value(c, "gpu-memory"));
+    EXPECT_EQ(d.gpu_memory, bytes) << text;
+  }
+  try {
+    apply_option(c, "gpu-memory", "x");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--gpu-memory: expected a size such as 8GiB, got 'x'");
+  }
+}
+
+TEST(Config, NegativePoolAndBatchWords) {
+  Config c;
+  EXPECT_EQ(c.negative_pool, 0u);
+  EXPECT_EQ(c.batch_words, uint64_t{1} << 20);
+  apply_option(c, "negative-pool", "65536");
+  EXPECT_EQ(c.negative_pool, 65536u);
+  apply_option(c, "negative-pool", "67108864");
+  EXPECT_EQ(c.negative_pool, 67108864u);
+  apply_option(c, "negative-pool", "0");
+  EXPECT_EQ(c.negative_pool, 0u);
+  // Whole blocks of 4096 words, rounded up.
+  const std::pair<const char*, uint64_t> words[] = {
+      {"4096", 4096}, {"4097", 8192}, {"5000", 8192}, {"1048576", 1048576}, {"1000000", 1003520}};
+  for (const auto& [text, rounded] : words) {
+    apply_option(c, "batch-words", text);
+    EXPECT_EQ(c.batch_words, rounded) << text;
+    EXPECT_EQ(option_value(c, "batch-words"), std::to_string(rounded));
+  }
+}
+
+TEST(Config, WhatACheckpointFixes) {
+  std::map<std::string, bool> model;
+  for (const OptionSpec& spec : train_options()) model[spec.name] = spec.is_model;
+  ASSERT_EQ(model.count("negative-pool"), 1u);
+  ASSERT_EQ(model.count("batch-words"), 1u);
+  ASSERT_EQ(model.count("placement"), 1u);
+  ASSERT_EQ(model.count("gpu-memory"), 1u);
+  EXPECT_TRUE(model["negative-pool"]);
+  EXPECT_TRUE(model["batch-words"]);
+  EXPECT_FALSE(model["placement"]);
+  EXPECT_FALSE(model["gpu-memory"]);
+}
+
+TEST(Config, TrainDataCarriesPoolAndSuperBatch) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "w" + std::to_string(i % 37) + (i % 10 == 9 ? "\n" : " ");
+  Config c;
+  c.min_count = 1;
+  const TrainingSet set = make_training_set(text, c);
+  TrainParams p = set.train_data(c).params;
+  EXPECT_EQ(p.negative_pool, 0u);
+  EXPECT_EQ(p.batch_blocks, 256u);
+  apply_option(c, "negative-pool", "16");
+  apply_option(c, "batch-words", "12289");
+  p = set.train_data(c).params;
+  EXPECT_EQ(p.negative_pool, 16u);
+  EXPECT_EQ(p.batch_blocks, 4u);
+  // Set in code, not rounded by the option: the blocks still cover every word.
+  c.batch_words = 4097;
+  EXPECT_EQ(set.train_data(c).params.batch_blocks, 2u);
+  c.batch_words = 4096;
+  EXPECT_EQ(set.train_data(c).params.batch_blocks, 1u);
 }
 
 TEST(Config, TomlSetsOptionsAndFlagsWin) {
@@ -93,6 +199,31 @@ TEST(Config, TomlSetsOptionsAndFlagsWin) {
   apply_option(c, "dim", "50");
   EXPECT_EQ(c.dim, 50u);
   EXPECT_EQ(c.window, 8u);
+}
+
+TEST(Config, TomlSetsPlacementAndPool) {
+  if (!toml_configs_supported()) GTEST_SKIP() << "built without toml++";
+  TempDir dir;
+  write_file(dir.file("c.toml"),
+             "placement = \"paged\"\ngpu_memory = \"1.5GiB\"\nnegative_pool = 65536\n"
+             "batch-words = 65536\n");
+  Config c;
+  apply_toml_file(c, dir.file("c.toml"));
+  EXPECT_EQ(c.placement, Placement::kPaged);
+  EXPECT_EQ(c.gpu_memory, uint64_t{3} << 29);
+  EXPECT_EQ(c.negative_pool, 65536u);
+  EXPECT_EQ(c.batch_words, 65536u);
+  write_file(dir.file("bytes.toml"), "gpu-memory = 2000000000\n");
+  apply_toml_file(c, dir.file("bytes.toml"));
+  EXPECT_EQ(c.gpu_memory, 2000000000u);
+  write_file(dir.file("bad.toml"), "gpu-memory = \"lots\"\n");
+  try {
+    apply_toml_file(c, dir.file("bad.toml"));
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.toml"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--gpu-memory"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Config, TomlErrorsNameTheFile) {
@@ -117,6 +248,8 @@ TEST(Config, ShippedConfigsParse) {
   apply_toml_file(d, std::string(PAGEDW2V_SOURCE_DIR) + "/configs/default.toml");
   EXPECT_EQ(d.dim, 100u);
   EXPECT_EQ(d.negative, 5u);
+  EXPECT_EQ(d.negative_pool, 0u);
+  EXPECT_EQ(d.batch_words, uint64_t{1} << 20);
   Config t;
   apply_toml_file(t, std::string(PAGEDW2V_SOURCE_DIR) + "/configs/text8-like.toml");
   EXPECT_EQ(t.dim, 200u);
@@ -132,6 +265,30 @@ TEST(Config, ValidateNeedsCorpusAndOutput) {
   c.corpus = "x.txt";
   EXPECT_THROW(validate(c), UsageError);
   c.output = "out";
+  EXPECT_NO_THROW(validate(c));
+}
+
+TEST(Config, PagedPlacementNeedsANegativePool) {
+  Config c;
+  c.corpus = "x.txt";
+  c.output = "out";
+  apply_option(c, "placement", "paged");
+  try {
+    validate(c);
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--negative-pool"), std::string::npos) << e.what();
+  }
+  apply_option(c, "device", "cuda");
+  EXPECT_THROW(validate(c), UsageError);
+  apply_option(c, "negative-pool", "65536");
+  EXPECT_NO_THROW(validate(c));
+  // The CPU backend has no placement to respect.
+  apply_option(c, "negative-pool", "0");
+  apply_option(c, "device", "cpu");
+  EXPECT_NO_THROW(validate(c));
+  apply_option(c, "device", "auto");
+  apply_option(c, "placement", "resident");
   EXPECT_NO_THROW(validate(c));
 }
 

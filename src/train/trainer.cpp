@@ -177,7 +177,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     init_optimizer_state(model, config.optimizer);
   }
   std::unique_ptr<Backend> backend =
-      make_backend(config.device, model, data, config.effective_threads());
+      make_backend(config.device, model, data, config.effective_threads(), config.gpu_options());
+  if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
   CheckpointDir checkpoints(config.output, config.keep_checkpoints);
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;

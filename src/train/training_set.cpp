@@ -1,5 +1,7 @@
 #include "train/training_set.hpp"
 
+#include <algorithm>
+
 #include "error.hpp"
 
 namespace pagedw2v {
@@ -19,12 +21,14 @@ TrainData TrainingSet::train_data(const Config& config) const {
   p.seed = config.seed;
   p.alpha = config.effective_alpha();
   p.words_per_epoch = corpus.size();
+  p.negative_pool = config.negative_pool;
+  const uint64_t batch_blocks = (config.batch_words + kBlockWords - 1) / kBlockWords;
+  p.batch_blocks = static_cast<uint32_t>(std::clamp<uint64_t>(batch_blocks, 1, UINT32_MAX));
   data.optimizer = config.optimizer_params();
   return data;
 }
 
 TrainingSet make_training_set(std::string_view text, const Config& config, Vocab vocab) {
-  TrainingSet set;
   if (vocab.empty()) {
     VocabOptions options;
     options.min_count = config.min_count;
@@ -37,8 +41,14 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
                             std::to_string(config.min_count) + ") times; lower --min-count");
     }
   }
+  EncodedCorpus corpus = encode_corpus(text, vocab);
+  return make_training_set(std::move(vocab), std::move(corpus), config);
+}
+
+TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config) {
+  TrainingSet set;
   set.vocab = std::move(vocab);
-  set.corpus = encode_corpus(text, set.vocab);
+  set.corpus = std::move(corpus);
   set.blocks = make_blocks(set.corpus, kBlockWords);
   set.keep = keep_probabilities(set.vocab.counts(), set.vocab.total_count(), config.sample);
   set.noise = AliasTable(unigram_weights(set.vocab.counts()));

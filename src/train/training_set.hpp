@@ -36,4 +36,8 @@ struct TrainingSet {
 /// word is left to train on.
 TrainingSet make_training_set(std::string_view text, const Config& config, Vocab vocab = {});
 
+/// The set of a vocabulary and a corpus encoded with it (a synthetic one, say): blocks and
+/// samplers built as above, with `config`'s --sample.
+TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config);
+
 }  // namespace pagedw2v
