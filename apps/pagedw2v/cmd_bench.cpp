@@ -1,4 +1,5 @@
-// `pagedw2v bench train`: the training flags of `train` plus --repeat, then run_train_bench().
+// `pagedw2v bench train`: the training flags of `train` plus --repeat or --synthetic, then
+// run_train_bench().
 // `pagedw2v bench transfer`: the shape of SpeedTorch's benchmark, then run_transfer_bench()
 // (CUDA builds only).
 #include <cxxopts.hpp>
@@ -19,7 +20,8 @@ namespace pagedw2v::app {
 namespace {
 
 constexpr const char* kBenchUsage =
-    "usage: `pagedw2v bench train --corpus FILE [--repeat N] [--device cuda|cpu]` or "
+    "usage: `pagedw2v bench train --corpus FILE [--repeat N] [--device cuda|cpu]`, "
+    "`bench train --synthetic VOCAB,WORDS,ZIPF [--device cuda|cpu]` or "
     "`bench transfer [--rows N] [--dim D] [--table-rows N]`";
 
 int cmd_bench_transfer(int argc, char** argv) {
@@ -78,10 +80,17 @@ int cmd_bench(int argc, char** argv) {
     return cmd_bench_transfer(argc - 1, argv + 1);
   if (argc < 2 || std::string(argv[1]) != "train") throw UsageError(kBenchUsage);
   cxxopts::Options options("pagedw2v bench train",
-                           "Time training on a corpus: words/s, time split, GPU memory.");
-  options.custom_help("--corpus FILE [--repeat N] [--device cuda|cpu] [train options]");
+                           "Time training on a corpus: words/s, time split, GPU memory, table "
+                           "placement and paging, host memory.");
+  options.custom_help(
+      "--corpus FILE [--repeat N] | --synthetic VOCAB,WORDS,ZIPF; [--device cuda|cpu] [train "
+      "options]");
   options.add_options()("repeat", "train on the corpus repeated N times",
                         cxxopts::value<uint32_t>()->default_value("1"))(
+      "synthetic",
+      "no corpus file: VOCAB words w0, w1, ... with Zipf's expected counts and WORDS tokens "
+      "drawn from Zipf(ZIPF), seeded by --seed, e.g. 10000000,200000000,1.0",
+      cxxopts::value<std::string>())(
       "stream", "CUDA: stream the corpus in chunks even when it fits on the GPU")(
       "chunk-tokens", "CUDA: tokens per streamed chunk",
       cxxopts::value<uint64_t>()->default_value(std::to_string(uint64_t{32} << 20)))(
@@ -94,6 +103,9 @@ int cmd_bench(int argc, char** argv) {
   TrainBenchOptions bench;
   apply_train_flags(bench.config, args);
   bench.repeat = args["repeat"].as<uint32_t>();
+  if (args.count("synthetic")) {
+    bench.synthetic = parse_synthetic_spec(args["synthetic"].as<std::string>());
+  }
   bench.force_stream = args.count("stream") > 0;
   bench.chunk_tokens = args["chunk-tokens"].as<uint64_t>();
   run_train_bench(bench, stdout);

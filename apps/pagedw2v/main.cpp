@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  eval     word analogies and word-pair similarity\n"
     "  export   write the vectors of a checkpoint\n"
     "  bench    bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
+    "           bench train --synthetic VOCAB,WORDS,ZIPF: the same on a generated Zipf corpus\n"
     "           bench transfer: move rows between a pinned host table and the GPU (CUDA builds)\n"
     "\n"
     "`pagedw2v <command> --help` lists a command's options.\n";

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,28 +33,68 @@ double seconds_since(Clock::time_point t) {
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 #endif
 
-}  // namespace
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
-TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* out) {
-  const Config& config = options.config;
-  if (config.corpus.empty()) throw UsageError("bench train: --corpus is required");
-  if (options.repeat == 0) throw UsageError("--repeat: expected at least 1");
-  TrainBenchResult r;
-  const auto t0 = Clock::now();
+/// The peak resident set of this process (VmHWM of /proc/self/status), 0 where there is none.
+uint64_t peak_rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) {
+      kib = std::strtoull(line + 6, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
 
+/// Bytes of both tables and every optimizer state table.
+uint64_t model_bytes(const Model& model) {
+  uint64_t bytes = model.input.bytes() + model.output.bytes();
+  for (const HostTable& t : model.input_state) bytes += t.bytes();
+  for (const HostTable& t : model.output_state) bytes += t.bytes();
+  return bytes;
+}
+
+/// The training set of `config.corpus`, its text repeated `repeat` times.
+TrainingSet text_training_set(const Config& config, uint32_t repeat) {
   MappedFile file(config.corpus);
   std::string repeated;
   std::string_view text = file.view();
-  if (options.repeat > 1) {
-    repeated.reserve(text.size() * options.repeat + options.repeat);
-    for (uint32_t i = 0; i < options.repeat; ++i) {
+  if (repeat > 1) {
+    repeated.reserve(text.size() * repeat + repeat);
+    for (uint32_t i = 0; i < repeat; ++i) {
       repeated.append(text);
       if (!text.empty() && text.back() != '\n') repeated.push_back('\n');
     }
     text = repeated;
   }
-  const TrainingSet set = make_training_set(text, config);
-  std::string().swap(repeated);
+  return make_training_set(text, config);
+}
+
+}  // namespace
+
+TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* out) {
+  const Config& config = options.config;
+  if (config.corpus.empty() && !options.synthetic) {
+    throw UsageError("bench train: --corpus FILE or --synthetic VOCAB,WORDS,ZIPF is required");
+  }
+  if (!config.corpus.empty() && options.synthetic) {
+    throw UsageError("bench train: give --corpus or --synthetic, not both");
+  }
+  if (options.repeat == 0) throw UsageError("--repeat: expected at least 1");
+  if (options.synthetic && options.repeat > 1) {
+    throw UsageError("--repeat applies to --corpus; make --synthetic's WORDS larger instead");
+  }
+  TrainBenchResult r;
+  const auto t0 = Clock::now();
+
+  const TrainingSet set = options.synthetic
+                              ? make_synthetic_training_set(*options.synthetic, config)
+                              : text_training_set(config, options.repeat);
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;
   const TrainData data = set.train_data(config);
@@ -72,10 +114,14 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     CudaBackendOptions co;
     co.force_stream = options.force_stream;
     co.chunk_tokens = options.chunk_tokens;
+    co.gpu = config.gpu_options();
     backend = make_cuda_backend(model, data, co);
   }
 #endif
-  if (!backend) backend = make_backend(config.device, model, data, config.effective_threads());
+  if (!backend) {
+    backend =
+        make_backend(config.device, model, data, config.effective_threads(), config.gpu_options());
+  }
   r.setup_seconds = seconds_since(t_setup);
   r.device = backend->name();
 
@@ -106,15 +152,52 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   r.total_seconds = seconds_since(t0);
   r.words_per_second = r.train_seconds > 0 ? r.words / r.train_seconds : 0;
   r.mean_loss = last_terms > 0 ? last_loss / last_terms : 0;
+  r.placement = "host";
+#ifdef PAGEDW2V_HAVE_CUDA
+  CudaBackendReport cr;
+  const bool on_gpu = cuda_backend_report(*backend, &cr);
+  if (on_gpu) {
+    r.placement = cr.paged ? "paged" : "resident";
+    if (cr.paged) {
+      r.hot_rows = cr.hot_rows;
+      r.staging_rows = cr.staging_rows;
+      r.super_batches = cr.super_batches;
+      r.budget_bytes = cr.budget_bytes;
+      r.splits = cr.splits;
+      r.cold_rows = cr.cold_rows;
+      // Hits are counted per reference (a token or a pool entry), as the cache serves them.
+      r.cache_hit_rate = cr.row_lookups > 0 ? 1.0 - static_cast<double>(cr.cold_lookups) /
+                                                        static_cast<double>(cr.row_lookups)
+                                            : 0.0;
+      r.rows_from_host = cr.rows_from_host;
+      r.rows_to_host = cr.rows_to_host;
+      r.pcie_bytes_per_word = r.words > 0 ? static_cast<double>(cr.pcie_bytes) / r.words : 0.0;
+    }
+  }
+#endif
+  r.table_bytes = model_bytes(model);
+  r.peak_rss_bytes = peak_rss_bytes();
 
   if (out != nullptr) {
     std::fprintf(out, "bench train: %s, %s dim %u window %u negative %u sample %g, %u epochs\n",
                  r.device.c_str(), to_string(config.model).c_str(), p.dim, p.window, p.negative,
                  config.sample, p.epochs);
-    std::fprintf(out, "corpus: %s x%u: %llu words/epoch, %llu sentences, vocabulary %u\n",
-                 config.corpus.c_str(), options.repeat,
-                 static_cast<unsigned long long>(r.corpus_words),
-                 static_cast<unsigned long long>(corpus.sentences()), r.vocab);
+    std::fprintf(out, "backend: %s; negative pool %u, super-batch %u blocks of %llu words\n",
+                 backend->describe().c_str(), p.negative_pool, p.batch_blocks,
+                 static_cast<unsigned long long>(kBlockWords));
+    if (options.synthetic) {
+      std::fprintf(out,
+                   "corpus: synthetic, Zipf exponent %g, seed %llu: %llu words/epoch, %llu "
+                   "sentences, vocabulary %u\n",
+                   options.synthetic->zipf, static_cast<unsigned long long>(config.seed),
+                   static_cast<unsigned long long>(r.corpus_words),
+                   static_cast<unsigned long long>(corpus.sentences()), r.vocab);
+    } else {
+      std::fprintf(out, "corpus: %s x%u: %llu words/epoch, %llu sentences, vocabulary %u\n",
+                   config.corpus.c_str(), options.repeat,
+                   static_cast<unsigned long long>(r.corpus_words),
+                   static_cast<unsigned long long>(corpus.sentences()), r.vocab);
+    }
     if (r.words > 0) {
       std::fprintf(out, "per word: %.4f kept after subsampling, %.4f examples (pairs or windows)\n",
                    static_cast<double>(kept) / r.words, static_cast<double>(examples) / r.words);
@@ -126,8 +209,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
         out, "time (s): prepare %.3f, backend setup %.3f, train %.4f, sync %.4f, total %.3f\n",
         r.prepare_seconds, r.setup_seconds, r.train_seconds, r.sync_seconds, r.total_seconds);
 #ifdef PAGEDW2V_HAVE_CUDA
-    CudaBackendReport cr;
-    if (cuda_backend_report(*backend, &cr)) {
+    if (on_gpu) {
       std::fprintf(out, "gpu: %s; corpus %s; %llu launches\n", cr.device_name.c_str(),
                    cr.corpus_resident ? "resident" : "streamed",
                    static_cast<unsigned long long>(cr.launches));
@@ -143,11 +225,40 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
       }
     }
 #endif
+    if (r.placement == "paged") {
+      std::fprintf(out,
+                   "placement: paged, %llu hot rows on the GPU, %llu rows per staging buffer, GPU "
+                   "budget %.2f GiB\n",
+                   static_cast<unsigned long long>(r.hot_rows),
+                   static_cast<unsigned long long>(r.staging_rows), gib(r.budget_bytes));
+      std::fprintf(out,
+                   "paging: %llu super-batches (%llu splits), cache hit rate %.4f of row lookups, "
+                   "%llu cold rows staged, rows from host %llu, to host %llu, PCIe %.1f "
+                   "bytes/word\n",
+                   static_cast<unsigned long long>(r.super_batches),
+                   static_cast<unsigned long long>(r.splits), r.cache_hit_rate,
+                   static_cast<unsigned long long>(r.cold_rows),
+                   static_cast<unsigned long long>(r.rows_from_host),
+                   static_cast<unsigned long long>(r.rows_to_host), r.pcie_bytes_per_word);
+    } else {
+      std::fprintf(out, "placement: %s\n",
+                   r.placement == "host" ? "host (cpu backend)" : "resident on the GPU");
+    }
+    std::fprintf(out, "host memory: peak RSS %.3f GiB; tables + optimizer state %.3f GiB",
+                 gib(r.peak_rss_bytes), gib(r.table_bytes));
+    if (r.peak_rss_bytes > 0 && r.table_bytes > 0) {
+      std::fprintf(out, " (peak RSS is %.3fx)",
+                   static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.table_bytes));
+    }
+    std::fprintf(out, "\n");
     std::fprintf(out, "loss/example (last epoch): %.4f\n", r.mean_loss);
-    std::fprintf(
-        out, "RESULT device=%s model=%s words=%llu train_s=%.4f words_per_s=%.1fM total_s=%.3f\n",
-        r.device.c_str(), to_string(config.model).c_str(), static_cast<unsigned long long>(r.words),
-        r.train_seconds, r.words_per_second / 1e6, r.total_seconds);
+    std::fprintf(out,
+                 "RESULT device=%s model=%s words=%llu train_s=%.4f words_per_s=%.1fM total_s=%.3f "
+                 "placement=%s peak_rss_gib=%.3f tables_gib=%.3f\n",
+                 r.device.c_str(), to_string(config.model).c_str(),
+                 static_cast<unsigned long long>(r.words), r.train_seconds,
+                 r.words_per_second / 1e6, r.total_seconds, r.placement.c_str(),
+                 gib(r.peak_rss_bytes), gib(r.table_bytes));
   }
   return r;
 }

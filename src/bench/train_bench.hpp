@@ -1,20 +1,26 @@
 #pragma once
 /// @file train_bench.hpp
-/// `pagedw2v bench train`: times training on a corpus (optionally repeated N times in memory),
-/// words counted as word2vec counts them (every in-vocabulary word read, before subsampling),
-/// with the time split the CUDA backend reports (upload, kernels, other) and its GPU memory.
+/// `pagedw2v bench train`: times training on a corpus (optionally repeated N times in memory) or
+/// on a synthetic Zipf corpus, words counted as word2vec counts them (every in-vocabulary word
+/// read, before subsampling), with the time split the CUDA backend reports (upload, kernels,
+/// other), its GPU memory, how the tables were placed (and, paged, the cache and PCIe traffic),
+/// and the host memory the process used.
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
+#include "bench/synthetic_corpus.hpp"
 #include "config.hpp"
 
 namespace pagedw2v {
 
 struct TrainBenchOptions {
-  Config config;              ///< corpus, model and training flags, device
-  uint32_t repeat = 1;        ///< the corpus text is repeated this many times
+  Config config;        ///< corpus, model and training flags, device
+  uint32_t repeat = 1;  ///< the corpus text is repeated this many times
+  /// Train on a generated corpus instead of `config.corpus` (bench/synthetic_corpus.hpp).
+  std::optional<SyntheticSpec> synthetic;
   bool force_stream = false;  ///< CUDA: stream the corpus in chunks even when it fits
   uint64_t chunk_tokens = uint64_t{32} << 20;  ///< CUDA: tokens per streamed chunk
 };
@@ -31,6 +37,26 @@ struct TrainBenchResult {
   double total_seconds = 0;
   double words_per_second = 0;  ///< words / train_seconds
   double mean_loss = 0;         ///< loss per example over the last epoch
+  /// Where the tables were: "host" (CPU backend), "resident" or "paged" (GPU).
+  std::string placement;
+  /// Paged placement (zero otherwise): rows cached on the GPU, rows per staging buffer, the GPU
+  /// budget, super-batches trained and the splits that made them fit, the share of row lookups
+  /// the cache served, distinct cold rows staged, rows read from and written to host memory, and
+  /// PCIe bytes per word trained.
+  uint64_t hot_rows = 0;
+  uint64_t staging_rows = 0;
+  uint64_t budget_bytes = 0;
+  uint64_t super_batches = 0;
+  uint64_t splits = 0;
+  double cache_hit_rate = 0;
+  uint64_t cold_rows = 0;
+  uint64_t rows_from_host = 0;
+  uint64_t rows_to_host = 0;
+  double pcie_bytes_per_word = 0;
+  /// Host memory: the process's peak resident set (0 where /proc cannot tell), and the bytes of
+  /// the model's tables and optimizer state.
+  uint64_t peak_rss_bytes = 0;
+  uint64_t table_bytes = 0;
 };
 
 /// Runs the benchmark and prints its report to `out`.

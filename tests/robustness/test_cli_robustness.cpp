@@ -53,6 +53,7 @@ struct Outcome {
   int signal = 0;       ///< the signal that ended it otherwise
   bool timed_out = false;
   std::string err;  ///< all it wrote to stderr
+  std::string out;  ///< all it wrote to stdout
 };
 
 /// `err` less the notes of an ASan build (run with allocator_may_return_null=1) that it refused an
@@ -82,6 +83,7 @@ class Process {
     static int serial = 0;
     const std::string log = log_dir + "/run-" + std::to_string(++serial);
     err_path_ = log + ".stderr";
+    out_path_ = log + ".stdout";
     command_ = "pagedw2v";
     for (const std::string& a : args) command_ += " " + a;
 
@@ -170,6 +172,7 @@ class Process {
     o.code = o.exited ? WEXITSTATUS(status_) : -1;
     o.signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
     o.err = without_refused_allocation_notes(read_file(err_path_));
+    o.out = read_file(out_path_);
     return o;
   }
 
@@ -179,6 +182,7 @@ class Process {
   bool reaped_ = false;
   std::string command_;
   std::string err_path_;
+  std::string out_path_;
 };
 
 /// Runs the binary to its end.
@@ -485,7 +489,10 @@ std::vector<FlagCase> train_flag_cases() {
       {"threads", false, false},
       {"seed", true, false},
       {"checkpoint-interval", true, false},
-      {"keep-checkpoints", false, false}};
+      {"keep-checkpoints", false, false},
+      {"negative-pool", true, false},
+      {"batch-words", false, false},
+      {"gpu-memory", true, false}};
   std::vector<FlagCase> cases;
   for (const auto& [flag, zero_ok, is_real] : flags) {
     std::string id = flag;
@@ -524,6 +531,23 @@ std::vector<FlagCase> train_flag_cases() {
        "--checkpoint-interval"},
       {"keep_checkpoints_largest", "keep-checkpoints", "1000000", 0, ""},
       {"keep_checkpoints_too_large", "keep-checkpoints", "1000001", 2, "--keep-checkpoints"},
+      {"negative_pool_some", "negative-pool", "65536", 0, ""},
+      {"negative_pool_too_large", "negative-pool", "67108865", 2, "--negative-pool"},
+      {"batch_words_smallest", "batch-words", "4096", 0, ""},
+      {"batch_words_too_small", "batch-words", "4095", 2, "--batch-words"},
+      {"batch_words_largest", "batch-words", "1099511627776", 0, ""},
+      {"batch_words_too_large", "batch-words", "1099511627777", 2, "--batch-words"},
+      {"gpu_memory_binary", "gpu-memory", "8GiB", 0, ""},
+      {"gpu_memory_decimal", "gpu-memory", "1.5GB", 0, ""},
+      {"gpu_memory_auto", "gpu-memory", "auto", 0, ""},
+      {"gpu_memory_bad_unit", "gpu-memory", "8XB", 2, "--gpu-memory"},
+      {"gpu_memory_too_large", "gpu-memory", "16777216TiB", 2, "--gpu-memory"},
+      {"placement_paged", "placement", "paged", 0, "", {"--negative-pool", "4096"}},
+      {"placement_paged_without_pool", "placement", "paged", 2, "--negative-pool"},
+      {"placement_paged_on_cpu", "placement", "paged", 0, "", {"--device", "cpu"}},
+      {"placement_resident", "placement", "resident", 0, ""},
+      {"placement_unknown", "placement", "host", 2, "--placement"},
+      {"placement_empty", "placement", "", 2, "--placement"},
   };
   cases.insert(cases.end(), large.begin(), large.end());
   return cases;
@@ -640,6 +664,49 @@ TEST(Usage, UnknownFlagsAndCommands) {
     EXPECT_TRUE(fails_cleanly(run(dir, args), 2, needle));
   }
   EXPECT_TRUE(no_partial_files(o));
+}
+
+// ---------------------------------------------------------------------------------------------
+// bench train on a synthetic corpus
+
+TEST(BenchSynthetic, TrainsEndToEndAndReports) {
+  TempDir dir;
+  const Outcome r =
+      run(dir, {"bench", "train", "--synthetic", "20000,200000,1.0", "--device", "cpu", "--epochs",
+                "1", "--threads", "2", "--negative-pool", "4096", "--batch-words", "65536"});
+  ASSERT_TRUE(succeeds(r));
+  EXPECT_NE(r.out.find("vocabulary 20000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("200000 words/epoch"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("words_per_s="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("words=200000 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("placement=host"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("host memory: peak RSS"), std::string::npos) << r.out;
+}
+
+TEST(BenchSynthetic, BadSpecsAreUsageErrors) {
+  TempDir dir;
+  for (const char* spec : {"abc", "0,10,1", "10,0,1", "10,10,-1", "10,10", "10", "", "10,10,x",
+                           "10,10,1,1", ",10,1", "10,,1"}) {
+    SCOPED_TRACE(spec);
+    EXPECT_TRUE(fails_cleanly(
+        run(dir, {"bench", "train", "--synthetic", spec, "--device", "cpu", "--epochs", "1"}), 2,
+        "--synthetic"));
+  }
+  EXPECT_TRUE(fails_cleanly(run(dir, {"bench", "train", "--device", "cpu", "--synthetic"}), 2,
+                            "synthetic"));
+  write_file(dir.file("c.txt"), "a b c\n");
+  const std::vector<std::pair<Args, std::string>> cases = {
+      {{"bench", "train", "--device", "cpu"}, "--synthetic"},
+      {{"bench", "train", "--synthetic", "10,10,1", "--corpus", dir.file("c.txt")}, "not both"},
+      {{"bench", "train", "--synthetic", "10,10,1", "--repeat", "2"}, "--repeat"},
+      {{"bench", "train", "--synthetic", "10,10,1", "--gpu-memory", "x"}, "--gpu-memory"},
+      {{"bench", "train", "--synthetic", "10,10,1", "--placement", "host"}, "--placement"},
+      {{"bench", "train", "--synthetic", "10,10,1", "--negative-pool", "-1"}, "--negative-pool"},
+      {{"bench", "train", "--synthetic", "10,10,1", "--batch-words", "100"}, "--batch-words"},
+  };
+  for (const auto& [args, needle] : cases) {
+    EXPECT_TRUE(fails_cleanly(run(dir, args), 2, needle));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

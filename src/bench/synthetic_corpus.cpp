@@ -1,0 +1,174 @@
+#include "bench/synthetic_corpus.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <thread>
+
+#include "error.hpp"
+#include "philox.hpp"
+#include "sampler.hpp"
+
+namespace pagedw2v {
+namespace {
+
+constexpr uint64_t kMaxWords = uint64_t{1} << 40;
+constexpr double kMaxZipf = 10.0;
+/// The counter word of the token draws: above philox.hpp's DrawKind values (kind << 28), so no
+/// draw of training repeats one of the corpus's.
+constexpr uint32_t kTokenStream = 0xFu << 28;
+/// Ranks per partial sum of the weights: fixed, so that the sum (and every count) is the same
+/// for any thread count.
+constexpr uint64_t kSumChunk = uint64_t{1} << 16;
+
+[[noreturn]] void bad_spec(const std::string& text) {
+  throw UsageError(
+      "--synthetic: expected VOCAB,WORDS,ZIPF such as 10000000,200000000,1.0 (VOCAB in [1, "
+      "4294967294], WORDS in [1, 2^40], ZIPF in [0, 10]), got '" +
+      text + "'");
+}
+
+bool parse_whole(const std::string& s, uint64_t lo, uint64_t hi, uint64_t* out) {
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  *out = std::strtoull(s.c_str(), nullptr, 10);
+  return *out >= lo && *out <= hi;
+}
+
+/// Runs `fn(begin, end)` over [0, n) cut into `threads` contiguous pieces whose starts are
+/// multiples of `align`, each on its own thread; rethrows the first exception.
+void parallel_ranges(uint64_t n, uint32_t threads, uint64_t align,
+                     const std::function<void(uint64_t, uint64_t)>& fn) {
+  const uint64_t units = (n + align - 1) / align;
+  const uint64_t pieces = std::max<uint64_t>(1, std::min<uint64_t>(threads, units));
+  if (pieces == 1) {
+    fn(0, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(pieces);
+  for (uint64_t t = 0; t < pieces; ++t) {
+    const uint64_t begin = std::min(n, units * t / pieces * align);
+    const uint64_t end = std::min(n, units * (t + 1) / pieces * align);
+    pool.emplace_back([&, t, begin, end] {
+      try {
+        fn(begin, end);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+/// r^−s for every rank r = 1 … vocab (index r − 1).
+std::vector<double> zipf_weights(const SyntheticSpec& spec, uint32_t threads) {
+  std::vector<double> w(spec.vocab);
+  parallel_ranges(spec.vocab, threads, 1, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) w[i] = std::pow(static_cast<double>(i + 1), -spec.zipf);
+  });
+  return w;
+}
+
+}  // namespace
+
+SyntheticSpec parse_synthetic_spec(const std::string& text) {
+  const size_t c1 = text.find(',');
+  const size_t c2 = c1 == std::string::npos ? c1 : text.find(',', c1 + 1);
+  if (c2 == std::string::npos || text.find(',', c2 + 1) != std::string::npos) bad_spec(text);
+  SyntheticSpec spec;
+  uint64_t vocab = 0;
+  if (!parse_whole(text.substr(0, c1), 1, detail::StringIndex::kEmpty - 1, &vocab) ||
+      !parse_whole(text.substr(c1 + 1, c2 - c1 - 1), 1, kMaxWords, &spec.words)) {
+    bad_spec(text);
+  }
+  spec.vocab = static_cast<uint32_t>(vocab);
+  const std::string zipf = text.substr(c2 + 1);
+  char* end = nullptr;
+  errno = 0;
+  spec.zipf = zipf.empty() ? NAN : std::strtod(zipf.c_str(), &end);
+  if (zipf.empty() || end != zipf.c_str() + zipf.size() || errno == ERANGE ||
+      !std::isfinite(spec.zipf) || spec.zipf < 0 || spec.zipf > kMaxZipf) {
+    bad_spec(text);
+  }
+  return spec;
+}
+
+std::vector<uint64_t> zipf_counts(const SyntheticSpec& spec, uint32_t threads) {
+  const std::vector<double> w = zipf_weights(spec, threads);
+  std::vector<double> partial((w.size() + kSumChunk - 1) / kSumChunk, 0.0);
+  parallel_ranges(partial.size(), threads, 1, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t c = begin; c < end; ++c) {
+      const uint64_t last = std::min<uint64_t>(w.size(), (c + 1) * kSumChunk);
+      // Smallest terms first: the sum of a long Zipf tail keeps its low digits.
+      double s = 0;
+      for (uint64_t i = last; i > c * kSumChunk; --i) s += w[i - 1];
+      partial[c] = s;
+    }
+  });
+  double total = 0;
+  for (size_t c = partial.size(); c > 0; --c) total += partial[c - 1];
+  const double scale = static_cast<double>(spec.words) / total;
+  std::vector<uint64_t> counts(w.size());
+  parallel_ranges(w.size(), threads, 1, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) {
+      counts[i] = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(w[i] * scale)));
+    }
+  });
+  return counts;
+}
+
+Vocab synthetic_vocab(const SyntheticSpec& spec, uint32_t threads) {
+  std::vector<uint64_t> counts = zipf_counts(spec, threads);
+  // Names of at most 11 bytes stay inside std::string's own storage: no allocation per word.
+  std::vector<std::string> words(spec.vocab);
+  parallel_ranges(spec.vocab, threads, 1, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t i = begin; i < end; ++i) words[i] = "w" + std::to_string(i);
+  });
+  return Vocab::from_words(std::move(words), std::move(counts));
+}
+
+EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_t threads) {
+  if (spec.vocab == 0 || spec.words == 0) {
+    throw UsageError("--synthetic: empty vocabulary or corpus");
+  }
+  const AliasTable zipf(zipf_weights(spec, threads));
+  const AliasEntry* table = zipf.entries().data();
+  const uint32_t n = zipf.size();
+  const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  EncodedCorpus c;
+  c.tokens.resize(spec.words);
+  uint32_t* tokens = c.tokens.data();
+  const uint64_t words = spec.words;
+  parallel_ranges(words, threads, 2, [&](uint64_t begin, uint64_t end) {
+    for (uint64_t pos = begin; pos < end; pos += 2) {
+      const uint64_t k = pos / 2;
+      const Philox4 r = philox4x32(
+          Philox4{{static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32), 0, kTokenStream}}, k0,
+          k1);
+      tokens[pos] = alias_draw(table, n, r.v[0], r.v[1]);
+      if (pos + 1 < end) tokens[pos + 1] = alias_draw(table, n, r.v[2], r.v[3]);
+    }
+  });
+  const uint64_t sentences = (words + kMaxSentenceLength - 1) / kMaxSentenceLength;
+  c.sentence_starts.resize(sentences + 1);
+  for (uint64_t s = 0; s < sentences; ++s) c.sentence_starts[s] = s * kMaxSentenceLength;
+  c.sentence_starts[sentences] = words;
+  return c;
+}
+
+TrainingSet make_synthetic_training_set(const SyntheticSpec& spec, const Config& config) {
+  const uint32_t threads = config.effective_threads();
+  // The corpus first: its sampler's temporaries are gone before the vocabulary is built.
+  EncodedCorpus corpus = synthetic_corpus(spec, config.seed, threads);
+  return make_training_set(synthetic_vocab(spec, threads), std::move(corpus), config);
+}
+
+}  // namespace pagedw2v
