@@ -190,13 +190,13 @@ TEST(SyntheticCorpus, IdsAndSentences) {
   const EncodedCorpus c = synthetic_corpus(spec, fresh_seed(), 3);
   ASSERT_EQ(c.size(), 123457u);
   EXPECT_LT(*std::max_element(c.tokens.begin(), c.tokens.end()), 777u);
-  ASSERT_EQ(c.sentences(), 124u);
+  ASSERT_EQ(c.sentences(), 2470u);
   EXPECT_EQ(c.sentence_starts.front(), 0u);
   EXPECT_EQ(c.sentence_starts.back(), 123457u);
   for (uint64_t s = 0; s + 1 < c.sentences(); ++s) {
-    EXPECT_EQ(c.sentence_starts[s + 1] - c.sentence_starts[s], kMaxSentenceLength);
+    EXPECT_EQ(c.sentence_starts[s + 1] - c.sentence_starts[s], kSyntheticSentenceLength);
   }
-  EXPECT_EQ(c.sentence_starts[124] - c.sentence_starts[123], 457u);
+  EXPECT_EQ(c.sentence_starts[2470] - c.sentence_starts[2469], 7u);
 
   const EncodedCorpus tiny = synthetic_corpus({1, 1, 1.0}, 1, 4);
   EXPECT_EQ(tiny.tokens, std::vector<uint32_t>{0});
@@ -267,7 +267,7 @@ TEST(SyntheticTrainingSet, BuiltAsFromText) {
     EXPECT_EQ(set.noise.entries()[i].prob, noise.entries()[i].prob);
     EXPECT_EQ(set.noise.entries()[i].alias, noise.entries()[i].alias);
   }
-  EXPECT_EQ(set.block_count(), 20u);  // 100 sentences of 1000 words, 5 to a block of 4096+
+  EXPECT_EQ(set.block_count(), 25u);  // 2000 sentences of 50 words, 82 to a block of 4096+
   EXPECT_LT(set.keep[0], 1.0f);       // the most frequent word is subsampled
   const TrainData data = set.train_data(c);
   EXPECT_EQ(data.params.words_per_epoch, 100000u);

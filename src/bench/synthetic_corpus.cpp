@@ -157,9 +157,9 @@ EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_
       if (pos + 1 < end) tokens[pos + 1] = alias_draw(table, n, r.v[2], r.v[3]);
     }
   });
-  const uint64_t sentences = (words + kMaxSentenceLength - 1) / kMaxSentenceLength;
+  const uint64_t sentences = (words + kSyntheticSentenceLength - 1) / kSyntheticSentenceLength;
   c.sentence_starts.resize(sentences + 1);
-  for (uint64_t s = 0; s < sentences; ++s) c.sentence_starts[s] = s * kMaxSentenceLength;
+  for (uint64_t s = 0; s < sentences; ++s) c.sentence_starts[s] = s * kSyntheticSentenceLength;
   c.sentence_starts[sentences] = words;
   return c;
 }

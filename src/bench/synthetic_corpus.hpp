@@ -16,6 +16,10 @@
 
 namespace pagedw2v {
 
+/// Tokens per synthetic sentence: about a line of mix5m (52 words on average). The CUDA kernels
+/// train a sentence per warp, so sentence length sets how finely a batch spreads over the GPU.
+inline constexpr uint64_t kSyntheticSentenceLength = 50;
+
 struct SyntheticSpec {
   uint32_t vocab = 0;  ///< distinct words
   uint64_t words = 0;  ///< tokens of one epoch
@@ -35,7 +39,7 @@ std::vector<uint64_t> zipf_counts(const SyntheticSpec& spec, uint32_t threads);
 Vocab synthetic_vocab(const SyntheticSpec& spec, uint32_t threads);
 
 /// `spec.words` ids drawn independently from Zipf(spec.zipf) over the ranks (id = rank − 1), in
-/// sentences of kMaxSentenceLength tokens (the last may be shorter). Tokens 2k and 2k + 1 come
+/// sentences of kSyntheticSentenceLength tokens (the last may be shorter). Tokens 2k and 2k + 1 come
 /// from the Philox draw of counter k under `seed`, so the corpus depends on the seed only, not
 /// on `threads`.
 EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_t threads);
