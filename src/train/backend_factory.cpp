@@ -12,11 +12,6 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const Tra
                                       uint32_t threads, const GpuOptions& gpu) {
 #ifdef PAGEDW2V_HAVE_CUDA
   if (device == DeviceKind::kCuda || device == DeviceKind::kAuto) {
-    if (data.optimizer.kind != OptimizerKind::kSgd &&
-        (device == DeviceKind::kCuda || cuda_device_available())) {
-      throw UsageError("--optimizer " + to_string(data.optimizer.kind) +
-                       " needs --device cpu in this build (the CUDA backend trains with sgd)");
-    }
     if (cuda_device_available()) {
       CudaBackendOptions options;
       options.gpu = gpu;
@@ -27,6 +22,7 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const Tra
     }
   }
 #else
+  (void)gpu;  // GPU settings mean nothing without the CUDA backend
   if (device == DeviceKind::kCuda) {
     throw UsageError("--device cuda: this build has no CUDA backend (use --device cpu)");
   }
