@@ -47,6 +47,7 @@ enum class DrawKind : uint32_t {
   kSubsample = 0,  ///< v[0]: keep/discard of a token; v[1]: dynamic window shrink.
   kNegative = 1,   ///< negatives of one (centre, context-slot) pair, four per call.
   kInit = 2,       ///< initial input vectors, four values per call.
+  kPool = 3,       ///< one entry of a super-batch's negative pool (negative_pool.hpp).
 };
 
 /// The draw for token `pos` (global index in the encoded corpus) in `epoch`. `sub` picks among

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "negative_pool.hpp"
 #include "train/optimizer.hpp"
 #include "train/sgns_cpu.hpp"
 
@@ -20,12 +21,35 @@ struct Kept {
   uint64_t pos;
 };
 
+constexpr uint64_t kNoSuperBatch = ~uint64_t{0};
+
 /// Per-thread buffers, reused across sentences.
 struct Scratch {
   std::vector<Kept> kept;
   std::vector<uint32_t> targets;
   Eigen::VectorXf h, err;
+  /// The negative pool of super-batch `pool_batch` of epoch `pool_epoch` (negative_pool > 0).
+  std::vector<uint32_t> pool;
+  uint64_t pool_batch = kNoSuperBatch;
+  uint32_t pool_epoch = 0;
 };
+
+/// Makes s.pool the pool of `super_batch` in `epoch` (a no-op without a pool); it is drawn again
+/// only when the super-batch changes.
+void use_pool(const TrainData& data, uint32_t epoch, uint64_t super_batch, Scratch& s) {
+  const TrainParams& p = data.params;
+  if (p.negative_pool == 0 || (s.pool_batch == super_batch && s.pool_epoch == epoch)) return;
+  s.pool.resize(p.negative_pool);
+  draw_pool(p.seed, epoch, super_batch, data.noise->entries().data(), data.noise->size(),
+            p.negative_pool, s.pool.data());
+  s.pool_batch = super_batch;
+  s.pool_epoch = epoch;
+}
+
+/// The pool of the super-batch block `block` of `epoch` belongs to.
+void use_pool_of_block(const TrainData& data, uint32_t epoch, uint64_t block, Scratch& s) {
+  use_pool(data, epoch, super_batch_of(block, data.params.batch_blocks), s);
+}
 
 /// The tokens of [first, last) that subsampling keeps, with their window reductions.
 inline void collect_kept(const TrainData& data, uint32_t epoch, uint64_t first, uint64_t last,
@@ -58,13 +82,17 @@ struct Example {
 
 /// Calls `visit(example)` for every example of the kept tokens in word2vec.c's order (centre
 /// after centre, context after context). Both the per-example SGD pass and the batched gradient
-/// pass walk sentences through this, so they train exactly the same examples.
+/// pass walk sentences through this, so they train exactly the same examples. With a negative
+/// pool, the negatives come from s.pool (use_pool first).
 template <class Visit>
 void for_each_example(const TrainData& data, uint32_t epoch, const float* in, Scratch& s,
                       Visit&& visit) {
   const TrainParams& p = data.params;
-  const AliasEntry* noise = data.noise->entries().data();
-  const uint32_t vocab = data.noise->size();
+  NegativeSource src{data.noise->entries().data(), data.noise->size()};
+  if (p.negative_pool > 0) {
+    src.pool = s.pool.data();
+    src.pool_size = p.negative_pool;
+  }
   const uint32_t dim = p.dim;
   const int64_t n = static_cast<int64_t>(s.kept.size());
   s.targets.resize(p.negative + 1);
@@ -78,7 +106,7 @@ void for_each_example(const TrainData& data, uint32_t epoch, const float* in, Sc
         if (j == i) continue;
         const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
         const uint32_t nt =
-            draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, noise, vocab, targets);
+            draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, src, targets);
         visit(Example{&c, in + static_cast<size_t>(s.kept[j].id) * dim, targets, nt, j, j, -1, 1});
       }
     } else {
@@ -91,8 +119,7 @@ void for_each_example(const TrainData& data, uint32_t epoch, const float* in, Sc
       }
       if (cw == 0) continue;
       s.h /= static_cast<float>(cw);
-      const uint32_t nt =
-          draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise, vocab, targets);
+      const uint32_t nt = draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, src, targets);
       visit(Example{&c, s.h.data(), targets, nt, lo, hi, i, cw});
     }
   }
@@ -240,6 +267,7 @@ void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, ui
   const auto& starts = data.corpus->sentence_starts;
   g.input.clear();
   g.output.clear();
+  use_pool_of_block(data, epoch, b, s);
   for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
     accumulate_sentence(data, model, epoch, starts[sent], starts[sent + 1], s, g, stats);
   }
@@ -270,9 +298,50 @@ Scratch make_scratch(uint32_t dim) {
 }  // namespace
 
 void train_sentence_cpu(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
-                        uint64_t last, SpanStats* stats) {
+                        uint64_t last, SpanStats* stats, uint64_t super_batch) {
   Scratch s = make_scratch(data.params.dim);
+  use_pool(data, epoch, super_batch, s);
   train_sentence(data, model, epoch, first, last, s, stats);
+}
+
+void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_t epoch,
+                              uint64_t super_batch, uint64_t first_sentence, uint64_t last_sentence,
+                              float* input_grad, float* output_grad, uint8_t* touched_input,
+                              uint8_t* touched_output, SpanStats* stats) {
+  const uint32_t dim = data.params.dim;
+  const auto& starts = data.corpus->sentence_starts;
+  Scratch s = make_scratch(dim);
+  use_pool(data, epoch, super_batch, s);
+  BatchGrads g(dim);
+  for (uint64_t sent = first_sentence; sent < last_sentence; ++sent) {
+    accumulate_sentence(data, model, epoch, starts[sent], starts[sent + 1], s, g, stats);
+  }
+  auto scatter = [dim](const RowGrads& rg, float* grad, uint8_t* touched) {
+    for (size_t k = 0; k < rg.ids().size(); ++k) {
+      const uint32_t row = rg.ids()[k];
+      VecMap(grad + static_cast<size_t>(row) * dim, dim) += ConstVecMap(rg.grads() + k * dim, dim);
+      touched[row] = 1;
+    }
+  };
+  scatter(g.input, input_grad, touched_input);
+  scatter(g.output, output_grad, touched_output);
+}
+
+std::vector<std::vector<uint32_t>> block_example_targets(const TrainData& data, const Model& model,
+                                                         uint32_t epoch, uint64_t block) {
+  const auto& blocks = *data.blocks;
+  const auto& starts = data.corpus->sentence_starts;
+  Scratch s = make_scratch(data.params.dim);
+  use_pool_of_block(data, epoch, block, s);
+  SpanStats stats;
+  std::vector<std::vector<uint32_t>> out;
+  for (uint64_t sent = blocks[block]; sent < blocks[block + 1]; ++sent) {
+    collect_kept(data, epoch, starts[sent], starts[sent + 1], s.kept, &stats);
+    for_each_example(data, epoch, model.input.data(), s, [&](const Example& e) {
+      out.emplace_back(e.targets, e.targets + e.n_targets);
+    });
+  }
+  return out;
 }
 
 }  // namespace detail
@@ -311,6 +380,7 @@ class CpuBackend final : public Backend {
       const auto& blocks = *data_.blocks;
       const auto& starts = data_.corpus->sentence_starts;
       for (uint64_t b = next++; b < last_block; b = next++) {
+        detail::use_pool_of_block(data_, epoch, b, s);
         for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
           detail::train_sentence(data_, model_, epoch, starts[sent], starts[sent + 1], s,
                                  &stats[t]);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "negative_pool.hpp"
 #include "philox.hpp"
 #include "sampler.hpp"
 #include "train/params.hpp"
@@ -55,24 +56,43 @@ inline double sgns_update(const float* h, float* err, float* output, const uint3
   return loss;
 }
 
+/// Where an example's negatives come from: alias draws from the noise table (`pool` null, as
+/// word2vec), or picks from a super-batch's negative pool (negative_pool.hpp).
+struct NegativeSource {
+  const AliasEntry* noise = nullptr;
+  uint32_t vocab = 0;
+  const uint32_t* pool = nullptr;
+  uint32_t pool_size = 0;
+};
+
 /// Fills `targets` with the centre followed by the negatives of one example; negatives equal to
 /// the centre are skipped, as word2vec does. `slot` distinguishes the examples of one centre
 /// (the context position for skip-gram, 0 for CBOW). Returns the number of targets.
 inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
-                             uint64_t seed, uint32_t negative, const AliasEntry* noise,
-                             uint32_t vocab, uint32_t* targets) {
+                             uint64_t seed, uint32_t negative, const NegativeSource& src,
+                             uint32_t* targets) {
   uint32_t n = 0;
   targets[n++] = centre;
   for (uint32_t k = 0; k < negative; k += 2) {
     const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | (k >> 1));
-    const uint32_t a = alias_draw(noise, vocab, r.v[0], r.v[1]);
+    const uint32_t a = src.pool != nullptr ? src.pool[pool_pick(r.v[0], src.pool_size)]
+                                           : alias_draw(src.noise, src.vocab, r.v[0], r.v[1]);
     if (a != centre) targets[n++] = a;
     if (k + 1 < negative) {
-      const uint32_t b = alias_draw(noise, vocab, r.v[2], r.v[3]);
+      const uint32_t b = src.pool != nullptr ? src.pool[pool_pick(r.v[2], src.pool_size)]
+                                             : alias_draw(src.noise, src.vocab, r.v[2], r.v[3]);
       if (b != centre) targets[n++] = b;
     }
   }
   return n;
+}
+
+/// draw_targets with alias draws from `noise` (no pool).
+inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
+                             uint64_t seed, uint32_t negative, const AliasEntry* noise,
+                             uint32_t vocab, uint32_t* targets) {
+  return draw_targets(centre, pos, epoch, slot, seed, negative, NegativeSource{noise, vocab},
+                      targets);
 }
 
 }  // namespace detail

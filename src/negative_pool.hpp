@@ -1,0 +1,69 @@
+#pragma once
+/// @file negative_pool.hpp
+/// The negative pool (TrainParams::negative_pool), one definition for the CPU backend and the
+/// CUDA kernels (the functions marked PAGEDW2V_HD compile for both).
+///
+/// Semantics, for a run with seed `seed`, pool size N > 0 and `batch_blocks` blocks per
+/// super-batch:
+/// - Block b of an epoch (training_set.hpp's work blocks, counted from the start of the epoch)
+///   belongs to super-batch b / batch_blocks.
+/// - Entry k (0 ≤ k < N) of the pool of super-batch s in epoch e is the alias draw
+///   (sampler.hpp's alias_draw) from the noise table with r = draw(seed, (s << 32) | k, e,
+///   DrawKind::kPool): column from r.v[0], coin from r.v[1]. Entries are independent draws from
+///   the noise distribution, and the counters of different entries, super-batches (s < 2³²,
+///   counted within the epoch) and epochs never coincide. A pool may hold an id more than once.
+/// - An example's negatives use the Philox block of the per-example draws (DrawKind::kNegative,
+///   sub = (context slot << 8) | call, keyed by the centre's corpus position and the epoch) and
+///   replace each of its two alias draws by a pick: negative 2·call is
+///   pool[(r.v[0] · N) >> 32], negative 2·call + 1 is pool[(r.v[2] · N) >> 32]. As without a
+///   pool, a negative whose id equals the centre's id is skipped, and an odd `negative` drops
+///   the last call's second pick.
+/// So each negative is uniform over the pool's entries, and its marginal distribution is the
+/// noise distribution; a super-batch's negatives all lie in its pool, which is what lets paged
+/// tables gather a super-batch's rows before it trains.
+
+#include <cstdint>
+#include <vector>
+
+#include "philox.hpp"
+#include "sampler.hpp"
+
+namespace pagedw2v {
+
+/// The super-batch of block `block` (counted from the start of its epoch).
+PAGEDW2V_HD uint64_t super_batch_of(uint64_t block, uint32_t batch_blocks) {
+  return block / (batch_blocks > 0 ? batch_blocks : 1u);
+}
+
+/// Entry `k` of the pool of super-batch `super_batch` in `epoch`: an id drawn from the noise
+/// table `noise` of `vocab` entries.
+PAGEDW2V_HD uint32_t pool_entry(uint64_t seed, uint32_t epoch, uint64_t super_batch, uint32_t k,
+                                const AliasEntry* noise, uint32_t vocab) {
+  const Philox4 r = draw(seed, (super_batch << 32) | k, epoch, DrawKind::kPool);
+  return alias_draw(noise, vocab, r.v[0], r.v[1]);
+}
+
+/// The pool index that 32 random bits pick among `pool_size` entries (uniform, as alias_draw
+/// picks a column).
+PAGEDW2V_HD uint32_t pool_pick(uint32_t r, uint32_t pool_size) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(r) * pool_size) >> 32);
+}
+
+/// The two pool indices of negative call `call` of (centre at corpus position `pos`, context
+/// slot `slot`) in `epoch`: the picks that stand for negatives 2·call and 2·call + 1.
+PAGEDW2V_HD void pool_pick_pair(uint64_t seed, uint64_t pos, uint32_t epoch, uint32_t slot,
+                                uint32_t call, uint32_t pool_size, uint32_t* k0, uint32_t* k1) {
+  const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
+  *k0 = pool_pick(r.v[0], pool_size);
+  *k1 = pool_pick(r.v[2], pool_size);
+}
+
+/// Writes the pool of super-batch `super_batch` in `epoch` (`n` entries) to out[0..n).
+void draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const AliasEntry* noise,
+               uint32_t vocab, uint32_t n, uint32_t* out);
+
+/// The same pool as a vector.
+std::vector<uint32_t> draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch,
+                                const AliasTable& noise, uint32_t n);
+
+}  // namespace pagedw2v
