@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "negative_pool.hpp"
 #include "philox.hpp"
 #include "sampler.hpp"
 
@@ -30,17 +31,53 @@ __device__ __forceinline__ KeepDecision subsample_token(uint64_t seed, uint64_t 
   return d;
 }
 
+/// The Philox block of negative call `call` of (centre at `pos`, context slot `slot`).
+__device__ __forceinline__ Philox4 negative_draw(uint64_t seed, uint64_t pos, uint32_t epoch,
+                                                 uint32_t slot, uint32_t call) {
+  return draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
+}
+
+/// The two alias-table negatives of Philox block `r`; a negative equal to `centre` comes back as
+/// kSkippedNegative.
+__device__ __forceinline__ void alias_negatives(const Philox4& r, uint32_t centre,
+                                                const AliasEntry* noise, uint32_t vocab,
+                                                uint32_t* a, uint32_t* b) {
+  const uint32_t x = alias_draw(noise, vocab, r.v[0], r.v[1]);
+  const uint32_t y = alias_draw(noise, vocab, r.v[2], r.v[3]);
+  *a = x == centre ? kSkippedNegative : x;
+  *b = y == centre ? kSkippedNegative : y;
+}
+
+/// The two pool negatives of Philox block `r` (negative_pool.hpp): equality with `centre`
+/// compares ids; what comes back is the table row of each negative (pool_rows[k], or the id
+/// when pool_rows is null), or kSkippedNegative.
+__device__ __forceinline__ void pool_negatives(const Philox4& r, uint32_t centre,
+                                               const uint32_t* pool, uint32_t pool_size,
+                                               const uint32_t* pool_rows, uint32_t* a,
+                                               uint32_t* b) {
+  const uint32_t k0 = pool_pick(r.v[0], pool_size), k1 = pool_pick(r.v[2], pool_size);
+  const uint32_t x = pool[k0], y = pool[k1];
+  *a = x == centre ? kSkippedNegative : (pool_rows != nullptr ? pool_rows[k0] : x);
+  *b = y == centre ? kSkippedNegative : (pool_rows != nullptr ? pool_rows[k1] : y);
+}
+
 /// The two negatives of call `call` for (centre at `pos`, context slot `slot`); a negative equal
 /// to `centre` comes back as kSkippedNegative.
 __device__ __forceinline__ void negative_pair(uint64_t seed, uint64_t pos, uint32_t epoch,
                                               uint32_t slot, uint32_t call, uint32_t centre,
                                               const AliasEntry* noise, uint32_t vocab, uint32_t* a,
                                               uint32_t* b) {
-  const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
-  const uint32_t x = alias_draw(noise, vocab, r.v[0], r.v[1]);
-  const uint32_t y = alias_draw(noise, vocab, r.v[2], r.v[3]);
-  *a = x == centre ? kSkippedNegative : x;
-  *b = y == centre ? kSkippedNegative : y;
+  alias_negatives(negative_draw(seed, pos, epoch, slot, call), centre, noise, vocab, a, b);
+}
+
+/// negative_pair with a negative pool: the rows of the two pool negatives of the call.
+__device__ __forceinline__ void pool_negative_pair(uint64_t seed, uint64_t pos, uint32_t epoch,
+                                                   uint32_t slot, uint32_t call, uint32_t centre,
+                                                   const uint32_t* pool, uint32_t pool_size,
+                                                   const uint32_t* pool_rows, uint32_t* a,
+                                                   uint32_t* b) {
+  pool_negatives(negative_draw(seed, pos, epoch, slot, call), centre, pool, pool_size, pool_rows, a,
+                 b);
 }
 
 }  // namespace pagedw2v::detail

@@ -23,8 +23,9 @@ struct RingEntry {
 };
 
 /// Per-warp shared memory: the skip-gram centre row as it was loaded (one float4 per lane and
-/// vector slot; kept here rather than in registers), the ring of kept tokens, then for each
-/// context slot of the current centre its negatives and whether a row repeats among them.
+/// vector slot; kept here rather than in registers), the ring of kept tokens and beside it their
+/// table rows, then for each context slot of the current centre the rows of its negatives and
+/// whether a row repeats among them.
 struct WarpLayout {
   uint32_t row_quads;  // float4s per row
   uint32_t ring_size;  // power of two ≥ 2·window + 32
@@ -32,7 +33,8 @@ struct WarpLayout {
   uint32_t negative;
   __host__ __device__ size_t bytes() const {
     const size_t b = row_quads * sizeof(float4) + ring_size * sizeof(RingEntry) +
-                     size_t{slots} * negative * sizeof(uint32_t) + slots * sizeof(uint32_t);
+                     ring_size * sizeof(uint32_t) + size_t{slots} * negative * sizeof(uint32_t) +
+                     slots * sizeof(uint32_t);
     return (b + 15) & ~size_t{15};
   }
 };
@@ -49,9 +51,12 @@ WarpLayout make_layout(uint32_t stride, uint32_t window, uint32_t negative) {
 
 /// Table rows are read through L2 only (ld.cg): rows are updated by warps on every
 /// multiprocessor, and a row cached in one SM's L1 would go stale (Hogwild tolerates races, not
-/// a cache that never sees the other writers).
+/// a cache that never sees the other writers). In gradient mode (kReadOnly) nothing writes the
+/// tables during a launch, so L1 may keep them.
+template <bool kReadOnly>
 __device__ __forceinline__ float4 load_row4(const float* p) {
-  return __ldcg(reinterpret_cast<const float4*>(p));
+  return kReadOnly ? __ldg(reinterpret_cast<const float4*>(p))
+                   : __ldcg(reinterpret_cast<const float4*>(p));
 }
 
 /// The slice of one row that a lane holds: float4 number lane + 32·v for v < kV.
@@ -60,12 +65,12 @@ struct Slice {
   float4 x[kV];
 };
 
-template <int kV>
+template <bool kReadOnly, int kV>
 __device__ __forceinline__ void load_slice(Slice<kV>& s, const float* row, int lane, int nq) {
 #pragma unroll
   for (int v = 0; v < kV; ++v) {
     const int q = lane + kWarp * v;
-    s.x[v] = q < nq ? load_row4(row + 4 * q) : make_float4(0.f, 0.f, 0.f, 0.f);
+    s.x[v] = q < nq ? load_row4<kReadOnly>(row + 4 * q) : make_float4(0.f, 0.f, 0.f, 0.f);
   }
 }
 
@@ -163,26 +168,36 @@ __device__ __forceinline__ float example_loss(float f, bool positive) {
   return log1pf(__expf(-x));
 }
 
+/// Marks `row` of a touched table (gradient mode): one lane stores, every lane may call.
+__device__ __forceinline__ void touch(uint8_t* touched, uint32_t row, int lane) {
+  if (lane == 0) touched[row] = 1;
+}
+
 /// One negative-sampling example of input vector `h` (sgns_cpu.hpp's sgns_update): the centre
-/// (label 1, its output row `oc` held by the caller, who writes it back) when `with_centre`,
-/// then the `n` negatives `ids` (label 0; kSkippedNegative entries are not targets). Targets
-/// are taken kB at a time: their rows are loaded together, their dot products reduced together,
+/// (label 1, its output row `oc` held by the caller) when `with_centre`, then the `n` negatives
+/// whose table rows are `rows` (label 0; kSkippedNegative entries are not targets). Targets are
+/// taken kB at a time: their rows are loaded together, their dot products reduced together,
 /// then updated; rows within a group are distinct (the caller drops to kB = 1 otherwise), so
 /// this equals the CPU's one-target-at-a-time loop.
-template <int kV, int kB>
-__device__ __forceinline__ void train_example(const Slice<kV>& h, Slice<kV>& err, Slice<kV>& oc,
-                                              bool with_centre, float* output, uint32_t stride,
-                                              const uint32_t* ids, int n, float lr, int lane,
+/// SGD (kGrad false): `lr` is the learning rate; the centre's change goes to `oc` itself (the
+/// caller adds it to the table, and passes oc as `gc`), each negative's to its row of `output`.
+/// Gradient mode: the caller passes lr = −1, which makes g = σ(f) − label, the loss's derivative
+/// (the CPU's sgns_gradient); `oc` and the tables stay as they are, the centre's gradient g·h
+/// goes to `gc` and each negative's to its row of a.output_grad, marked in a.touched_output.
+template <int kV, int kB, bool kGrad>
+__device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
+                                              Slice<kV>& oc, Slice<kV>& gc, bool with_centre,
+                                              const uint32_t* rows, int n, float lr, int lane,
                                               int nq, float& loss) {
   for (int s = 0; s == 0 || s < n; s += kB) {
     const bool centre = with_centre && s == 0;
     Slice<kV> o[kB];
-    uint32_t id[kB];
+    uint32_t row[kB];
 #pragma unroll
     for (int k = 0; k < kB; ++k) {
-      id[k] = s + k < n ? ids[s + k] : detail::kSkippedNegative;
-      if (id[k] != detail::kSkippedNegative) {
-        load_slice(o[k], output + static_cast<size_t>(id[k]) * stride, lane, nq);
+      row[k] = s + k < n ? rows[s + k] : detail::kSkippedNegative;
+      if (row[k] != detail::kSkippedNegative) {
+        load_slice<kGrad>(o[k], a.output + static_cast<size_t>(row[k]) * a.stride, lane, nq);
       } else {
         zero_slice(o[k]);
       }
@@ -199,11 +214,11 @@ __device__ __forceinline__ void train_example(const Slice<kV>& h, Slice<kV>& err
     // Lane k takes value k (the centre is value kB): one sigmoid and one loss term per lane
     // instead of every lane computing all of them; the gradients are broadcast back.
     float mine = d[0];
-    bool valid = id[0] != detail::kSkippedNegative;
+    bool valid = row[0] != detail::kSkippedNegative;
 #pragma unroll
     for (int k = 1; k < kB; ++k) {
       mine = lane == k ? d[k] : mine;
-      valid = lane == k ? id[k] != detail::kSkippedNegative : valid;
+      valid = lane == k ? row[k] != detail::kSkippedNegative : valid;
     }
     mine = lane == kB ? d[kB] : mine;
     valid = lane == kB ? centre : (lane < kB && valid);
@@ -213,129 +228,176 @@ __device__ __forceinline__ void train_example(const Slice<kV>& h, Slice<kV>& err
     if (centre) {
       const float g = __shfl_sync(kFull, g_mine, kB);
       axpy(g, oc, err);
-      axpy(g, h, oc);
+      axpy(g, h, kGrad ? gc : oc);
     }
+    float* const dst = kGrad ? a.output_grad : a.output;
 #pragma unroll
     for (int k = 0; k < kB; ++k) {
       const float g = __shfl_sync(kFull, g_mine, k);
-      if (id[k] == detail::kSkippedNegative) continue;
+      if (row[k] == detail::kSkippedNegative) continue;
       axpy(g, o[k], err);
       scale(g, h, o[k]);
-      add_to_row(o[k], output + static_cast<size_t>(id[k]) * stride, lane, nq);
+      add_to_row(o[k], dst + static_cast<size_t>(row[k]) * a.stride, lane, nq);
+      if (kGrad) touch(a.touched_output, row[k], lane);
     }
   }
 }
 
+/// The context slot of example `sr` of centre `i` whose window starts at kept index `lo` (the
+/// centre itself is skipped); 0 for CBOW.
+__device__ __forceinline__ uint32_t slot_of(const SgnsArgs& a, int i, int lo, bool skip_gram,
+                                            int sr) {
+  if (!skip_gram) return 0;
+  int j = lo + sr;
+  if (j >= i) ++j;
+  return static_cast<uint32_t>(j - i + a.window);
+}
+
+/// Lane t's share of draw_negatives: (slot, call) number t, t + 32, … into `negs`, from the pool
+/// (kPool) or the alias table.
+template <bool kPool, bool kDup>
+__device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
+                                               bool skip_gram, int ncalls, int total,
+                                               uint32_t* negs, uint32_t* dup, int lane) {
+  for (int t = lane; t < total; t += kWarp) {
+    const int sr = t / ncalls;
+    const int call = t - sr * ncalls;
+    const uint32_t slot = slot_of(a, i, lo, skip_gram, sr);
+    uint32_t x, y;
+    const Philox4 r = detail::negative_draw(a.seed, c.pos, a.epoch, slot, call);
+    if (kPool) {
+      detail::pool_negatives(r, c.id, a.pool, a.pool_size, a.pool_rows, &x, &y);
+    } else {
+      detail::alias_negatives(r, c.id, a.noise, a.vocab, &x, &y);
+    }
+    uint32_t* list = negs + slot * a.negative;
+    list[2 * call] = x;
+    if (2 * call + 1 < static_cast<int>(a.negative)) list[2 * call + 1] = y;
+    if (kDup && call == 0) dup[slot] = 0;
+  }
+}
+
 /// Draws the negatives of every context slot of centre `i` (kept index) in parallel — lane t
-/// takes (slot, call) number t — into negs[slot · negative + k] in draw_targets' order, with
-/// kSkippedNegative where the centre was drawn; dup[slot] says whether a row repeats in the list.
+/// takes (slot, call) number t — into negs[slot · negative + k] in draw_targets' order: the
+/// table row of each negative, or kSkippedNegative where the centre's id was drawn. From the
+/// pool when a.pool is set (a uniform branch around the whole loop), else alias draws whose row
+/// is the id. With kDup, dup[slot] says whether a row repeats in the list (gradient mode reads
+/// the tables only, so repeats need no care there).
+template <bool kDup>
 __device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
                                                int hi, bool skip_gram, uint32_t* negs,
                                                uint32_t* dup, int lane) {
   const int ncalls = static_cast<int>((a.negative + 1) / 2);
   const int nslots = skip_gram ? static_cast<int>(hi - lo) : 1;
   const int total = nslots * ncalls;
-  auto slot_of = [&](int sr) -> uint32_t {
-    if (!skip_gram) return 0;
-    int j = lo + sr;
-    if (j >= i) ++j;
-    return static_cast<uint32_t>(j - i + a.window);
-  };
-  for (int t = lane; t < total; t += kWarp) {
-    const int sr = t / ncalls;
-    const int call = t - sr * ncalls;
-    const uint32_t slot = slot_of(sr);
-    uint32_t x, y;
-    detail::negative_pair(a.seed, c.pos, a.epoch, slot, call, c.id, a.noise, a.vocab, &x, &y);
-    uint32_t* list = negs + slot * a.negative;
-    list[2 * call] = x;
-    if (2 * call + 1 < static_cast<int>(a.negative)) list[2 * call + 1] = y;
-    if (call == 0) dup[slot] = 0;
+  if (a.pool != nullptr) {
+    fill_negatives<true, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane);
+  } else {
+    fill_negatives<false, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane);
   }
   __syncwarp();
-  for (int t = lane; t < total; t += kWarp) {
-    const int sr = t / ncalls;
-    const int call = t - sr * ncalls;
-    const uint32_t slot = slot_of(sr);
-    const uint32_t* list = negs + slot * a.negative;
-    const int k0 = 2 * call, k1 = k0 + 1 < static_cast<int>(a.negative) ? k0 + 1 : k0;
-    bool repeated = false;
-    for (int k = k0; k <= k1; ++k) {
-      const uint32_t id = list[k];
-      if (id == detail::kSkippedNegative) continue;
-      for (int m = 0; m < k; ++m) repeated |= list[m] == id;
+  if (kDup) {
+    for (int t = lane; t < total; t += kWarp) {
+      const int sr = t / ncalls;
+      const int call = t - sr * ncalls;
+      const uint32_t slot = slot_of(a, i, lo, skip_gram, sr);
+      const uint32_t* list = negs + slot * a.negative;
+      const int k0 = 2 * call, k1 = k0 + 1 < static_cast<int>(a.negative) ? k0 + 1 : k0;
+      bool repeated = false;
+      for (int k = k0; k <= k1; ++k) {
+        const uint32_t id = list[k];
+        if (id == detail::kSkippedNegative) continue;
+        for (int m = 0; m < k; ++m) repeated |= list[m] == id;
+      }
+      if (repeated) dup[slot] = 1;
     }
-    if (repeated) dup[slot] = 1;
+    __syncwarp();
   }
-  __syncwarp();
 }
 
 /// Skip-gram for kept centre `i` of the ring: each context row against the centre's output row
-/// (kept in registers across the window) and that pair's negatives, in the CPU's order.
-template <int kV, int kB>
+/// (kept in registers across the window) and that pair's negatives, in the CPU's order. `rows`
+/// is the ring of table rows beside `ring`. Gradient mode: the centre row stays as loaded, and
+/// its gradient, summed over the window, is added once at the end.
+template <int kV, int kB, bool kGrad>
 __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const RingEntry* ring,
-                                                      float4* centre0, uint32_t ring_mask,
-                                                      uint32_t* negs, uint32_t* dup, int i, int n,
-                                                      int lane, int nq, float& loss,
-                                                      unsigned& terms) {
+                                                      const uint32_t* rows, float4* centre0,
+                                                      uint32_t ring_mask, uint32_t* negs,
+                                                      uint32_t* dup, int i, int n, int lane, int nq,
+                                                      float& loss, unsigned& terms) {
   const RingEntry c = ring[i & ring_mask];
   const int w = static_cast<int>(a.window) - c.shrink;
   const int lo = i - w > 0 ? i - w : 0;
   const int hi = i + w < n - 1 ? i + w : n - 1;
   if (hi <= lo) return;
-  const float lr = a.schedule.at(a.epoch_base + c.pos);
-  draw_negatives(a, c, i, lo, hi, true, negs, dup, lane);
+  const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
+  draw_negatives<!kGrad>(a, c, i, lo, hi, true, negs, dup, lane);
 
-  float* centre_row = a.output + static_cast<size_t>(c.id) * a.stride;
-  Slice<kV> oc;
-  load_slice(oc, centre_row, lane, nq);
+  const size_t centre_off = static_cast<size_t>(rows[i & ring_mask]) * a.stride;
+  Slice<kV> oc, gc;
+  load_slice<kGrad>(oc, a.output + centre_off, lane, nq);
+  if (kGrad) {
+    zero_slice(gc);
+  } else {
 #pragma unroll
-  for (int v = 0; v < kV; ++v) {
-    if (lane + kWarp * v < nq) centre0[lane + kWarp * v] = oc.x[v];
+    for (int v = 0; v < kV; ++v) {
+      if (lane + kWarp * v < nq) centre0[lane + kWarp * v] = oc.x[v];
+    }
   }
   const int nn = static_cast<int>(a.negative);
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     const uint32_t slot = static_cast<uint32_t>(j - i + a.window);
-    float* ctx_row = a.input + static_cast<size_t>(ring[j & ring_mask].id) * a.stride;
+    const uint32_t ctx = rows[j & ring_mask];
+    const size_t ctx_off = static_cast<size_t>(ctx) * a.stride;
     Slice<kV> h, err;
-    load_slice(h, ctx_row, lane, nq);
+    load_slice<kGrad>(h, a.input + ctx_off, lane, nq);
     zero_slice(err);
     const uint32_t* ids = negs + slot * a.negative;
-    if (dup[slot]) {
-      train_example<kV, 1>(h, err, oc, true, a.output, a.stride, ids, nn, lr, lane, nq, loss);
+    if (!kGrad && dup[slot]) {
+      train_example<kV, 1, kGrad>(a, h, err, oc, kGrad ? gc : oc, true, ids, nn, lr, lane, nq,
+                                  loss);
     } else {
-      train_example<kV, kB>(h, err, oc, true, a.output, a.stride, ids, nn, lr, lane, nq, loss);
+      train_example<kV, kB, kGrad>(a, h, err, oc, kGrad ? gc : oc, true, ids, nn, lr, lane, nq,
+                                   loss);
     }
-    add_to_row(err, ctx_row, lane, nq);
+    add_to_row(err, (kGrad ? a.input_grad : a.input) + ctx_off, lane, nq);
+    if (kGrad) touch(a.touched_input, ctx, lane);
     ++terms;
   }
-  // The centre row was private to this warp for the window; other warps' changes to it meanwhile
-  // survive because only this warp's own change is added.
-  Slice<kV> oc0;
+  if (kGrad) {
+    add_to_row(gc, a.output_grad + centre_off, lane, nq);
+    touch(a.touched_output, rows[i & ring_mask], lane);
+  } else {
+    // The centre row was private to this warp for the window; other warps' changes to it
+    // meanwhile survive because only this warp's own change is added.
+    Slice<kV> oc0;
 #pragma unroll
-  for (int v = 0; v < kV; ++v) {
-    oc0.x[v] = lane + kWarp * v < nq ? centre0[lane + kWarp * v] : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int v = 0; v < kV; ++v) {
+      oc0.x[v] =
+          lane + kWarp * v < nq ? centre0[lane + kWarp * v] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    difference(oc, oc0, oc);
+    add_to_row(oc, a.output + centre_off, lane, nq);
   }
-  difference(oc, oc0, oc);
-  add_to_row(oc, centre_row, lane, nq);
   __syncwarp();
 }
 
 /// CBOW for kept centre `i`: the mean of the window's input rows against the centre and its
-/// negatives; the error is added to every context row, in the CPU's order.
-template <int kV, int kB>
+/// negatives; the error is added to every context row, in the CPU's order. Gradient mode: the
+/// mean stands for its rows, so each context row's gradient is the error divided by their count.
+template <int kV, int kB, bool kGrad>
 __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingEntry* ring,
-                                                  uint32_t ring_mask, uint32_t* negs, uint32_t* dup,
-                                                  int i, int n, int lane, int nq, float& loss,
-                                                  unsigned& terms) {
+                                                  const uint32_t* rows, uint32_t ring_mask,
+                                                  uint32_t* negs, uint32_t* dup, int i, int n,
+                                                  int lane, int nq, float& loss, unsigned& terms) {
   const RingEntry c = ring[i & ring_mask];
   const int w = static_cast<int>(a.window) - c.shrink;
   const int lo = i - w > 0 ? i - w : 0;
   const int hi = i + w < n - 1 ? i + w : n - 1;
   if (hi <= lo) return;
-  const float lr = a.schedule.at(a.epoch_base + c.pos);
-  draw_negatives(a, c, i, lo, hi, false, negs, dup, lane);
+  const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
+  draw_negatives<!kGrad>(a, c, i, lo, hi, false, negs, dup, lane);
 
   Slice<kV> h;
   zero_slice(h);
@@ -343,7 +405,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     Slice<kV> x;
-    load_slice(x, a.input + static_cast<size_t>(ring[j & ring_mask].id) * a.stride, lane, nq);
+    load_slice<kGrad>(x, a.input + static_cast<size_t>(rows[j & ring_mask]) * a.stride, lane, nq);
 #pragma unroll
     for (int v = 0; v < kV; ++v) {
       h.x[v].x += x.x[v].x;
@@ -360,22 +422,41 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
     h.x[v].z /= cw;
     h.x[v].w /= cw;
   }
-  float* centre_row = a.output + static_cast<size_t>(c.id) * a.stride;
+  const uint32_t centre = rows[i & ring_mask];
+  const size_t centre_off = static_cast<size_t>(centre) * a.stride;
   Slice<kV> oc, oc0, err;
-  load_slice(oc0, centre_row, lane, nq);
+  load_slice<kGrad>(oc0, a.output + centre_off, lane, nq);
   oc = oc0;
   zero_slice(err);
   const int nn = static_cast<int>(a.negative);
-  if (dup[0]) {
-    train_example<kV, 1>(h, err, oc, true, a.output, a.stride, negs, nn, lr, lane, nq, loss);
+  if (kGrad) {
+    // oc0 becomes the centre's gradient; oc stays as loaded.
+    zero_slice(oc0);
+    train_example<kV, kB, kGrad>(a, h, err, oc, oc0, true, negs, nn, lr, lane, nq, loss);
+    add_to_row(oc0, a.output_grad + centre_off, lane, nq);
+    touch(a.touched_output, centre, lane);
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      err.x[v].x /= cw;
+      err.x[v].y /= cw;
+      err.x[v].z /= cw;
+      err.x[v].w /= cw;
+    }
   } else {
-    train_example<kV, kB>(h, err, oc, true, a.output, a.stride, negs, nn, lr, lane, nq, loss);
+    if (dup[0]) {
+      train_example<kV, 1, kGrad>(a, h, err, oc, oc, true, negs, nn, lr, lane, nq, loss);
+    } else {
+      train_example<kV, kB, kGrad>(a, h, err, oc, oc, true, negs, nn, lr, lane, nq, loss);
+    }
+    difference(oc, oc0, oc);
+    add_to_row(oc, a.output + centre_off, lane, nq);
   }
-  difference(oc, oc0, oc);
-  add_to_row(oc, centre_row, lane, nq);
+  float* const dst = kGrad ? a.input_grad : a.input;
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
-    add_to_row(err, a.input + static_cast<size_t>(ring[j & ring_mask].id) * a.stride, lane, nq);
+    const uint32_t ctx = rows[j & ring_mask];
+    add_to_row(err, dst + static_cast<size_t>(ctx) * a.stride, lane, nq);
+    if (kGrad) touch(a.touched_input, ctx, lane);
   }
   ++terms;
   __syncwarp();
@@ -389,13 +470,21 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
 /// atomic add of this warp's own change, so none is lost on hot rows). Lanes split the vector: lane
 /// l holds float4 number l + 32·v of every row (dim 128: one float4 per lane, 512-byte coalesced
 /// row loads), and dot products are warp butterfly reductions. The 32 lanes also subsample 32
-/// tokens at a time into a shared-memory ring, and draw a centre's negatives in parallel (one
-/// Philox call per lane). The centre's output row stays in registers across its window (skip-gram).
+/// tokens at a time into a shared-memory ring (with each token's table row beside it), and draw a
+/// centre's negatives in parallel (one Philox call per lane). The centre's output row stays in
+/// registers across its window (skip-gram).
+/// Ids decide subsampling, Philox keys and equality with the centre; rows (SgnsArgs::token_rows,
+/// pool_rows, or the ids) address the tables. Table rows are looked up once per token as it
+/// enters the ring, so the training loop reads a row index from shared memory either way; the
+/// pool is a uniform branch around the negative draws. Measured on an H200 (mix5m × 4, dim 128,
+/// resident, 3 runs each): both cost 0.3 % on skip-gram and 1 % on CBOW against the kernel
+/// without them; making either a template parameter (more kernels) measured slower, 0.5–3 %.
+/// kGrad: gradient mode (SgnsArgs::input_grad); the tables are only read.
 /// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
 /// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads.
 /// Measured on an H200 (skip-gram, dim 128): 2 and 3 are equal within noise, 4 (64 registers,
 /// more spills) is 3 % slower; 3 is used for dim ≤ 128.
-template <int kV, int kB, bool kSkipGram, int kMinBlocks>
+template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     sgns_kernel(const SgnsArgs a, const WarpLayout layout) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -404,7 +493,8 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
   unsigned char* mine = smem + warp * layout.bytes();
   float4* centre0 = reinterpret_cast<float4*>(mine);
   RingEntry* ring = reinterpret_cast<RingEntry*>(centre0 + layout.row_quads);
-  uint32_t* negs = reinterpret_cast<uint32_t*>(ring + layout.ring_size);
+  uint32_t* rows = reinterpret_cast<uint32_t*>(ring + layout.ring_size);
+  uint32_t* negs = rows + layout.ring_size;
   uint32_t* dup = negs + layout.slots * layout.negative;
   const uint32_t ring_mask = layout.ring_size - 1;
   const int nq = static_cast<int>(a.stride / 4);
@@ -421,9 +511,10 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     for (uint64_t base = first; base < last; base += kWarp) {
       const uint64_t pos = base + lane;
       detail::KeepDecision d{false, 0};
-      uint32_t id = 0;
+      uint32_t id = 0, row = 0;
       if (pos < last) {
         id = a.tokens[pos - a.token_base];
+        row = a.token_rows != nullptr ? a.token_rows[pos - a.token_base] : id;
         d = detail::subsample_token(a.seed, pos, a.epoch, __ldg(a.keep + id), a.window);
       }
       const unsigned mask = __ballot_sync(kFull, d.keep);
@@ -431,17 +522,18 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
       if (d.keep) {
         const int rank = __popc(mask & ((1u << lane) - 1u));
         ring[(kept + rank) & ring_mask] = RingEntry{id, d.shrink, pos};
+        rows[(kept + rank) & ring_mask] = row;
       }
       kept += __popc(mask);
       __syncwarp();
       const bool tail = base + kWarp >= last;
       while (next < kept && (tail || next + static_cast<int>(a.window) < kept)) {
         if (kSkipGram) {
-          train_centre_skipgram<kV, kB>(a, ring, centre0, ring_mask, negs, dup, next, kept, lane,
-                                        nq, loss, terms);
+          train_centre_skipgram<kV, kB, kGrad>(a, ring, rows, centre0, ring_mask, negs, dup, next,
+                                               kept, lane, nq, loss, terms);
         } else {
-          train_centre_cbow<kV, kB>(a, ring, ring_mask, negs, dup, next, kept, lane, nq, loss,
-                                    terms);
+          train_centre_cbow<kV, kB, kGrad>(a, ring, rows, ring_mask, negs, dup, next, kept, lane,
+                                           nq, loss, terms);
         }
         ++next;
       }
@@ -457,35 +549,46 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
   }
 }
 
-template <int kV, int kB, int kMinBlocks>
-void launch_shape(const SgnsArgs& a, cudaStream_t stream) {
+template <int kV, int kB, bool kGrad, int kMinBlocks>
+void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const WarpLayout layout = make_layout(a.stride, a.window, a.negative);
   int device = 0, sms = 0, max_smem = 0;
   PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
   PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   PAGEDW2V_CUDA_TRY(
       cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  const int warps = static_cast<int>(
+  int warps = static_cast<int>(
       std::min<size_t>(kMaxWarpsPerBlock, static_cast<size_t>(max_smem) / layout.bytes()));
   if (warps < 1) {
     throw UsageError("--window " + std::to_string(a.window) + " with --negative " +
                      std::to_string(a.negative) + " needs more shared memory than the GPU has");
   }
+  if (a.max_warps > 0) warps = static_cast<int>(std::min<uint32_t>(warps, a.max_warps));
   const size_t smem = static_cast<size_t>(warps) * layout.bytes();
-  auto kernel = a.model == ModelKind::kSkipGram ? sgns_kernel<kV, kB, true, kMinBlocks>
-                                                : sgns_kernel<kV, kB, false, kMinBlocks>;
+  auto kernel = a.model == ModelKind::kSkipGram ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks>
+                                                : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
   PAGEDW2V_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem)));
   int per_sm = 0;
   PAGEDW2V_CUDA_TRY(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, smem));
   const uint64_t needed = (a.sentences + warps - 1) / warps;
-  const uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * sms;
+  // Multiprocessors left free run the paging kernels (gathers, scatters) beside training: the
+  // persistent blocks of this kernel would otherwise hold every SM until the launch ends.
+  const int usable = std::max(1, sms - static_cast<int>(std::min<uint32_t>(a.reserved_sms, sms)));
+  uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * usable;
+  if (a.max_warps > 0) resident = std::min<uint64_t>(resident, a.max_warps / warps);
   const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min(needed, resident)));
   PAGEDW2V_CUDA_TRY(
       cudaMemsetAsync(&a.counters->next_sentence, 0, sizeof(a.counters->next_sentence), stream));
   kernel<<<blocks, warps * kWarp, smem, stream>>>(a, layout);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+template <int kV, int kB, int kMinBlocks>
+void launch_shape(const SgnsArgs& a, cudaStream_t stream) {
+  if (a.input_grad != nullptr) return launch_mode<kV, kB, true, kMinBlocks>(a, stream);
+  launch_mode<kV, kB, false, kMinBlocks>(a, stream);
 }
 
 }  // namespace

@@ -6,6 +6,26 @@
 /// reference (train/sgns_cpu.hpp, train/cpu_backend.cpp). A warp trains one sentence in the
 /// CPU's order, so a sentence alone gives the CPU's result; sentences run concurrently and add
 /// their changes to the tables atomically (no update is lost, reads may be stale: Hogwild).
+///
+/// Ids and rows: a token's id (its vocabulary index) decides its subsampling (keep[id]), keys
+/// every Philox draw (with its corpus position) and is what a negative is compared with to skip
+/// the centre; its row is where its vectors are in the tables. Without row maps the row is the
+/// id (resident tables); paged tables pass token_rows and pool_rows, and the result is then the
+/// same as by id, bit for bit, with the rows moved (what a single-warp launch shows).
+///
+/// Two modes:
+/// - SGD (input_grad null): word2vec's per-example update of both tables with the schedule's
+///   learning rate, as train_sentence_cpu does.
+/// - Gradient (input_grad set): the tables are only read. Each example adds the gradient of its
+///   loss, with no learning rate, exactly what the CPU's batched pass accumulates
+///   (train/cpu_backend.cpp, accumulate_gradients_cpu): for each target t of label y,
+///   s = σ(h·out[t]) − y (σ clipped at ±6), out[t]'s gradient gains s·h and h's gains s·out[t];
+///   a skip-gram context row receives h's gradient, a CBOW context row h's gradient divided by the
+///   number of context rows. All of a launch's examples see the tables as they were (the skip-gram
+///   centre row too: its gradient over the window is summed apart and added once). Gradients go
+///   to the same row of input_grad / output_grad (adding to what is there), and touched_input /
+///   touched_output[row] is set to 1 for every row that receives one (a zero gradient counts; a
+///   negative skipped for equalling the centre does not); flags are never cleared here.
 
 #include <cuda_runtime_api.h>
 
@@ -51,25 +71,31 @@ struct SgnsArgs {
   /// Paged tables: the table row of token p is token_rows[p − token_base] (the tables hold a
   /// subset of the vocabulary, see gpu/cuda_backend.cpp); nullptr: the row is the token's id.
   const uint32_t* token_rows = nullptr;
-  /// Negative pool (TrainParams::negative_pool): when not null, negatives are pool[k] for k
-  /// drawn uniformly (detail::pool_negative_pair), instead of alias draws from `noise`.
+  /// Negative pool (TrainParams::negative_pool, negative_pool.hpp): when not null, the
+  /// negatives are picks from pool[0 … pool_size) (ids; launch_draw_pool draws a super-batch's
+  /// pool) on the per-example Philox counters, instead of alias draws from `noise`. Without a
+  /// pool a negative's row is its id, so row maps need a pool.
   const uint32_t* pool = nullptr;
   uint32_t pool_size = 0;
   /// The table row of pool[k]; nullptr: the row is the id.
   const uint32_t* pool_rows = nullptr;
 
-  /// Gradient mode (non-sgd optimizers): when not null, the tables are only read, and each
-  /// example adds its gradient of the loss (no learning rate, the CPU's batched pass) to the
-  /// row of the same index in these rows × stride tables; touched[row] is set to 1 for every
-  /// row of either table that receives a gradient (touched_input / touched_output).
+  /// Gradient mode (see above), for the non-sgd optimizers: when not null, the tables are only
+  /// read and gradients are added to these rows × stride tables (padding stays as it is);
+  /// touched_input and touched_output (one byte per row) must then be set too.
   float* input_grad = nullptr;
   float* output_grad = nullptr;
   uint8_t* touched_input = nullptr;
   uint8_t* touched_output = nullptr;
 
-  /// 0: fill the GPU. 1: a single warp trains the sentences in order, so a launch is
-  /// deterministic (no races): what the paged-versus-resident equivalence test runs.
+  /// At most this many warps train (0: fill the GPU). 1: one block of one warp trains the
+  /// sentences strictly in order, so a launch is deterministic (no races, atomics in a fixed
+  /// order) and follows the CPU reference run over the same sentences in order: what the
+  /// paged-versus-resident equivalence test runs.
   uint32_t max_warps = 0;
+  /// Multiprocessors the launch leaves free for kernels on other streams (paged tables: the
+  /// row gathers and scatters of the neighbouring super-batches).
+  uint32_t reserved_sms = 0;
 };
 
 /// Row length on the device for `dim`: a multiple of 4 floats so every lane moves 16 bytes.

@@ -3,21 +3,34 @@
 // draw are disjoint — so the GPU, which runs sentences in parallel, must give the CPU's result up
 // to float rounding. Within a sentence the GPU follows the CPU's order, so repeated words and
 // repeated negatives inside one sentence are allowed and covered.
+// The kernel is also driven directly (KernelHarness): negative pools (launch_draw_pool and the
+// kernel's picks), tables addressed through row maps (token_rows / pool_rows) against the same
+// run by id, gradient mode against the CPU's batched gradients, and single-warp launches, which
+// must be deterministic and follow the CPU on sentences that share rows.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "corpus.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
+#include "gpu/device_buffer.hpp"
+#include "gpu/stream.hpp"
+#include "negative_pool.cuh"
+#include "negative_pool.hpp"
 #include "sampler.hpp"
+#include "sgns.cuh"
 #include "train/backend.hpp"
 #include "train/cpu_backend.hpp"
 #include "train/params.hpp"
@@ -74,10 +87,11 @@ struct Problem {
 };
 
 /// The rows one sentence at `first` touches in `epoch`, following the CPU's kept/window/negative
-/// logic: input rows (kept words) and output rows (kept words and every negative drawn).
+/// logic: input rows (kept words) and output rows (kept words and every negative drawn, from
+/// `pool` when it is not empty).
 void touched_rows(const Problem& p, const TrainParams& params, const std::vector<uint32_t>& sent,
                   uint64_t first, uint32_t epoch, std::set<uint32_t>* in_rows,
-                  std::set<uint32_t>* out_rows) {
+                  std::set<uint32_t>* out_rows, const std::vector<uint32_t>& pool = {}) {
   struct Kept {
     uint32_t id, shrink;
     uint64_t pos;
@@ -102,16 +116,23 @@ void touched_rows(const Problem& p, const TrainParams& params, const std::vector
       const uint32_t slot = params.model == ModelKind::kSkipGram
                                 ? static_cast<uint32_t>(j - i + static_cast<int64_t>(params.window))
                                 : 0;
-      const uint32_t nt =
-          detail::draw_targets(kept[i].id, kept[i].pos, epoch, slot, params.seed, params.negative,
-                               p.noise.entries().data(), p.noise.size(), targets.data());
+      const detail::NegativeSource src{p.noise.entries().data(), p.noise.size(),
+                                       pool.empty() ? nullptr : pool.data(),
+                                       static_cast<uint32_t>(pool.size())};
+      const uint32_t nt = detail::draw_targets(kept[i].id, kept[i].pos, epoch, slot, params.seed,
+                                               params.negative, src, targets.data());
       for (uint32_t t = 0; t < nt; ++t) out_rows->insert(targets[t]);
     }
   }
 }
 
-/// Sentences whose row sets (over all epochs) are pairwise disjoint.
-void make_disjoint_problem(Problem* p, const Shape& s) {
+/// Sentences per super-batch in the pool tests: sentence s trains with the pool of super-batch
+/// s / kPoolBatchSentences.
+constexpr uint64_t kPoolBatchSentences = 16;
+
+/// Sentences whose row sets (over all epochs) are pairwise disjoint; with `pool` > 0 negatives
+/// come from the pool of each sentence's super-batch (kPoolBatchSentences).
+void make_disjoint_problem(Problem* p, const Shape& s, uint32_t pool = 0) {
   const uint32_t vocab = s.dim >= 500 ? 20000 : 100000;
   std::mt19937 rng(s.seed);
   p->keep.resize(vocab);
@@ -129,13 +150,21 @@ void make_disjoint_problem(Problem* p, const Shape& s) {
   params.negative = s.negative;
   params.seed = s.seed * 7919u + 1;
   params.alpha = s.model == ModelKind::kCbow ? 0.05f : 0.025f;
+  params.negative_pool = pool;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> pools;
+  auto pool_of = [&](uint32_t epoch, uint64_t sb) -> const std::vector<uint32_t>& {
+    auto& entries = pools[{epoch, sb}];
+    if (pool > 0 && entries.empty()) entries = draw_pool(params.seed, epoch, sb, p->noise, pool);
+    return entries;
+  };
 
   std::vector<char> used_in(vocab, 0), used_out(vocab, 0);
   p->corpus.sentence_starts = {0};
   std::uniform_int_distribution<uint32_t> len_u(1, 24), word_u(0, vocab - 1);
   std::uniform_int_distribution<int> coin(0, 9);
   int failures = 0;
-  while (p->corpus.sentences() < 400 && failures < 400) {
+  const int max_failures = pool > 0 ? 4000 : 400;  // pooled negatives collide more often
+  while (p->corpus.sentences() < 400 && failures < max_failures) {
     std::vector<uint32_t> sent(len_u(rng));
     for (size_t k = 0; k < sent.size(); ++k) {
       // Now and then a word repeats inside the sentence (the warp handles it in order).
@@ -143,8 +172,9 @@ void make_disjoint_problem(Problem* p, const Shape& s) {
     }
     std::set<uint32_t> in_rows, out_rows;
     const uint64_t first = p->corpus.tokens.size();
+    const uint64_t sb = p->corpus.sentences() / kPoolBatchSentences;
     for (uint32_t e = 0; e < p->epochs; ++e) {
-      touched_rows(*p, params, sent, first, e, &in_rows, &out_rows);
+      touched_rows(*p, params, sent, first, e, &in_rows, &out_rows, pool_of(e, sb));
     }
     bool clash = false;
     for (uint32_t r : in_rows) clash |= used_in[r] != 0;
@@ -161,13 +191,15 @@ void make_disjoint_problem(Problem* p, const Shape& s) {
   p->finish(vocab, params, 3, s.seed + 11);
 }
 
-/// Runs the CPU reference sentence by sentence, epoch after epoch.
-SpanStats run_cpu(Problem& p, Model& model) {
+/// Runs the CPU reference sentence by sentence, epoch after epoch; with a negative pool,
+/// sentence s uses the pool of super-batch s / batch_sentences.
+SpanStats run_cpu(Problem& p, Model& model, uint64_t batch_sentences = kPoolBatchSentences) {
   SpanStats total;
   const auto& starts = p.corpus.sentence_starts;
   for (uint32_t e = 0; e < p.epochs; ++e) {
     for (uint64_t s = 0; s < p.corpus.sentences(); ++s) {
-      detail::train_sentence_cpu(p.data, model, e, starts[s], starts[s + 1], &total);
+      detail::train_sentence_cpu(p.data, model, e, starts[s], starts[s + 1], &total,
+                                 s / batch_sentences);
     }
   }
   return total;
@@ -200,22 +232,26 @@ Model copy_model(const Model& m) {
   return c;
 }
 
-/// Element-wise comparison with a relative tolerance; NaN or Inf never passes.
-void expect_tables_near(const HostTable& got, const HostTable& want, const char* what) {
-  ASSERT_EQ(got.rows(), want.rows());
-  const size_t n = got.rows() * got.dim();
+/// Element-wise comparison with an absolute and a relative tolerance; NaN or Inf never passes.
+void expect_values_near(const float* got, const float* want, size_t n, const char* what,
+                        double atol = 2e-5, double rtol = 1e-4) {
   size_t bad = 0;
   double max_err = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float g = got.data()[i], w = want.data()[i];
+    const float g = got[i], w = want[i];
     ASSERT_TRUE(std::isfinite(g)) << what << " element " << i << " is " << g;
     const double err = std::fabs(static_cast<double>(g) - w);
     max_err = std::max(max_err, err);
-    if (err > 2e-5 + 1e-4 * std::fabs(w)) {
+    if (err > atol + rtol * std::fabs(w)) {
       if (bad++ < 5) ADD_FAILURE() << what << " element " << i << ": gpu " << g << " cpu " << w;
     }
   }
   EXPECT_EQ(bad, 0u) << what << ": max abs error " << max_err;
+}
+
+void expect_tables_near(const HostTable& got, const HostTable& want, const char* what) {
+  ASSERT_EQ(got.rows(), want.rows());
+  expect_values_near(got.data(), want.data(), got.rows() * got.dim(), what);
 }
 
 class CudaSgnsVsCpu : public ::testing::TestWithParam<Shape> {};
@@ -388,6 +424,573 @@ TEST(CudaBackend, UnsupportedShapeIsAUsageError) {
 }
 
 TEST(CudaBackend, AvailabilityNeverThrows) { EXPECT_NO_THROW(cuda_device_available()); }
+
+// ---------------------------------------------------------------------------------------------
+// The kernel driven directly.
+
+template <typename T>
+DeviceBuffer<T> to_device(const std::vector<T>& h, const char* what) {
+  DeviceBuffer<T> d(h.size(), what);
+  if (!h.empty()) {
+    PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
+  }
+  // A pageable copy may still be in flight when cudaMemcpy returns, and the kernels run on a
+  // non-blocking stream that does not wait for it.
+  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+  return d;
+}
+
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer<T>& d) {
+  std::vector<T> h(d.size());
+  if (!h.empty()) {
+    PAGEDW2V_CUDA_TRY(cudaMemcpy(h.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
+  }
+  return h;
+}
+
+/// How one launch runs.
+struct LaunchMode {
+  bool serial = false;  ///< SgnsArgs::max_warps = 1
+  bool grad = false;    ///< gradient mode
+};
+
+/// Marks an id that has no row on the device.
+constexpr uint32_t kNoRow = 0xFFFFFFFFu;
+
+/// launch_sgns on a Problem's corpus and samplers, with its own device tables. Row `row_of[id]`
+/// of the device tables holds id (`row_of` empty: row = id), like a paged super-batch's slots;
+/// the device has `device_rows` rows, and rows that hold no id are NaN, so that a read through a
+/// wrong row shows. With params.negative_pool > 0 every launch draws its super-batch's pool on
+/// the device (launch_draw_pool) and passes the pool's rows when there is a row map.
+class KernelHarness {
+ public:
+  explicit KernelHarness(const Problem& p, std::vector<uint32_t> row_of = {},
+                         uint64_t device_rows = 0)
+      : p_(p),
+        vocab_(static_cast<uint32_t>(p.model.input.rows())),
+        dim_(p.data.params.dim),
+        stride_(sgns_row_stride(p.data.params.dim)),
+        row_of_(std::move(row_of)),
+        device_rows_(row_of_.empty() ? vocab_ : device_rows),
+        tokens_(to_device(p.corpus.tokens, "tokens")),
+        starts_(to_device(p.corpus.sentence_starts, "sentence starts")),
+        keep_(to_device(p.keep, "keep")),
+        noise_(to_device(p.noise.entries(), "noise")),
+        input_(device_rows_ * stride_, "input"),
+        output_(device_rows_ * stride_, "output"),
+        input_grad_(device_rows_ * stride_, "input gradients"),
+        output_grad_(device_rows_ * stride_, "output gradients"),
+        touched_input_(device_rows_, "touched input"),
+        touched_output_(device_rows_, "touched output"),
+        pool_(std::max<uint32_t>(1, p.data.params.negative_pool), "pool"),
+        pool_rows_(std::max<uint32_t>(1, p.data.params.negative_pool), "pool rows"),
+        counters_(1, "counters") {
+    if (!row_of_.empty()) {
+      std::vector<uint32_t> token_rows(p.corpus.tokens.size());
+      for (size_t k = 0; k < token_rows.size(); ++k) token_rows[k] = row_of_[p.corpus.tokens[k]];
+      token_rows_ = to_device(token_rows, "token rows");
+    }
+    PAGEDW2V_CUDA_TRY(cudaMemset(touched_input_.data(), 0, touched_input_.bytes()));
+    PAGEDW2V_CUDA_TRY(cudaMemset(touched_output_.data(), 0, touched_output_.bytes()));
+  }
+
+  uint32_t row(uint32_t id) const { return row_of_.empty() ? id : row_of_[id]; }
+
+  /// Places the model's tables on the device.
+  void upload(const Model& m) {
+    put(m.input.data(), input_);
+    put(m.output.data(), output_);
+  }
+  /// Places vocabulary × dim gradients (the values gradient mode adds to) on the device.
+  void upload_grads(const std::vector<float>& in, const std::vector<float>& out) {
+    put(in.data(), input_grad_);
+    put(out.data(), output_grad_);
+  }
+  void download(Model& m) const {
+    get(input_, m.input.data());
+    get(output_, m.output.data());
+  }
+  /// The gradients and touched flags by id (vocabulary × dim, vocabulary).
+  void download_grads(std::vector<float>* in, std::vector<float>* out, std::vector<uint8_t>* tin,
+                      std::vector<uint8_t>* tout) const {
+    in->assign(size_t{vocab_} * dim_, 0.0f);
+    out->assign(size_t{vocab_} * dim_, 0.0f);
+    get(input_grad_, in->data());
+    get(output_grad_, out->data());
+    const std::vector<uint8_t> ti = to_host(touched_input_), to = to_host(touched_output_);
+    tin->assign(vocab_, 0);
+    tout->assign(vocab_, 0);
+    for (uint32_t id = 0; id < vocab_; ++id) {
+      if (row(id) == kNoRow) continue;
+      (*tin)[id] = ti[row(id)];
+      (*tout)[id] = to[row(id)];
+    }
+  }
+  /// Whether every device row that holds no id still holds exactly the NaN it was given, in all
+  /// four tables, and its touched flags are clear.
+  bool spare_rows_untouched() const {
+    std::vector<char> used(device_rows_, 0);
+    for (uint32_t id = 0; id < vocab_; ++id) {
+      if (row(id) != kNoRow) used[row(id)] = 1;
+    }
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (const DeviceBuffer<float>* t : {&input_, &output_, &input_grad_, &output_grad_}) {
+      const std::vector<float> h = to_host(*t);
+      for (uint64_t r = 0; r < device_rows_; ++r) {
+        if (used[r]) continue;
+        for (uint32_t k = 0; k < stride_; ++k) {
+          if (std::memcmp(&h[r * stride_ + k], &nan, sizeof(float)) != 0) return false;
+        }
+      }
+    }
+    const std::vector<uint8_t> ti = to_host(touched_input_), to = to_host(touched_output_);
+    for (uint64_t r = 0; r < device_rows_; ++r) {
+      if (!used[r] && (ti[r] != 0 || to[r] != 0)) return false;
+    }
+    return true;
+  }
+
+  /// Trains sentences [first, last) of the corpus in `epoch`, with the pool of `super_batch`.
+  SpanStats launch(uint32_t epoch, uint64_t super_batch, uint64_t first, uint64_t last,
+                   const LaunchMode& mode) {
+    const TrainParams& params = p_.data.params;
+    SgnsArgs a;
+    a.model = params.model;
+    a.input = input_.data();
+    a.output = output_.data();
+    a.stride = stride_;
+    a.vocab = p_.noise.size();
+    a.tokens = tokens_.data();
+    a.token_base = 0;
+    a.sentence_starts = starts_.data() + first;
+    a.sentences = last - first;
+    a.keep = keep_.data();
+    a.noise = noise_.data();
+    a.seed = params.seed;
+    a.epoch = epoch;
+    a.window = params.window;
+    a.negative = params.negative;
+    a.schedule = make_schedule(params);
+    a.epoch_base = static_cast<uint64_t>(epoch) * params.words_per_epoch;
+    a.counters = counters_.data();
+    if (!row_of_.empty()) a.token_rows = token_rows_.data();
+    if (params.negative_pool > 0) {
+      launch_draw_pool(params.seed, epoch, super_batch, noise_.data(), p_.noise.size(),
+                       params.negative_pool, pool_.data(), stream_.get());
+      a.pool = pool_.data();
+      a.pool_size = params.negative_pool;
+      if (!row_of_.empty()) {
+        stream_.synchronize();
+        std::vector<uint32_t> pool = to_host(pool_);
+        for (uint32_t& id : pool) id = row(id);
+        PAGEDW2V_CUDA_TRY(
+            cudaMemcpy(pool_rows_.data(), pool.data(), pool_rows_.bytes(), cudaMemcpyHostToDevice));
+        PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+        a.pool_rows = pool_rows_.data();
+      }
+    }
+    if (mode.grad) {
+      a.input_grad = input_grad_.data();
+      a.output_grad = output_grad_.data();
+      a.touched_input = touched_input_.data();
+      a.touched_output = touched_output_.data();
+    }
+    a.max_warps = mode.serial ? 1 : 0;
+    PAGEDW2V_CUDA_TRY(cudaMemset(counters_.data(), 0, counters_.bytes()));
+    launch_sgns(a, stream_.get());
+    stream_.synchronize();
+    const SgnsCounters c = to_host(counters_)[0];
+    SpanStats st;
+    st.words = c.words;
+    st.trained = c.trained;
+    st.loss = c.loss;
+    st.loss_terms = c.loss_terms;
+    return st;
+  }
+
+  /// Every epoch, the sentences of each super-batch (batch_sentences apiece) in one launch.
+  SpanStats run(const LaunchMode& mode, uint64_t batch_sentences = kPoolBatchSentences) {
+    SpanStats total;
+    const uint64_t n = p_.corpus.sentences();
+    for (uint32_t e = 0; e < p_.epochs; ++e) {
+      for (uint64_t s = 0; s < n; s += batch_sentences) {
+        total += launch(e, s / batch_sentences, s, std::min(n, s + batch_sentences), mode);
+      }
+    }
+    return total;
+  }
+
+ private:
+  void put(const float* host, DeviceBuffer<float>& dev) {
+    std::vector<float> h(device_rows_ * stride_, std::numeric_limits<float>::quiet_NaN());
+    for (uint32_t id = 0; id < vocab_; ++id) {
+      const uint32_t r = row(id);
+      if (r == kNoRow) continue;
+      std::copy_n(host + size_t{id} * dim_, dim_, &h[size_t{r} * stride_]);
+      std::fill(&h[size_t{r} * stride_ + dim_], &h[size_t{r} * stride_ + stride_], 0.0f);
+    }
+    PAGEDW2V_CUDA_TRY(cudaMemcpy(dev.data(), h.data(), dev.bytes(), cudaMemcpyHostToDevice));
+    PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+  }
+  void get(const DeviceBuffer<float>& dev, float* host) const {
+    const std::vector<float> h = to_host(dev);
+    for (uint32_t id = 0; id < vocab_; ++id) {
+      const uint32_t r = row(id);
+      float* dst = host + size_t{id} * dim_;
+      if (r == kNoRow) continue;
+      std::copy_n(&h[size_t{r} * stride_], dim_, dst);
+    }
+  }
+
+  const Problem& p_;
+  uint32_t vocab_, dim_, stride_;
+  std::vector<uint32_t> row_of_;
+  uint64_t device_rows_;
+  Stream stream_;
+  DeviceBuffer<uint32_t> tokens_;
+  DeviceBuffer<uint64_t> starts_;
+  DeviceBuffer<float> keep_;
+  DeviceBuffer<AliasEntry> noise_;
+  DeviceBuffer<float> input_, output_, input_grad_, output_grad_;
+  DeviceBuffer<uint8_t> touched_input_, touched_output_;
+  DeviceBuffer<uint32_t> pool_, pool_rows_, token_rows_;
+  DeviceBuffer<SgnsCounters> counters_;
+};
+
+bool same_bits(const float* a, const float* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+bool same_bits(const HostTable& a, const HostTable& b) {
+  return a.rows() == b.rows() && a.dim() == b.dim() &&
+         same_bits(a.data(), b.data(), a.rows() * a.dim());
+}
+
+void poison(Model& m) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::fill(m.input.data(), m.input.data() + m.input.rows() * m.input.dim(), nan);
+  std::fill(m.output.data(), m.output.data() + m.output.rows() * m.output.dim(), nan);
+}
+
+class CudaSgnsPoolVsCpu : public ::testing::TestWithParam<Shape> {};
+
+// Negatives from a pool per super-batch, drawn on the device: the parallel launch on disjoint
+// sentences gives the CPU's result.
+TEST_P(CudaSgnsPoolVsCpu, MatchesReferenceOnDisjointSentences) {
+  PAGEDW2V_REQUIRE_GPU();
+  const Shape s = GetParam();
+  Problem p;
+  make_disjoint_problem(&p, s, s.dim >= 500 ? 15013 : 90001);
+  ASSERT_GE(p.corpus.sentences(), 2 * kPoolBatchSentences) << "too few disjoint sentences";
+  Model want = copy_model(p.model);
+  const SpanStats cpu = run_cpu(p, want);
+
+  KernelHarness gpu_run(p);
+  gpu_run.upload(p.model);
+  const SpanStats gpu = gpu_run.run(LaunchMode{});
+  Model got = copy_model(p.model);
+  poison(got);
+  gpu_run.download(got);
+
+  EXPECT_EQ(gpu.words, cpu.words);
+  EXPECT_EQ(gpu.trained, cpu.trained);
+  EXPECT_EQ(gpu.loss_terms, cpu.loss_terms);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-4 * cpu.loss + 1e-3);
+  expect_tables_near(got.input, want.input, "input");
+  expect_tables_near(got.output, want.output, "output");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaSgnsPoolVsCpu,
+                         ::testing::Values(Shape{ModelKind::kSkipGram, 1, 1, 1, 31},
+                                           Shape{ModelKind::kSkipGram, 33, 3, 5, 32},
+                                           Shape{ModelKind::kSkipGram, 128, 5, 5, 33},
+                                           Shape{ModelKind::kSkipGram, 128, 2, 15, 34},
+                                           Shape{ModelKind::kSkipGram, 300, 5, 5, 35},
+                                           Shape{ModelKind::kSkipGram, 1000, 1, 2, 36},
+                                           Shape{ModelKind::kCbow, 7, 2, 2, 41},
+                                           Shape{ModelKind::kCbow, 100, 5, 5, 42},
+                                           Shape{ModelKind::kCbow, 128, 4, 15, 43},
+                                           Shape{ModelKind::kCbow, 1000, 2, 3, 44}),
+                         shape_name);
+
+/// Sentences over a small Zipf-like vocabulary that share rows all the time.
+void make_overlapping_problem(Problem* p, const Shape& s, uint32_t pool, uint32_t sentences = 160) {
+  const uint32_t vocab = 700;
+  std::mt19937 rng(s.seed);
+  std::vector<uint64_t> counts(vocab);
+  for (uint32_t w = 0; w < vocab; ++w) counts[w] = 20000 / (w + 1) + 3;
+  uint64_t total = 0;
+  for (uint64_t c : counts) total += c;
+  p->keep = keep_probabilities(counts, total, 1e-3);
+  p->noise = AliasTable(unigram_weights(counts));
+  std::discrete_distribution<uint32_t> word(counts.begin(), counts.end());
+  std::uniform_int_distribution<uint32_t> len(1, 40);
+  p->corpus.sentence_starts = {0};
+  for (uint32_t k = 0; k < sentences; ++k) {
+    const uint32_t n = len(rng);
+    for (uint32_t i = 0; i < n; ++i) p->corpus.tokens.push_back(word(rng));
+    p->corpus.sentence_starts.push_back(p->corpus.tokens.size());
+  }
+  TrainParams params;
+  params.model = s.model;
+  params.dim = s.dim;
+  params.window = s.window;
+  params.negative = s.negative;
+  params.seed = s.seed * 31u + 7;
+  params.alpha = s.model == ModelKind::kCbow ? 0.05f : 0.025f;
+  params.negative_pool = pool;
+  p->finish(vocab, params, 4, s.seed + 3);
+}
+
+/// Random gradients to start from (gradient mode adds to them), by id.
+std::vector<float> random_grads(const Problem& p, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> g(p.model.input.rows() * p.data.params.dim);
+  for (float& x : g) x = u(rng);
+  return g;
+}
+
+/// Gradient mode (parallel launch, sentences sharing rows) against the CPU's batched pass: the
+/// same gradients up to summation order, the same touched rows exactly, the same statistics.
+class CudaSgnsGradient : public ::testing::TestWithParam<std::tuple<Shape, uint32_t>> {};
+
+TEST_P(CudaSgnsGradient, MatchesCpuBatchedGradient) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [s, pool] = GetParam();
+  Problem p;
+  make_overlapping_problem(&p, s, pool);
+  const uint32_t vocab = static_cast<uint32_t>(p.model.input.rows());
+  const uint64_t n = p.corpus.sentences(), half = n / 2;
+  const std::vector<float> gin0 = random_grads(p, 1), gout0 = random_grads(p, 2);
+
+  // Two launches into the same gradients: super-batch 0 (first half), then 1.
+  std::vector<float> want_in = gin0, want_out = gout0;
+  std::vector<uint8_t> want_tin(vocab, 0), want_tout(vocab, 0);
+  SpanStats cpu;
+  for (int part = 0; part < 2; ++part) {
+    detail::accumulate_gradients_cpu(p.data, p.model, 1, part, part == 0 ? 0 : half,
+                                     part == 0 ? half : n, want_in.data(), want_out.data(),
+                                     want_tin.data(), want_tout.data(), &cpu);
+  }
+  KernelHarness h(p);
+  h.upload(p.model);
+  h.upload_grads(gin0, gout0);
+  SpanStats gpu = h.launch(1, 0, 0, half, LaunchMode{false, true});
+  gpu += h.launch(1, 1, half, n, LaunchMode{false, true});
+  std::vector<float> got_in, got_out;
+  std::vector<uint8_t> got_tin, got_tout;
+  h.download_grads(&got_in, &got_out, &got_tin, &got_tout);
+  Model tables = copy_model(p.model);
+  poison(tables);
+  h.download(tables);
+
+  EXPECT_EQ(gpu.words, cpu.words);
+  EXPECT_EQ(gpu.trained, cpu.trained);
+  EXPECT_EQ(gpu.loss_terms, cpu.loss_terms);
+  EXPECT_NEAR(gpu.loss, cpu.loss, 1e-4 * cpu.loss + 1e-3);
+  EXPECT_EQ(got_tin, want_tin);
+  EXPECT_EQ(got_tout, want_tout);
+  EXPECT_GT(std::accumulate(got_tout.begin(), got_tout.end(), 0u), 0u);
+  expect_values_near(got_in.data(), want_in.data(), want_in.size(), "input gradient", 1e-4, 2e-4);
+  expect_values_near(got_out.data(), want_out.data(), want_out.size(), "output gradient", 1e-4,
+                     2e-4);
+  // The tables are only read.
+  EXPECT_TRUE(same_bits(tables.input, p.model.input));
+  EXPECT_TRUE(same_bits(tables.output, p.model.output));
+}
+
+std::string gradient_name(const ::testing::TestParamInfo<std::tuple<Shape, uint32_t>>& info) {
+  const Shape& s = std::get<0>(info.param);
+  const uint32_t pool = std::get<1>(info.param);
+  return shape_name(::testing::TestParamInfo<Shape>(s, info.index)) + "_pool" +
+         std::to_string(pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaSgnsGradient,
+    ::testing::Combine(::testing::Values(Shape{ModelKind::kSkipGram, 1, 2, 1, 51},
+                                         Shape{ModelKind::kSkipGram, 33, 3, 5, 52},
+                                         Shape{ModelKind::kSkipGram, 128, 5, 5, 53},
+                                         Shape{ModelKind::kSkipGram, 300, 4, 8, 54},
+                                         Shape{ModelKind::kCbow, 7, 2, 2, 61},
+                                         Shape{ModelKind::kCbow, 128, 5, 5, 62},
+                                         Shape{ModelKind::kCbow, 500, 3, 15, 63}),
+                       ::testing::Values(0u, 300u)),
+    gradient_name);
+
+struct SerialCase {
+  ModelKind model;
+  uint32_t dim, pool;
+  bool grad;
+};
+
+std::string serial_name(const ::testing::TestParamInfo<SerialCase>& info) {
+  const SerialCase& c = info.param;
+  return std::string(c.model == ModelKind::kSkipGram ? "sg" : "cbow") + "_d" +
+         std::to_string(c.dim) + "_pool" + std::to_string(c.pool) + (c.grad ? "_grad" : "_sgd");
+}
+
+class CudaSgnsSerial : public ::testing::TestWithParam<SerialCase> {};
+
+/// Trains `p` in single-warp launches with the row map `row_of` (empty: by id) and returns the
+/// resulting tables (SGD) or gradients and touched flags (gradient mode) by id.
+struct SerialResult {
+  Model tables;
+  std::vector<float> gin, gout;
+  std::vector<uint8_t> tin, tout;
+  SpanStats stats;
+  bool spare_rows_untouched = true;
+};
+
+SerialResult run_serial(const Problem& p, bool grad, std::vector<uint32_t> row_of = {},
+                        uint64_t device_rows = 0) {
+  KernelHarness h(p, std::move(row_of), device_rows);
+  h.upload(p.model);
+  h.upload_grads(random_grads(p, 5), random_grads(p, 6));
+  SerialResult r;
+  r.stats = h.run(LaunchMode{true, grad}, 50);
+  r.tables = copy_model(p.model);
+  poison(r.tables);
+  h.download(r.tables);
+  h.download_grads(&r.gin, &r.gout, &r.tin, &r.tout);
+  r.spare_rows_untouched = h.spare_rows_untouched();
+  return r;
+}
+
+void expect_same_bits(const SerialResult& a, const SerialResult& b) {
+  EXPECT_TRUE(same_bits(a.tables.input, b.tables.input)) << "input";
+  EXPECT_TRUE(same_bits(a.tables.output, b.tables.output)) << "output";
+  EXPECT_TRUE(same_bits(a.gin.data(), b.gin.data(), a.gin.size())) << "input gradient";
+  EXPECT_TRUE(same_bits(a.gout.data(), b.gout.data(), a.gout.size())) << "output gradient";
+  EXPECT_EQ(a.tin, b.tin);
+  EXPECT_EQ(a.tout, b.tout);
+  EXPECT_EQ(a.stats.loss, b.stats.loss);
+  EXPECT_EQ(a.stats.trained, b.stats.trained);
+  EXPECT_EQ(a.stats.loss_terms, b.stats.loss_terms);
+}
+
+// One warp trains the sentences in order: two launches give the same bits.
+TEST_P(CudaSgnsSerial, TwoRunsGiveIdenticalBits) {
+  PAGEDW2V_REQUIRE_GPU();
+  const SerialCase c = GetParam();
+  Problem p;
+  make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 71}, c.pool);
+  const SerialResult a = run_serial(p, c.grad), b = run_serial(p, c.grad);
+  expect_same_bits(a, b);
+  if (!c.grad) {
+    EXPECT_FALSE(same_bits(a.tables.input, p.model.input)) << "nothing trained";
+  }
+}
+
+// The tables hold the ids at other rows (a random subset of a larger table, the rest NaN):
+// token_rows and pool_rows lead every access there, and the result read back by id has the same
+// bits as the run by id; rows that hold no id are never read or written.
+TEST_P(CudaSgnsSerial, RowMapGivesTheSameBitsAsIds) {
+  PAGEDW2V_REQUIRE_GPU();
+  const SerialCase c = GetParam();
+  if (c.pool == 0) GTEST_SKIP() << "a row map needs a pool (alias negatives are rows by id)";
+  Problem p;
+  make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 72}, c.pool);
+  const uint32_t vocab = static_cast<uint32_t>(p.model.input.rows());
+  // Ids the run can touch: the corpus and every pool it draws.
+  std::vector<char> used(vocab, 0);
+  for (uint32_t id : p.corpus.tokens) used[id] = 1;
+  const uint64_t batches = (p.corpus.sentences() + 49) / 50;
+  for (uint32_t e = 0; e < p.epochs; ++e) {
+    for (uint64_t sb = 0; sb < batches; ++sb) {
+      for (uint32_t id : draw_pool(p.data.params.seed, e, sb, p.noise, c.pool)) used[id] = 1;
+    }
+  }
+  const uint64_t device_rows = vocab + 57;
+  std::vector<uint32_t> slots(device_rows);
+  std::iota(slots.begin(), slots.end(), 0u);
+  std::shuffle(slots.begin(), slots.end(), std::mt19937(9));
+  std::vector<uint32_t> row_of(vocab, kNoRow);
+  size_t mapped = 0;
+  for (uint32_t id = 0; id < vocab; ++id) {
+    if (used[id]) row_of[id] = slots[mapped++];
+  }
+  ASSERT_LT(mapped, vocab) << "every id is used: the map would not leave ids out";
+
+  SerialResult want = run_serial(p, c.grad);
+  const SerialResult by_row = run_serial(p, c.grad, row_of, device_rows);
+  // Ids without a row do not come back from the mapped run; the run by id never touches them
+  // either. Compare the mapped ids only, by copying the others over.
+  const uint32_t dim = c.dim;
+  for (uint32_t id = 0; id < vocab; ++id) {
+    if (row_of[id] != kNoRow) continue;
+    EXPECT_EQ(want.tin[id], 0);
+    EXPECT_EQ(want.tout[id], 0);
+    std::copy_n(by_row.tables.input.row(id), dim, want.tables.input.row(id));
+    std::copy_n(by_row.tables.output.row(id), dim, want.tables.output.row(id));
+    std::copy_n(&by_row.gin[size_t{id} * dim], dim, &want.gin[size_t{id} * dim]);
+    std::copy_n(&by_row.gout[size_t{id} * dim], dim, &want.gout[size_t{id} * dim]);
+  }
+  expect_same_bits(by_row, want);
+  EXPECT_TRUE(by_row.spare_rows_untouched);
+}
+
+// Single-warp launches train sentences in the CPU's order, so they follow the CPU reference on
+// sentences that share rows (SGD), within the tolerance of the other tests.
+TEST_P(CudaSgnsSerial, FollowsTheCpuOnSharedRows) {
+  PAGEDW2V_REQUIRE_GPU();
+  const SerialCase c = GetParam();
+  if (c.grad) GTEST_SKIP() << "gradient mode is compared in CudaSgnsGradient";
+  Problem p;
+  make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 73}, c.pool, 60);
+  Model want = copy_model(p.model);
+  const SpanStats cpu = run_cpu(p, want, 50);
+  const SerialResult gpu = run_serial(p, false);
+  EXPECT_EQ(gpu.stats.trained, cpu.trained);
+  EXPECT_EQ(gpu.stats.loss_terms, cpu.loss_terms);
+  EXPECT_NEAR(gpu.stats.loss, cpu.loss, 1e-4 * cpu.loss + 1e-3);
+  expect_tables_near(gpu.tables.input, want.input, "input");
+  expect_tables_near(gpu.tables.output, want.output, "output");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsSerial,
+                         ::testing::Values(SerialCase{ModelKind::kSkipGram, 32, 0, false},
+                                           SerialCase{ModelKind::kSkipGram, 128, 200, false},
+                                           SerialCase{ModelKind::kSkipGram, 300, 200, false},
+                                           SerialCase{ModelKind::kSkipGram, 128, 200, true},
+                                           SerialCase{ModelKind::kSkipGram, 33, 0, true},
+                                           SerialCase{ModelKind::kCbow, 32, 0, false},
+                                           SerialCase{ModelKind::kCbow, 128, 200, false},
+                                           SerialCase{ModelKind::kCbow, 128, 200, true},
+                                           SerialCase{ModelKind::kCbow, 7, 200, true}),
+                         serial_name);
+
+// The device pool is the CPU pool, entry for entry.
+TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
+  PAGEDW2V_REQUIRE_GPU();
+  std::vector<uint64_t> counts(5000);
+  for (uint32_t w = 0; w < counts.size(); ++w) counts[w] = 1000000 / (w + 1) + 1;
+  const AliasTable noise(unigram_weights(counts));
+  Stream stream;
+  DeviceBuffer<AliasEntry> d_noise = to_device(noise.entries(), "noise");
+  struct Case {
+    uint64_t seed;
+    uint32_t epoch;
+    uint64_t super_batch;
+    uint32_t n;
+  };
+  for (const Case& c :
+       {Case{1, 0, 0, 1}, Case{1, 0, 0, 1000}, Case{77, 3, 12, 65536},
+        Case{0x123456789ull, 9, 0xFFFFFFFFull, 4099}, Case{5, 1, 2, (1u << 20) + 12345}}) {
+    DeviceBuffer<uint32_t> out(c.n + 1, "pool");
+    PAGEDW2V_CUDA_TRY(cudaMemset(out.data(), 0xA5, out.bytes()));  // poison, and a guard entry
+    launch_draw_pool(c.seed, c.epoch, c.super_batch, d_noise.data(), noise.size(), c.n, out.data(),
+                     stream.get());
+    stream.synchronize();
+    const std::vector<uint32_t> got = to_host(out);
+    const std::vector<uint32_t> want = draw_pool(c.seed, c.epoch, c.super_batch, noise, c.n);
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), got.begin()))
+        << "seed " << c.seed << " epoch " << c.epoch << " super-batch " << c.super_batch;
+    EXPECT_EQ(got[c.n], 0xA5A5A5A5u) << "wrote past the end";
+  }
+}
 
 }  // namespace
 }  // namespace pagedw2v

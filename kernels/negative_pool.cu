@@ -1,0 +1,32 @@
+#include "negative_pool.cuh"
+
+#include "gpu/cuda_check.hpp"
+#include "negative_pool.hpp"
+
+namespace pagedw2v {
+namespace {
+
+constexpr int kThreads = 256;
+
+/// One thread per pool entry (grid-stride): each entry is its own Philox draw.
+__global__ void draw_pool_kernel(uint64_t seed, uint32_t epoch, uint64_t super_batch,
+                                 const AliasEntry* noise, uint32_t vocab, uint32_t n,
+                                 uint32_t* out) {
+  for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < n;
+       k += uint64_t{gridDim.x} * blockDim.x) {
+    out[k] = pool_entry(seed, epoch, super_batch, static_cast<uint32_t>(k), noise, vocab);
+  }
+}
+
+}  // namespace
+
+void launch_draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const AliasEntry* noise,
+                      uint32_t vocab, uint32_t n, uint32_t* out, cudaStream_t stream) {
+  if (n == 0) return;
+  const uint32_t needed = (n + kThreads - 1) / kThreads;
+  const uint32_t blocks = needed < 4096 ? needed : 4096;
+  draw_pool_kernel<<<blocks, kThreads, 0, stream>>>(seed, epoch, super_batch, noise, vocab, n, out);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,20 @@
+#pragma once
+/// @file negative_pool.cuh
+/// Host launcher that draws a super-batch's negative pool on the GPU: the same entries as the
+/// CPU's draw_pool (negative_pool.hpp), for the training kernel's SgnsArgs::pool.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "sampler.hpp"
+
+namespace pagedw2v {
+
+/// Writes entries 0 … n − 1 of the pool of super-batch `super_batch` in `epoch` to out[0..n)
+/// (device memory), drawn from the alias table `noise` of `vocab` entries (device memory), on
+/// `stream` (asynchronous). Throws Error on a launch failure.
+void launch_draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const AliasEntry* noise,
+                      uint32_t vocab, uint32_t n, uint32_t* out, cudaStream_t stream);
+
+}  // namespace pagedw2v
