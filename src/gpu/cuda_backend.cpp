@@ -552,6 +552,9 @@ class CudaBackend final : public Backend {
     const uint64_t sb = block / batch_blocks_;
     const uint64_t sb_end_block = std::min<uint64_t>((sb + 1) * batch_blocks_, span_last_block_);
     uint64_t last = std::min<uint64_t>(blocks[sb_end_block], span_end_);
+    const uint64_t whole = last;
+    if (fit_sentences_ > 0) last = std::min(last, cursor_ + fit_sentences_);
+    bool split = false;
     const uint32_t hot = static_cast<uint32_t>(hot_);
     launch_draw_pool(data_.params.seed, epoch, sb, noise_.data(), static_cast<uint32_t>(rows_),
                      pool_, s.pool.data(), st);
@@ -574,6 +577,8 @@ class CudaBackend final : public Backend {
         s.token_base = t0;
         s.tokens_n = nt;
         refs_ += nt + pool_;
+        // A piece that fit at the size of the last split: try a little more next time.
+        if (!split && fit_sentences_ > 0 && last < whole) fit_sentences_ += fit_sentences_ / 8 + 1;
         pcie_corpus_bytes_ += nt * 4 + (ns + 1) * 8;
         break;
       }
@@ -584,7 +589,13 @@ class CudaBackend final : public Backend {
                     std::to_string(*hc) + " rows, more than a staging buffer holds (" +
                     std::to_string(capacity_) + "); raise --gpu-memory or lower --negative-pool");
       }
-      last = cursor_ + ns / 2;
+      // Cold rows grow about linearly with the sentences at this size: aim at 90 % of the
+      // buffer, and start the next pieces at that size too.
+      const double fit = 0.9 * double(capacity_) / double(*hc);
+      const uint64_t take = std::max<uint64_t>(1, std::min<uint64_t>(ns - 1, uint64_t(double(ns) * fit)));
+      last = cursor_ + take;
+      fit_sentences_ = take;
+      split = true;
       ++report_.splits;
     }
     s.number = number;
@@ -605,14 +616,17 @@ class CudaBackend final : public Backend {
                                old.leave.data(), &pc->to_host, st);
     }
     s.prepped.record(st);
-    // Gather: the rows of buffer number mod 3 were last read by the device copies of
-    // number − 1 (rows staged by number − 3) and the scatter of number − 3.
+    // Gather, on its own stream so that collecting the next piece need not wait for it: the rows
+    // of buffer number mod 3 were last read by the device copies of number − 1 (rows staged by
+    // number − 3) and the scatter of number − 3 (waited for above, through the prep stream).
+    const cudaStream_t gs = gather_.get();
+    PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, s.prepped.get(), 0));
     if (number >= first_valid_ + 1) {
       Stage& prev = stage_of(number - 1);
-      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, prev.devcopied.get(), 0));
+      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, prev.devcopied.get(), 0));
     }
-    launch_move_rows(MoveKind::kFromHost, move_args(s), st);
-    s.gathered.record(st);
+    launch_move_rows(MoveKind::kFromHost, move_args(s), gs);
+    s.gathered.record(gs);
     cursor_ = last;
     ++report_.super_batches;
     report_.cold_rows += s.cold;
@@ -656,6 +670,7 @@ class CudaBackend final : public Backend {
       a.pool = s.pool.data();
       a.pool_rows = s.pool_rows.data();
       a.pool_size = pool_;
+      a.reserved_sms = options_.paging_sms;
       train_piece(a, epoch, s.super_batch, s.token_base, cs);
       s.trained.record(cs);
       s.trained_recorded = true;
@@ -679,6 +694,7 @@ class CudaBackend final : public Backend {
       scatter(j);
     }
     scatter_.synchronize();
+    gather_.synchronize();
     prep_.synchronize();
     next_number_ = n + 1;
     first_valid_ = next_number_;
@@ -739,7 +755,7 @@ class CudaBackend final : public Backend {
   uint64_t hot_ = 0, capacity_ = 0, device_rows_ = 0;
   uint64_t max_piece_tokens_ = 0, max_piece_sentences_ = 0, max_list_ = 0;
 
-  Stream compute_, prep_, scatter_;
+  Stream compute_, prep_, gather_, scatter_;
   Event prep_done_{false};
   DeviceBuffer<float> input_, output_, input_grad_, output_grad_, keep_;
   std::vector<DeviceBuffer<float>> input_state_, output_state_;
@@ -766,6 +782,7 @@ class CudaBackend final : public Backend {
   uint64_t next_number_ = 0, first_valid_ = 0;
   uint64_t cursor_ = 0, span_end_ = 0, span_last_block_ = 0;
   uint64_t refs_ = 0, pcie_corpus_bytes_ = 0;
+  uint64_t fit_sentences_ = 0;  ///< sentences a piece took when one last had to be split
 
   CudaBackendReport report_;
 };

@@ -32,6 +32,9 @@ struct CudaBackendOptions {
   /// One warp trains the sentences of a launch in order (SgnsArgs::max_warps = 1): a run is then
   /// deterministic, which the paged-versus-resident equivalence test needs.
   bool serial = false;
+  /// Paged: multiprocessors the training kernel leaves to the row gathers and scatters that run
+  /// beside it.
+  uint32_t paging_sms = 8;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.
