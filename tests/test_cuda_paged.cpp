@@ -324,7 +324,9 @@ TEST_P(PagedEqualsResident, BitForBit) {
   EXPECT_FALSE(resident.report.paged);
   EXPECT_GT(paged.report.rows_from_host, 0u);
   EXPECT_GT(paged.report.rows_to_host, 0u);
-  if (optimizer == OptimizerKind::kSgd) EXPECT_GT(paged.report.splits, 0u);
+  if (optimizer == OptimizerKind::kSgd) {
+    EXPECT_GT(paged.report.splits, 0u);
+  }
   EXPECT_EQ(paged.stats.words, resident.stats.words);
   EXPECT_EQ(paged.stats.trained, resident.stats.trained);
   expect_bits_equal(paged.input, resident.input, "input");
