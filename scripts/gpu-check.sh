@@ -150,7 +150,7 @@ fi
 
 if has_step scale; then
   # Adam on 25 M rows × 128 (six host tables, 76.8 GB) within an 8 GiB GPU budget.
-  timeout 560 "$BIN/pagedw2v" bench train --synthetic "${BIG:-25000000,100000000,1.0}" --device cuda \
+  timeout ${BIGTIME:-240} "$BIN/pagedw2v" bench train --synthetic "${BIG:-25000000,100000000,1.0}" --device cuda \
     --epochs 1 --dim 128 --window 5 --negative 5 --sample 1e-3 --negative-pool 65536 \
     --optimizer adam --placement paged --gpu-memory 8GiB >"$OUT/bench-adam-25m.log" 2>&1
   note "bench adam-25m: rc=$? $(grep -E '^RESULT' "$OUT/bench-adam-25m.log")"
