@@ -17,4 +17,10 @@ namespace pagedw2v {
 void launch_draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const AliasEntry* noise,
                       uint32_t vocab, uint32_t n, uint32_t* out, cudaStream_t stream);
 
+/// The pools of periods first_super_batch … first_super_batch + count − 1, one after the other
+/// (count · n entries), in one launch.
+void launch_draw_pools(uint64_t seed, uint32_t epoch, uint64_t first_super_batch, uint64_t count,
+                       const AliasEntry* noise, uint32_t vocab, uint32_t n, uint32_t* out,
+                       cudaStream_t stream);
+
 }  // namespace pagedw2v

@@ -258,7 +258,8 @@ __device__ __forceinline__ uint32_t slot_of(const SgnsArgs& a, int i, int lo, bo
 template <bool kPool, bool kDup>
 __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
                                                bool skip_gram, int ncalls, int total,
-                                               uint32_t* negs, uint32_t* dup, int lane) {
+                                               uint32_t* negs, uint32_t* dup, int lane,
+                                               uint32_t pool_off) {
   for (int t = lane; t < total; t += kWarp) {
     const int sr = t / ncalls;
     const int call = t - sr * ncalls;
@@ -266,7 +267,8 @@ __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntr
     uint32_t x, y;
     const Philox4 r = detail::negative_draw(a.seed, c.pos, a.epoch, slot, call);
     if (kPool) {
-      detail::pool_negatives(r, c.id, a.pool, a.pool_size, a.pool_rows, &x, &y);
+      detail::pool_negatives(r, c.id, a.pool + pool_off, a.pool_size,
+                             a.pool_rows != nullptr ? a.pool_rows + pool_off : nullptr, &x, &y);
     } else {
       detail::alias_negatives(r, c.id, a.noise, a.vocab, &x, &y);
     }
@@ -286,14 +288,14 @@ __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntr
 template <bool kDup>
 __device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
                                                int hi, bool skip_gram, uint32_t* negs,
-                                               uint32_t* dup, int lane) {
+                                               uint32_t* dup, int lane, uint32_t pool_off) {
   const int ncalls = static_cast<int>((a.negative + 1) / 2);
   const int nslots = skip_gram ? static_cast<int>(hi - lo) : 1;
   const int total = nslots * ncalls;
   if (a.pool != nullptr) {
-    fill_negatives<true, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane);
+    fill_negatives<true, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane, pool_off);
   } else {
-    fill_negatives<false, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane);
+    fill_negatives<false, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane, 0);
   }
   __syncwarp();
   if (kDup) {
@@ -324,14 +326,15 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
                                                       const uint32_t* rows, float4* centre0,
                                                       uint32_t ring_mask, uint32_t* negs,
                                                       uint32_t* dup, int i, int n, int lane, int nq,
-                                                      float& loss, unsigned& terms) {
+                                                      float& loss, unsigned& terms,
+                                                      uint32_t pool_off) {
   const RingEntry c = ring[i & ring_mask];
   const int w = static_cast<int>(a.window) - c.shrink;
   const int lo = i - w > 0 ? i - w : 0;
   const int hi = i + w < n - 1 ? i + w : n - 1;
   if (hi <= lo) return;
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
-  draw_negatives<!kGrad>(a, c, i, lo, hi, true, negs, dup, lane);
+  draw_negatives<!kGrad>(a, c, i, lo, hi, true, negs, dup, lane, pool_off);
 
   const size_t centre_off = static_cast<size_t>(rows[i & ring_mask]) * a.stride;
   Slice<kV> oc, gc;
@@ -390,14 +393,15 @@ template <int kV, int kB, bool kGrad>
 __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingEntry* ring,
                                                   const uint32_t* rows, uint32_t ring_mask,
                                                   uint32_t* negs, uint32_t* dup, int i, int n,
-                                                  int lane, int nq, float& loss, unsigned& terms) {
+                                                  int lane, int nq, float& loss, unsigned& terms,
+                                                  uint32_t pool_off) {
   const RingEntry c = ring[i & ring_mask];
   const int w = static_cast<int>(a.window) - c.shrink;
   const int lo = i - w > 0 ? i - w : 0;
   const int hi = i + w < n - 1 ? i + w : n - 1;
   if (hi <= lo) return;
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
-  draw_negatives<!kGrad>(a, c, i, lo, hi, false, negs, dup, lane);
+  draw_negatives<!kGrad>(a, c, i, lo, hi, false, negs, dup, lane, pool_off);
 
   Slice<kV> h;
   zero_slice(h);
@@ -505,6 +509,8 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     s = __shfl_sync(kFull, s, 0);
     if (s >= a.sentences) break;
     const uint64_t first = a.sentence_starts[s], last = a.sentence_starts[s + 1];
+    // The pool of this sentence's period, when the launch spans several.
+    const uint32_t pool_off = a.sentence_pool != nullptr ? a.sentence_pool[s] * a.pool_size : 0u;
     int kept = 0, next = 0;
     float loss = 0.f;
     unsigned terms = 0;
@@ -530,10 +536,10 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
       while (next < kept && (tail || next + static_cast<int>(a.window) < kept)) {
         if (kSkipGram) {
           train_centre_skipgram<kV, kB, kGrad>(a, ring, rows, centre0, ring_mask, negs, dup, next,
-                                               kept, lane, nq, loss, terms);
+                                               kept, lane, nq, loss, terms, pool_off);
         } else {
           train_centre_cbow<kV, kB, kGrad>(a, ring, rows, ring_mask, negs, dup, next, kept, lane,
-                                           nq, loss, terms);
+                                           nq, loss, terms, pool_off);
         }
         ++next;
       }

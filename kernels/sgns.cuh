@@ -79,6 +79,10 @@ struct SgnsArgs {
   uint32_t pool_size = 0;
   /// The table row of pool[k]; nullptr: the row is the id.
   const uint32_t* pool_rows = nullptr;
+  /// A launch that spans several pool periods (TrainParams::pool_blocks): `pool` and `pool_rows`
+  /// hold their pools one after the other, pool_size entries each, and sentence s of the launch
+  /// draws from pool number sentence_pool[s]. nullptr: every sentence uses the first.
+  const uint32_t* sentence_pool = nullptr;
 
   /// Gradient mode (see above), for the non-sgd optimizers: when not null, the tables are only
   /// read and gradients are added to these rows × stride tables (padding stays as it is);

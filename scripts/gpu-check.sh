@@ -121,7 +121,7 @@ if has_step paged; then
   # Resident against paged tables on the same synthetic Zipf stream (10 M rows × 128, SGD, a
   # budget of 10 % of the tables' 10.24 GB), then mix5m quality with under half the rows on the GPU.
   SYN=${SYN:-10000000,200000000,1.0}
-  POOL=${POOL:-65536}
+  POOL=${POOL:-1024}
   syn() {  # name, then bench flags
     local name=$1; shift
     timeout 300 "$BIN/pagedw2v" bench train --synthetic "$SYN" --device cuda --epochs 1 --dim 128 \
@@ -131,6 +131,8 @@ if has_step paged; then
   }
   syn syn-resident --placement resident
   syn syn-paged --placement paged --gpu-memory 1024000000
+  syn syn-resident-pool64k --placement resident --pool-words 65536
+  syn syn-paged-pool64k --placement paged --gpu-memory 1024000000 --pool-words 65536
   Q="$DATA/questions-words.txt"; W="$DATA/wordsim353.tsv"
   pq() {  # name, then train flags
     local name=$1; shift
@@ -143,15 +145,15 @@ if has_step paged; then
     note "quality $name: train rc=$rc $(grep -E '^(trained|backend)' "$OUT/train-$name.log" | tr '\n' ' ')"
     grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
   }
-  pq sg-pool-resident --negative-pool 4096 --batch-words 262144 --placement resident
-  pq sg-pool-paged --negative-pool 4096 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-48000000}
-  pq cbow-pool-paged --model cbow --negative-pool 4096 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-48000000}
+  pq sg-pool-resident --negative-pool 1024 --batch-words 262144 --placement resident
+  pq sg-pool-paged --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
+  pq cbow-pool-paged --model cbow --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
 fi
 
 if has_step scale; then
   # Adam on 25 M rows × 128 (six host tables, 76.8 GB) within an 8 GiB GPU budget.
   timeout ${BIGTIME:-240} "$BIN/pagedw2v" bench train --synthetic "${BIG:-25000000,100000000,1.0}" --device cuda \
-    --epochs 1 --dim 128 --window 5 --negative 5 --sample 1e-3 --negative-pool 65536 \
+    --epochs 1 --dim 128 --window 5 --negative 5 --sample 1e-3 --negative-pool 1024 \
     --optimizer adam --placement paged --gpu-memory 8GiB >"$OUT/bench-adam-25m.log" 2>&1
   note "bench adam-25m: rc=$? $(grep -E '^RESULT' "$OUT/bench-adam-25m.log")"
   grep -vE '^RESULT' "$OUT/bench-adam-25m.log" | tail -16 | sed 's/^/    /' | tee -a "$SUMMARY"

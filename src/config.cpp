@@ -148,8 +148,8 @@ std::vector<OptionSpec> make_train_options() {
        [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000)); },
        [](const C& c) { return std::to_string(c.negative); }});
   o.push_back({"negative-pool",
-               "draw each super-batch's negatives from a shared pool of N noise words (0 = per "
-               "example, as word2vec); paged placement needs it (65536 is a good start)",
+               "draw negatives from a pool of N noise words shared by --pool-words words (0 = per "
+               "example, as word2vec); paged placement needs it (1024 is a good start)",
                "0", false, true,
                [](C& c, V v) {
                  c.negative_pool =
@@ -157,14 +157,23 @@ std::vector<OptionSpec> make_train_options() {
                },
                [](const C& c) { return std::to_string(c.negative_pool); }});
   o.push_back({"batch-words",
-               "words per super-batch, the period of the negative pool and of a GPU step "
-               "(rounded up to whole blocks of 4096 words)",
+               "words per super-batch: what paged tables stage at once, and the batch of a GPU "
+               "optimizer step (rounded up to whole blocks of 4096 words)",
                "1048576", false, true,
                [](C& c, V v) {
                  const uint64_t words = parse_uint("batch-words", v, kBlockWords, kMaxBatchWords);
                  c.batch_words = (words + kBlockWords - 1) / kBlockWords * kBlockWords;
                },
                [](const C& c) { return std::to_string(c.batch_words); }});
+  o.push_back({"pool-words",
+               "words that share one negative pool (rounded up to whole blocks of 4096 words); "
+               "a super-batch stages the pools of all its periods",
+               "4096", false, true,
+               [](C& c, V v) {
+                 const uint64_t words = parse_uint("pool-words", v, kBlockWords, kMaxBatchWords);
+                 c.pool_words = (words + kBlockWords - 1) / kBlockWords * kBlockWords;
+               },
+               [](const C& c) { return std::to_string(c.pool_words); }});
   o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false, true,
                [](C& c, V v) { c.sample = parse_double("sample", v, 0, 1, false); },
                [](const C& c) { return num(c.sample); }});
@@ -416,8 +425,8 @@ void validate(const Config& config) {
   if (config.placement == Placement::kPaged && config.negative_pool == 0 &&
       config.device != DeviceKind::kCpu) {
     throw UsageError(
-        "--placement paged needs --negative-pool N (negatives drawn per super-batch from a "
-        "shared pool, e.g. 65536)");
+        "--placement paged needs --negative-pool N (negatives drawn from a pool shared by "
+        "--pool-words words, e.g. 1024)");
   }
   const std::string optimizer = to_string(config.optimizer);
   if (config.optimizer == OptimizerKind::kSgd) {

@@ -39,6 +39,7 @@ struct Config {
   uint64_t gpu_memory = 0;          ///< bytes; 0 = what the GPU has free minus a margin
   uint32_t negative_pool = 0;       ///< TrainParams::negative_pool
   uint64_t batch_words = 1u << 20;  ///< words per super-batch (rounded to whole work blocks)
+  uint64_t pool_words = 4096;       ///< words per negative-pool period (whole work blocks)
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;

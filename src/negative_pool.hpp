@@ -3,10 +3,10 @@
 /// The negative pool (TrainParams::negative_pool), one definition for the CPU backend and the
 /// CUDA kernels (the functions marked PAGEDW2V_HD compile for both).
 ///
-/// Semantics, for a run with seed `seed`, pool size N > 0 and `batch_blocks` blocks per
-/// super-batch:
+/// Semantics, for a run with seed `seed`, pool size N > 0 and `pool_blocks` blocks per pool
+/// period (TrainParams::pool_blocks; "super-batch" below means that period):
 /// - Block b of an epoch (training_set.hpp's work blocks, counted from the start of the epoch)
-///   belongs to super-batch b / batch_blocks.
+///   draws its negatives from the pool of period b / pool_blocks.
 /// - Entry k (0 ≤ k < N) of the pool of super-batch s in epoch e is the alias draw
 ///   (sampler.hpp's alias_draw) from the noise table with r = draw(seed, (s << 32) | k, e,
 ///   DrawKind::kPool): column from r.v[0], coin from r.v[1]. Entries are independent draws from

@@ -15,6 +15,8 @@
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
+#include "negative_pool.cuh"
+#include "negative_pool.hpp"
 #include "paging.cuh"
 #include "train/backend.hpp"
 #include "train/training_set.hpp"
@@ -205,6 +207,24 @@ TEST(CudaPaging, MovesRowsOfEveryTable) {
   }
 }
 
+// The pools of several periods in one launch equal the CPU's pools of each period.
+TEST(CudaPaging, PoolsOfConsecutivePeriods) {
+  REQUIRE_GPU();
+  std::vector<double> w(5000);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0 / (i + 1.0);
+  const AliasTable noise(w);
+  DeviceBuffer<AliasEntry> d_noise = upload(noise.entries());
+  const uint32_t n = 777, count = 5;
+  DeviceBuffer<uint32_t> d_out(n * count, "pools");
+  launch_draw_pools(42, 3, 10, count, d_noise.data(), noise.size(), n, d_out.data(), nullptr);
+  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+  const std::vector<uint32_t> got = download(d_out, n * count);
+  for (uint32_t q = 0; q < count; ++q) {
+    const std::vector<uint32_t> want = draw_pool(42, 3, 10 + q, noise, n);
+    ASSERT_TRUE(std::equal(want.begin(), want.end(), got.begin() + q * n)) << q;
+  }
+}
+
 /// A Zipf-like text: `words` tokens over `vocab` words, sentences of 3 … 60 words.
 std::string zipf_text(uint32_t vocab, uint32_t words, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -238,6 +258,7 @@ struct RunSetup {
   OptimizerKind optimizer = OptimizerKind::kSgd;
   uint32_t pool = 512;
   uint32_t batch_words = 16384;
+  uint32_t pool_words = 16384;
   uint32_t epochs = 2;
 };
 
@@ -252,9 +273,11 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   c.min_count = 1;
   c.negative_pool = s.pool;
   c.batch_words = s.batch_words;
+  c.pool_words = s.pool_words;
   TrainData data = set.train_data(c);
   data.params.negative_pool = s.pool;
   data.params.batch_blocks = (s.batch_words + kBlockWords - 1) / kBlockWords;
+  data.params.pool_blocks = (s.pool_words + kBlockWords - 1) / kBlockWords;
   data.optimizer = c.optimizer_params();
   Model m{HostTable(set.vocab.size(), c.dim, "in", ""),
           HostTable(set.vocab.size(), c.dim, "out", "")};
@@ -303,18 +326,20 @@ void expect_bits_equal(const std::vector<float>& a, const std::vector<float>& b,
 }
 
 class PagedEqualsResident
-    : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t, OptimizerKind>> {};
+    : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t, OptimizerKind, uint32_t>> {};
 
 // With one warp per launch there are no races, so the paged run — rows staged, trained in
 // their slots, copied between buffers and written back — must give the resident run's bits.
 TEST_P(PagedEqualsResident, BitForBit) {
   REQUIRE_GPU();
-  const auto [model, dim, optimizer] = GetParam();
+  const auto [model, dim, optimizer, pool_words] = GetParam();
   const TrainingSet set = make_set(3000, 60000);
   RunSetup s;
   s.model = model;
   s.dim = dim;
   s.optimizer = optimizer;
+  s.pool_words = pool_words;
+  if (pool_words < s.batch_words) s.pool = 128;  // several pools per super-batch
   const RunResult resident = train(set, s, Placement::kResident, 0, 0, true);
   // sgd: small staging buffers force super-batches to split; an optimizer steps once per piece,
   // so there the buffers hold a whole super-batch (no split) for the steps to coincide.
@@ -338,12 +363,15 @@ TEST_P(PagedEqualsResident, BitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PagedEqualsResident,
-    ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd),
-                      std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd),
-                      std::make_tuple(ModelKind::kSkipGram, 7u, OptimizerKind::kSgd),
-                      std::make_tuple(ModelKind::kSkipGram, 128u, OptimizerKind::kSgd),
-                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam),
-                      std::make_tuple(ModelKind::kCbow, 16u, OptimizerKind::kAdagrad)));
+    ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 16384u),
+                      std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd, 16384u),
+                      std::make_tuple(ModelKind::kSkipGram, 7u, OptimizerKind::kSgd, 16384u),
+                      std::make_tuple(ModelKind::kSkipGram, 128u, OptimizerKind::kSgd, 16384u),
+                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 4096u),
+                      std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd, 4096u),
+                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 16384u),
+                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 4096u),
+                      std::make_tuple(ModelKind::kCbow, 16u, OptimizerKind::kAdagrad, 16384u)));
 
 // Concurrent (racy, Hogwild) paged training still learns what resident training learns.
 TEST(CudaPaged, ConcurrentRunIsCloseToResident) {

@@ -202,7 +202,7 @@ struct PoolProblem {
     p.alpha = kind == ModelKind::kCbow ? 0.05f : 0.025f;
     p.words_per_epoch = corpus.size();
     p.negative_pool = pool;
-    p.batch_blocks = batch_blocks;
+    p.pool_blocks = batch_blocks;
     data.optimizer = default_optimizer_params(optimizer);
     model = Model{HostTable(vocab, p.dim, "in", ""), HostTable(vocab, p.dim, "out", "")};
     init_model(model, 7);
@@ -234,7 +234,7 @@ TEST(NegativePoolTraining, NegativesOfABlockComeFromItsSuperBatchPool) {
     for (uint32_t epoch = 0; epoch < 2; ++epoch) {
       size_t outside_previous = 0;
       for (uint64_t b = 0; b < p.block_count(); ++b) {
-        const uint64_t sb = super_batch_of(b, params.batch_blocks);
+        const uint64_t sb = super_batch_of(b, params.pool_blocks);
         ASSERT_EQ(sb, b / 3);
         const std::vector<uint32_t> pool = draw_pool(params.seed, epoch, sb, p.noise, 64);
         const std::set<uint32_t> members(pool.begin(), pool.end());

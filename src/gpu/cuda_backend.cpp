@@ -92,6 +92,7 @@ class CudaBackend final : public Backend {
     }
     pool_ = p.negative_pool;
     batch_blocks_ = std::max<uint32_t>(1, p.batch_blocks);
+    pool_blocks_ = std::max<uint32_t>(1, p.pool_blocks);
     per_super_batch_ = pool_ > 0 || optimizer_;
 
     plan(prop);
@@ -150,6 +151,7 @@ class CudaBackend final : public Backend {
       for (uint64_t b = first_block; b < last_block;) {
         const uint64_t sb = b / batch_blocks_;
         const uint64_t end = std::min<uint64_t>((sb + 1) * batch_blocks_, last_block);
+        uint64_t chunk_first = blocks[b];  // the first sentence of the next chunk
         corpus_->for_each_chunk(blocks[b], blocks[end], compute_.get(), [&](const CorpusChunk& c) {
           SgnsArgs a = base_args(epoch);
           a.tokens = c.tokens;
@@ -157,13 +159,14 @@ class CudaBackend final : public Backend {
           a.sentence_starts = c.sentence_starts;
           a.sentences = c.sentences;
           if (pool_ > 0) {
-            launch_draw_pool(data_.params.seed, epoch, sb, noise_.data(),
-                             static_cast<uint32_t>(rows_), pool_, stage_[0].pool.data(),
-                             compute_.get());
+            const uint64_t s0 = chunk_first, s1 = s0 + c.sentences;
+            draw_pools(epoch, s0, s1, stage_[0], compute_.get());
             a.pool = stage_[0].pool.data();
             a.pool_size = pool_;
+            a.sentence_pool = stage_[0].sentence_pool.data();
           }
           train_piece(a, epoch, sb, data_.corpus->sentence_starts[blocks[b]], compute_.get());
+          chunk_first += c.sentences;
         });
         b = end;
       }
@@ -219,7 +222,9 @@ class CudaBackend final : public Backend {
  private:
   /// One of the three rotating sets of buffers of a paged super-batch.
   struct Stage {
-    DeviceBuffer<uint32_t> tokens, rows, list, src, pool, pool_rows, count;
+    DeviceBuffer<uint32_t> tokens, rows, list, src, pool, pool_rows, count, sentence_pool;
+    std::vector<uint32_t> host_sentence_pool;
+    uint64_t pools = 0;  ///< pool periods the piece spans
     DeviceBuffer<uint64_t> starts;
     DeviceBuffer<uint8_t> leave;
     Event prepped{false}, gathered{false}, devcopied{false}, trained{false}, scattered{false};
@@ -245,6 +250,18 @@ class CudaBackend final : public Backend {
     const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
     const uint64_t resident_need = rows_ * (row_bytes + per_word) + (uint64_t{16} << 20);
 
+    // The largest super-batch, in tokens, sentences and pool periods, sizes per-piece buffers.
+    {
+      const auto& blocks = *data_.blocks;
+      const auto& starts = data_.corpus->sentence_starts;
+      const uint64_t nblocks = blocks.size() - 1;
+      for (uint64_t b = 0; b < nblocks; b += batch_blocks_) {
+        const uint64_t e = std::min<uint64_t>(b + batch_blocks_, nblocks);
+        max_piece_tokens_ = std::max(max_piece_tokens_, starts[blocks[e]] - starts[blocks[b]]);
+        max_piece_sentences_ = std::max(max_piece_sentences_, blocks[e] - blocks[b]);
+        max_pools_ = std::max(max_pools_, (e - 1) / pool_blocks_ - b / pool_blocks_ + 1);
+      }
+    }
     Placement placement = options_.gpu.placement;
     if (placement == Placement::kAuto) {
       placement = resident_need <= budget_ ? Placement::kResident : Placement::kPaged;
@@ -268,26 +285,18 @@ class CudaBackend final : public Backend {
       throw UsageError(
           "paged tables (the tables need " + gib(double(resident_need)) + ", the GPU budget is " +
           gib(double(budget_)) +
-          ") need --negative-pool N (negatives drawn per super-batch from a shared pool, e.g. "
-          "--negative-pool 65536), or raise --gpu-memory");
+          ") need --negative-pool N (negatives drawn from a pool shared by --pool-words words, e.g. "
+          "--negative-pool 1024), or raise --gpu-memory");
     }
     if (!gpu_uses_host_pointers()) {
       throw Error(std::string(prop.name) +
                   " cannot address registered host memory by its host pointer, which paged "
                   "tables need; use --placement resident");
     }
-    // The largest super-batch, in tokens and sentences, sizes the per-piece buffers.
-    const auto& blocks = *data_.blocks;
-    const auto& starts = data_.corpus->sentence_starts;
-    const uint64_t nblocks = blocks.size() - 1;
-    for (uint64_t b = 0; b < nblocks; b += batch_blocks_) {
-      const uint64_t e = std::min<uint64_t>(b + batch_blocks_, nblocks);
-      max_piece_tokens_ = std::max(max_piece_tokens_, starts[blocks[e]] - starts[blocks[b]]);
-      max_piece_sentences_ = std::max(max_piece_sentences_, blocks[e] - blocks[b]);
-    }
-    max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_);
-    const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 8 +
-                                 max_list_ * 9 + uint64_t{pool_} * 8 + 64;
+    const uint64_t pool_entries = max_pools_ * pool_;
+    max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_entries);
+    const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 12 +
+                                 max_list_ * 9 + pool_entries * 8 + 64;
     const uint64_t fixed = rows_ * (per_word + 9) + 3 * stage_bytes +
                            select_marked_ids_temp_bytes(rows_) + (uint64_t{16} << 20);
     const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / row_bytes : 0;
@@ -383,8 +392,10 @@ class CudaBackend final : public Backend {
       report_.corpus_resident = corpus_->resident();
       bytes += corpus_->device_bytes();
       if (per_super_batch_ && pool_ > 0) {
-        stage_[0].pool = DeviceBuffer<uint32_t>(pool_, "the negative pool");
-        bytes += stage_[0].pool.bytes();
+        stage_[0].pool = DeviceBuffer<uint32_t>(max_pools_ * pool_, "the negative pools");
+        stage_[0].sentence_pool =
+            DeviceBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
+        bytes += stage_[0].pool.bytes() + stage_[0].sentence_pool.bytes();
       }
     }
     report_.backend_bytes = bytes;
@@ -411,11 +422,14 @@ class CudaBackend final : public Backend {
       s.list = DeviceBuffer<uint32_t>(max_list_, "super-batch row lists");
       s.src = DeviceBuffer<uint32_t>(max_list_, "super-batch row sources");
       s.leave = DeviceBuffer<uint8_t>(max_list_, "super-batch row flags");
-      s.pool = DeviceBuffer<uint32_t>(pool_, "the negative pool");
-      s.pool_rows = DeviceBuffer<uint32_t>(pool_, "the negative pool rows");
+      s.pool = DeviceBuffer<uint32_t>(max_pools_ * pool_, "the negative pools");
+      s.pool_rows = DeviceBuffer<uint32_t>(max_pools_ * pool_, "the negative pool rows");
+      s.sentence_pool =
+          DeviceBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
       s.count = DeviceBuffer<uint32_t>(1, "a row count");
       paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() +
                        s.src.bytes() + s.leave.bytes() + s.pool.bytes() + s.pool_rows.bytes() +
+                       s.sentence_pool.bytes() +
                        s.count.bytes();
     }
     host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
@@ -510,6 +524,29 @@ class CudaBackend final : public Backend {
     }
   }
 
+  /// Draws the pools of every period that sentences [first, last) touch into s.pool, one after
+  /// the other, and gives each sentence its pool's number (s.sentence_pool) on `stream`.
+  void draw_pools(uint32_t epoch, uint64_t first, uint64_t last, Stage& s, cudaStream_t stream) {
+    const auto& blocks = *data_.blocks;
+    auto block_of = [&](uint64_t sentence) {
+      return static_cast<uint64_t>(std::upper_bound(blocks.begin(), blocks.end(), sentence) -
+                                   blocks.begin() - 1);
+    };
+    uint64_t b = block_of(first);
+    const uint64_t q0 = b / pool_blocks_, q1 = block_of(last - 1) / pool_blocks_;
+    s.pools = q1 - q0 + 1;
+    if (s.pools > max_pools_) throw Error("CUDA backend: a piece spans more pool periods than planned");
+    launch_draw_pools(data_.params.seed, epoch, q0, s.pools, noise_.data(),
+                      static_cast<uint32_t>(rows_), pool_, s.pool.data(), stream);
+    s.host_sentence_pool.resize(last - first);
+    for (uint64_t t = first; t < last; ++t) {
+      while (b + 1 < blocks.size() && blocks[b + 1] <= t) ++b;
+      s.host_sentence_pool[t - first] = static_cast<uint32_t>(b / pool_blocks_ - q0);
+    }
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.sentence_pool.data(), s.host_sentence_pool.data(),
+                                      (last - first) * 4, cudaMemcpyHostToDevice, stream));
+  }
+
   // ---- paged training -------------------------------------------------------------------
 
   Stage& stage_of(uint64_t number) { return stage_[number % 3]; }
@@ -556,8 +593,6 @@ class CudaBackend final : public Backend {
     if (fit_sentences_ > 0) last = std::min(last, cursor_ + fit_sentences_);
     bool split = false;
     const uint32_t hot = static_cast<uint32_t>(hot_);
-    launch_draw_pool(data_.params.seed, epoch, sb, noise_.data(), static_cast<uint32_t>(rows_),
-                     pool_, s.pool.data(), st);
     for (;;) {
       const uint64_t t0 = starts[cursor_], t1 = starts[last];
       const uint64_t nt = t1 - t0, ns = last - cursor_;
@@ -566,7 +601,8 @@ class CudaBackend final : public Backend {
       PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), starts.data() + cursor_, (ns + 1) * 8,
                                         cudaMemcpyHostToDevice, st));
       launch_mark_cold_ids(s.tokens.data(), nt, hot, marks_.data(), nullptr, st);
-      launch_mark_cold_ids(s.pool.data(), pool_, hot, marks_.data(), nullptr, st);
+      draw_pools(epoch, cursor_, last, s, st);
+      launch_mark_cold_ids(s.pool.data(), s.pools * pool_, hot, marks_.data(), nullptr, st);
       launch_select_marked_ids(marks_.data(), rows_, s.list.data(), s.count.data(),
                                select_temp_.data(), select_temp_bytes_, st);
       uint32_t* hc = host_counts_.data() + number % 3;
@@ -576,7 +612,7 @@ class CudaBackend final : public Backend {
         s.cold = *hc;
         s.token_base = t0;
         s.tokens_n = nt;
-        refs_ += nt + pool_;
+        refs_ += nt + s.pools * pool_;
         // A piece that fit at the size of the last split: try a little more next time.
         if (!split && fit_sentences_ > 0 && last < whole) fit_sentences_ += fit_sentences_ / 8 + 1;
         pcie_corpus_bytes_ += nt * 4 + (ns + 1) * 8;
@@ -608,8 +644,8 @@ class CudaBackend final : public Backend {
                         where_.data(), marks_.data(), s.src.data(), &pc->from_host, st);
     launch_map_rows(s.tokens.data(), s.tokens_n, hot, where_.data(), s.rows.data(),
                     &pc->refs_cold, st);
-    launch_map_rows(s.pool.data(), pool_, hot, where_.data(), s.pool_rows.data(), &pc->refs_cold,
-                    st);
+    launch_map_rows(s.pool.data(), s.pools * pool_, hot, where_.data(), s.pool_rows.data(),
+                    &pc->refs_cold, st);
     if (number >= first_valid_ + 2) {
       Stage& old = stage_of(number - 2);
       launch_mark_leaving_rows(old.list.data(), old.cold, old.number, owner_.data(),
@@ -670,6 +706,7 @@ class CudaBackend final : public Backend {
       a.pool = s.pool.data();
       a.pool_rows = s.pool_rows.data();
       a.pool_size = pool_;
+      a.sentence_pool = s.sentence_pool.data();
       a.reserved_sms = options_.paging_sms;
       train_piece(a, epoch, s.super_batch, s.token_base, cs);
       s.trained.record(cs);
@@ -753,7 +790,8 @@ class CudaBackend final : public Backend {
   uint64_t budget_ = 0;
   bool paged_ = false;
   uint64_t hot_ = 0, capacity_ = 0, device_rows_ = 0;
-  uint64_t max_piece_tokens_ = 0, max_piece_sentences_ = 0, max_list_ = 0;
+  uint64_t max_piece_tokens_ = 0, max_piece_sentences_ = 0, max_list_ = 0, max_pools_ = 1;
+  uint64_t pool_blocks_ = 1;
 
   Stream compute_, prep_, gather_, scatter_;
   Event prep_done_{false};

@@ -48,7 +48,7 @@ void use_pool(const TrainData& data, uint32_t epoch, uint64_t super_batch, Scrat
 
 /// The pool of the super-batch block `block` of `epoch` belongs to.
 void use_pool_of_block(const TrainData& data, uint32_t epoch, uint64_t block, Scratch& s) {
-  use_pool(data, epoch, super_batch_of(block, data.params.batch_blocks), s);
+  use_pool(data, epoch, super_batch_of(block, data.params.pool_blocks), s);
 }
 
 /// The tokens of [first, last) that subsampling keeps, with their window reductions.

@@ -24,6 +24,8 @@ TrainData TrainingSet::train_data(const Config& config) const {
   p.negative_pool = config.negative_pool;
   const uint64_t batch_blocks = (config.batch_words + kBlockWords - 1) / kBlockWords;
   p.batch_blocks = static_cast<uint32_t>(std::clamp<uint64_t>(batch_blocks, 1, UINT32_MAX));
+  const uint64_t pool_blocks = (config.pool_words + kBlockWords - 1) / kBlockWords;
+  p.pool_blocks = static_cast<uint32_t>(std::clamp<uint64_t>(pool_blocks, 1, UINT32_MAX));
   data.optimizer = config.optimizer_params();
   return data;
 }
