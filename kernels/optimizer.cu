@@ -19,10 +19,10 @@ constexpr int kThreads = 256;
 __global__ void optimizer_step_kernel(OptimizerStepScalars s, float* __restrict__ table,
                                       float* __restrict__ state0, float* __restrict__ state1,
                                       uint32_t stride, uint32_t dim,
-                                      const uint32_t* __restrict__ rows,
-                                      float* __restrict__ grads, uint32_t grad_stride,
-                                      uint64_t elements, const uint32_t* __restrict__ d_count,
-                                      bool by_row, bool zero) {
+                                      const uint32_t* __restrict__ rows, float* __restrict__ grads,
+                                      uint32_t grad_stride, uint64_t elements,
+                                      const uint32_t* __restrict__ d_count, bool by_row,
+                                      bool zero) {
   if (d_count != nullptr) elements = min(elements, static_cast<uint64_t>(*d_count) * dim);
   for (uint64_t e = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; e < elements;
        e += static_cast<uint64_t>(gridDim.x) * blockDim.x) {

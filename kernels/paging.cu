@@ -1,7 +1,7 @@
 #include "paging.cuh"
 
-#include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
+#include <cub/device/device_select.cuh>
 
 #include <algorithm>
 
@@ -17,7 +17,8 @@ unsigned grid_for(uint64_t items, int per_thread = 1) {
   int device = 0, sms = 0;
   PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
   PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const uint64_t want = (items + uint64_t{kThreads} * per_thread - 1) / (uint64_t{kThreads} * per_thread);
+  const uint64_t want =
+      (items + uint64_t{kThreads} * per_thread - 1) / (uint64_t{kThreads} * per_thread);
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, uint64_t(sms) * 16)));
 }
 
@@ -53,8 +54,8 @@ __global__ void clear_marks_kernel(const uint32_t* __restrict__ list, uint32_t n
   }
 }
 
-__global__ void assign_slots_kernel(const uint32_t* __restrict__ list, uint32_t n,
-                                    uint64_t number, uint64_t first_valid, uint32_t base,
+__global__ void assign_slots_kernel(const uint32_t* __restrict__ list, uint32_t n, uint64_t number,
+                                    uint64_t first_valid, uint32_t base,
                                     uint32_t* __restrict__ owner, uint32_t* __restrict__ where,
                                     uint8_t* __restrict__ marks, uint32_t* __restrict__ src,
                                     unsigned long long* from_host) {
@@ -84,9 +85,9 @@ __global__ void map_rows_kernel(const uint32_t* __restrict__ ids, uint64_t n, ui
   }
 }
 
-__global__ void mark_leaving_kernel(const uint32_t* __restrict__ list, uint32_t n,
-                                    uint64_t number, const uint32_t* __restrict__ owner,
-                                    uint8_t* __restrict__ leave, unsigned long long* to_host) {
+__global__ void mark_leaving_kernel(const uint32_t* __restrict__ list, uint32_t n, uint64_t number,
+                                    const uint32_t* __restrict__ owner, uint8_t* __restrict__ leave,
+                                    unsigned long long* to_host) {
   for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < n;
        k += uint64_t{gridDim.x} * blockDim.x) {
     const bool leaves = owner[list[k]] == static_cast<uint32_t>(number + 1);
@@ -135,9 +136,9 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
     }
     for (int t = 0; t < a.table_count; ++t) {
       const V* src = reinterpret_cast<const V*>(kind == MoveKind::kFromHost ? a.tables[t].host
-                                                                             : a.tables[t].device);
-      V* dst = reinterpret_cast<V*>(kind == MoveKind::kToHost ? a.tables[t].host
-                                                              : a.tables[t].device);
+                                                                            : a.tables[t].device);
+      V* dst =
+          reinterpret_cast<V*>(kind == MoveKind::kToHost ? a.tables[t].host : a.tables[t].device);
       for (uint32_t c0 = 0; c0 < row_v; c0 += 32) {
         const uint32_t c = c0 + lane;
         V v[kUnroll];
@@ -166,11 +167,9 @@ void launch_mark_cold_ids(const uint32_t* ids, uint64_t n, uint32_t hot, uint8_t
 size_t select_marked_ids_temp_bytes(uint64_t vocab) {
   size_t bytes = 0;
   thrust::counting_iterator<uint32_t> first(0);
-  PAGEDW2V_CUDA_TRY(cub::DeviceSelect::Flagged(nullptr, bytes, first,
-                                               static_cast<const uint8_t*>(nullptr),
-                                               static_cast<uint32_t*>(nullptr),
-                                               static_cast<uint32_t*>(nullptr),
-                                               static_cast<int64_t>(vocab)));
+  PAGEDW2V_CUDA_TRY(cub::DeviceSelect::Flagged(
+      nullptr, bytes, first, static_cast<const uint8_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+      static_cast<uint32_t*>(nullptr), static_cast<int64_t>(vocab)));
   return bytes;
 }
 
@@ -209,8 +208,7 @@ void launch_mark_leaving_rows(const uint32_t* list, uint32_t n, uint64_t number,
                               const uint32_t* owner, uint8_t* leave, unsigned long long* to_host,
                               cudaStream_t stream) {
   if (n == 0) return;
-  mark_leaving_kernel<<<grid_for(n), kThreads, 0, stream>>>(list, n, number, owner, leave,
-                                                            to_host);
+  mark_leaving_kernel<<<grid_for(n), kThreads, 0, stream>>>(list, n, number, owner, leave, to_host);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
@@ -227,18 +225,20 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   // Reads of host memory: one block of 8 warps per multiprocessor keeps the host addresses in
   // flight close together (bench transfer); device-to-device moves take more.
   const uint64_t cap = uint64_t(sms) * (kind == MoveKind::kFromDevice ? 8 : 1);
-  const unsigned grid = static_cast<unsigned>(
-      std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
+  const unsigned grid =
+      static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
   bool aligned = a.dim % 4 == 0;
   for (int t = 0; t < a.table_count; ++t) {
     aligned = aligned && ((reinterpret_cast<uintptr_t>(a.tables[t].host) |
-                           reinterpret_cast<uintptr_t>(a.tables[t].device)) & 15u) == 0;
+                           reinterpret_cast<uintptr_t>(a.tables[t].device)) &
+                          15u) == 0;
   }
   if (aligned) {
     move_rows_kernel<float4, kUnroll>
         <<<grid, kThreads, 0, stream>>>(kind, a, a.dim / 4, a.dim / 4, a.stride / 4);
   } else {
-    move_rows_kernel<float, kUnroll><<<grid, kThreads, 0, stream>>>(kind, a, a.dim, a.dim, a.stride);
+    move_rows_kernel<float, kUnroll>
+        <<<grid, kThreads, 0, stream>>>(kind, a, a.dim, a.dim, a.stride);
   }
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }

@@ -1,9 +1,9 @@
 #include "host_table.hpp"
 
+#include <sys/mman.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sys/mman.h>
 #include <utility>
 
 #include "error.hpp"

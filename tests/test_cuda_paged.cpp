@@ -85,8 +85,8 @@ TEST(CudaPaging, SlotMapFollowsTheRules) {
     ASSERT_LE(n, capacity);
 
     const uint32_t base = hot + static_cast<uint32_t>(number % 3) * capacity;
-    launch_assign_slots(d_list.data(), n, number, first_valid, base, d_owner.data(),
-                        d_where.data(), d_marks.data(), d_src.data(), d_counter.data(), st.get());
+    launch_assign_slots(d_list.data(), n, number, first_valid, base, d_owner.data(), d_where.data(),
+                        d_marks.data(), d_src.data(), d_counter.data(), st.get());
     DeviceBuffer<uint32_t> d_rows(ids.size(), "rows");
     launch_map_rows(d_ids.data(), ids.size(), hot, d_where.data(), d_rows.data(),
                     d_counter.data() + 1, st.get());
@@ -158,7 +158,8 @@ TEST(CudaPaging, MovesRowsOfEveryTable) {
     std::vector<DeviceBuffer<float>> d_dev;
     MoveArgs m;
     for (int t = 0; t < tables; ++t) {
-      PAGEDW2V_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&host_pinned[t]), host[t].size() * 4, cudaHostAllocMapped));
+      PAGEDW2V_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&host_pinned[t]), host[t].size() * 4,
+                                      cudaHostAllocMapped));
       std::memcpy(host_pinned[t], host[t].data(), host[t].size() * 4);
       d_dev.push_back(upload(dev[t]));
       m.tables[t] = PagedTable{host_pinned[t], d_dev[t].data()};
@@ -263,7 +264,7 @@ struct RunSetup {
 };
 
 RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, uint64_t hot,
-          uint64_t staging, bool serial) {
+                uint64_t staging, bool serial) {
   Config c;
   c.corpus = "zipf";
   c.dim = s.dim;

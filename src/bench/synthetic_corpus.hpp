@@ -39,8 +39,8 @@ std::vector<uint64_t> zipf_counts(const SyntheticSpec& spec, uint32_t threads);
 Vocab synthetic_vocab(const SyntheticSpec& spec, uint32_t threads);
 
 /// `spec.words` ids drawn independently from Zipf(spec.zipf) over the ranks (id = rank − 1), in
-/// sentences of kSyntheticSentenceLength tokens (the last may be shorter). Tokens 2k and 2k + 1 come
-/// from the Philox draw of counter k under `seed`, so the corpus depends on the seed only, not
+/// sentences of kSyntheticSentenceLength tokens (the last may be shorter). Tokens 2k and 2k + 1
+/// come from the Philox draw of counter k under `seed`, so the corpus depends on the seed only, not
 /// on `threads`.
 EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_t threads);
 

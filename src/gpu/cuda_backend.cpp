@@ -120,7 +120,8 @@ class CudaBackend final : public Backend {
     if (!paged_) return d + "tables resident (" + std::to_string(rows_) + " rows)";
     const uint64_t on_gpu = hot_ + 3 * capacity_;
     char pct[32];
-    std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * double(on_gpu) / double(std::max<uint64_t>(rows_, 1)));
+    std::snprintf(pct, sizeof pct, "%.1f%%",
+                  100.0 * double(on_gpu) / double(std::max<uint64_t>(rows_, 1)));
     return d + "tables paged: " + std::to_string(hot_) + " hot rows + 3 × " +
            std::to_string(capacity_) + " staging rows on the GPU (" + pct + " of " +
            std::to_string(rows_) + "), GPU memory budget " + gib(double(budget_));
@@ -199,8 +200,7 @@ class CudaBackend final : public Backend {
     copy_rows(model_.output.data(), output_.data(), n, cudaMemcpyDeviceToHost);
     for (uint32_t k = 0; k < nstate_; ++k) {
       copy_rows(model_.input_state[k].data(), input_state_[k].data(), n, cudaMemcpyDeviceToHost);
-      copy_rows(model_.output_state[k].data(), output_state_[k].data(), n,
-                cudaMemcpyDeviceToHost);
+      copy_rows(model_.output_state[k].data(), output_state_[k].data(), n, cudaMemcpyDeviceToHost);
     }
   }
 
@@ -210,8 +210,7 @@ class CudaBackend final : public Backend {
     copy_rows(output_.data(), model_.output.data(), n, cudaMemcpyHostToDevice);
     for (uint32_t k = 0; k < nstate_; ++k) {
       copy_rows(input_state_[k].data(), model_.input_state[k].data(), n, cudaMemcpyHostToDevice);
-      copy_rows(output_state_[k].data(), model_.output_state[k].data(), n,
-                cudaMemcpyHostToDevice);
+      copy_rows(output_state_[k].data(), model_.output_state[k].data(), n, cudaMemcpyHostToDevice);
     }
     // Staged rows are stale now: the next super-batch reads every cold row from the host.
     first_valid_ = next_number_;
@@ -282,11 +281,11 @@ class CudaBackend final : public Backend {
     }
     paged_ = true;
     if (pool_ == 0) {
-      throw UsageError(
-          "paged tables (the tables need " + gib(double(resident_need)) + ", the GPU budget is " +
-          gib(double(budget_)) +
-          ") need --negative-pool N (negatives drawn from a pool shared by --pool-words words, e.g. "
-          "--negative-pool 1024), or raise --gpu-memory");
+      throw UsageError("paged tables (the tables need " + gib(double(resident_need)) +
+                       ", the GPU budget is " + gib(double(budget_)) +
+                       ") need --negative-pool N (negatives drawn from a pool shared by "
+                       "--pool-words words, e.g. "
+                       "--negative-pool 1024), or raise --gpu-memory");
     }
     if (!gpu_uses_host_pointers()) {
       throw Error(std::string(prop.name) +
@@ -328,7 +327,8 @@ class CudaBackend final : public Backend {
   }
 
   void allocate() {
-    const std::string shape = " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
+    const std::string shape =
+        " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
     const size_t table = static_cast<size_t>(device_rows_) * stride_;
     input_ = DeviceBuffer<float>(table, "the input vectors" + shape);
     output_ = DeviceBuffer<float>(table, "the output vectors" + shape);
@@ -368,11 +368,11 @@ class CudaBackend final : public Backend {
       zero(touched_input_);
       zero(touched_output_);
     }
-    size_t bytes = input_.bytes() * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) + keep_.bytes() +
-                   noise_.bytes() + counters_.bytes() +
-                   (optimizer_ ? touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 +
-                                     step_temp_.bytes()
-                               : 0);
+    size_t bytes =
+        input_.bytes() * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) + keep_.bytes() + noise_.bytes() +
+        counters_.bytes() +
+        (optimizer_ ? touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 + step_temp_.bytes()
+                    : 0);
 
     if (paged_) {
       allocate_paging();
@@ -429,8 +429,7 @@ class CudaBackend final : public Backend {
       s.count = DeviceBuffer<uint32_t>(1, "a row count");
       paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() +
                        s.src.bytes() + s.leave.bytes() + s.pool.bytes() + s.pool_rows.bytes() +
-                       s.sentence_pool.bytes() +
-                       s.count.bytes();
+                       s.sentence_pool.bytes() + s.count.bytes();
     }
     host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
     const std::string hint =
@@ -535,7 +534,8 @@ class CudaBackend final : public Backend {
     uint64_t b = block_of(first);
     const uint64_t q0 = b / pool_blocks_, q1 = block_of(last - 1) / pool_blocks_;
     s.pools = q1 - q0 + 1;
-    if (s.pools > max_pools_) throw Error("CUDA backend: a piece spans more pool periods than planned");
+    if (s.pools > max_pools_)
+      throw Error("CUDA backend: a piece spans more pool periods than planned");
     launch_draw_pools(data_.params.seed, epoch, q0, s.pools, noise_.data(),
                       static_cast<uint32_t>(rows_), pool_, s.pool.data(), stream);
     s.host_sentence_pool.resize(last - first);
@@ -628,7 +628,8 @@ class CudaBackend final : public Backend {
       // Cold rows grow about linearly with the sentences at this size: aim at 90 % of the
       // buffer, and start the next pieces at that size too.
       const double fit = 0.9 * double(capacity_) / double(*hc);
-      const uint64_t take = std::max<uint64_t>(1, std::min<uint64_t>(ns - 1, uint64_t(double(ns) * fit)));
+      const uint64_t take =
+          std::max<uint64_t>(1, std::min<uint64_t>(ns - 1, uint64_t(double(ns) * fit)));
       last = cursor_ + take;
       fit_sentences_ = take;
       split = true;
@@ -642,8 +643,8 @@ class CudaBackend final : public Backend {
     PagingCounters* pc = paging_counters_.data();
     launch_assign_slots(s.list.data(), s.cold, number, first_valid_, base, owner_.data(),
                         where_.data(), marks_.data(), s.src.data(), &pc->from_host, st);
-    launch_map_rows(s.tokens.data(), s.tokens_n, hot, where_.data(), s.rows.data(),
-                    &pc->refs_cold, st);
+    launch_map_rows(s.tokens.data(), s.tokens_n, hot, where_.data(), s.rows.data(), &pc->refs_cold,
+                    st);
     launch_map_rows(s.pool.data(), s.pools * pool_, hot, where_.data(), s.pool_rows.data(),
                     &pc->refs_cold, st);
     if (number >= first_valid_ + 2) {

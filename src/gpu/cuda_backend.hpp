@@ -48,17 +48,17 @@ struct CudaBackendReport {
   bool corpus_resident = false;
   std::string device_name;
   bool paged = false;
-  uint64_t hot_rows = 0;          ///< rows cached on the GPU for the run (paged)
-  uint64_t staging_rows = 0;      ///< rows per staging buffer (paged)
-  uint64_t budget_bytes = 0;      ///< the GPU memory budget the backend planned with
-  uint64_t super_batches = 0;     ///< pieces trained (paged: after splits to fit staging)
-  uint64_t splits = 0;            ///< times a super-batch was halved to fit a staging buffer
-  uint64_t row_lookups = 0;       ///< row references of the pieces: tokens and pool entries
-  uint64_t cold_lookups = 0;      ///< of those, references to rows outside the hot cache
-  uint64_t cold_rows = 0;         ///< distinct cold rows staged, summed over pieces
-  uint64_t rows_from_host = 0;    ///< cold rows read from host memory
-  uint64_t rows_to_host = 0;      ///< cold rows written back
-  uint64_t pcie_bytes = 0;        ///< bytes moved over PCIe for rows and state, both directions
+  uint64_t hot_rows = 0;        ///< rows cached on the GPU for the run (paged)
+  uint64_t staging_rows = 0;    ///< rows per staging buffer (paged)
+  uint64_t budget_bytes = 0;    ///< the GPU memory budget the backend planned with
+  uint64_t super_batches = 0;   ///< pieces trained (paged: after splits to fit staging)
+  uint64_t splits = 0;          ///< times a super-batch was halved to fit a staging buffer
+  uint64_t row_lookups = 0;     ///< row references of the pieces: tokens and pool entries
+  uint64_t cold_lookups = 0;    ///< of those, references to rows outside the hot cache
+  uint64_t cold_rows = 0;       ///< distinct cold rows staged, summed over pieces
+  uint64_t rows_from_host = 0;  ///< cold rows read from host memory
+  uint64_t rows_to_host = 0;    ///< cold rows written back
+  uint64_t pcie_bytes = 0;      ///< bytes moved over PCIe for rows and state, both directions
 };
 
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.

@@ -21,12 +21,12 @@ std::string gib(size_t bytes) {
 
 }  // namespace
 
-PinnedRegion::PinnedRegion(void* p, size_t bytes, const std::string& what,
-                           const std::string& hint, size_t slab_bytes) {
+PinnedRegion::PinnedRegion(void* p, size_t bytes, const std::string& what, const std::string& hint,
+                           size_t slab_bytes) {
   std::string error;
   if (!pin(p, bytes, slab_bytes, &error)) {
-    throw Error("cannot pin the " + what + " (" + gib(bytes) + ") in host memory: " + error +
-                "; " + hint);
+    throw Error("cannot pin the " + what + " (" + gib(bytes) + ") in host memory: " + error + "; " +
+                hint);
   }
 }
 

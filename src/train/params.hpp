@@ -20,9 +20,9 @@ struct TrainParams {
   uint32_t negative = 5;
   uint32_t epochs = 5;
   uint64_t seed = 1;
-  float alpha = 0.025f;            ///< starting learning rate
-  float min_alpha_ratio = 1e-4f;   ///< the rate decays linearly to alpha * this
-  uint64_t words_per_epoch = 0;    ///< in-vocabulary tokens of one pass over the corpus
+  float alpha = 0.025f;           ///< starting learning rate
+  float min_alpha_ratio = 1e-4f;  ///< the rate decays linearly to alpha * this
+  uint64_t words_per_epoch = 0;   ///< in-vocabulary tokens of one pass over the corpus
   /// 0: every negative is drawn from the noise distribution on its own (word2vec). N > 0: each
   /// pool period (pool_blocks) draws N negatives from the noise distribution up front (its pool,
   /// keyed by seed, epoch and period), and every example picks its negatives uniformly from the
