@@ -85,19 +85,20 @@ if has_step bench; then
   run_bench sg-x1-d100 --repeat 1 --device cuda --epochs 5 --dim 100
 fi
 
+Q="$DATA/questions-words.txt"; W="$DATA/wordsim353.tsv"
+quality() {  # name, then train flags: mix5m at the quality settings, then the evaluation
+  local name=$1; shift
+  timeout 200 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/q-$name" --format npy \
+    --dim 100 --window 5 --negative 5 --sample 1e-3 --min-count 5 --epochs 5 "$@" \
+    >"$OUT/train-$name.log" 2>&1
+  local rc=$?
+  timeout 120 "$BIN/pagedw2v" eval --vectors "/tmp/q-$name" --analogies "$Q" --similarity "$W" \
+    >"$OUT/eval-$name.log" 2>&1
+  note "quality $name: train rc=$rc $(grep -E '^(trained|backend)' "$OUT/train-$name.log" | tr '\n' ' ')"
+  grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
+}
+
 if has_step quality; then
-  Q="$DATA/questions-words.txt"; W="$DATA/wordsim353.tsv"
-  quality() {  # name, then train flags
-    local name=$1; shift
-    timeout 150 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/q-$name" --format npy \
-      --dim 100 --window 5 --negative 5 --sample 1e-3 --min-count 5 --epochs 5 "$@" \
-      >"$OUT/train-$name.log" 2>&1
-    local rc=$?
-    timeout 120 "$BIN/pagedw2v" eval --vectors "/tmp/q-$name" --analogies "$Q" --similarity "$W" \
-      >"$OUT/eval-$name.log" 2>&1
-    note "quality $name: train rc=$rc $(grep -E '^trained' "$OUT/train-$name.log" | head -1)"
-    grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-  }
   quality sg-cuda --device cuda
   quality sg-cpu --device cpu
   quality cbow-cuda --device cuda --model cbow
@@ -133,21 +134,9 @@ if has_step paged; then
   syn syn-paged --placement paged --gpu-memory 1024000000
   syn syn-resident-pool64k --placement resident --pool-words 65536
   syn syn-paged-pool64k --placement paged --gpu-memory 1024000000 --pool-words 65536
-  Q="$DATA/questions-words.txt"; W="$DATA/wordsim353.tsv"
-  pq() {  # name, then train flags
-    local name=$1; shift
-    timeout 200 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/q-$name" --format npy \
-      --dim 100 --window 5 --negative 5 --sample 1e-3 --min-count 5 --epochs 5 --device cuda "$@" \
-      >"$OUT/train-$name.log" 2>&1
-    local rc=$?
-    timeout 120 "$BIN/pagedw2v" eval --vectors "/tmp/q-$name" --analogies "$Q" --similarity "$W" \
-      >"$OUT/eval-$name.log" 2>&1
-    note "quality $name: train rc=$rc $(grep -E '^(trained|backend)' "$OUT/train-$name.log" | tr '\n' ' ')"
-    grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
-  }
-  pq sg-pool-resident --negative-pool 1024 --batch-words 262144 --placement resident
-  pq sg-pool-paged --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
-  pq cbow-pool-paged --model cbow --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
+  quality sg-pool-resident --device cuda --negative-pool 1024 --batch-words 262144 --placement resident
+  quality sg-pool-paged --device cuda --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
+  quality cbow-pool-paged --device cuda --model cbow --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
 fi
 
 if has_step scale; then
