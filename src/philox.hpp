@@ -3,7 +3,8 @@
 /// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), the
 /// counter-based generator cuRAND also ships. It is written once here for host and device so that
 /// the CPU and CUDA backends draw the same numbers for the same (seed, position): a draw depends
-/// on where it is used, never on thread scheduling, which makes resume and CPU/GPU comparison exact.
+/// on where it is used, never on thread scheduling, which makes resume and CPU/GPU comparison
+/// exact.
 
 #include <cstdint>
 
