@@ -33,28 +33,11 @@ std::string random_corpus(int sentences, uint32_t seed) {
 }
 
 Config base_config(const TempDir& dir, const std::string& out) {
-  Config c;
-  c.corpus = dir.file("corpus.txt");
-  c.output = dir.file(out);
-  c.dim = 12;
-  c.epochs = 2;
-  c.threads = 1;
-  c.min_count = 1;
-  c.quiet = true;
-  c.device = DeviceKind::kCpu;
-  c.formats = {"npy"};
-  return c;
+  return testing_util::small_cpu_config(dir, out, 12, 2);
 }
 
 Config resume_config(const TempDir& dir, const std::string& checkpoint, const std::string& out) {
-  Config c;
-  c.resume = checkpoint;
-  c.output = dir.file(out);
-  c.threads = 1;
-  c.quiet = true;
-  c.device = DeviceKind::kCpu;
-  c.formats = {"npy"};
-  return c;
+  return testing_util::small_cpu_config(dir, out, 0, 0, checkpoint);
 }
 
 TEST(Checkpoint, SaveLoadRoundTrip) {

@@ -414,16 +414,7 @@ TEST(BatchedTraining, OneThreadIsBitIdenticalRunToRun) {
   TempDir dir;
   write_file(dir.file("corpus.txt"), topic_corpus(2000, 3));
   auto run = [&](const std::string& out) {
-    Config c;
-    c.corpus = dir.file("corpus.txt");
-    c.output = dir.file(out);
-    c.dim = 8;
-    c.epochs = 2;
-    c.threads = 1;
-    c.min_count = 1;
-    c.quiet = true;
-    c.device = DeviceKind::kCpu;
-    c.formats = {"npy"};
+    Config c = testing_util::small_cpu_config(dir, out, 8, 2);
     c.optimizer = OptimizerKind::kAdam;
     run_training(c);
     return testing_util::read_file(dir.file(out + "/vectors.npy"));

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -33,17 +33,8 @@ std::string topic_corpus(int sentences, uint32_t seed) {
 }
 
 Config small_config(const TempDir& dir, const std::string& out) {
-  Config c;
-  c.corpus = dir.file("corpus.txt");
-  c.output = dir.file(out);
-  c.dim = 16;
-  c.epochs = 3;
-  c.threads = 1;
-  c.min_count = 1;
+  Config c = testing_util::small_cpu_config(dir, out, 16, 3);
   c.sample = 0;
-  c.quiet = true;
-  c.device = DeviceKind::kCpu;
-  c.formats = {"npy"};
   return c;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the tests: temporary directories and files.
+// Helpers shared by the tests: temporary directories and files, small training settings.
 
 #include <unistd.h>
 
@@ -11,6 +11,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "config.hpp"
 
 namespace pagedw2v::testing_util {
 
@@ -45,6 +47,27 @@ inline std::string read_file(const std::string& path) {
 }
 
 /// A seed drawn afresh for every run (tests print it when they fail).
+/// Settings of a small, deterministic CPU run: one thread, min-count 1, quiet, npy output in
+/// dir/out. The corpus is dir/corpus.txt, or the checkpoint `resume` when it is given.
+inline Config small_cpu_config(const TempDir& dir, const std::string& out, uint32_t dim,
+                               uint32_t epochs, const std::string& resume = "") {
+  Config c;
+  if (resume.empty()) {
+    c.corpus = dir.file("corpus.txt");
+    c.dim = dim;
+    c.epochs = epochs;
+    c.min_count = 1;
+  } else {
+    c.resume = resume;
+  }
+  c.output = dir.file(out);
+  c.threads = 1;
+  c.quiet = true;
+  c.device = DeviceKind::kCpu;
+  c.formats = {"npy"};
+  return c;
+}
+
 inline uint64_t fresh_seed() { return std::random_device{}(); }
 
 /// The names in `dir`, sorted.
