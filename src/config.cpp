@@ -279,6 +279,12 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) {
                  return c.gpu_memory == 0 ? std::string("auto") : format_byte_size(c.gpu_memory);
                }});
+  o.push_back({"deterministic",
+               "repeat a run bit for bit: one CPU thread (--threads other than 1 is an error), "
+               "or on cuda one warp per launch (far slower; for reproducibility checks)",
+               "false", true, false,
+               [](C& c, V v) { c.deterministic = parse_bool("deterministic", v); },
+               [](const C& c) { return std::string(c.deterministic ? "true" : "false"); }});
   o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt", "npy,h5,bin,txt", false,
                false, [](C& c, V v) { c.formats = parse_format_list(v); },
                [](const C& c) { return join(c.formats); }});
@@ -331,6 +337,7 @@ OptimizerParams Config::optimizer_params() const {
 }
 
 uint32_t Config::effective_threads() const {
+  if (deterministic) return 1;
   if (threads > 0) return threads;
   const unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? n : 1;
@@ -427,6 +434,12 @@ void validate(const Config& config) {
     throw UsageError(
         "--placement paged needs --negative-pool N (negatives drawn from a pool shared by "
         "--pool-words words, e.g. 1024)");
+  }
+  // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
+  if (config.deterministic &&
+      (config.threads > 1 || (config.threads == 0 && config.given.count("threads") > 0))) {
+    throw UsageError("--deterministic trains on one CPU thread; leave out --threads " +
+                     option_value(config, "threads") + " (or set it to 1)");
   }
   const std::string optimizer = to_string(config.optimizer);
   if (config.optimizer == OptimizerKind::kSgd) {

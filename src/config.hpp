@@ -40,6 +40,8 @@ struct Config {
   uint32_t negative_pool = 0;       ///< TrainParams::negative_pool
   uint64_t batch_words = 1u << 20;  ///< words per super-batch (rounded to whole work blocks)
   uint64_t pool_words = 4096;       ///< words per negative-pool period (whole work blocks)
+  /// Bit-identical runs: one CPU thread, or one warp per launch on CUDA (far slower).
+  bool deterministic = false;
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
@@ -59,8 +61,8 @@ struct Config {
   /// The optimizer with its defaults and the hyper-parameters that were set.
   OptimizerParams optimizer_params() const;
   /// The GPU settings as the backend takes them.
-  GpuOptions gpu_options() const { return GpuOptions{placement, gpu_memory}; }
-  /// The thread count actually used.
+  GpuOptions gpu_options() const { return GpuOptions{placement, gpu_memory, deterministic}; }
+  /// The thread count actually used: 1 with --deterministic.
   uint32_t effective_threads() const;
 };
 

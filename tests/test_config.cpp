@@ -60,6 +60,7 @@ TEST(Config, BadValuesNameTheFlag) {
                                                      {"format", "csv"},
                                                      {"format", ","},
                                                      {"quiet", "maybe"},
+                                                     {"deterministic", "2"},
                                                      {"seed", "-1"},
                                                      {"max-vocab", "-5"},
                                                      {"placement", "host"},
@@ -146,6 +147,46 @@ TEST(Config, NegativePoolAndBatchWords) {
   }
 }
 
+TEST(Config, DeterministicIsOneThreadOrOneWarp) {
+  Config c;
+  c.corpus = "x.txt";
+  c.output = "out";
+  EXPECT_FALSE(c.deterministic);
+  EXPECT_FALSE(c.gpu_options().deterministic);
+  EXPECT_EQ(option_value(c, "deterministic"), "false");
+  apply_option(c, "deterministic", "true");
+  EXPECT_TRUE(c.deterministic);
+  EXPECT_TRUE(c.gpu_options().deterministic);
+  EXPECT_EQ(c.effective_threads(), 1u);
+  EXPECT_EQ(option_value(c, "deterministic"), "true");
+  EXPECT_NO_THROW(validate(c));
+  apply_option(c, "threads", "1");
+  EXPECT_NO_THROW(validate(c));
+  // More threads than one contradict it, whether a number or every core.
+  for (const char* threads : {"4", "all"}) {
+    apply_option(c, "threads", threads);
+    EXPECT_EQ(c.effective_threads(), 1u) << threads;
+    try {
+      validate(c);
+      ADD_FAILURE() << "--threads " << threads << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--deterministic"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--threads " + std::string(threads)), std::string::npos)
+          << e.what();
+    }
+  }
+  apply_option(c, "deterministic", "false");
+  EXPECT_NO_THROW(validate(c));
+  EXPECT_FALSE(c.gpu_options().deterministic);
+  // It says how a run goes, not what it learns: a resumed run may change it.
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == "deterministic") {
+      EXPECT_TRUE(spec.is_flag);
+      EXPECT_FALSE(spec.is_model);
+    }
+  }
+}
+
 TEST(Config, WhatACheckpointFixes) {
   std::map<std::string, bool> model;
   for (const OptionSpec& spec : train_options()) model[spec.name] = spec.is_model;
@@ -185,7 +226,7 @@ TEST(Config, TomlSetsOptionsAndFlagsWin) {
   TempDir dir;
   write_file(dir.file("c.toml"),
              "# a config\nmodel = \"cbow\"\ndim = 200\nwindow = 8\nsample = 1e-4\n"
-             "min_count = 3\nformat = [\"npy\", \"bin\"]\nquiet = true\n");
+             "min_count = 3\nformat = [\"npy\", \"bin\"]\nquiet = true\ndeterministic = true\n");
   Config c;
   apply_toml_file(c, dir.file("c.toml"));
   EXPECT_EQ(c.model, ModelKind::kCbow);
@@ -195,6 +236,7 @@ TEST(Config, TomlSetsOptionsAndFlagsWin) {
   EXPECT_EQ(c.min_count, 3u);
   EXPECT_EQ(c.formats, (std::vector<std::string>{"npy", "bin"}));
   EXPECT_TRUE(c.quiet);
+  EXPECT_TRUE(c.deterministic);
   // The command line is applied after the file, as `pagedw2v train` does.
   apply_option(c, "dim", "50");
   EXPECT_EQ(c.dim, 50u);

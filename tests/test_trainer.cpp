@@ -52,6 +52,20 @@ TEST(Trainer, OneThreadIsBitIdenticalRunToRun) {
   EXPECT_NE(a, read_file(dir.file("c/vectors.npy")));
 }
 
+// --deterministic with every core available trains on one thread: the one-thread run's bits.
+TEST(Trainer, DeterministicIsTheOneThreadRun) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(2000, 3));
+  run_training(small_config(dir, "one"));
+  Config c = small_config(dir, "det");
+  c.threads = 0;
+  apply_option(c, "deterministic", "true");
+  run_training(c);
+  const std::string one = read_file(dir.file("one/vectors.npy"));
+  ASSERT_FALSE(one.empty());
+  EXPECT_EQ(one, read_file(dir.file("det/vectors.npy")));
+}
+
 /// Mean cosine within topics minus across topics, from the exported text vectors.
 double topic_separation(const std::string& txt_path) {
   std::istringstream in(read_file(txt_path));

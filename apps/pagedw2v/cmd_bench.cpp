@@ -95,8 +95,10 @@ int cmd_bench(int argc, char** argv) {
       "chunk-tokens", "CUDA: tokens per streamed chunk",
       cxxopts::value<uint64_t>()->default_value(std::to_string(uint64_t{32} << 20)))(
       "h,help", "print this help");
+  // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
-    return name == "output" || name == "format" || name == "save-context";
+    return name == "output" || name == "format" || name == "save-context" ||
+           name == "deterministic";
   });
   cxxopts::ParseResult args;
   if (!parse_command_line(options, argc - 1, argv + 1, &args)) return 0;

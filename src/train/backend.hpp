@@ -94,6 +94,9 @@ struct GpuOptions {
   Placement placement = Placement::kAuto;
   /// GPU memory the backend may use, in bytes; 0 = what is free minus a margin.
   uint64_t memory_budget = 0;
+  /// One warp per launch, so that a run repeats bit for bit (CudaBackendOptions::serial): for
+  /// reproducibility checks and tests, far slower than the default.
+  bool deterministic = false;
 };
 
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.

@@ -15,6 +15,7 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const Tra
     if (cuda_device_available()) {
       CudaBackendOptions options;
       options.gpu = gpu;
+      options.serial = gpu.deterministic;
       return make_cuda_backend(model, data, options);
     }
     if (device == DeviceKind::kCuda) {
