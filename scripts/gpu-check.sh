@@ -31,7 +31,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm 
 t0=$(date +%s)
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DPAGEDW2V_CUDA=ON >"$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-GPU_TESTS="test_cuda_sgns test_cuda_sampler test_cuda_optimizer test_cuda_gather test_cuda_paged test_pinned_allocator"
+GPU_TESTS="test_cuda_sgns test_cuda_sampler test_cuda_optimizer test_cuda_gather test_cuda_paged test_cuda_resume test_pinned_allocator"
 cmake --build "$BUILD" -j"$JOBS" --target pagedw2v $GPU_TESTS \
   >"$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -30; exit 1; }
 # FAST=1: only the targets above (no full ctest either), to save device time.
