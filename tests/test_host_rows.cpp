@@ -1,6 +1,6 @@
 // The chunked multi-threaded row mover (bench/host_rows.hpp) against a plain loop: odd shapes,
 // thread and chunk counts; chunks reported once and only when complete; scatters that read a
-// chunk only after waiting for it; errors from the callbacks.
+// chunk only after waiting for it; `meanwhile` run once by the caller; errors from callbacks.
 
 #include "bench/host_rows.hpp"
 
@@ -15,6 +15,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace pagedw2v {
@@ -79,6 +80,7 @@ class HostRowsTest : public ::testing::TestWithParam<Shape> {
     return std::vector<float>(count, std::nanf(""));
   }
 
+  const std::thread::id caller_ = std::this_thread::get_id();
   std::mt19937 rng_;
   std::vector<float> table_;
   std::vector<uint32_t> ids_;
@@ -98,13 +100,21 @@ TEST_P(HostRowsTest, GatherMatchesLoopAndReportsEachChunkOnceComplete) {
     std::vector<float> dense = poisoned(s.n * s.dim);
     std::vector<std::atomic<int>> calls(chunks_.size());
     std::atomic<int> incomplete{0};
-    mover_->gather(table_.data(), s.dim, ids_.data(), chunks_, dense.data(), [&](size_t k) {
-      ASSERT_LT(k, chunks_.size());
-      calls[k].fetch_add(1);
-      for (uint64_t i = chunks_[k].begin * s.dim; i < chunks_[k].end * s.dim; ++i) {
-        if (!(dense[i] == want[i])) incomplete.fetch_add(1);
-      }
-    });
+    int meanwhile_calls = 0;
+    mover_->gather(
+        table_.data(), s.dim, ids_.data(), chunks_, dense.data(),
+        [&](size_t k) {
+          ASSERT_LT(k, chunks_.size());
+          calls[k].fetch_add(1);
+          for (uint64_t i = chunks_[k].begin * s.dim; i < chunks_[k].end * s.dim; ++i) {
+            if (!(dense[i] == want[i])) incomplete.fetch_add(1);
+          }
+        },
+        [&] {
+          EXPECT_EQ(std::this_thread::get_id(), caller_);
+          ++meanwhile_calls;
+        });
+    EXPECT_EQ(meanwhile_calls, 1);
     EXPECT_EQ(dense, want) << "round " << round;
     EXPECT_EQ(incomplete.load(), 0) << "a chunk was reported before all its rows were copied";
     for (size_t k = 0; k < chunks_.size(); ++k) EXPECT_EQ(calls[k].load(), 1) << "chunk " << k;
@@ -127,14 +137,23 @@ TEST_P(HostRowsTest, ScatterMatchesLoopAndReadsChunksOnlyAfterWaiting) {
     std::vector<float> dense = poisoned(s.n * s.dim);
     std::vector<std::once_flag> filled(chunks_.size());
     std::vector<std::atomic<int>> waits(chunks_.size());
-    mover_->scatter(table.data(), s.dim, ids_.data(), chunks_, dense.data(), [&](size_t k) {
-      ASSERT_LT(k, chunks_.size());
-      waits[k].fetch_add(1);
-      std::call_once(filled[k], [&] {
-        std::copy(rows.begin() + chunks_[k].begin * s.dim, rows.begin() + chunks_[k].end * s.dim,
-                  dense.begin() + chunks_[k].begin * s.dim);
-      });
-    });
+    int meanwhile_calls = 0;
+    mover_->scatter(
+        table.data(), s.dim, ids_.data(), chunks_, dense.data(),
+        [&](size_t k) {
+          ASSERT_LT(k, chunks_.size());
+          waits[k].fetch_add(1);
+          std::call_once(filled[k], [&] {
+            std::copy(rows.begin() + chunks_[k].begin * s.dim,
+                      rows.begin() + chunks_[k].end * s.dim,
+                      dense.begin() + chunks_[k].begin * s.dim);
+          });
+        },
+        [&] {
+          EXPECT_EQ(std::this_thread::get_id(), caller_);
+          ++meanwhile_calls;
+        });
+    EXPECT_EQ(meanwhile_calls, 1);
     EXPECT_EQ(table, want) << "round " << round;
     for (size_t k = 0; k < chunks_.size(); ++k) {
       EXPECT_GE(waits[k].load(), 1) << "chunk " << k;
@@ -209,6 +228,9 @@ TEST(HostRowMover, CallbackErrorsReachTheCallerAndTheMoverStaysUsable) {
                              [](size_t k) {
                                if (k == 0) throw std::runtime_error("event failed");
                              }),
+               std::runtime_error);
+  EXPECT_THROW(mover.gather(table.data(), dim, ids.data(), chunks, dense.data(), {},
+                            [] { throw std::runtime_error("launch failed"); }),
                std::runtime_error);
   std::fill(dense.begin(), dense.end(), 0.0f);
   mover.gather(table.data(), dim, ids.data(), chunks, dense.data());

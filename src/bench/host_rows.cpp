@@ -68,7 +68,7 @@ HostRowMover::~HostRowMover() {
 
 void HostRowMover::gather(const float* table, uint32_t dim, const uint32_t* ids,
                           const std::vector<RowRange>& chunks, float* dense,
-                          const ChunkFn& on_ready) {
+                          const ChunkFn& on_ready, const std::function<void()>& meanwhile) {
   Job job;
   job.scatter = false;
   job.src = table;
@@ -76,12 +76,13 @@ void HostRowMover::gather(const float* table, uint32_t dim, const uint32_t* ids,
   job.dim = dim;
   job.ids = ids;
   job.callback = on_ready ? &on_ready : nullptr;
+  job.meanwhile = meanwhile ? &meanwhile : nullptr;
   run(chunks, job);
 }
 
 void HostRowMover::scatter(float* table, uint32_t dim, const uint32_t* ids,
                            const std::vector<RowRange>& chunks, const float* dense,
-                           const ChunkFn& wait_ready) {
+                           const ChunkFn& wait_ready, const std::function<void()>& meanwhile) {
   Job job;
   job.scatter = true;
   job.src = dense;
@@ -89,6 +90,7 @@ void HostRowMover::scatter(float* table, uint32_t dim, const uint32_t* ids,
   job.dim = dim;
   job.ids = ids;
   job.callback = wait_ready ? &wait_ready : nullptr;
+  job.meanwhile = meanwhile ? &meanwhile : nullptr;
   run(chunks, job);
 }
 
@@ -111,7 +113,10 @@ void HostRowMover::run(const std::vector<RowRange>& chunks, Job& job) {
       if (job.pieces_left[k].load(std::memory_order_relaxed) == 0) (*job.callback)(k);
     }
   }
-  if (job.pieces.empty()) return;
+  if (job.pieces.empty()) {
+    if (job.meanwhile != nullptr) (*job.meanwhile)();
+    return;
+  }
 
   const bool helpers = !workers_.empty() && job.pieces.size() > 1;
   if (helpers) {
@@ -122,6 +127,13 @@ void HostRowMover::run(const std::vector<RowRange>& chunks, Job& job) {
       published_.store(generation_, std::memory_order_release);
     }
     start_cv_.notify_all();
+  }
+  if (job.meanwhile != nullptr) {
+    try {
+      (*job.meanwhile)();
+    } catch (...) {
+      fail(job);
+    }
   }
   work(job);
   if (helpers) {
@@ -168,12 +180,16 @@ void HostRowMover::work(Job& job) {
         }
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(job.error_mutex);
-      if (!job.error) job.error = std::current_exception();
-      job.failed.store(true, std::memory_order_relaxed);
+      fail(job);
       break;
     }
   }
+}
+
+void HostRowMover::fail(Job& job) {
+  std::lock_guard<std::mutex> lock(job.error_mutex);
+  if (!job.error) job.error = std::current_exception();
+  job.failed.store(true, std::memory_order_relaxed);
 }
 
 void HostRowMover::worker_loop() {

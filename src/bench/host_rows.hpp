@@ -54,19 +54,23 @@ class HostRowMover {
   /// dense[i, :] = table[ids[i], :] for every i of every chunk. `on_ready(k)` is called once per
   /// chunk as soon as every row of chunks[k] is in `dense`, by the thread that finished it —
   /// possibly while other threads copy later chunks and concurrently with on_ready of other
-  /// chunks (an empty chunk is reported at once, by the caller). Returns when every chunk is
-  /// done and every on_ready has returned. If on_ready throws, the move stops early and the
+  /// chunks (an empty chunk is reported at once, by the caller). `meanwhile`, when given, runs
+  /// once on the calling thread after the other threads have been started and before it joins
+  /// them (e.g. to launch other work that should overlap the move). Returns when every chunk is
+  /// done and every callback has returned. If a callback throws, the move stops early and the
   /// first exception is rethrown here.
   void gather(const float* table, uint32_t dim, const uint32_t* ids,
-              const std::vector<RowRange>& chunks, float* dense, const ChunkFn& on_ready = {});
+              const std::vector<RowRange>& chunks, float* dense, const ChunkFn& on_ready = {},
+              const std::function<void()>& meanwhile = {});
 
   /// table[ids[i], :] = dense[i, :] for every i of every chunk; ids must be distinct. Before a
   /// thread reads any row of chunks[k] it calls `wait_ready(k)`, which must return only once
   /// those rows are in `dense` (e.g. by waiting on the event of the DMA that fills them). It may
   /// be called by several threads for the same chunk, concurrently; never for an empty chunk.
-  /// Exceptions as for gather().
+  /// `meanwhile` and exceptions as for gather().
   void scatter(float* table, uint32_t dim, const uint32_t* ids, const std::vector<RowRange>& chunks,
-               const float* dense, const ChunkFn& wait_ready = {});
+               const float* dense, const ChunkFn& wait_ready = {},
+               const std::function<void()>& meanwhile = {});
 
  private:
   struct Piece {
@@ -80,6 +84,7 @@ class HostRowMover {
     uint32_t dim = 0;
     const uint32_t* ids = nullptr;
     const ChunkFn* callback = nullptr;
+    const std::function<void()>* meanwhile = nullptr;
     std::vector<Piece> pieces;
     std::unique_ptr<std::atomic<uint32_t>[]> pieces_left;  // per chunk, for on_ready
     std::atomic<size_t> next{0};
@@ -90,6 +95,7 @@ class HostRowMover {
 
   void run(const std::vector<RowRange>& chunks, Job& job);
   void work(Job& job);
+  static void fail(Job& job);  // records the current exception and stops the move
   void worker_loop();
 
   std::vector<std::thread> workers_;
