@@ -3,8 +3,10 @@
 // `pagedw2v bench transfer`: the shape of SpeedTorch's benchmark, then run_transfer_bench()
 // (CUDA builds only).
 #include <cxxopts.hpp>
+#include <exception>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "bench/train_bench.hpp"
 #ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
@@ -24,10 +26,36 @@ constexpr const char* kBenchUsage =
     "`bench train --synthetic VOCAB,WORDS,ZIPF [--device cuda|cpu]` or "
     "`bench transfer [--rows N] [--dim D] [--table-rows N]`";
 
+/// "0,0.5,0.75" as numbers in [0, 1]; "none" or "" as no numbers.
+std::vector<double> parse_shares(const std::string& text) {
+  std::vector<double> shares;
+  if (text.empty() || text == "none") return shares;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = text.find(',', at);
+    const std::string item = text.substr(at, comma == std::string::npos ? comma : comma - at);
+    size_t used = 0;
+    double v = -1;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || !(v >= 0.0 && v <= 1.0)) {
+      throw UsageError("--hybrid takes shares in [0, 1] separated by commas (or none), not '" +
+                       text + "'");
+    }
+    shares.push_back(v);
+    if (comma == std::string::npos) return shares;
+    at = comma + 1;
+  }
+}
+
 int cmd_bench_transfer(int argc, char** argv) {
   cxxopts::Options options("pagedw2v bench transfer",
                            "Time moving random rows between a pinned host table and the GPU, "
-                           "each way: the PCIe floor, naive methods and ours.");
+                           "each way: the PCIe floor, naive methods, ours and hybrids of ours "
+                           "with host threads and DMA.");
   options.add_options()("rows", "rows moved per transfer",
                         cxxopts::value<uint32_t>()->default_value("131072"))(
       "dim", "floats per row", cxxopts::value<uint32_t>()->default_value("128"))(
@@ -36,8 +64,14 @@ int cmd_bench_transfer(int argc, char** argv) {
       "reps", "timed repetitions (the median is printed)",
       cxxopts::value<uint32_t>()->default_value("30"))(
       "warmup", "untimed repetitions first", cxxopts::value<uint32_t>()->default_value("3"))(
-      "threads", "threads of the naive host gather (0: up to 16)",
+      "threads", "threads of the host gathers and scatters, naive and hybrid (0: up to 16)",
       cxxopts::value<uint32_t>()->default_value("0"))(
+      "hybrid",
+      "shares of the rows the hybrid method moves by the zero-copy kernel, the rest by host "
+      "threads and DMA at the same time: a comma-separated list in [0, 1], or none",
+      cxxopts::value<std::string>()->default_value("0,0.5,0.6,0.7,0.8"))(
+      "hybrid-chunks", "chunks of the hybrid's host part, each one DMA",
+      cxxopts::value<uint32_t>()->default_value("16"))(
       "slab-mib", "pin the table in slabs of this many MiB (0: in one piece)",
       cxxopts::value<uint64_t>()->default_value("1024"))(
       "pin-method",
@@ -52,6 +86,7 @@ int cmd_bench_transfer(int argc, char** argv) {
   if (method != "register" && method != "hostalloc" && method != "pool") {
     throw UsageError("--pin-method must be register, hostalloc or pool, not '" + method + "'");
   }
+  const std::vector<double> shares = parse_shares(args["hybrid"].as<std::string>());
 #ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
   TransferBenchOptions bench;
   bench.rows = args["rows"].as<uint32_t>();
@@ -62,6 +97,8 @@ int cmd_bench_transfer(int argc, char** argv) {
   bench.host_threads = args["threads"].as<uint32_t>();
   bench.seed = args["seed"].as<uint64_t>();
   bench.tuning = args.count("tuning") > 0;
+  bench.hybrid_fractions = shares;
+  bench.hybrid_chunks = args["hybrid-chunks"].as<uint32_t>();
   bench.pin.slab_bytes = args["slab-mib"].as<uint64_t>() << 20;
   bench.pin.method = method == "hostalloc" ? PinMethod::kHostAlloc
                      : method == "pool"    ? PinMethod::kHostPool

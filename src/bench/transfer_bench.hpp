@@ -13,10 +13,18 @@
 ///     the sorted ids (sort time included);
 ///   - ours, DMA: sort and deduplicate, then one cudaMemcpyBatchAsync of every run of
 ///     consecutive ids (the run list is built on the host, its time included);
-///   - with `tuning`, our kernels at other launch shapes (GatherTuning).
-/// Each figure is the median of `reps` repetitions timed with CUDA events, after `warmup`
-/// untimed ones; the id sets rotate so no repetition finds its rows in the GPU's L2. Every
-/// gather is checked against the host table, and the table is checked after the scatters.
+///   - with `tuning`, our kernels at other launch shapes (GatherTuning);
+///   - hybrid, for each share f in `hybrid_fractions`: the first f·rows ids go by ours (sorted
+///     zero-copy kernel) while, at the same time, host threads move the others through pinned
+///     staging in `hybrid_chunks` chunks, each chunk one cudaMemcpyAsync on a second stream as
+///     soon as it is gathered (back: each chunk scattered into the table as soon as its copy
+///     lands). The zero-copy kernel alone is held back by the GPU's translation of random host
+///     pages, a DMA is not: together they can fill the link. Timed with the host clock, since
+///     CPU work is part of the transfer.
+/// Each figure is the median of `reps` repetitions timed with CUDA events (hybrid: the host
+/// clock), after `warmup` untimed ones; the id sets rotate so no repetition finds its rows in
+/// the GPU's L2. Every gather is checked against the host table, and the table is checked after
+/// the scatters; the hybrid scatter is also checked on table rows poisoned before it runs.
 /// Compiled only in CUDA builds (PAGEDW2V_HAVE_TRANSFER_BENCH).
 
 #include <cstdint>
@@ -34,10 +42,14 @@ struct TransferBenchOptions {
   uint64_t table_rows = 10000000;  ///< rows of the host table
   uint32_t reps = 30;              ///< timed repetitions (median reported)
   uint32_t warmup = 3;
-  uint32_t host_threads = 0;  ///< threads of the naive host gather; 0 = min(cores, 16)
+  uint32_t host_threads = 0;  ///< threads of the host gathers and scatters; 0 = min(cores, 16)
   uint64_t seed = 1;
-  bool tuning = false;         ///< also time our kernels at other launch shapes (GatherTuning)
-  PinnedAllocatorOptions pin;  ///< how the table is pinned (--slab-mib, --pin-method, --pin)
+  bool tuning = false;  ///< also time our kernels at other launch shapes (GatherTuning)
+  /// Shares of the rows that the hybrid method moves by the zero-copy kernel, each in [0, 1];
+  /// the rest go through host threads and DMA. Empty: no hybrid rows.
+  std::vector<double> hybrid_fractions = {0.0, 0.5, 0.6, 0.7, 0.8};
+  uint32_t hybrid_chunks = 16;  ///< chunks of the hybrid's host part, each one DMA
+  PinnedAllocatorOptions pin;   ///< how the table is pinned (--slab-mib, --pin-method, --pin)
 };
 
 struct TransferBenchRow {
@@ -54,12 +66,17 @@ struct TransferBenchResult {
   double floor_to_host_ms = 0;
   double ours_to_gpu_ms = 0;
   double ours_to_host_ms = 0;
-  double sort_ms = 0;  ///< sort + dedup alone
+  double sort_ms = 0;            ///< sort + dedup alone
+  double hybrid_to_gpu_ms = -1;  ///< the best hybrid share each way; negative when none ran
+  double hybrid_to_host_ms = -1;
+  double hybrid_fraction_to_gpu = 0;  ///< the share that gave hybrid_to_gpu_ms
+  double hybrid_fraction_to_host = 0;
   std::vector<TransferBenchRow> rows;
 };
 
 /// Runs the benchmark and prints its table to `out`. Throws Error without a CUDA device, when
-/// the table cannot be pinned, or when a method moves wrong data; UsageError for bad shapes.
+/// the table cannot be pinned, or when a method moves wrong data (a hybrid row that does is
+/// marked FAILED in the printed table first); UsageError for bad shapes.
 TransferBenchResult run_transfer_bench(const TransferBenchOptions& options, std::FILE* out);
 
 }  // namespace pagedw2v
