@@ -32,14 +32,17 @@ __device__ __forceinline__ void count_lanes(bool flag, unsigned long long* count
   }
 }
 
-// The element-wise steps map one thread to one id (grid-stride): each reads and writes only
-// what belongs to its id, and ids within a list are distinct, so no atomics are needed. Marking
-// repeats ids, but every writer stores the same 1.
+// The element-wise steps map one thread to one entry (grid-stride): each reads and writes only
+// what belongs to its entry, and the entries of a list are distinct ids in distinct slots, so no
+// atomics are needed. Marking repeats ids, but every writer stores the same 1.
+
+#define PAGEDW2V_GRID_STRIDE(k, n)                                            \
+  for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < (n); \
+       k += uint64_t{gridDim.x} * blockDim.x)
 
 __global__ void mark_cold_kernel(const uint32_t* __restrict__ ids, uint64_t n, uint32_t hot,
                                  uint8_t* __restrict__ marks, unsigned long long* cold_refs) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += uint64_t{gridDim.x} * blockDim.x) {
+  PAGEDW2V_GRID_STRIDE(i, n) {
     const uint32_t id = ids[i];
     if (id >= hot) marks[id] = 1;
     count_lanes(id >= hot, cold_refs);
@@ -48,28 +51,64 @@ __global__ void mark_cold_kernel(const uint32_t* __restrict__ ids, uint64_t n, u
 
 __global__ void clear_marks_kernel(const uint32_t* __restrict__ list, uint32_t n,
                                    uint8_t* __restrict__ marks) {
-  for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < n;
-       k += uint64_t{gridDim.x} * blockDim.x) {
-    marks[list[k]] = 0;
+  PAGEDW2V_GRID_STRIDE(k, n) { marks[list[k]] = 0; }
+}
+
+__global__ void flag_new_kernel(const uint32_t* __restrict__ list, const uint32_t* d_n,
+                                uint32_t capacity, const uint32_t* __restrict__ where,
+                                uint8_t* __restrict__ flags) {
+  const uint32_t n = *d_n;
+  PAGEDW2V_GRID_STRIDE(k, capacity) { flags[k] = k < n && where[list[k]] == kNoRow ? 1 : 0; }
+}
+
+__global__ void flag_free_kernel(const uint32_t* __restrict__ slot_id,
+                                 const uint32_t* __restrict__ slot_use,
+                                 const uint8_t* __restrict__ marks, uint32_t slots,
+                                 const uint32_t* hand, uint64_t number, uint32_t depth,
+                                 uint8_t* __restrict__ flags) {
+  const uint32_t h = *hand;
+  PAGEDW2V_GRID_STRIDE(i, slots) {
+    uint64_t s = h + i;
+    if (s >= slots) s -= slots;
+    const uint32_t id = slot_id[s];
+    const bool free =
+        id == kNoRow || (marks[id] == 0 && uint64_t{slot_use[s]} + depth <= number + 1);
+    flags[i] = free ? 1 : 0;
   }
 }
 
-__global__ void assign_slots_kernel(const uint32_t* __restrict__ list, uint32_t n, uint64_t number,
-                                    uint64_t first_valid, uint32_t base,
-                                    uint32_t* __restrict__ owner, uint32_t* __restrict__ where,
-                                    uint8_t* __restrict__ marks, uint32_t* __restrict__ src,
-                                    unsigned long long* from_host) {
-  const uint64_t oldest = number >= 2 ? number - 2 : 0;
-  const uint64_t lo = oldest > first_valid ? oldest : first_valid;
-  for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < n;
-       k += uint64_t{gridDim.x} * blockDim.x) {
+__global__ void install_kernel(const uint32_t* __restrict__ ids, uint32_t n,
+                               const uint32_t* __restrict__ free, uint32_t slots,
+                               const uint32_t* hand, uint32_t* next_hand, uint32_t hot,
+                               uint32_t* __restrict__ slot_id, uint32_t* __restrict__ where,
+                               uint32_t* __restrict__ evicted, uint32_t* __restrict__ rows,
+                               unsigned long long* evictions) {
+  const uint32_t h = *hand;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    uint64_t next = n == 0 ? h : uint64_t{h} + free[n - 1] + 1;
+    while (next >= slots) next -= slots;
+    *next_hand = static_cast<uint32_t>(next);
+  }
+  PAGEDW2V_GRID_STRIDE(k, n) {
+    uint64_t s = uint64_t{h} + free[k];
+    if (s >= slots) s -= slots;
+    const uint32_t id = ids[k], old = slot_id[s];
+    if (old != kNoRow) where[old] = kNoRow;
+    evicted[k] = old;
+    count_lanes(old != kNoRow, evictions);
+    slot_id[s] = id;
+    const uint32_t row = hot + static_cast<uint32_t>(s);
+    where[id] = row;
+    rows[k] = row;
+  }
+}
+
+__global__ void claim_kernel(const uint32_t* __restrict__ list, uint32_t n,
+                             const uint32_t* __restrict__ where, uint32_t hot, uint64_t number,
+                             uint32_t* __restrict__ slot_use, uint8_t* __restrict__ marks) {
+  PAGEDW2V_GRID_STRIDE(k, n) {
     const uint32_t id = list[k];
-    const uint32_t o = owner[id];
-    const bool on_device = o != 0 && uint64_t{o} - 1 >= lo && uint64_t{o} - 1 < number;
-    src[k] = on_device ? where[id] : kFromHostSlot;
-    count_lanes(!on_device, from_host);
-    owner[id] = static_cast<uint32_t>(number + 1);
-    where[id] = base + static_cast<uint32_t>(k);
+    slot_use[where[id] - hot] = static_cast<uint32_t>(number + 1);
     marks[id] = 0;
   }
 }
@@ -77,31 +116,32 @@ __global__ void assign_slots_kernel(const uint32_t* __restrict__ list, uint32_t 
 __global__ void map_rows_kernel(const uint32_t* __restrict__ ids, uint64_t n, uint32_t hot,
                                 const uint32_t* __restrict__ where, uint32_t* __restrict__ rows,
                                 unsigned long long* cold_refs) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += uint64_t{gridDim.x} * blockDim.x) {
+  PAGEDW2V_GRID_STRIDE(i, n) {
     const uint32_t id = ids[i];
     rows[i] = id < hot ? id : where[id];
     count_lanes(id >= hot, cold_refs);
   }
 }
 
-__global__ void mark_leaving_kernel(const uint32_t* __restrict__ list, uint32_t n, uint64_t number,
-                                    const uint32_t* __restrict__ owner, uint8_t* __restrict__ leave,
-                                    unsigned long long* to_host) {
-  for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < n;
-       k += uint64_t{gridDim.x} * blockDim.x) {
-    const bool leaves = owner[list[k]] == static_cast<uint32_t>(number + 1);
-    leave[k] = leaves ? 1 : 0;
-    count_lanes(leaves, to_host);
+__global__ void flag_used_kernel(const uint32_t* __restrict__ slot_id,
+                                 const uint32_t* __restrict__ slot_use, uint32_t slots,
+                                 uint64_t since, uint32_t* __restrict__ ids,
+                                 unsigned long long* used) {
+  PAGEDW2V_GRID_STRIDE(s, slots) {
+    const bool u = slot_use[s] > since && slot_id[s] != kNoRow;
+    ids[s] = u ? slot_id[s] : kNoRow;
+    count_lanes(u, used);
   }
 }
+
+#undef PAGEDW2V_GRID_STRIDE
 
 /// Thread mapping of the row moves: a warp moves whole rows, lane l taking element l, l + 32, …
 /// of each (16-byte elements when the row allows, so a 128-float row is one 512-byte coalesced
 /// access). A warp handles kUnroll consecutive list entries and issues all of their loads, for
 /// every table, before its first store: a load from host memory waits a PCIe round trip, so the
-/// more loads in flight the closer to the link's rate. Consecutive entries are consecutive
-/// sorted ids, so host addresses are walked in order (fewer address-translation misses).
+/// more loads in flight the closer to the link's rate. Consecutive entries of a sorted list are
+/// consecutive ids, so host addresses are walked in order (fewer address-translation misses).
 template <typename V, int kUnroll>
 __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t host_v,
                                  uint32_t dev_v) {
@@ -110,45 +150,30 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
   for (uint64_t k0 = warp * kUnroll; k0 < a.n; k0 += warps * kUnroll) {
     bool go[kUnroll];
-    uint64_t from[kUnroll], to[kUnroll];
+    uint64_t host[kUnroll], dev[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const uint64_t k = k0 + u;
-      go[u] = false;
-      from[u] = to[u] = 0;
-      if (k < a.n) {
-        const uint64_t slot = uint64_t{a.base} + k;
-        if (kind == MoveKind::kFromHost) {
-          go[u] = a.src[k] == kFromHostSlot;
-          from[u] = uint64_t{a.list[k]} * host_v;
-          to[u] = slot * dev_v;
-        } else if (kind == MoveKind::kFromDevice) {
-          const uint32_t s = a.src[k];
-          go[u] = s != kFromHostSlot;
-          from[u] = uint64_t{s} * dev_v;
-          to[u] = slot * dev_v;
-        } else {
-          go[u] = a.leave[k] != 0;
-          from[u] = slot * dev_v;
-          to[u] = uint64_t{a.list[k]} * host_v;
-        }
-      }
+      const uint32_t h = k < a.n ? a.host_rows[k] : kNoRow;
+      go[u] = h != kNoRow;
+      host[u] = go[u] ? uint64_t{h} * host_v : 0;
+      const uint64_t d = a.dev_rows != nullptr && go[u] ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
+      dev[u] = go[u] ? d * dev_v : 0;
     }
+    const bool to_host = kind == MoveKind::kToHost;
     for (int t = 0; t < a.table_count; ++t) {
-      const V* src = reinterpret_cast<const V*>(kind == MoveKind::kFromHost ? a.tables[t].host
-                                                                            : a.tables[t].device);
-      V* dst =
-          reinterpret_cast<V*>(kind == MoveKind::kToHost ? a.tables[t].host : a.tables[t].device);
+      const V* src = reinterpret_cast<const V*>(to_host ? a.tables[t].device : a.tables[t].host);
+      V* dst = reinterpret_cast<V*>(to_host ? a.tables[t].host : a.tables[t].device);
       for (uint32_t c0 = 0; c0 < row_v; c0 += 32) {
         const uint32_t c = c0 + lane;
         V v[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          if (go[u] && c < row_v) v[u] = src[from[u] + c];
+          if (go[u] && c < row_v) v[u] = src[(to_host ? dev[u] : host[u]) + c];
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          if (go[u] && c < row_v) dst[to[u] + c] = v[u];
+          if (go[u] && c < row_v) dst[(to_host ? host[u] : dev[u]) + c] = v[u];
         }
       }
     }
@@ -164,13 +189,16 @@ void launch_mark_cold_ids(const uint32_t* ids, uint64_t n, uint32_t hot, uint8_t
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
-size_t select_marked_ids_temp_bytes(uint64_t vocab) {
-  size_t bytes = 0;
+size_t select_marked_ids_temp_bytes(uint64_t n) {
+  size_t counting = 0, items = 0;
   thrust::counting_iterator<uint32_t> first(0);
   PAGEDW2V_CUDA_TRY(cub::DeviceSelect::Flagged(
-      nullptr, bytes, first, static_cast<const uint8_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-      static_cast<uint32_t*>(nullptr), static_cast<int64_t>(vocab)));
-  return bytes;
+      nullptr, counting, first, static_cast<const uint8_t*>(nullptr),
+      static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n)));
+  PAGEDW2V_CUDA_TRY(cub::DeviceSelect::Flagged(
+      nullptr, items, static_cast<const uint32_t*>(nullptr), static_cast<const uint8_t*>(nullptr),
+      static_cast<uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), static_cast<int64_t>(n)));
+  return std::max(counting, items);
 }
 
 void launch_select_marked_ids(const uint8_t* marks, uint64_t vocab, uint32_t* list,
@@ -181,19 +209,50 @@ void launch_select_marked_ids(const uint8_t* marks, uint64_t vocab, uint32_t* li
                                                static_cast<int64_t>(vocab), stream));
 }
 
+void launch_select_flagged(const uint32_t* items, const uint8_t* flags, uint64_t n, uint32_t* out,
+                           uint32_t* d_count, void* temp, size_t temp_bytes, cudaStream_t stream) {
+  PAGEDW2V_CUDA_TRY(cub::DeviceSelect::Flagged(temp, temp_bytes, items, flags, out, d_count,
+                                               static_cast<int64_t>(n), stream));
+}
+
 void launch_clear_marks(const uint32_t* list, uint32_t n, uint8_t* marks, cudaStream_t stream) {
   if (n == 0) return;
   clear_marks_kernel<<<grid_for(n, 4), kThreads, 0, stream>>>(list, n, marks);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
-void launch_assign_slots(const uint32_t* list, uint32_t n, uint64_t number, uint64_t first_valid,
-                         uint32_t base, uint32_t* owner, uint32_t* where, uint8_t* marks,
-                         uint32_t* src, unsigned long long* from_host, cudaStream_t stream) {
+void launch_flag_new_ids(const uint32_t* list, const uint32_t* d_n, uint32_t capacity,
+                         const uint32_t* where, uint8_t* flags, cudaStream_t stream) {
+  if (capacity == 0) return;
+  flag_new_kernel<<<grid_for(capacity, 4), kThreads, 0, stream>>>(list, d_n, capacity, where,
+                                                                  flags);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+void launch_flag_free_slots(const uint32_t* slot_id, const uint32_t* slot_use, const uint8_t* marks,
+                            uint32_t slots, const uint32_t* hand, uint64_t number, uint32_t depth,
+                            uint8_t* flags, cudaStream_t stream) {
+  if (slots == 0) return;
+  flag_free_kernel<<<grid_for(slots, 4), kThreads, 0, stream>>>(slot_id, slot_use, marks, slots,
+                                                                hand, number, depth, flags);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* free, uint32_t slots,
+                         const uint32_t* hand, uint32_t* next_hand, uint32_t hot, uint32_t* slot_id,
+                         uint32_t* where, uint32_t* evicted, uint32_t* rows,
+                         unsigned long long* evictions, cudaStream_t stream) {
+  if (slots == 0) return;
+  install_kernel<<<grid_for(std::max<uint32_t>(n, 1)), kThreads, 0, stream>>>(
+      ids, n, free, slots, hand, next_hand, hot, slot_id, where, evicted, rows, evictions);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+void launch_claim_rows(const uint32_t* list, uint32_t n, const uint32_t* where, uint32_t hot,
+                       uint64_t number, uint32_t* slot_use, uint8_t* marks, cudaStream_t stream) {
   if (n == 0) return;
-  if (number + 1 > 0xFFFFFFFEull) throw Error("paged tables: too many super-batches");
-  assign_slots_kernel<<<grid_for(n), kThreads, 0, stream>>>(list, n, number, first_valid, base,
-                                                            owner, where, marks, src, from_host);
+  if (number + 1 > 0xFFFFFFFEull) throw Error("paged tables: too many pieces");
+  claim_kernel<<<grid_for(n), kThreads, 0, stream>>>(list, n, where, hot, number, slot_use, marks);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
@@ -204,11 +263,12 @@ void launch_map_rows(const uint32_t* ids, uint64_t n, uint32_t hot, const uint32
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
-void launch_mark_leaving_rows(const uint32_t* list, uint32_t n, uint64_t number,
-                              const uint32_t* owner, uint8_t* leave, unsigned long long* to_host,
-                              cudaStream_t stream) {
-  if (n == 0) return;
-  mark_leaving_kernel<<<grid_for(n), kThreads, 0, stream>>>(list, n, number, owner, leave, to_host);
+void launch_flag_used_slots(const uint32_t* slot_id, const uint32_t* slot_use, uint32_t slots,
+                            uint64_t since, uint32_t* ids, unsigned long long* used,
+                            cudaStream_t stream) {
+  if (slots == 0) return;
+  flag_used_kernel<<<grid_for(slots, 4), kThreads, 0, stream>>>(slot_id, slot_use, slots, since,
+                                                                ids, used);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
@@ -222,9 +282,9 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
   PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const uint64_t warps_wanted = (uint64_t{a.n} + kUnroll - 1) / kUnroll;
-  // Reads of host memory: one block of 8 warps per multiprocessor keeps the host addresses in
-  // flight close together (bench transfer); device-to-device moves take more.
-  const uint64_t cap = uint64_t(sms) * (kind == MoveKind::kFromDevice ? 8 : 1);
+  // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
+  // (bench transfer).
+  const uint64_t cap = uint64_t(sms);
   const unsigned grid =
       static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
   bool aligned = a.dim % 4 == 0;

@@ -1,27 +1,31 @@
 #pragma once
 /// @file paging.cuh
-/// The named steps of paging a super-batch's rows between host tables (pinned, mapped host
-/// memory) and the GPU's device table (gpu/cuda_backend.cpp drives them):
-///   collect ids (mark_cold_ids) → sort/unique (select_marked_ids) → map id → slot
-///   (assign_slots, map_rows) → gather rows and optimizer state (move_rows, kFromHost and
-///   kFromDevice) → train → scatter (mark_leaving_rows, move_rows kToHost).
+/// The named steps of paging the rows of a piece of training (a super-batch, or part of one)
+/// between host tables (pinned, mapped host memory) and the GPU's device table
+/// (gpu/cuda_backend.cpp drives them):
+///   collect ids (mark_cold_ids) → sort/unique (select_marked_ids) → which are new
+///   (flag_new_ids, select_flagged) → which cache slots may take them (flag_free_slots) →
+///   evict and install (install_rows) → claim (claim_rows) → map tokens to rows (map_rows) →
+///   write back the evicted rows and gather the new ones (move_rows) → train.
 ///
 /// The device table holds `hot` rows — ids 0 … hot − 1, the most frequent words, at row = id for
-/// the whole run — then three staging buffers of `capacity` rows each. Super-batch number n (a
-/// global count, never reused) stages its cold rows in buffer n mod 3: slot base + k holds
-/// cold id list[k] (list sorted ascending). Two vocabulary-sized arrays remember where each
-/// cold row was staged last: owner[id] = 1 + the number of the last super-batch that staged it
-/// (0: never), where[id] = that slot.
-///
-/// While super-batch n trains, n + 1 is gathered and n − 1 is scattered, so a row may be in
-/// flight. The rules that keep every read fresh:
-///  - a row staged by n − 1 or n − 2 (and staged since `first_valid`) is copied device to
-///    device (kFromDevice) after n − 1 has trained, never read from the host, whose copy may
-///    be stale; every other row is read from the host (kFromHost), whose copy is current
-///    because the scatter of n − 3 (the last that could hold it) has finished;
-///  - super-batch j writes back (kToHost) only the rows that neither j + 1 nor j + 2 staged
-///    (the later one writes them); which ones is decided when j + 2 is assigned
-///    (mark_leaving_rows), before j + 3 can stage them again.
+/// the whole run — then a cache of C slots: slot s is device row hot + s. Three arrays describe
+/// the cache:
+///   where[id]    device row of cold id `id`, or kNoRow when it is not cached;
+///   slot_id[s]   the id slot s holds, or kNoRow;
+///   slot_use[s]  1 + the number of the last piece that used slot s (0: never).
+/// Pieces are numbered globally and never reused. A row stays in its slot for as long as pieces
+/// keep using it, so two consecutive pieces train the same copy of a shared row and their
+/// launches may overlap. The rules that keep every read fresh, for a pipeline in which pieces
+/// up to `depth` − 1 behind the current one may still be training:
+///  - piece m may evict only a slot that no piece after m − depth used (slot_use + depth ≤
+///    m + 1) and that holds none of m's own rows; it writes the evicted row back to the host and
+///    reads the new one on one stream, in that order, after every piece up to m − depth has
+///    trained;
+///  - a row that is not cached is current on the host: it was never on the device, or its
+///    eviction's write-back precedes, on the same stream, any later read of it.
+/// The clock hand (hand[m % 2] read, hand[(m + 1) % 2] written by piece m) makes evictions walk
+/// the slots in a circle, skipping slots in use: first in, first out with second chances.
 
 #include <cuda_runtime_api.h>
 
@@ -30,46 +34,68 @@
 
 namespace pagedw2v {
 
-/// Marks a slot whose row comes from the host, not from another slot.
-inline constexpr uint32_t kFromHostSlot = 0xFFFFFFFFu;
+/// An empty slot, an id without a slot, or an entry of a move list to skip.
+inline constexpr uint32_t kNoRow = 0xFFFFFFFFu;
 
-/// marks[ids[i]] = 1 for every i < n with ids[i] ≥ hot (a cold row this super-batch touches);
+/// marks[ids[i]] = 1 for every i < n with ids[i] ≥ hot (a cold row the piece touches);
 /// adds the number of such i to *cold_refs when it is not null.
 void launch_mark_cold_ids(const uint32_t* ids, uint64_t n, uint32_t hot, uint8_t* marks,
                           unsigned long long* cold_refs, cudaStream_t stream);
 
-/// Bytes of temporary storage select_marked_ids needs for `vocab` marks.
-size_t select_marked_ids_temp_bytes(uint64_t vocab);
+/// Bytes of temporary storage select_marked_ids and select_flagged need for n flags.
+size_t select_marked_ids_temp_bytes(uint64_t n);
 
-/// list[0 … *d_count) = every id < vocab with marks[id] ≠ 0, ascending (a stream compaction:
-/// sorted and unique without a sort).
-void launch_select_marked_ids(const uint8_t* marks, uint64_t vocab, uint32_t* list,
-                              uint32_t* d_count, void* temp, size_t temp_bytes,
-                              cudaStream_t stream);
+/// list[0 … *d_count) = every i < n with marks[i] ≠ 0, ascending (a stream compaction: sorted
+/// and unique without a sort).
+void launch_select_marked_ids(const uint8_t* marks, uint64_t n, uint32_t* list, uint32_t* d_count,
+                              void* temp, size_t temp_bytes, cudaStream_t stream);
+
+/// out[0 … *d_count) = items[i] for every i < n with flags[i] ≠ 0, in order.
+void launch_select_flagged(const uint32_t* items, const uint8_t* flags, uint64_t n, uint32_t* out,
+                           uint32_t* d_count, void* temp, size_t temp_bytes, cudaStream_t stream);
 
 /// marks[list[k]] = 0 for k < n (undoes mark_cold_ids without touching the whole array).
 void launch_clear_marks(const uint32_t* list, uint32_t n, uint8_t* marks, cudaStream_t stream);
 
-/// For k < n, cold id = list[k] goes to slot base + k of super-batch `number`:
-///   src[k] = where[id] when owner[id] − 1 ∈ [max(number − 2, first_valid), number), else
-///            kFromHostSlot;
-///   owner[id] = number + 1, where[id] = base + k, marks[id] = 0;
-/// adds the number of rows to read from the host to *from_host when it is not null.
-void launch_assign_slots(const uint32_t* list, uint32_t n, uint64_t number, uint64_t first_valid,
-                         uint32_t base, uint32_t* owner, uint32_t* where, uint8_t* marks,
-                         uint32_t* src, unsigned long long* from_host, cudaStream_t stream);
+/// flags[k] = 1 when k < *d_n and list[k] is not cached (where[list[k]] = kNoRow), else 0, for
+/// k < capacity (so a select over `capacity` flags sees only the first *d_n entries).
+void launch_flag_new_ids(const uint32_t* list, const uint32_t* d_n, uint32_t capacity,
+                         const uint32_t* where, uint8_t* flags, cudaStream_t stream);
+
+/// flags[i] = 1 when slot s = (*hand + i) mod slots may take a row of piece `number`: it is
+/// empty, or its row is not marked (not one of the piece's) and slot_use[s] + depth ≤
+/// number + 1. Selecting the flags gives the free slots in clock order from the hand.
+void launch_flag_free_slots(const uint32_t* slot_id, const uint32_t* slot_use, const uint8_t* marks,
+                            uint32_t slots, const uint32_t* hand, uint64_t number, uint32_t depth,
+                            uint8_t* flags, cudaStream_t stream);
+
+/// For k < n: slot s = (*hand + free[k]) mod slots takes new id ids[k]: the id it held (if any)
+/// loses its place (where = kNoRow) and goes to evicted[k] (kNoRow when the slot was empty);
+/// slot_id[s] = ids[k], where[ids[k]] = rows[k] = hot + s. Then *next_hand = the slot after the
+/// last one taken (*hand when n = 0). Adds the number of evicted rows to *evictions when it is
+/// not null.
+void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* free, uint32_t slots,
+                         const uint32_t* hand, uint32_t* next_hand, uint32_t hot, uint32_t* slot_id,
+                         uint32_t* where, uint32_t* evicted, uint32_t* rows,
+                         unsigned long long* evictions, cudaStream_t stream);
+
+/// For k < n: slot_use[where[list[k]] − hot] = number + 1 and marks[list[k]] = 0 (every id of the
+/// list is cached once install_rows has run).
+void launch_claim_rows(const uint32_t* list, uint32_t n, const uint32_t* where, uint32_t hot,
+                       uint64_t number, uint32_t* slot_use, uint8_t* marks, cudaStream_t stream);
 
 /// rows[i] = ids[i] < hot ? ids[i] : where[ids[i]] for i < n: the device row of each token (or
-/// pool entry) of a super-batch whose slots are assigned; adds the number of cold ids among
-/// them to *cold_refs when it is not null.
+/// pool entry) of a piece whose rows are cached; adds the number of cold ids among them to
+/// *cold_refs when it is not null.
 void launch_map_rows(const uint32_t* ids, uint64_t n, uint32_t hot, const uint32_t* where,
                      uint32_t* rows, unsigned long long* cold_refs, cudaStream_t stream);
 
-/// leave[k] = 1 when owner[list[k]] = number + 1 (no later super-batch staged it), else 0;
-/// adds the number of leaving rows to *to_host when it is not null.
-void launch_mark_leaving_rows(const uint32_t* list, uint32_t n, uint64_t number,
-                              const uint32_t* owner, uint8_t* leave, unsigned long long* to_host,
-                              cudaStream_t stream);
+/// ids[s] = slot_id[s] when slot_use[s] > since (a piece numbered `since` or later used it: a
+/// flush writes back only rows that may have changed), else kNoRow, for s < slots; adds the
+/// number of such slots to *used when it is not null.
+void launch_flag_used_slots(const uint32_t* slot_id, const uint32_t* slot_use, uint32_t slots,
+                            uint64_t since, uint32_t* ids, unsigned long long* used,
+                            cudaStream_t stream);
 
 /// One table moved with the others: `host` (rows × dim, mapped host memory, addressed by its
 /// device pointer) and `device` (rows × stride).
@@ -81,21 +107,21 @@ struct PagedTable {
 inline constexpr int kMaxPagedTables = 6;
 
 enum class MoveKind {
-  kFromHost,    ///< device[base + k] = host[list[k]] where src[k] = kFromHostSlot
-  kFromDevice,  ///< device[base + k] = device[src[k]] where src[k] ≠ kFromHostSlot
-  kToHost,      ///< host[list[k]] = device[base + k] where leave[k] ≠ 0
+  kToDevice,  ///< device[dev_row(k)] = host[host_rows[k]]
+  kToHost,    ///< host[host_rows[k]] = device[dev_row(k)]
 };
 
+/// Entry k < n moves host row host_rows[k] (skipped when kNoRow) and device row dev_rows[k], or
+/// dev_base + k when dev_rows is null. Host rows should ascend: host pages are walked in order.
 struct MoveArgs {
   PagedTable tables[kMaxPagedTables];
   int table_count = 0;
   uint32_t dim = 0;
   uint32_t stride = 0;
-  const uint32_t* list = nullptr;
+  const uint32_t* host_rows = nullptr;
+  const uint32_t* dev_rows = nullptr;
+  uint32_t dev_base = 0;
   uint32_t n = 0;
-  uint32_t base = 0;
-  const uint32_t* src = nullptr;   ///< kFromHost, kFromDevice
-  const uint8_t* leave = nullptr;  ///< kToHost
 };
 
 /// Moves the selected rows of every table in one launch (asynchronous on `stream`).

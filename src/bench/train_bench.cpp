@@ -160,15 +160,18 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     r.placement = cr.paged ? "paged" : "resident";
     if (cr.paged) {
       r.hot_rows = cr.hot_rows;
-      r.staging_rows = cr.staging_rows;
+      r.cache_rows = cr.cache_rows;
       r.super_batches = cr.super_batches;
       r.budget_bytes = cr.budget_bytes;
       r.splits = cr.splits;
       r.cold_rows = cr.cold_rows;
-      // Hits are counted per reference (a token or a pool entry), as the cache serves them.
-      r.cache_hit_rate = cr.row_lookups > 0 ? 1.0 - static_cast<double>(cr.cold_lookups) /
-                                                        static_cast<double>(cr.row_lookups)
-                                            : 0.0;
+      // Hits are counted per reference (a token or a pool entry): the hot rows serve a share,
+      // and every reference but the first to each row read from the host is served on the GPU.
+      if (cr.row_lookups > 0) {
+        const double refs = static_cast<double>(cr.row_lookups);
+        r.hot_hit_rate = 1.0 - static_cast<double>(cr.cold_lookups) / refs;
+        r.cache_hit_rate = 1.0 - static_cast<double>(cr.rows_from_host) / refs;
+      }
       r.rows_from_host = cr.rows_from_host;
       r.rows_to_host = cr.rows_to_host;
       r.pcie_bytes_per_word = r.words > 0 ? static_cast<double>(cr.pcie_bytes) / r.words : 0.0;
@@ -227,16 +230,16 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
 #endif
     if (r.placement == "paged") {
       std::fprintf(out,
-                   "placement: paged, %llu hot rows on the GPU, %llu rows per staging buffer, GPU "
+                   "placement: paged, %llu hot rows on the GPU, a cache of %llu rows, GPU "
                    "budget %.2f GiB\n",
                    static_cast<unsigned long long>(r.hot_rows),
-                   static_cast<unsigned long long>(r.staging_rows), gib(r.budget_bytes));
+                   static_cast<unsigned long long>(r.cache_rows), gib(r.budget_bytes));
       std::fprintf(out,
-                   "paging: %llu super-batches (%llu splits), cache hit rate %.4f of row lookups, "
-                   "%llu cold rows staged, rows from host %llu, to host %llu, PCIe %.1f "
+                   "paging: %llu pieces (%llu splits), hit rate %.4f of row lookups (hot rows "
+                   "%.4f), %llu cold rows used, rows from host %llu, to host %llu, PCIe %.1f "
                    "bytes/word\n",
                    static_cast<unsigned long long>(r.super_batches),
-                   static_cast<unsigned long long>(r.splits), r.cache_hit_rate,
+                   static_cast<unsigned long long>(r.splits), r.cache_hit_rate, r.hot_hit_rate,
                    static_cast<unsigned long long>(r.cold_rows),
                    static_cast<unsigned long long>(r.rows_from_host),
                    static_cast<unsigned long long>(r.rows_to_host), r.pcie_bytes_per_word);

@@ -39,16 +39,17 @@ struct TrainBenchResult {
   double mean_loss = 0;         ///< loss per example over the last epoch
   /// Where the tables were: "host" (CPU backend), "resident" or "paged" (GPU).
   std::string placement;
-  /// Paged placement (zero otherwise): rows cached on the GPU, rows per staging buffer, the GPU
-  /// budget, super-batches trained and the splits that made them fit, the share of row lookups
-  /// the cache served, distinct cold rows staged, rows read from and written to host memory, and
-  /// PCIe bytes per word trained.
+  /// Paged placement (zero otherwise): hot rows and cache slots on the GPU, the GPU budget,
+  /// pieces trained and the splits that made them fit, the share of row lookups served without
+  /// a read from the host (and by the hot rows alone), distinct cold rows used summed over
+  /// pieces, rows read from and written to host memory, and PCIe bytes per word trained.
   uint64_t hot_rows = 0;
-  uint64_t staging_rows = 0;
+  uint64_t cache_rows = 0;
   uint64_t budget_bytes = 0;
   uint64_t super_batches = 0;
   uint64_t splits = 0;
   double cache_hit_rate = 0;
+  double hot_hit_rate = 0;
   uint64_t cold_rows = 0;
   uint64_t rows_from_host = 0;
   uint64_t rows_to_host = 0;

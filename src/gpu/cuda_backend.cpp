@@ -53,13 +53,14 @@ std::string gib(double bytes) {
 /// Statistics the paging kernels count on the device.
 struct PagingCounters {
   unsigned long long refs_cold;  ///< token and pool references to cold rows
-  unsigned long long from_host;  ///< rows read from host memory
-  unsigned long long to_host;    ///< rows written back
+  unsigned long long to_host;    ///< rows written back (evicted, or flushed at a span's end)
 };
 
-/// Longest sentence the corpus encoder produces (word2vec's 1000-token cut): a piece of one
-/// sentence touches at most this many cold rows besides its pool.
-constexpr uint64_t kMaxSentenceTokens = 1000;
+/// Pieces in flight at once (each with its own buffers), and how far behind the newest piece
+/// one may still be training: a cache slot is evicted only once every piece up to kDepth behind
+/// the one that evicts it has trained (kernels/paging.cuh).
+constexpr uint64_t kStages = 3;
+constexpr uint32_t kDepth = 2;
 
 /// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and
 /// three staging buffers (kernels/paging.cuh describes the layout and the rules that keep rows
@@ -118,13 +119,13 @@ class CudaBackend final : public Backend {
   std::string describe() const override {
     std::string d = "cuda on " + report_.device_name + ", ";
     if (!paged_) return d + "tables resident (" + std::to_string(rows_) + " rows)";
-    const uint64_t on_gpu = hot_ + 3 * capacity_;
+    const uint64_t on_gpu = hot_ + cache_;
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.1f%%",
                   100.0 * double(on_gpu) / double(std::max<uint64_t>(rows_, 1)));
-    return d + "tables paged: " + std::to_string(hot_) + " hot rows + 3 × " +
-           std::to_string(capacity_) + " staging rows on the GPU (" + pct + " of " +
-           std::to_string(rows_) + "), GPU memory budget " + gib(double(budget_));
+    return d + "tables paged: " + std::to_string(hot_) + " hot rows + a cache of " +
+           std::to_string(cache_) + " rows on the GPU (" + pct + " of " + std::to_string(rows_) +
+           "), GPU memory budget " + gib(double(budget_));
   }
 
   /// Large spans: a launch ends with a tail in which only the last sentences' warps run (a warp
@@ -136,6 +137,7 @@ class CudaBackend final : public Backend {
     const auto& blocks = *data_.blocks;
     const uint64_t first = blocks.at(first_block), last = blocks.at(last_block);
     PAGEDW2V_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, sizeof(SgnsCounters), compute_.get()));
+    if (paged_) compute_.synchronize();  // the second training stream adds to the counters too
     timing_.clear();
     if (paged_) {
       train_paged(epoch, first_block, last_block);
@@ -146,7 +148,7 @@ class CudaBackend final : public Backend {
         a.token_base = c.token_base;
         a.sentence_starts = c.sentence_starts;
         a.sentences = c.sentences;
-        launch_timed(a);
+        launch_timed(a, compute_.get());
       });
     } else {
       for (uint64_t b = first_block; b < last_block;) {
@@ -212,28 +214,29 @@ class CudaBackend final : public Backend {
       copy_rows(input_state_[k].data(), model_.input_state[k].data(), n, cudaMemcpyHostToDevice);
       copy_rows(output_state_[k].data(), model_.output_state[k].data(), n, cudaMemcpyHostToDevice);
     }
-    // Staged rows are stale now: the next super-batch reads every cold row from the host.
-    first_valid_ = next_number_;
+    // Cached rows are stale now: the next piece reads every cold row from the host.
+    if (paged_) invalidate_cache();
   }
 
   const CudaBackendReport& report() const { return report_; }
 
  private:
-  /// One of the three rotating sets of buffers of a paged super-batch.
+  /// The buffers of one piece in flight; pieces rotate through kStages of them.
   struct Stage {
-    DeviceBuffer<uint32_t> tokens, rows, list, src, pool, pool_rows, count, sentence_pool;
+    DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool, pool_rows, counts,
+        sentence_pool;
     std::vector<uint32_t> host_sentence_pool;
     uint64_t pools = 0;  ///< pool periods the piece spans
     DeviceBuffer<uint64_t> starts;
-    DeviceBuffer<uint8_t> leave;
-    Event prepped{false}, gathered{false}, devcopied{false}, trained{false}, scattered{false};
-    bool trained_recorded = false, scattered_recorded = false;
+    Event prepped{false}, gathered{false}, trained{false};
+    bool trained_recorded = false;
     // The piece it holds.
     uint64_t number = 0;
     uint64_t first_sentence = 0, last_sentence = 0;
     uint64_t super_batch = 0;
     uint64_t token_base = 0, tokens_n = 0;
-    uint32_t cold = 0;
+    uint32_t cold = 0;     ///< distinct cold rows
+    uint32_t fresh_n = 0;  ///< of those, rows read from the host
   };
 
   /// Decides placement and sizes from the budget.
@@ -275,7 +278,7 @@ class CudaBackend final : public Backend {
       }
       paged_ = false;
       hot_ = rows_;
-      capacity_ = 0;
+      cache_ = 0;
       device_rows_ = rows_;
       return;
     }
@@ -295,28 +298,39 @@ class CudaBackend final : public Backend {
     const uint64_t pool_entries = max_pools_ * pool_;
     max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_entries);
     const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 12 +
-                                 max_list_ * 9 + pool_entries * 8 + 64;
-    const uint64_t fixed = rows_ * (per_word + 9) + 3 * stage_bytes +
+                                 max_list_ * 16 + pool_entries * 8 + 64;
+    const uint64_t fixed = rows_ * (per_word + 5) + kStages * stage_bytes +
                            select_marked_ids_temp_bytes(rows_) + (uint64_t{16} << 20);
-    const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / row_bytes : 0;
-    const uint64_t min_capacity = std::min<uint64_t>(rows_, pool_ + kMaxSentenceTokens);
-    capacity_ = options_.staging_rows > 0 ? options_.staging_rows
-                                          : std::min<uint64_t>(max_list_, rows_fit / 6);
-    capacity_ = std::max(capacity_, min_capacity);
-    if (options_.staging_rows == 0 && 3 * capacity_ > rows_fit) {
+    // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
+    const uint64_t slot_bytes = row_bytes + 13;
+    const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / slot_bytes : 0;
+    // Any one sentence with its pool must fit beside the previous piece's rows.
+    reserve_ = std::min<uint64_t>(rows_, pool_ + longest_sentence());
+    cache_ = options_.cache_rows > 0 ? options_.cache_rows : rows_fit / 2;
+    cache_ = std::max(cache_, 2 * reserve_);
+    if (options_.cache_rows == 0 && cache_ > rows_fit) {
       throw Error("--gpu-memory " + gib(double(budget_)) +
                   " is too small for paged tables of dim " + std::to_string(dim_) +
                   " with --negative-pool " + std::to_string(pool_) + ": at least " +
-                  gib(double(fixed + 3 * min_capacity * row_bytes)) +
+                  gib(double(fixed + 2 * reserve_ * slot_bytes)) +
                   " is needed; raise --gpu-memory or lower --negative-pool");
     }
     hot_ = options_.hot_rows > 0 ? std::min<uint64_t>(options_.hot_rows, rows_)
-                                 : std::min<uint64_t>(rows_, rows_fit - 3 * capacity_);
-    device_rows_ = hot_ + 3 * capacity_;
+                                 : std::min<uint64_t>(rows_, rows_fit - cache_);
+    device_rows_ = hot_ + cache_;
     if (device_rows_ >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
     report_.paged = true;
     report_.hot_rows = hot_;
-    report_.staging_rows = capacity_;
+    report_.cache_rows = cache_;
+  }
+
+  /// Tokens in the corpus's longest sentence.
+  uint64_t longest_sentence() const {
+    const auto& starts = data_.corpus->sentence_starts;
+    uint64_t longest = 1;
+    for (size_t i = 1; i < starts.size(); ++i)
+      longest = std::max<uint64_t>(longest, starts[i] - starts[i - 1]);
+    return longest;
   }
 
   /// Device bytes per table row: both tables, their state, and the gradient tables, touched
@@ -402,34 +416,38 @@ class CudaBackend final : public Backend {
   }
 
   void allocate_paging() {
-    owner_ = DeviceBuffer<uint32_t>(rows_, "the row owners");
     where_ = DeviceBuffer<uint32_t>(rows_, "the row slots");
     marks_ = DeviceBuffer<uint8_t>(rows_, "the row marks");
-    zero(owner_);
-    zero(where_);
+    slot_id_ = DeviceBuffer<uint32_t>(cache_, "the cache's ids");
+    slot_use_ = DeviceBuffer<uint32_t>(cache_, "the cache's use");
+    flags_ = DeviceBuffer<uint8_t>(std::max(cache_, max_list_), "cache flags");
+    free_ = DeviceBuffer<uint32_t>(cache_, "free cache slots");
+    hand_ = DeviceBuffer<uint32_t>(2, "the cache's clock hand");
     zero(marks_);
-    select_temp_bytes_ = select_marked_ids_temp_bytes(rows_);
+    select_temp_bytes_ = select_marked_ids_temp_bytes(std::max({rows_, cache_, max_list_}));
     select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
     paging_counters_ = DeviceBuffer<PagingCounters>(1, "paging counters");
     PAGEDW2V_CUDA_TRY(
         cudaMemsetAsync(paging_counters_.data(), 0, sizeof(PagingCounters), compute_.get()));
-    paging_bytes_ = owner_.bytes() + where_.bytes() + marks_.bytes() + select_temp_.bytes() +
+    paging_bytes_ = where_.bytes() + marks_.bytes() + slot_id_.bytes() + slot_use_.bytes() +
+                    flags_.bytes() + free_.bytes() + hand_.bytes() + select_temp_.bytes() +
                     paging_counters_.bytes();
     for (Stage& s : stage_) {
       s.tokens = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch tokens");
       s.rows = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch rows");
       s.starts = DeviceBuffer<uint64_t>(max_piece_sentences_ + 1, "super-batch sentences");
       s.list = DeviceBuffer<uint32_t>(max_list_, "super-batch row lists");
-      s.src = DeviceBuffer<uint32_t>(max_list_, "super-batch row sources");
-      s.leave = DeviceBuffer<uint8_t>(max_list_, "super-batch row flags");
+      s.fresh = DeviceBuffer<uint32_t>(max_list_, "super-batch row lists");
+      s.evicted = DeviceBuffer<uint32_t>(max_list_, "super-batch row lists");
+      s.fresh_rows = DeviceBuffer<uint32_t>(max_list_, "super-batch row lists");
       s.pool = DeviceBuffer<uint32_t>(max_pools_ * pool_, "the negative pools");
       s.pool_rows = DeviceBuffer<uint32_t>(max_pools_ * pool_, "the negative pool rows");
       s.sentence_pool =
           DeviceBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
-      s.count = DeviceBuffer<uint32_t>(1, "a row count");
-      paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() +
-                       s.src.bytes() + s.leave.bytes() + s.pool.bytes() + s.pool_rows.bytes() +
-                       s.sentence_pool.bytes() + s.count.bytes();
+      s.counts = DeviceBuffer<uint32_t>(3, "row counts");
+      paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() * 4 +
+                       s.pool.bytes() + s.pool_rows.bytes() + s.sentence_pool.bytes() +
+                       s.counts.bytes();
     }
     host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
     const std::string hint =
@@ -482,17 +500,17 @@ class CudaBackend final : public Backend {
     return a;
   }
 
-  void launch_timed(const SgnsArgs& a) {
+  void launch_timed(const SgnsArgs& a, cudaStream_t stream) {
     timing_.emplace_back();
-    timing_.back().first.record(compute_.get());
-    launch_sgns(a, compute_.get());
-    timing_.back().second.record(compute_.get());
+    timing_.back().first.record(stream);
+    launch_sgns(a, stream);
+    timing_.back().second.record(stream);
   }
 
   /// Trains one piece of super-batch `sb` and, with an optimizer, applies its step.
   void train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t sb, uint64_t first_token,
                    cudaStream_t stream) {
-    launch_timed(a);
+    launch_timed(a, stream);
     if (!optimizer_) return;
     const TrainParams& p = data_.params;
     const uint64_t blocks_per_epoch = data_.blocks->size() - 1;
@@ -549,9 +567,15 @@ class CudaBackend final : public Backend {
 
   // ---- paged training -------------------------------------------------------------------
 
-  Stage& stage_of(uint64_t number) { return stage_[number % 3]; }
+  Stage& stage_of(uint64_t number) { return stage_[number % kStages]; }
 
-  MoveArgs move_args(const Stage& s) {
+  /// Training streams: two, so that a piece's launch can start while the previous one drains,
+  /// when nothing orders the pieces (sgd, not serial); else one.
+  cudaStream_t compute_of(uint64_t number) {
+    return !optimizer_ && !options_.serial && number % 2 == 1 ? compute2_.get() : compute_.get();
+  }
+
+  MoveArgs move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n) {
     MoveArgs m;
     auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
       m.tables[m.table_count++] = PagedTable{host.data(), dev.data()};
@@ -564,24 +588,33 @@ class CudaBackend final : public Backend {
     }
     m.dim = dim_;
     m.stride = stride_;
-    m.list = s.list.data();
-    m.n = s.cold;
-    m.base = static_cast<uint32_t>(hot_ + (s.number % 3) * capacity_);
-    m.src = s.src.data();
-    m.leave = s.leave.data();
+    m.host_rows = host_rows;
+    m.dev_rows = dev_rows;
+    m.dev_base = static_cast<uint32_t>(hot_);
+    m.n = n;
     return m;
   }
 
-  /// Collects, maps and gathers the next piece (from sentence cursor_) as super-batch `number`
-  /// on the prep stream. Returns false when the span is done.
+  /// Forgets every cached row (the host holds the current values).
+  void invalidate_cache() {
+    const cudaStream_t st = compute_.get();
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(where_.data(), 0xFF, where_.bytes(), st));
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(slot_id_.data(), 0xFF, slot_id_.bytes(), st));
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(slot_use_.data(), 0, slot_use_.bytes(), st));
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(hand_.data(), 0, hand_.bytes(), st));
+    compute_.synchronize();
+  }
+
+  /// Collects the next piece (from sentence cursor_) as piece `number` on the prep stream:
+  /// its cold rows, the cache slots they take, and its tokens and pools mapped to device rows;
+  /// then, on the gather stream, writes back the rows it evicts and reads its new ones. Returns
+  /// false when the span is done.
   bool prepare(uint32_t epoch, uint64_t number) {
     if (cursor_ >= span_end_) return false;
     const cudaStream_t st = prep_.get();
     Stage& s = stage_of(number);
-    // The buffers of this stage were last used by number − 3: wait until it has trained and
-    // written back before overwriting its lists.
+    // The buffers of this stage were last used by number − kStages.
     if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
-    if (s.scattered_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.scattered.get(), 0));
     const auto& blocks = *data_.blocks;
     const auto& starts = data_.corpus->sentence_starts;
     const uint64_t block = static_cast<uint64_t>(
@@ -592,7 +625,10 @@ class CudaBackend final : public Backend {
     const uint64_t whole = last;
     if (fit_sentences_ > 0) last = std::min(last, cursor_ + fit_sentences_);
     bool split = false;
-    const uint32_t hot = static_cast<uint32_t>(hot_);
+    const uint32_t hot = static_cast<uint32_t>(hot_), slots = static_cast<uint32_t>(cache_);
+    const uint32_t* hand = hand_.data() + number % 2;
+    uint32_t* counts = s.counts.data();
+    uint32_t* hc = host_counts_.data();
     for (;;) {
       const uint64_t t0 = starts[cursor_], t1 = starts[last];
       const uint64_t nt = t1 - t0, ns = last - cursor_;
@@ -603,13 +639,24 @@ class CudaBackend final : public Backend {
       launch_mark_cold_ids(s.tokens.data(), nt, hot, marks_.data(), nullptr, st);
       draw_pools(epoch, cursor_, last, s, st);
       launch_mark_cold_ids(s.pool.data(), s.pools * pool_, hot, marks_.data(), nullptr, st);
-      launch_select_marked_ids(marks_.data(), rows_, s.list.data(), s.count.data(),
-                               select_temp_.data(), select_temp_bytes_, st);
-      uint32_t* hc = host_counts_.data() + number % 3;
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hc, s.count.data(), 4, cudaMemcpyDeviceToHost, st));
+      launch_select_marked_ids(marks_.data(), rows_, s.list.data(), counts, select_temp_.data(),
+                               select_temp_bytes_, st);
+      launch_flag_new_ids(s.list.data(), counts, static_cast<uint32_t>(max_list_), where_.data(),
+                          flags_.data(), st);
+      launch_select_flagged(s.list.data(), flags_.data(), max_list_, s.fresh.data(), counts + 1,
+                            select_temp_.data(), select_temp_bytes_, st);
+      launch_flag_free_slots(slot_id_.data(), slot_use_.data(), marks_.data(), slots, hand, number,
+                             kDepth, flags_.data(), st);
+      launch_select_marked_ids(flags_.data(), slots, free_.data(), counts + 2, select_temp_.data(),
+                               select_temp_bytes_, st);
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hc, counts, 12, cudaMemcpyDeviceToHost, st));
       prep_.synchronize();
-      if (*hc <= capacity_) {
-        s.cold = *hc;
+      const uint32_t n = hc[0], fresh = hc[1], free = hc[2];
+      // The piece fits when its new rows find free slots and it leaves room for any one
+      // sentence of the next piece.
+      if (fresh <= free && n <= cache_ - reserve_) {
+        s.cold = n;
+        s.fresh_n = fresh;
         s.token_base = t0;
         s.tokens_n = nt;
         refs_ += nt + s.pools * pool_;
@@ -618,16 +665,18 @@ class CudaBackend final : public Backend {
         pcie_corpus_bytes_ += nt * 4 + (ns + 1) * 8;
         break;
       }
-      // Too many cold rows for one staging buffer: train the first half of the sentences now.
-      launch_clear_marks(s.list.data(), *hc, marks_.data(), st);
+      launch_clear_marks(s.list.data(), n, marks_.data(), st);
       if (ns <= 1) {
-        throw Error("paged tables: one sentence and the negative pool touch " +
-                    std::to_string(*hc) + " rows, more than a staging buffer holds (" +
-                    std::to_string(capacity_) + "); raise --gpu-memory or lower --negative-pool");
+        throw Error("paged tables: one sentence and the negative pool touch " + std::to_string(n) +
+                    " rows, more than the GPU row cache can take now (" + std::to_string(free) +
+                    " of " + std::to_string(cache_) +
+                    " slots); raise --gpu-memory or lower --negative-pool");
       }
-      // Cold rows grow about linearly with the sentences at this size: aim at 90 % of the
-      // buffer, and start the next pieces at that size too.
-      const double fit = 0.9 * double(capacity_) / double(*hc);
+      // Rows grow about linearly with the sentences at this size: aim at 90 % of what fits,
+      // and start the next pieces at that size too.
+      const double room = double(std::min<uint64_t>(free, cache_ - reserve_));
+      const double fit = 0.9 * std::min(room / std::max(1.0, double(fresh)),
+                                        double(cache_ - reserve_) / double(n));
       const uint64_t take =
           std::max<uint64_t>(1, std::min<uint64_t>(ns - 1, uint64_t(double(ns) * fit)));
       last = cursor_ + take;
@@ -639,47 +688,37 @@ class CudaBackend final : public Backend {
     s.first_sentence = cursor_;
     s.last_sentence = last;
     s.super_batch = sb;
-    const uint32_t base = static_cast<uint32_t>(hot_ + (number % 3) * capacity_);
     PagingCounters* pc = paging_counters_.data();
-    launch_assign_slots(s.list.data(), s.cold, number, first_valid_, base, owner_.data(),
-                        where_.data(), marks_.data(), s.src.data(), &pc->from_host, st);
+    launch_install_rows(s.fresh.data(), s.fresh_n, free_.data(), slots, hand,
+                        hand_.data() + (number + 1) % 2, hot, slot_id_.data(), where_.data(),
+                        s.evicted.data(), s.fresh_rows.data(), &pc->to_host, st);
+    launch_claim_rows(s.list.data(), s.cold, where_.data(), hot, number, slot_use_.data(),
+                      marks_.data(), st);
     launch_map_rows(s.tokens.data(), s.tokens_n, hot, where_.data(), s.rows.data(), &pc->refs_cold,
                     st);
     launch_map_rows(s.pool.data(), s.pools * pool_, hot, where_.data(), s.pool_rows.data(),
                     &pc->refs_cold, st);
-    if (number >= first_valid_ + 2) {
-      Stage& old = stage_of(number - 2);
-      launch_mark_leaving_rows(old.list.data(), old.cold, old.number, owner_.data(),
-                               old.leave.data(), &pc->to_host, st);
-    }
     s.prepped.record(st);
-    // Gather, on its own stream so that collecting the next piece need not wait for it: the rows
-    // of buffer number mod 3 were last read by the device copies of number − 1 (rows staged by
-    // number − 3) and the scatter of number − 3 (waited for above, through the prep stream).
+    // Move the rows on their own stream, once every piece that may have used the evicted slots
+    // (up to number − kDepth, on either training stream) has trained: the evicted rows go back
+    // first, then the new rows come in.
     const cudaStream_t gs = gather_.get();
     PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, s.prepped.get(), 0));
-    if (number >= first_valid_ + 1) {
-      Stage& prev = stage_of(number - 1);
-      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, prev.devcopied.get(), 0));
+    for (uint64_t back = kDepth; back <= kDepth + 1; ++back) {
+      if (number >= first_number_ + back) {
+        PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, stage_of(number - back).trained.get(), 0));
+      }
     }
-    launch_move_rows(MoveKind::kFromHost, move_args(s), gs);
+    launch_move_rows(MoveKind::kToHost, move_args(s.evicted.data(), s.fresh_rows.data(), s.fresh_n),
+                     gs);
+    launch_move_rows(MoveKind::kToDevice, move_args(s.fresh.data(), s.fresh_rows.data(), s.fresh_n),
+                     gs);
     s.gathered.record(gs);
     cursor_ = last;
     ++report_.super_batches;
     report_.cold_rows += s.cold;
+    report_.rows_from_host += s.fresh_n;
     return true;
-  }
-
-  /// Writes back the rows of `number` that no later super-batch staged (their leave flags were
-  /// set by the preparation of number + 2, or by flush()).
-  void scatter(uint64_t number) {
-    Stage& s = stage_of(number);
-    const cudaStream_t st = scatter_.get();
-    PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
-    PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, prep_done_.get(), 0));
-    launch_move_rows(MoveKind::kToHost, move_args(s), st);
-    s.scattered.record(st);
-    s.scattered_recorded = true;
   }
 
   void train_paged(uint32_t epoch, uint64_t first_block, uint64_t last_block) {
@@ -687,17 +726,13 @@ class CudaBackend final : public Backend {
     cursor_ = blocks[first_block];
     span_end_ = blocks[last_block];
     span_last_block_ = last_block;
-    first_valid_ = next_number_;
-    for (Stage& s : stage_) s.trained_recorded = s.scattered_recorded = false;
-    const uint64_t first = next_number_;
-    if (!prepare(epoch, first)) return;
-    uint64_t n = first;
-    for (;; ++n) {
+    first_number_ = next_number_;
+    for (Stage& s : stage_) s.trained_recorded = false;
+    uint64_t n = first_number_;
+    for (bool more = prepare(epoch, n); more; more = prepare(epoch, ++n)) {
       Stage& s = stage_of(n);
-      const cudaStream_t cs = compute_.get();
+      const cudaStream_t cs = compute_of(n);
       PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, s.gathered.get(), 0));
-      launch_move_rows(MoveKind::kFromDevice, move_args(s), cs);
-      s.devcopied.record(cs);
       SgnsArgs a = base_args(epoch);
       a.tokens = s.tokens.data();
       a.token_rows = s.rows.data();
@@ -712,30 +747,19 @@ class CudaBackend final : public Backend {
       train_piece(a, epoch, s.super_batch, s.token_base, cs);
       s.trained.record(cs);
       s.trained_recorded = true;
-      const bool more = prepare(epoch, n + 1);
-      if (!more) break;
-      // The leave flags of n − 1 were set by preparing n + 1.
-      if (n >= first + 1) {
-        prep_done_.record(prep_.get());
-        scatter(n - 1);
-      }
     }
-    // Flush: the last two super-batches write back everything no later one staged.
-    const cudaStream_t st = prep_.get();
-    PagingCounters* pc = paging_counters_.data();
-    for (uint64_t j = (n >= first + 1 ? n - 1 : n); j <= n; ++j) {
-      Stage& s = stage_of(j);
-      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, stage_of(n).trained.get(), 0));
-      launch_mark_leaving_rows(s.list.data(), s.cold, j, owner_.data(), s.leave.data(),
-                               &pc->to_host, st);
-      prep_done_.record(st);
-      scatter(j);
+    next_number_ = n;
+    // Flush: every cached row a piece of this span may have changed goes back to the host, so
+    // that checkpoints and exports read current tables; the rows stay cached.
+    PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+    if (next_number_ > first_number_) {
+      const cudaStream_t st = prep_.get();
+      launch_flag_used_slots(slot_id_.data(), slot_use_.data(), static_cast<uint32_t>(cache_),
+                             first_number_, free_.data(), &paging_counters_.data()->to_host, st);
+      launch_move_rows(MoveKind::kToHost,
+                       move_args(free_.data(), nullptr, static_cast<uint32_t>(cache_)), st);
+      prep_.synchronize();
     }
-    scatter_.synchronize();
-    gather_.synchronize();
-    prep_.synchronize();
-    next_number_ = n + 1;
-    first_valid_ = next_number_;
   }
 
   void read_paging_counters() {
@@ -743,10 +767,9 @@ class CudaBackend final : public Backend {
     PAGEDW2V_CUDA_TRY(cudaMemcpy(&c, paging_counters_.data(), sizeof c, cudaMemcpyDeviceToHost));
     report_.row_lookups = refs_;
     report_.cold_lookups = c.refs_cold;
-    report_.rows_from_host = c.from_host;
     report_.rows_to_host = c.to_host;
     const uint64_t row_bytes = uint64_t{dim_} * sizeof(float) * (2 + 2 * nstate_);
-    report_.pcie_bytes = (c.from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
+    report_.pcie_bytes = (report_.rows_from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
   }
 
   /// Rows of a host table that the device holds at row = id: all of them, or the hot rows.
@@ -790,12 +813,11 @@ class CudaBackend final : public Backend {
   bool per_super_batch_ = false;
   uint64_t budget_ = 0;
   bool paged_ = false;
-  uint64_t hot_ = 0, capacity_ = 0, device_rows_ = 0;
+  uint64_t hot_ = 0, cache_ = 0, reserve_ = 0, device_rows_ = 0;
   uint64_t max_piece_tokens_ = 0, max_piece_sentences_ = 0, max_list_ = 0, max_pools_ = 1;
   uint64_t pool_blocks_ = 1;
 
-  Stream compute_, prep_, gather_, scatter_;
-  Event prep_done_{false};
+  Stream compute_, compute2_, prep_, gather_;
   DeviceBuffer<float> input_, output_, input_grad_, output_grad_, keep_;
   std::vector<DeviceBuffer<float>> input_state_, output_state_;
   DeviceBuffer<uint8_t> touched_input_, touched_output_;
@@ -809,16 +831,16 @@ class CudaBackend final : public Backend {
   std::vector<std::pair<Event, Event>> timing_;
 
   // Paged.
-  DeviceBuffer<uint32_t> owner_, where_;
-  DeviceBuffer<uint8_t> marks_;
+  DeviceBuffer<uint32_t> where_, slot_id_, slot_use_, free_, hand_;
+  DeviceBuffer<uint8_t> marks_, flags_;
   DeviceBuffer<unsigned char> select_temp_;
   size_t select_temp_bytes_ = 0;
   DeviceBuffer<PagingCounters> paging_counters_;
   PinnedBuffer<uint32_t> host_counts_;
-  std::array<Stage, 3> stage_;
+  std::array<Stage, kStages> stage_;
   std::vector<PinnedRegion> pinned_;
   size_t paging_bytes_ = 0;
-  uint64_t next_number_ = 0, first_valid_ = 0;
+  uint64_t next_number_ = 0, first_number_ = 0;
   uint64_t cursor_ = 0, span_end_ = 0, span_last_block_ = 0;
   uint64_t refs_ = 0, pcie_corpus_bytes_ = 0;
   uint64_t fit_sentences_ = 0;  ///< sentences a piece took when one last had to be split

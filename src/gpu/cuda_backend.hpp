@@ -25,10 +25,11 @@ struct CudaBackendOptions {
   /// Resident or paged tables, and the GPU memory budget (train/backend.hpp).
   GpuOptions gpu;
   /// Paged placement: rows kept on the GPU for the whole run (the most frequent words, ids
-  /// 0 … hot_rows − 1) and rows per staging buffer; 0 = sized from the budget. Tests set both to
+  /// 0 … hot_rows − 1) and the slots of the row cache beside them (kernels/paging.cuh); 0 = sized
+  /// from the budget. Tests set both to
   /// force paging on small vocabularies.
   uint64_t hot_rows = 0;
-  uint64_t staging_rows = 0;
+  uint64_t cache_rows = 0;
   /// One warp trains the sentences of a launch in order (SgnsArgs::max_warps = 1): a run is then
   /// deterministic, which the paged-versus-resident equivalence test needs.
   bool serial = false;
@@ -48,11 +49,11 @@ struct CudaBackendReport {
   bool corpus_resident = false;
   std::string device_name;
   bool paged = false;
-  uint64_t hot_rows = 0;        ///< rows cached on the GPU for the run (paged)
-  uint64_t staging_rows = 0;    ///< rows per staging buffer (paged)
+  uint64_t hot_rows = 0;        ///< rows kept on the GPU for the run (paged)
+  uint64_t cache_rows = 0;      ///< slots of the GPU's row cache (paged)
   uint64_t budget_bytes = 0;    ///< the GPU memory budget the backend planned with
-  uint64_t super_batches = 0;   ///< pieces trained (paged: after splits to fit staging)
-  uint64_t splits = 0;          ///< times a super-batch was halved to fit a staging buffer
+  uint64_t super_batches = 0;   ///< pieces trained (paged: after splits to fit the cache)
+  uint64_t splits = 0;          ///< times a piece was cut to fit the cache
   uint64_t row_lookups = 0;     ///< row references of the pieces: tokens and pool entries
   uint64_t cold_lookups = 0;    ///< of those, references to rows outside the hot cache
   uint64_t cold_rows = 0;       ///< distinct cold rows staged, summed over pieces
