@@ -148,32 +148,48 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
+  const bool swap = kind == MoveKind::kSwap;
   for (uint64_t k0 = warp * kUnroll; k0 < a.n; k0 += warps * kUnroll) {
-    bool go[kUnroll];
-    uint64_t host[kUnroll], dev[kUnroll];
+    bool in[kUnroll], out[kUnroll];
+    uint64_t host_in[kUnroll], host_out[kUnroll], dev[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const uint64_t k = k0 + u;
       const uint32_t h = k < a.n ? a.host_rows[k] : kNoRow;
-      go[u] = h != kNoRow;
-      host[u] = go[u] ? uint64_t{h} * host_v : 0;
-      const uint64_t d = a.dev_rows != nullptr && go[u] ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
-      dev[u] = go[u] ? d * dev_v : 0;
+      const uint32_t o = swap && k < a.n ? a.out_rows[k] : kNoRow;
+      // kToHost moves host_rows[k] out; kToDevice and kSwap bring it in.
+      const bool to_host = kind == MoveKind::kToHost;
+      in[u] = !to_host && h != kNoRow;
+      out[u] = to_host ? h != kNoRow : o != kNoRow;
+      host_in[u] = in[u] ? uint64_t{h} * host_v : 0;
+      host_out[u] = out[u] ? uint64_t{to_host ? h : o} * host_v : 0;
+      const uint64_t d = k >= a.n ? 0 : a.dev_rows != nullptr ? a.dev_rows[k] : a.dev_base + k;
+      dev[u] = d * dev_v;
     }
-    const bool to_host = kind == MoveKind::kToHost;
     for (int t = 0; t < a.table_count; ++t) {
-      const V* src = reinterpret_cast<const V*>(to_host ? a.tables[t].device : a.tables[t].host);
-      V* dst = reinterpret_cast<V*>(to_host ? a.tables[t].host : a.tables[t].device);
+      const V* host_src = reinterpret_cast<const V*>(a.tables[t].host);
+      V* host_dst = reinterpret_cast<V*>(a.tables[t].host);
+      V* device = reinterpret_cast<V*>(a.tables[t].device);
       for (uint32_t c0 = 0; c0 < row_v; c0 += 32) {
         const uint32_t c = c0 + lane;
+        if (c >= row_v) continue;
         V v[kUnroll];
+        // Out first: the slot's old row is read before anything writes the slot.
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          if (go[u] && c < row_v) v[u] = src[(to_host ? dev[u] : host[u]) + c];
+          if (out[u]) v[u] = device[dev[u] + c];
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          if (go[u] && c < row_v) dst[(to_host ? host[u] : dev[u]) + c] = v[u];
+          if (out[u]) host_dst[host_out[u] + c] = v[u];
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (in[u]) v[u] = host_src[host_in[u] + c];
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          if (in[u]) device[dev[u] + c] = v[u];
         }
       }
     }

@@ -109,16 +109,22 @@ inline constexpr int kMaxPagedTables = 6;
 enum class MoveKind {
   kToDevice,  ///< device[dev_row(k)] = host[host_rows[k]]
   kToHost,    ///< host[host_rows[k]] = device[dev_row(k)]
+  /// host[out_rows[k]] = device[dev_row(k)], then device[dev_row(k)] = host[host_rows[k]]: an
+  /// evicted row goes back while its slot's new row comes in, both directions of the link at once
+  /// (the same thread reads the slot before it writes it).
+  kSwap,
 };
 
-/// Entry k < n moves host row host_rows[k] (skipped when kNoRow) and device row dev_rows[k], or
-/// dev_base + k when dev_rows is null. Host rows should ascend: host pages are walked in order.
+/// Entry k < n moves host row host_rows[k] (and out_rows[k] for kSwap; either is skipped when
+/// kNoRow) and device row dev_rows[k], or dev_base + k when dev_rows is null. Host rows should
+/// ascend: host pages are walked in order.
 struct MoveArgs {
   PagedTable tables[kMaxPagedTables];
   int table_count = 0;
   uint32_t dim = 0;
   uint32_t stride = 0;
   const uint32_t* host_rows = nullptr;
+  const uint32_t* out_rows = nullptr;  ///< kSwap
   const uint32_t* dev_rows = nullptr;
   uint32_t dev_base = 0;
   uint32_t n = 0;

@@ -505,7 +505,7 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
 
   for (;;) {
     unsigned long long s = 0;
-    if (lane == 0) s = atomicAdd(&a.counters->next_sentence, 1ull);
+    if (lane == 0) s = atomicAdd(a.next_sentence, 1ull);
     s = __shfl_sync(kFull, s, 0);
     if (s >= a.sentences) break;
     const uint64_t first = a.sentence_starts[s], last = a.sentence_starts[s + 1];
@@ -585,9 +585,10 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * usable;
   if (a.max_warps > 0) resident = std::min<uint64_t>(resident, a.max_warps / warps);
   const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min(needed, resident)));
-  PAGEDW2V_CUDA_TRY(
-      cudaMemsetAsync(&a.counters->next_sentence, 0, sizeof(a.counters->next_sentence), stream));
-  kernel<<<blocks, warps * kWarp, smem, stream>>>(a, layout);
+  SgnsArgs b = a;
+  if (b.next_sentence == nullptr) b.next_sentence = &b.counters->next_sentence;
+  PAGEDW2V_CUDA_TRY(cudaMemsetAsync(b.next_sentence, 0, sizeof(*b.next_sentence), stream));
+  kernel<<<blocks, warps * kWarp, smem, stream>>>(b, layout);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

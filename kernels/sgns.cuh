@@ -37,8 +37,9 @@
 
 namespace pagedw2v {
 
-/// Device-side counters of one training span. `next_sentence` hands out work inside a launch and
-/// is reset by every launch; the statistics accumulate until the caller zeroes them.
+/// Device-side counters of one training span. `next_sentence` hands out work inside a launch
+/// (unless SgnsArgs::next_sentence names another) and is reset by every launch; the statistics
+/// accumulate until the caller zeroes them.
 struct SgnsCounters {
   unsigned long long next_sentence;
   unsigned long long words;
@@ -67,6 +68,9 @@ struct SgnsArgs {
   LrSchedule schedule;
   uint64_t epoch_base = 0;  ///< epoch × words_per_epoch: the schedule's position of token 0
   SgnsCounters* counters = nullptr;
+  /// The counter that hands out this launch's sentences (reset by the launch); nullptr:
+  /// counters->next_sentence. Launches that may run at once need counters of their own.
+  unsigned long long* next_sentence = nullptr;
 
   /// Paged tables: the table row of token p is token_rows[p − token_base] (the tables hold a
   /// subset of the vocabulary, see gpu/cuda_backend.cpp); nullptr: the row is the token's id.

@@ -65,7 +65,7 @@ if has_step memcheck && command -v compute-sanitizer >/dev/null; then
 fi
 
 if has_step transfer; then
-  timeout 180 "$BIN/pagedw2v" bench transfer >"$OUT/bench-transfer.log" 2>&1
+  timeout 180 "$BIN/pagedw2v" bench transfer ${TRANSFER_FLAGS:-} >"$OUT/bench-transfer.log" 2>&1
   note "bench transfer: rc=$?"
   sed 's/^/    /' "$OUT/bench-transfer.log" | tee -a "$SUMMARY"
 fi
@@ -134,9 +134,13 @@ if has_step paged; then
   syn syn-paged --placement paged --gpu-memory 1024000000
   syn syn-resident-pool64k --placement resident --pool-words 65536
   syn syn-paged-pool64k --placement paged --gpu-memory 1024000000 --pool-words 65536
-  quality sg-pool-resident --device cuda --negative-pool 1024 --batch-words 262144 --placement resident
-  quality sg-pool-paged --device cuda --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
-  quality cbow-pool-paged --device cuda --model cbow --negative-pool 1024 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-34000000}
+  # A pool of 65,536 every 262,144 words: the period and size that keep mix5m quality (README).
+  syn syn-resident-bigpool --placement resident --negative-pool 65536 --pool-words 262144
+  syn syn-paged-bigpool --placement paged --gpu-memory 1024000000 --negative-pool 65536 --pool-words 262144
+  QP="--negative-pool ${QPOOL:-2048} --pool-words ${QPOOLWORDS:-4096} --batch-words 262144"
+  quality sg-pool-resident --device cuda $QP --placement resident
+  quality sg-pool-paged --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
+  quality cbow-pool-paged --device cuda --model cbow $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
 fi
 
 if has_step scale; then

@@ -50,7 +50,7 @@ std::vector<T> download(const DeviceBuffer<T>& d, size_t n) {
 // flushed as at the end of a span.
 TEST(CudaPaging, CacheFollowsTheRules) {
   REQUIRE_GPU();
-  const uint32_t vocab = 5000, hot = 300, slots = 1500, depth = 2, max_list = vocab;
+  const uint32_t vocab = 5000, hot = 300, slots = 900, depth = 2, max_list = vocab;
   std::mt19937 rng(7);
   std::vector<uint32_t> where(vocab, kNoRow), slot_id(slots, kNoRow), slot_use(slots, 0);
   uint32_t hand = 0;
@@ -193,6 +193,9 @@ TEST(CudaPaging, MovesRowsOfEveryTable) {
     std::vector<uint32_t> list(vocab);
     for (uint32_t i = 0; i < vocab; ++i) list[i] = i;
     std::shuffle(list.begin(), list.end(), rng);
+    // Rows written back by a swap: none of them is read by it.
+    std::vector<uint32_t> evicted(list.begin() + n, list.begin() + 2 * n);
+    for (uint32_t k = 2; k < n; k += 4) evicted[k] = kNoRow;
     list.resize(n);
     std::sort(list.begin(), list.end());
     std::vector<uint32_t> rows(dev_rows);
@@ -250,6 +253,25 @@ TEST(CudaPaging, MovesRowsOfEveryTable) {
         for (uint32_t d = 0; d < dim; ++d)
           host[t][size_t{out[k]} * dim + d] = dev[t][(50 + size_t{k}) * stride + d];
       }
+      EXPECT_EQ(0, std::memcmp(host_pinned[t], host[t].data(), host[t].size() * 4)) << dim;
+    }
+    // Swap: listed device rows go back to the evicted ids while the list's rows come in.
+    DeviceBuffer<uint32_t> d_evicted = upload(evicted);
+    m.host_rows = d_in.data();
+    m.out_rows = d_evicted.data();
+    m.dev_rows = d_rows.data();
+    launch_move_rows(MoveKind::kSwap, m, st.get());
+    st.synchronize();
+    for (int t = 0; t < tables; ++t) {
+      for (uint32_t k = 0; k < n; ++k) {
+        for (uint32_t d = 0; d < dim; ++d) {
+          if (evicted[k] != kNoRow)
+            host[t][size_t{evicted[k]} * dim + d] = dev[t][size_t{rows[k]} * stride + d];
+          if (in[k] != kNoRow)
+            dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
+        }
+      }
+      EXPECT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << dim << " table " << t;
       EXPECT_EQ(0, std::memcmp(host_pinned[t], host[t].data(), host[t].size() * 4)) << dim;
       cudaFreeHost(host_pinned[t]);
     }

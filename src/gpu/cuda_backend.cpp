@@ -225,6 +225,7 @@ class CudaBackend final : public Backend {
   struct Stage {
     DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool, pool_rows, counts,
         sentence_pool;
+    DeviceBuffer<unsigned long long> next_sentence;  ///< the launch's work counter
     std::vector<uint32_t> host_sentence_pool;
     uint64_t pools = 0;  ///< pool periods the piece spans
     DeviceBuffer<uint64_t> starts;
@@ -445,6 +446,7 @@ class CudaBackend final : public Backend {
       s.sentence_pool =
           DeviceBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
       s.counts = DeviceBuffer<uint32_t>(3, "row counts");
+      s.next_sentence = DeviceBuffer<unsigned long long>(1, "a work counter");
       paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() * 4 +
                        s.pool.bytes() + s.pool_rows.bytes() + s.sentence_pool.bytes() +
                        s.counts.bytes();
@@ -700,8 +702,8 @@ class CudaBackend final : public Backend {
                     &pc->refs_cold, st);
     s.prepped.record(st);
     // Move the rows on their own stream, once every piece that may have used the evicted slots
-    // (up to number − kDepth, on either training stream) has trained: the evicted rows go back
-    // first, then the new rows come in.
+    // (up to number − kDepth, on either training stream) has trained: each evicted row goes back
+    // as its slot's new row comes in.
     const cudaStream_t gs = gather_.get();
     PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, s.prepped.get(), 0));
     for (uint64_t back = kDepth; back <= kDepth + 1; ++back) {
@@ -709,10 +711,9 @@ class CudaBackend final : public Backend {
         PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, stage_of(number - back).trained.get(), 0));
       }
     }
-    launch_move_rows(MoveKind::kToHost, move_args(s.evicted.data(), s.fresh_rows.data(), s.fresh_n),
-                     gs);
-    launch_move_rows(MoveKind::kToDevice, move_args(s.fresh.data(), s.fresh_rows.data(), s.fresh_n),
-                     gs);
+    MoveArgs swap = move_args(s.fresh.data(), s.fresh_rows.data(), s.fresh_n);
+    swap.out_rows = s.evicted.data();
+    launch_move_rows(MoveKind::kSwap, swap, gs);
     s.gathered.record(gs);
     cursor_ = last;
     ++report_.super_batches;
@@ -744,6 +745,7 @@ class CudaBackend final : public Backend {
       a.pool_size = pool_;
       a.sentence_pool = s.sentence_pool.data();
       a.reserved_sms = options_.paging_sms;
+      a.next_sentence = s.next_sentence.data();
       train_piece(a, epoch, s.super_batch, s.token_base, cs);
       s.trained.record(cs);
       s.trained_recorded = true;
