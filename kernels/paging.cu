@@ -300,7 +300,7 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   const uint64_t warps_wanted = (uint64_t{a.n} + kUnroll - 1) / kUnroll;
   // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
   // (bench transfer).
-  const uint64_t cap = uint64_t(sms);
+  const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
   const unsigned grid =
       static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
   bool aligned = a.dim % 4 == 0;

@@ -128,6 +128,9 @@ struct MoveArgs {
   const uint32_t* dev_rows = nullptr;
   uint32_t dev_base = 0;
   uint32_t n = 0;
+  /// Blocks of 8 warps at most; 0: one per multiprocessor. Moves that run beside training take
+  /// only the room it leaves, so that they do not hold places its next launch needs.
+  uint32_t max_blocks = 0;
 };
 
 /// Moves the selected rows of every table in one launch (asynchronous on `stream`).

@@ -2,6 +2,7 @@
 // run_train_bench().
 // `pagedw2v bench transfer`: the shape of SpeedTorch's benchmark, then run_transfer_bench()
 // (CUDA builds only).
+#include <algorithm>
 #include <cxxopts.hpp>
 #include <exception>
 #include <iostream>
@@ -131,7 +132,10 @@ int cmd_bench(int argc, char** argv) {
       "stream", "CUDA: stream the corpus in chunks even when it fits on the GPU")(
       "chunk-tokens", "CUDA: tokens per streamed chunk",
       cxxopts::value<uint64_t>()->default_value(std::to_string(uint64_t{32} << 20)))(
-      "h,help", "print this help");
+      "paging-sms",
+      "CUDA, paged tables: multiprocessors the training kernel leaves to the paging kernels "
+      "(default 8)",
+      cxxopts::value<uint32_t>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
     return name == "output" || name == "format" || name == "save-context" ||
@@ -147,6 +151,10 @@ int cmd_bench(int argc, char** argv) {
   }
   bench.force_stream = args.count("stream") > 0;
   bench.chunk_tokens = args["chunk-tokens"].as<uint64_t>();
+  if (args.count("paging-sms")) {
+    bench.paging_sms =
+        static_cast<int>(std::min<uint32_t>(args["paging-sms"].as<uint32_t>(), 1024));
+  }
   run_train_bench(bench, stdout);
   return 0;
 }

@@ -112,6 +112,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
 #ifdef PAGEDW2V_HAVE_CUDA
   if (config.device != DeviceKind::kCpu && cuda_device_available()) {
     CudaBackendOptions co;
+    if (options.paging_sms >= 0) co.paging_sms = static_cast<uint32_t>(options.paging_sms);
     co.force_stream = options.force_stream;
     co.chunk_tokens = options.chunk_tokens;
     co.gpu = config.gpu_options();
@@ -243,6 +244,16 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
                    static_cast<unsigned long long>(r.cold_rows),
                    static_cast<unsigned long long>(r.rows_from_host),
                    static_cast<unsigned long long>(r.rows_to_host), r.pcie_bytes_per_word);
+#ifdef PAGEDW2V_HAVE_CUDA
+      const double moved = static_cast<double>(cr.pcie_bytes) / 2;
+      std::fprintf(out,
+                   "paging time (s): training launches in flight %.4f of %.4f; collecting pieces "
+                   "%.4f (device); row moves %.4f (device, %.1f GB/s each way); host preparing "
+                   "%.4f, of which waiting %.4f\n",
+                   cr.kernel_busy_seconds, r.train_seconds, cr.prep_seconds, cr.move_seconds,
+                   cr.move_seconds > 0 ? moved / cr.move_seconds / 1e9 : 0.0,
+                   cr.prepare_host_seconds, cr.prepare_blocked_seconds);
+#endif
     } else {
       std::fprintf(out, "placement: %s\n",
                    r.placement == "host" ? "host (cpu backend)" : "resident on the GPU");

@@ -23,6 +23,8 @@ struct TrainBenchOptions {
   std::optional<SyntheticSpec> synthetic;
   bool force_stream = false;  ///< CUDA: stream the corpus in chunks even when it fits
   uint64_t chunk_tokens = uint64_t{32} << 20;  ///< CUDA: tokens per streamed chunk
+  /// CUDA, paged: multiprocessors left to the paging kernels; negative: the backend's default.
+  int paging_sms = -1;
 };
 
 struct TrainBenchResult {

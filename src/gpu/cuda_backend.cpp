@@ -180,6 +180,7 @@ class CudaBackend final : public Backend {
     compute_.synchronize();
     for (const auto& t : timing_)
       report_.kernel_seconds += t.second.elapsed_ms_since(t.first) * 1e-3;
+    if (paged_) read_paging_times();
     report_.launches += timing_.size();
     timing_.clear();
     if (corpus_) report_.upload_seconds = corpus_->upload_seconds();
@@ -226,7 +227,12 @@ class CudaBackend final : public Backend {
     DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool, pool_rows, counts,
         sentence_pool;
     DeviceBuffer<unsigned long long> next_sentence;  ///< the launch's work counter
-    std::vector<uint32_t> host_sentence_pool;
+    // Pinned host staging of what is copied to the device per piece; written again only once
+    // the copies that read it have finished (host_copied).
+    PinnedBuffer<uint32_t> host_tokens, host_sentence_pool;
+    PinnedBuffer<uint64_t> host_starts;
+    Event host_copied{false};
+    bool host_copy_recorded = false;
     uint64_t pools = 0;  ///< pool periods the piece spans
     DeviceBuffer<uint64_t> starts;
     Event prepped{false}, gathered{false}, trained{false};
@@ -410,6 +416,8 @@ class CudaBackend final : public Backend {
         stage_[0].pool = DeviceBuffer<uint32_t>(max_pools_ * pool_, "the negative pools");
         stage_[0].sentence_pool =
             DeviceBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
+        stage_[0].host_sentence_pool =
+            PinnedBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
         bytes += stage_[0].pool.bytes() + stage_[0].sentence_pool.bytes();
       }
     }
@@ -447,6 +455,13 @@ class CudaBackend final : public Backend {
           DeviceBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
       s.counts = DeviceBuffer<uint32_t>(3, "row counts");
       s.next_sentence = DeviceBuffer<unsigned long long>(1, "a work counter");
+      // The corpus is copied a piece at a time through pinned staging, so the copies are
+      // asynchronous (the corpus itself stays pageable: registering part of a page of the heap
+      // would make copies of its neighbours fail).
+      s.host_tokens = PinnedBuffer<uint32_t>(max_piece_tokens_, "super-batch tokens");
+      s.host_starts = PinnedBuffer<uint64_t>(max_piece_sentences_ + 1, "super-batch sentences");
+      s.host_sentence_pool =
+          PinnedBuffer<uint32_t>(std::max<uint64_t>(max_piece_sentences_, 1), "pool numbers");
       paging_bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() * 4 +
                        s.pool.bytes() + s.pool_rows.bytes() + s.sentence_pool.bytes() +
                        s.counts.bytes();
@@ -463,11 +478,6 @@ class CudaBackend final : public Backend {
       pinned_.emplace_back(model_.output_state[k].data(), model_.output_state[k].bytes(),
                            "optimizer state", hint);
     }
-    // The corpus is copied a super-batch at a time; pinned, the copies are asynchronous.
-    auto& corpus = const_cast<EncodedCorpus&>(*data_.corpus);
-    pinned_.push_back(PinnedRegion::try_pin(corpus.tokens.data(), corpus.tokens.size() * 4));
-    pinned_.push_back(
-        PinnedRegion::try_pin(corpus.sentence_starts.data(), corpus.sentence_starts.size() * 8));
   }
 
   template <typename T>
@@ -558,13 +568,22 @@ class CudaBackend final : public Backend {
       throw Error("CUDA backend: a piece spans more pool periods than planned");
     launch_draw_pools(data_.params.seed, epoch, q0, s.pools, noise_.data(),
                       static_cast<uint32_t>(rows_), pool_, s.pool.data(), stream);
-    s.host_sentence_pool.resize(last - first);
+    wait_host_copies(s);
+    uint32_t* numbers = s.host_sentence_pool.data();
     for (uint64_t t = first; t < last; ++t) {
       while (b + 1 < blocks.size() && blocks[b + 1] <= t) ++b;
-      s.host_sentence_pool[t - first] = static_cast<uint32_t>(b / pool_blocks_ - q0);
+      numbers[t - first] = static_cast<uint32_t>(b / pool_blocks_ - q0);
     }
-    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.sentence_pool.data(), s.host_sentence_pool.data(),
-                                      (last - first) * 4, cudaMemcpyHostToDevice, stream));
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.sentence_pool.data(), numbers, (last - first) * 4,
+                                      cudaMemcpyHostToDevice, stream));
+    s.host_copied.record(stream);
+    s.host_copy_recorded = true;
+  }
+
+  /// Waits until the copies from the stage's pinned host staging have finished.
+  static void wait_host_copies(Stage& s) {
+    if (s.host_copy_recorded) s.host_copied.synchronize();
+    s.host_copy_recorded = false;
   }
 
   // ---- paged training -------------------------------------------------------------------
@@ -617,6 +636,10 @@ class CudaBackend final : public Backend {
     Stage& s = stage_of(number);
     // The buffers of this stage were last used by number − kStages.
     if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
+    const auto host0 = std::chrono::steady_clock::now();
+    piece_times_.emplace_back();
+    PieceTimes& times = piece_times_.back();
+    times.prep0.record(st);
     const auto& blocks = *data_.blocks;
     const auto& starts = data_.corpus->sentence_starts;
     const uint64_t block = static_cast<uint64_t>(
@@ -634,9 +657,12 @@ class CudaBackend final : public Backend {
     for (;;) {
       const uint64_t t0 = starts[cursor_], t1 = starts[last];
       const uint64_t nt = t1 - t0, ns = last - cursor_;
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), data_.corpus->tokens.data() + t0, nt * 4,
+      wait_host_copies(s);
+      std::copy_n(data_.corpus->tokens.data() + t0, nt, s.host_tokens.data());
+      std::copy_n(starts.data() + cursor_, ns + 1, s.host_starts.data());
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), s.host_tokens.data(), nt * 4,
                                         cudaMemcpyHostToDevice, st));
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), starts.data() + cursor_, (ns + 1) * 8,
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), s.host_starts.data(), (ns + 1) * 8,
                                         cudaMemcpyHostToDevice, st));
       launch_mark_cold_ids(s.tokens.data(), nt, hot, marks_.data(), nullptr, st);
       draw_pools(epoch, cursor_, last, s, st);
@@ -652,7 +678,10 @@ class CudaBackend final : public Backend {
       launch_select_marked_ids(flags_.data(), slots, free_.data(), counts + 2, select_temp_.data(),
                                select_temp_bytes_, st);
       PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hc, counts, 12, cudaMemcpyDeviceToHost, st));
+      const auto wait0 = std::chrono::steady_clock::now();
       prep_.synchronize();
+      prepare_blocked_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wait0).count();
       const uint32_t n = hc[0], fresh = hc[1], free = hc[2];
       // The piece fits when its new rows find free slots and it leaves room for any one
       // sentence of the next piece.
@@ -701,6 +730,7 @@ class CudaBackend final : public Backend {
     launch_map_rows(s.pool.data(), s.pools * pool_, hot, where_.data(), s.pool_rows.data(),
                     &pc->refs_cold, st);
     s.prepped.record(st);
+    times.prep1.record(st);
     // Move the rows on their own stream, once every piece that may have used the evicted slots
     // (up to number − kDepth, on either training stream) has trained: each evicted row goes back
     // as its slot's new row comes in.
@@ -713,8 +743,14 @@ class CudaBackend final : public Backend {
     }
     MoveArgs swap = move_args(s.fresh.data(), s.fresh_rows.data(), s.fresh_n);
     swap.out_rows = s.evicted.data();
+    // About three blocks of 8 warps fit beside training on each multiprocessor it leaves free.
+    swap.max_blocks = 3 * std::max<uint32_t>(1, options_.paging_sms);
+    times.move0.record(gs);
     launch_move_rows(MoveKind::kSwap, swap, gs);
+    times.move1.record(gs);
     s.gathered.record(gs);
+    prepare_host_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - host0).count();
     cursor_ = last;
     ++report_.super_batches;
     report_.cold_rows += s.cold;
@@ -729,6 +765,8 @@ class CudaBackend final : public Backend {
     span_last_block_ = last_block;
     first_number_ = next_number_;
     for (Stage& s : stage_) s.trained_recorded = false;
+    piece_times_.clear();
+    span_start_.record(compute_.get());
     uint64_t n = first_number_;
     for (bool more = prepare(epoch, n); more; more = prepare(epoch, ++n)) {
       Stage& s = stage_of(n);
@@ -762,6 +800,35 @@ class CudaBackend final : public Backend {
                        move_args(free_.data(), nullptr, static_cast<uint32_t>(cache_)), st);
       prep_.synchronize();
     }
+  }
+
+  /// Adds the span's paging times to the report: device time collecting pieces and moving
+  /// rows, and how long at least one training launch was in flight.
+  void read_paging_times() {
+    std::vector<std::pair<double, double>> busy;
+    for (const auto& t : timing_) {
+      busy.emplace_back(t.first.elapsed_ms_since(span_start_),
+                        t.second.elapsed_ms_since(span_start_));
+    }
+    std::sort(busy.begin(), busy.end());
+    double covered = 0, end = -1e300;
+    for (const auto& [a, b] : busy) {
+      if (a > end) {
+        covered += b - a;
+        end = b;
+      } else if (b > end) {
+        covered += b - end;
+        end = b;
+      }
+    }
+    report_.kernel_busy_seconds += covered * 1e-3;
+    for (const PieceTimes& t : piece_times_) {
+      report_.prep_seconds += t.prep1.elapsed_ms_since(t.prep0) * 1e-3;
+      report_.move_seconds += t.move1.elapsed_ms_since(t.move0) * 1e-3;
+    }
+    piece_times_.clear();
+    report_.prepare_host_seconds = prepare_host_seconds_;
+    report_.prepare_blocked_seconds = prepare_blocked_seconds_;
   }
 
   void read_paging_counters() {
@@ -820,6 +887,13 @@ class CudaBackend final : public Backend {
   uint64_t pool_blocks_ = 1;
 
   Stream compute_, compute2_, prep_, gather_;
+  /// When a piece's collection and its row moves ran on the device (paged).
+  struct PieceTimes {
+    Event prep0, prep1, move0, move1;
+  };
+  std::vector<PieceTimes> piece_times_;
+  Event span_start_;
+  double prepare_host_seconds_ = 0, prepare_blocked_seconds_ = 0;
   DeviceBuffer<float> input_, output_, input_grad_, output_grad_, keep_;
   std::vector<DeviceBuffer<float>> input_state_, output_state_;
   DeviceBuffer<uint8_t> touched_input_, touched_output_;

@@ -60,6 +60,12 @@ struct CudaBackendReport {
   uint64_t rows_from_host = 0;  ///< cold rows read from host memory
   uint64_t rows_to_host = 0;    ///< cold rows written back
   uint64_t pcie_bytes = 0;      ///< bytes moved over PCIe for rows and state, both directions
+  // Paged: where the time went.
+  double kernel_busy_seconds = 0;      ///< time at least one training launch was in flight
+  double prep_seconds = 0;             ///< device time collecting pieces (summed)
+  double move_seconds = 0;             ///< device time of the row moves (summed)
+  double prepare_host_seconds = 0;     ///< host time preparing pieces
+  double prepare_blocked_seconds = 0;  ///< of which waiting for the device's counts
 };
 
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.
