@@ -416,11 +416,10 @@ TEST_P(PagedEqualsResident, BitForBit) {
   if (!sgd) s.batch_words = 8192;
   const RunResult resident = train(set, s, Placement::kResident, 0, 0, true);
   // sgd: a small cache forces pieces to split; an optimizer steps once per piece, so there the
-  // cache holds two whole super-batches (no split) for the steps to coincide. Either way the
-  // cache holds fewer rows than the cold ones (2,900 and 2,000), so rows are evicted and read
-  // again.
-  const RunResult paged =
-      train(set, s, Placement::kPaged, sgd ? 100 : 1000, sgd ? 1400 : 1800, true);
+  // cache holds three whole super-batches (the pieces that may train at once: no split) for the
+  // steps to coincide. Either way the cache holds fewer rows than the cold ones (2,900 and
+  // 1,500), so rows are evicted and read again.
+  const RunResult paged = train(set, s, Placement::kPaged, sgd ? 100 : 1500, 1400, true);
   EXPECT_TRUE(paged.report.paged);
   EXPECT_FALSE(resident.report.paged);
   EXPECT_GT(paged.report.rows_from_host, paged.report.cache_rows);

@@ -135,7 +135,11 @@ int cmd_bench(int argc, char** argv) {
       "paging-sms",
       "CUDA, paged tables: multiprocessors the training kernel leaves to the paging kernels "
       "(default 8)",
-      cxxopts::value<uint32_t>())("h,help", "print this help");
+      cxxopts::value<uint32_t>())(
+      "cache-rows",
+      "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "
+      "frequent rows; default: half of what fits)",
+      cxxopts::value<uint64_t>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
     return name == "output" || name == "format" || name == "save-context" ||
@@ -151,6 +155,7 @@ int cmd_bench(int argc, char** argv) {
   }
   bench.force_stream = args.count("stream") > 0;
   bench.chunk_tokens = args["chunk-tokens"].as<uint64_t>();
+  if (args.count("cache-rows")) bench.cache_rows = args["cache-rows"].as<uint64_t>();
   if (args.count("paging-sms")) {
     bench.paging_sms =
         static_cast<int>(std::min<uint32_t>(args["paging-sms"].as<uint32_t>(), 1024));

@@ -113,6 +113,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   if (config.device != DeviceKind::kCpu && cuda_device_available()) {
     CudaBackendOptions co;
     if (options.paging_sms >= 0) co.paging_sms = static_cast<uint32_t>(options.paging_sms);
+    co.cache_rows = options.cache_rows;
     co.force_stream = options.force_stream;
     co.chunk_tokens = options.chunk_tokens;
     co.gpu = config.gpu_options();

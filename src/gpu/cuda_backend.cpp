@@ -58,9 +58,11 @@ struct PagingCounters {
 
 /// Pieces in flight at once (each with its own buffers), and how far behind the newest piece
 /// one may still be training: a cache slot is evicted only once every piece up to kDepth behind
-/// the one that evicts it has trained (kernels/paging.cuh).
-constexpr uint64_t kStages = 3;
-constexpr uint32_t kDepth = 2;
+/// the one that evicts it has trained (kernels/paging.cuh). With two launches sharing the GPU
+/// each lasts about two pieces' time, so a depth of 2 would make every row move wait for the
+/// launch just before it.
+constexpr uint64_t kStages = 4;
+constexpr uint32_t kDepth = 3;
 
 /// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and
 /// three staging buffers (kernels/paging.cuh describes the layout and the rules that keep rows
@@ -311,11 +313,11 @@ class CudaBackend final : public Backend {
     // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
     const uint64_t slot_bytes = row_bytes + 13;
     const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / slot_bytes : 0;
-    // Any one sentence with its pool must fit beside the previous piece's rows.
+    // Any one sentence with its pool must fit, with room to spare.
     reserve_ = std::min<uint64_t>(rows_, pool_ + longest_sentence());
     cache_ = options_.cache_rows > 0 ? options_.cache_rows : rows_fit / 2;
     cache_ = std::max(cache_, 2 * reserve_);
-    if (options_.cache_rows == 0 && cache_ > rows_fit) {
+    if (options_.hot_rows == 0 && cache_ > rows_fit) {
       throw Error("--gpu-memory " + gib(double(budget_)) +
                   " is too small for paged tables of dim " + std::to_string(dim_) +
                   " with --negative-pool " + std::to_string(pool_) + ": at least " +
@@ -323,7 +325,7 @@ class CudaBackend final : public Backend {
                   " is needed; raise --gpu-memory or lower --negative-pool");
     }
     hot_ = options_.hot_rows > 0 ? std::min<uint64_t>(options_.hot_rows, rows_)
-                                 : std::min<uint64_t>(rows_, rows_fit - cache_);
+                                 : std::min<uint64_t>(rows_, rows_fit - cache_);  // ≤ checked
     device_rows_ = hot_ + cache_;
     if (device_rows_ >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
     report_.paged = true;
@@ -650,6 +652,7 @@ class CudaBackend final : public Backend {
     const uint64_t whole = last;
     if (fit_sentences_ > 0) last = std::min(last, cursor_ + fit_sentences_);
     bool split = false;
+    uint32_t depth = kDepth;
     const uint32_t hot = static_cast<uint32_t>(hot_), slots = static_cast<uint32_t>(cache_);
     const uint32_t* hand = hand_.data() + number % 2;
     uint32_t* counts = s.counts.data();
@@ -674,7 +677,7 @@ class CudaBackend final : public Backend {
       launch_select_flagged(s.list.data(), flags_.data(), max_list_, s.fresh.data(), counts + 1,
                             select_temp_.data(), select_temp_bytes_, st);
       launch_flag_free_slots(slot_id_.data(), slot_use_.data(), marks_.data(), slots, hand, number,
-                             kDepth, flags_.data(), st);
+                             depth, flags_.data(), st);
       launch_select_marked_ids(flags_.data(), slots, free_.data(), counts + 2, select_temp_.data(),
                                select_temp_bytes_, st);
       PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hc, counts, 12, cudaMemcpyDeviceToHost, st));
@@ -683,9 +686,8 @@ class CudaBackend final : public Backend {
       prepare_blocked_seconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wait0).count();
       const uint32_t n = hc[0], fresh = hc[1], free = hc[2];
-      // The piece fits when its new rows find free slots and it leaves room for any one
-      // sentence of the next piece.
-      if (fresh <= free && n <= cache_ - reserve_) {
+      // The piece fits when its new rows find free slots.
+      if (fresh <= free) {
         s.cold = n;
         s.fresh_n = fresh;
         s.token_base = t0;
@@ -697,6 +699,14 @@ class CudaBackend final : public Backend {
         break;
       }
       launch_clear_marks(s.list.data(), n, marks_.data(), st);
+      if (ns <= 1 && depth > 1) {
+        // One sentence that the slots of the pieces still training leave no room for: wait
+        // until they have trained, and every slot but this piece's own is free.
+        compute_.synchronize();
+        compute2_.synchronize();
+        depth = 1;
+        continue;
+      }
       if (ns <= 1) {
         throw Error("paged tables: one sentence and the negative pool touch " + std::to_string(n) +
                     " rows, more than the GPU row cache can take now (" + std::to_string(free) +
@@ -705,9 +715,7 @@ class CudaBackend final : public Backend {
       }
       // Rows grow about linearly with the sentences at this size: aim at 90 % of what fits,
       // and start the next pieces at that size too.
-      const double room = double(std::min<uint64_t>(free, cache_ - reserve_));
-      const double fit = 0.9 * std::min(room / std::max(1.0, double(fresh)),
-                                        double(cache_ - reserve_) / double(n));
+      const double fit = 0.9 * double(free) / std::max(1.0, double(fresh));
       const uint64_t take =
           std::max<uint64_t>(1, std::min<uint64_t>(ns - 1, uint64_t(double(ns) * fit)));
       last = cursor_ + take;
@@ -732,11 +740,11 @@ class CudaBackend final : public Backend {
     s.prepped.record(st);
     times.prep1.record(st);
     // Move the rows on their own stream, once every piece that may have used the evicted slots
-    // (up to number − kDepth, on either training stream) has trained: each evicted row goes back
+    // (up to number − depth, on either training stream) has trained: each evicted row goes back
     // as its slot's new row comes in.
     const cudaStream_t gs = gather_.get();
     PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, s.prepped.get(), 0));
-    for (uint64_t back = kDepth; back <= kDepth + 1; ++back) {
+    for (uint64_t back = depth; back <= depth + 1; ++back) {
       if (number >= first_number_ + back) {
         PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, stage_of(number - back).trained.get(), 0));
       }
