@@ -521,7 +521,8 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
       if (pos < last) {
         id = a.tokens[pos - a.token_base];
         row = a.token_rows != nullptr ? a.token_rows[pos - a.token_base] : id;
-        d = detail::subsample_token(a.seed, pos, a.epoch, __ldg(a.keep + id), a.window);
+        const float keep_p = id < a.keep_count ? __ldg(a.keep + id) : 1.0f;
+        d = detail::subsample_token(a.seed, pos, a.epoch, keep_p, a.window);
       }
       const unsigned mask = __ballot_sync(kFull, d.keep);
       __syncwarp();

@@ -59,7 +59,10 @@ struct SgnsArgs {
   uint64_t token_base = 0;
   const uint64_t* sentence_starts = nullptr;  ///< sentences + 1 global token positions
   uint64_t sentences = 0;
-  const float* keep = nullptr;        ///< keep probability per word
+  const float* keep = nullptr;  ///< keep probability of words 0 … keep_count − 1
+  /// Words from keep_count on are always kept (their keep probability is at least 1), so the
+  /// table need not hold the vocabulary's long tail.
+  uint32_t keep_count = 0xFFFFFFFFu;
   const AliasEntry* noise = nullptr;  ///< alias table of the noise distribution, vocab entries
   uint64_t seed = 1;
   uint32_t epoch = 0;

@@ -259,6 +259,11 @@ class CudaBackend final : public Backend {
     report_.budget_bytes = budget_;
     const uint64_t row_bytes = device_row_bytes();
     const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
+    // Words past the last one that subsampling may drop are always kept (sgns.cuh).
+    keep_count_ = 0;
+    for (uint64_t id = 0; id < rows_; ++id) {
+      if ((*data_.keep)[id] < 1.0f) keep_count_ = id + 1;
+    }
     const uint64_t resident_need = rows_ * (row_bytes + per_word) + (uint64_t{16} << 20);
 
     // The largest super-batch, in tokens, sentences and pool periods, sizes per-piece buffers.
@@ -308,14 +313,17 @@ class CudaBackend final : public Backend {
     max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_entries);
     const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 12 +
                                  max_list_ * 16 + pool_entries * 8 + 64;
-    const uint64_t fixed = rows_ * (per_word + 5) + kStages * stage_bytes +
+    const uint64_t fixed = rows_ * 5 + keep_count_ * sizeof(float) + kStages * stage_bytes +
                            select_marked_ids_temp_bytes(rows_) + (uint64_t{16} << 20);
     // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
     const uint64_t slot_bytes = row_bytes + 13;
     const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / slot_bytes : 0;
     // Any one sentence with its pool must fit, with room to spare.
     reserve_ = std::min<uint64_t>(rows_, pool_ + longest_sentence());
-    cache_ = options_.cache_rows > 0 ? options_.cache_rows : rows_fit / 2;
+    // The cache holds the rows of the pieces in flight (kDepth of them) and serves few repeat
+    // lookups beyond them (a tail row recurs only millions of words later), while every hot
+    // row saves lookups: a third of the rows for the cache.
+    cache_ = options_.cache_rows > 0 ? options_.cache_rows : rows_fit / 3;
     cache_ = std::max(cache_, 2 * reserve_);
     if (options_.hot_rows == 0 && cache_ > rows_fit) {
       throw Error("--gpu-memory " + gib(double(budget_)) +
@@ -370,15 +378,24 @@ class CudaBackend final : public Backend {
       step_temp_bytes_ = select_marked_ids_temp_bytes(device_rows_);
       step_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(step_temp_bytes_, 1), "scratch");
     }
-    keep_ = DeviceBuffer<float>(rows_, "the subsampling table");
-    noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
+    keep_ = DeviceBuffer<float>(keep_count_, "the subsampling table");
     counters_ = DeviceBuffer<SgnsCounters>(1, "training counters");
     const cudaStream_t st = compute_.get();
-    if (rows_ > 0) {
+    if (keep_count_ > 0) {
       PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(keep_.data(), data_.keep->data(), keep_.bytes(),
                                         cudaMemcpyHostToDevice, st));
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), data_.noise->entries().data(),
-                                        noise_.bytes(), cudaMemcpyHostToDevice, st));
+    }
+    if (paged_) {
+      // Only the pools draw from the noise table: few draws a piece, read from pinned host
+      // memory, leave its GPU memory to table rows.
+      host_noise_ = PinnedBuffer<AliasEntry>(rows_, "the negative-sampling table");
+      std::copy(data_.noise->entries().begin(), data_.noise->entries().end(), host_noise_.data());
+    } else {
+      noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
+      if (rows_ > 0) {
+        PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), data_.noise->entries().data(),
+                                          noise_.bytes(), cudaMemcpyHostToDevice, st));
+      }
     }
     // Padding columns stay zero for the whole run: they add nothing to any dot product.
     zero(input_);
@@ -496,6 +513,7 @@ class CudaBackend final : public Backend {
     a.stride = stride_;
     a.vocab = static_cast<uint32_t>(rows_);
     a.keep = keep_.data();
+    a.keep_count = static_cast<uint32_t>(keep_count_);
     a.noise = noise_.data();
     a.seed = p.seed;
     a.epoch = epoch;
@@ -568,8 +586,9 @@ class CudaBackend final : public Backend {
     s.pools = q1 - q0 + 1;
     if (s.pools > max_pools_)
       throw Error("CUDA backend: a piece spans more pool periods than planned");
-    launch_draw_pools(data_.params.seed, epoch, q0, s.pools, noise_.data(),
-                      static_cast<uint32_t>(rows_), pool_, s.pool.data(), stream);
+    launch_draw_pools(data_.params.seed, epoch, q0, s.pools,
+                      paged_ ? host_noise_.data() : noise_.data(), static_cast<uint32_t>(rows_),
+                      pool_, s.pool.data(), stream);
     wait_host_copies(s);
     uint32_t* numbers = s.host_sentence_pool.data();
     for (uint64_t t = first; t < last; ++t) {
@@ -910,6 +929,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer<unsigned char> step_temp_;
   size_t step_temp_bytes_ = 0;
   DeviceBuffer<AliasEntry> noise_;
+  PinnedBuffer<AliasEntry> host_noise_;  ///< paged: the noise table, read by the pool draws
+  uint64_t keep_count_ = 0;              ///< words whose keep probability is below 1, and before
   DeviceBuffer<SgnsCounters> counters_;
   std::unique_ptr<DeviceCorpus> corpus_;
   std::vector<std::pair<Event, Event>> timing_;
