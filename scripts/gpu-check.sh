@@ -130,17 +130,23 @@ if has_step paged; then
     note "bench $name: rc=$? $(grep -E '^RESULT' "$OUT/bench-$name.log")"
     grep -vE '^RESULT' "$OUT/bench-$name.log" | tail -14 | sed 's/^/    /' | tee -a "$SUMMARY"
   }
+  P="--placement paged --gpu-memory 1024000000"
   syn syn-resident --placement resident
-  syn syn-paged --placement paged --gpu-memory 1024000000
+  syn syn-paged $P
   syn syn-resident-pool64k --placement resident --pool-words 65536
-  syn syn-paged-pool64k --placement paged --gpu-memory 1024000000 --pool-words 65536
+  syn syn-paged-pool64k $P --pool-words 65536
+  syn syn-paged-pool64k-batch512k $P --pool-words 65536 --batch-words 524288
+  syn syn-paged-pool64k-batch256k $P --pool-words 65536 --batch-words 262144
+  syn syn-paged-pool64k-sms4 $P --pool-words 65536 --paging-sms 4
   # A pool of 65,536 every 262,144 words: the period and size that keep mix5m quality (README).
   syn syn-resident-bigpool --placement resident --negative-pool 65536 --pool-words 262144
-  syn syn-paged-bigpool --placement paged --gpu-memory 1024000000 --negative-pool 65536 --pool-words 262144
+  syn syn-paged-bigpool $P --negative-pool 65536 --pool-words 262144
   QP="--negative-pool ${QPOOL:-2048} --pool-words ${QPOOLWORDS:-4096} --batch-words 262144"
   quality sg-pool-resident --device cuda $QP --placement resident
   quality sg-pool-paged --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
   quality cbow-pool-paged --device cuda --model cbow $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
+  # The throughput setting above (pool 1024 every 65,536 words), for its quality.
+  quality sg-pool64k-paged --device cuda --negative-pool 1024 --pool-words 65536 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-41000000}
 fi
 
 if has_step scale; then
