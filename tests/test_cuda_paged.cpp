@@ -465,7 +465,7 @@ TEST(CudaPaged, ConcurrentRunIsCloseToResident) {
   for (float x : paged.input) ASSERT_TRUE(std::isfinite(x));
 }
 
-// A budget too small for the staging buffers is one clear error naming the flag.
+// A budget too small for the row cache is one clear error naming the flag.
 TEST(CudaPaged, TinyBudgetIsAClearError) {
   REQUIRE_GPU();
   const TrainingSet set = make_set(3000, 20000);

@@ -64,11 +64,13 @@ struct PagingCounters {
 constexpr uint64_t kStages = 4;
 constexpr uint32_t kDepth = 3;
 
-/// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and
-/// three staging buffers (kernels/paging.cuh describes the layout and the rules that keep rows
-/// fresh). Training runs in pieces: a whole chunk of the corpus at once when nothing needs
-/// super-batch boundaries (sgd, no negative pool, resident), else one super-batch at a time,
-/// each split further when its cold rows do not fit a staging buffer (paged).
+/// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and a
+/// row cache (kernels/paging.cuh describes the layout and the rules that keep rows fresh).
+/// Training runs in pieces: a whole chunk of the corpus at once when nothing needs super-batch
+/// boundaries (sgd, no negative pool, resident), else one super-batch at a time, each split
+/// further when its new rows find no free cache slots (paged). Paged pieces run in a pipeline:
+/// collecting piece n + 1 and moving its rows overlap the training of n, n − 1 (and with sgd the
+/// launches of consecutive pieces overlap too, on two streams).
 class CudaBackend final : public Backend {
  public:
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options)
