@@ -136,62 +136,67 @@ __global__ void flag_used_kernel(const uint32_t* __restrict__ slot_id,
 
 #undef PAGEDW2V_GRID_STRIDE
 
-/// Thread mapping of the row moves: a warp moves whole rows, lane l taking element l, l + 32, …
-/// of each (16-byte elements when the row allows, so a 128-float row is one 512-byte coalesced
-/// access). A warp handles kUnroll consecutive list entries and issues all of their loads, for
-/// every table, before its first store: a load from host memory waits a PCIe round trip, so the
-/// more loads in flight the closer to the link's rate. Consecutive entries of a sorted list are
-/// consecutive ids, so host addresses are walked in order (fewer address-translation misses).
-template <typename V, int kUnroll>
-__global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t host_v,
-                                 uint32_t dev_v) {
+/// Thread mapping of the row moves: an entry's row in one table is cut into pieces of 32
+/// elements (16-byte elements when the rows allow, so a 128-float row is one 512-byte coalesced
+/// access), lane l moving element l of a piece. The items (entry, table, piece) are dealt to warps
+/// kBatch consecutive ones at a time, entry by entry, table by table: with interleaved host
+/// tables the items of one entry are one contiguous run of host memory, and PCIe moves few large
+/// runs far faster than many rows apart (bench transfer, bench train). A warp issues all loads of
+/// its batch before its first store: a load from host memory waits a PCIe round trip. Sorted
+/// entries walk host addresses in order.
+template <typename V, int kBatch>
+__global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t pieces,
+                                 uint32_t host_v, uint32_t dev_v) {
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
   const bool swap = kind == MoveKind::kSwap;
-  for (uint64_t k0 = warp * kUnroll; k0 < a.n; k0 += warps * kUnroll) {
-    bool in[kUnroll], out[kUnroll];
-    uint64_t host_in[kUnroll], host_out[kUnroll], dev[kUnroll];
+  const bool to_host = kind == MoveKind::kToHost;
+  const uint32_t per_entry = static_cast<uint32_t>(a.table_count) * pieces;
+  const uint64_t items = uint64_t{a.n} * per_entry;
+  for (uint64_t g0 = warp * kBatch; g0 < items; g0 += warps * kBatch) {
+    bool in[kBatch], out[kBatch];
+    uint64_t host_in[kBatch], host_out[kBatch], dev[kBatch];
+    int table[kBatch];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const uint64_t k = k0 + u;
-      const uint32_t h = k < a.n ? a.host_rows[k] : kNoRow;
-      const uint32_t o = swap && k < a.n ? a.out_rows[k] : kNoRow;
+    for (int b = 0; b < kBatch; ++b) {
+      const uint64_t g = g0 + b;
+      in[b] = out[b] = false;
+      host_in[b] = host_out[b] = dev[b] = 0;
+      table[b] = 0;
+      if (g >= items) continue;
+      const uint32_t k = static_cast<uint32_t>(g / per_entry);
+      const uint32_t r = static_cast<uint32_t>(g % per_entry);
+      const uint32_t c = (r % pieces) * 32 + lane;
+      if (c >= row_v) continue;
+      table[b] = static_cast<int>(r / pieces);
+      const uint32_t h = a.host_rows != nullptr ? a.host_rows[k] : k;
+      const uint32_t o = swap ? a.out_rows[k] : kNoRow;
       // kToHost moves host_rows[k] out; kToDevice and kSwap bring it in.
-      const bool to_host = kind == MoveKind::kToHost;
-      in[u] = !to_host && h != kNoRow;
-      out[u] = to_host ? h != kNoRow : o != kNoRow;
-      host_in[u] = in[u] ? uint64_t{h} * host_v : 0;
-      host_out[u] = out[u] ? uint64_t{to_host ? h : o} * host_v : 0;
-      const uint64_t d = k >= a.n ? 0 : a.dev_rows != nullptr ? a.dev_rows[k] : a.dev_base + k;
-      dev[u] = d * dev_v;
+      in[b] = !to_host && h != kNoRow;
+      out[b] = to_host ? h != kNoRow : o != kNoRow;
+      host_in[b] = uint64_t{h} * host_v + c;
+      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;
+      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
+      dev[b] = d * dev_v + c;
     }
-    for (int t = 0; t < a.table_count; ++t) {
-      const V* host_src = reinterpret_cast<const V*>(a.tables[t].host);
-      V* host_dst = reinterpret_cast<V*>(a.tables[t].host);
-      V* device = reinterpret_cast<V*>(a.tables[t].device);
-      for (uint32_t c0 = 0; c0 < row_v; c0 += 32) {
-        const uint32_t c = c0 + lane;
-        if (c >= row_v) continue;
-        V v[kUnroll];
-        // Out first: the slot's old row is read before anything writes the slot.
+    V v[kBatch];
+    // Out first: a slot's old row is read before anything writes the slot (same thread).
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (out[u]) v[u] = device[dev[u] + c];
-        }
+    for (int b = 0; b < kBatch; ++b) {
+      if (out[b]) v[b] = reinterpret_cast<const V*>(a.tables[table[b]].device)[dev[b]];
+    }
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (out[u]) host_dst[host_out[u] + c] = v[u];
-        }
+    for (int b = 0; b < kBatch; ++b) {
+      if (out[b]) reinterpret_cast<V*>(a.tables[table[b]].host)[host_out[b]] = v[b];
+    }
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (in[u]) v[u] = host_src[host_in[u] + c];
-        }
+    for (int b = 0; b < kBatch; ++b) {
+      if (in[b]) v[b] = reinterpret_cast<const V*>(a.tables[table[b]].host)[host_in[b]];
+    }
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          if (in[u]) device[dev[u] + c] = v[u];
-        }
-      }
+    for (int b = 0; b < kBatch; ++b) {
+      if (in[b]) reinterpret_cast<V*>(a.tables[table[b]].device)[dev[b]] = v[b];
     }
   }
 }
@@ -290,31 +295,36 @@ void launch_flag_used_slots(const uint32_t* slot_id, const uint32_t* slot_use, u
 
 void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   if (a.n == 0 || a.table_count == 0) return;
-  if (a.table_count > kMaxPagedTables || a.stride < a.dim) {
+  const uint32_t host_stride = a.host_stride > 0 ? a.host_stride : a.dim;
+  if (a.table_count > kMaxPagedTables || a.stride < a.dim || host_stride < a.dim ||
+      (kind == MoveKind::kSwap && a.out_rows == nullptr)) {
     throw Error("paged tables: bad move arguments");
   }
-  constexpr int kUnroll = 4;
+  constexpr int kBatch = 8;
   int device = 0, sms = 0;
   PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
   PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const uint64_t warps_wanted = (uint64_t{a.n} + kUnroll - 1) / kUnroll;
-  // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
-  // (bench transfer).
-  const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
-  const unsigned grid =
-      static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
-  bool aligned = a.dim % 4 == 0;
+  bool aligned = a.dim % 4 == 0 && a.stride % 4 == 0 && host_stride % 4 == 0;
   for (int t = 0; t < a.table_count; ++t) {
     aligned = aligned && ((reinterpret_cast<uintptr_t>(a.tables[t].host) |
                            reinterpret_cast<uintptr_t>(a.tables[t].device)) &
                           15u) == 0;
   }
+  const uint32_t row_v = aligned ? a.dim / 4 : a.dim;
+  const uint32_t pieces = (row_v + 31) / 32;
+  const uint64_t items = uint64_t{a.n} * static_cast<uint64_t>(a.table_count) * pieces;
+  const uint64_t warps_wanted = (items + kBatch - 1) / kBatch;
+  // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
+  // (bench transfer).
+  const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
+  const unsigned grid =
+      static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
   if (aligned) {
-    move_rows_kernel<float4, kUnroll>
-        <<<grid, kThreads, 0, stream>>>(kind, a, a.dim / 4, a.dim / 4, a.stride / 4);
+    move_rows_kernel<float4, kBatch>
+        <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride / 4, a.stride / 4);
   } else {
-    move_rows_kernel<float, kUnroll>
-        <<<grid, kThreads, 0, stream>>>(kind, a, a.dim, a.dim, a.stride);
+    move_rows_kernel<float, kBatch>
+        <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride, a.stride);
   }
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }

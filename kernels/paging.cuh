@@ -97,8 +97,8 @@ void launch_flag_used_slots(const uint32_t* slot_id, const uint32_t* slot_use, u
                             uint64_t since, uint32_t* ids, unsigned long long* used,
                             cudaStream_t stream);
 
-/// One table moved with the others: `host` (rows × dim, mapped host memory, addressed by its
-/// device pointer) and `device` (rows × stride).
+/// One table moved with the others: `host` (row r at host + r · host_stride, mapped host memory
+/// addressed by its host pointer) and `device` (row r at device + r · stride).
 struct PagedTable {
   float* host = nullptr;
   float* device = nullptr;
@@ -115,14 +115,17 @@ enum class MoveKind {
   kSwap,
 };
 
-/// Entry k < n moves host row host_rows[k] (and out_rows[k] for kSwap; either is skipped when
-/// kNoRow) and device row dev_rows[k], or dev_base + k when dev_rows is null. Host rows should
-/// ascend: host pages are walked in order.
+/// Entry k < n moves host row host_rows[k] (k when host_rows is null; and out_rows[k] for kSwap;
+/// either is skipped when kNoRow) and device row dev_rows[k], or dev_base + k when dev_rows is
+/// null. Host rows should ascend: host pages are walked in order. Interleaved host tables (each
+/// table at base + t · dim, host_stride = table_count · dim) are moved one contiguous run of
+/// host memory per entry.
 struct MoveArgs {
   PagedTable tables[kMaxPagedTables];
   int table_count = 0;
   uint32_t dim = 0;
-  uint32_t stride = 0;
+  uint32_t stride = 0;       ///< floats between device rows
+  uint32_t host_stride = 0;  ///< floats between host rows (0: dim)
   const uint32_t* host_rows = nullptr;
   const uint32_t* out_rows = nullptr;  ///< kSwap
   const uint32_t* dev_rows = nullptr;

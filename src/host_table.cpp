@@ -1,6 +1,7 @@
 #include "host_table.hpp"
 
 #include <sys/mman.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,51 +66,116 @@ HostAllocator& default_host_allocator() {
   return allocator;
 }
 
-HostTable::HostTable(uint64_t rows, uint32_t dim, const std::string& what, const std::string& hint,
-                     HostAllocator& allocator)
-    : rows_(rows), dim_(dim), allocator_(&allocator) {
-  const long double want = static_cast<long double>(rows) * dim * sizeof(float);
+/// One allocation, freed when the last table in it goes.
+struct HostTable::Block {
+  void* data = nullptr;
+  size_t bytes = 0;
+  HostAllocator* allocator = nullptr;
+
+  Block(size_t n, const std::string& what, const std::string& hint, HostAllocator& a)
+      : bytes(n), allocator(&a) {
+    const long double want = static_cast<long double>(n);
+    // Overcommitted memory would be handed out here and the process killed while zeroing it.
+    const uint64_t available = available_memory();
+    if (available > 0 && want > static_cast<long double>(available)) {
+      throw Error("not enough memory for the " + what + " (" +
+                  human_bytes(static_cast<double>(want)) + " needed, " +
+                  human_bytes(static_cast<double>(available)) + " available); " + hint);
+    }
+    data = a.allocate(n);
+    if (data == nullptr) {
+      throw Error("not enough memory for the " + what + " (" +
+                  human_bytes(static_cast<double>(want)) + ", " + a.name() + "); " + hint);
+    }
+    if (!a.zeroes()) std::memset(data, 0, n);
+  }
+  ~Block() { allocator->deallocate(data, bytes); }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+};
+
+namespace {
+
+/// Bytes of `count` tables of rows × dim floats; throws when that cannot be addressed.
+size_t table_bytes(uint64_t rows, uint32_t dim, uint32_t count, const std::string& what,
+                   const std::string& hint) {
+  const long double want = static_cast<long double>(rows) * dim * count * sizeof(float);
   if (want > static_cast<long double>(SIZE_MAX / 2)) {
     throw Error("not enough memory for the " + what + " (" +
                 human_bytes(static_cast<double>(want)) + "); " + hint);
   }
-  // Overcommitted memory would be handed out here and the process killed while zeroing it.
-  const uint64_t available = available_memory();
-  if (available > 0 && want > static_cast<long double>(available)) {
-    throw Error("not enough memory for the " + what + " (" +
-                human_bytes(static_cast<double>(want)) + " needed, " +
-                human_bytes(static_cast<double>(available)) + " available); " + hint);
-  }
-  data_ = static_cast<float*>(allocator.allocate(bytes()));
-  if (data_ == nullptr) {
-    throw Error("not enough memory for the " + what + " (" +
-                human_bytes(static_cast<double>(want)) + ", " + allocator.name() + "); " + hint);
-  }
-  if (!allocator.zeroes()) std::memset(data_, 0, bytes());
+  return static_cast<size_t>(rows) * dim * count * sizeof(float);
 }
 
-HostTable::~HostTable() { release(); }
+}  // namespace
+
+HostTable::HostTable(uint64_t rows, uint32_t dim, const std::string& what, const std::string& hint,
+                     HostAllocator& allocator)
+    : block_(std::make_shared<Block>(table_bytes(rows, dim, 1, what, hint), what, hint, allocator)),
+      data_(static_cast<float*>(block_->data)),
+      rows_(rows),
+      dim_(dim),
+      stride_(dim) {}
+
+HostTable::HostTable(std::shared_ptr<Block> block, float* data, uint64_t rows, uint32_t dim,
+                     uint64_t stride)
+    : block_(std::move(block)), data_(data), rows_(rows), dim_(dim), stride_(stride) {}
+
+std::vector<HostTable> HostTable::interleaved(uint64_t rows, uint32_t dim, uint32_t count,
+                                              const std::string& what, const std::string& hint,
+                                              HostAllocator& allocator) {
+  if (count == 0) throw Error("HostTable::interleaved: no tables");
+  auto block =
+      std::make_shared<Block>(table_bytes(rows, dim, count, what, hint), what, hint, allocator);
+  std::vector<HostTable> tables;
+  tables.reserve(count);
+  for (uint32_t t = 0; t < count; ++t) {
+    tables.push_back(HostTable(block, static_cast<float*>(block->data) + uint64_t{t} * dim, rows,
+                               dim, uint64_t{count} * dim));
+  }
+  return tables;
+}
 
 HostTable::HostTable(HostTable&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
+    : block_(std::move(other.block_)),
+      data_(std::exchange(other.data_, nullptr)),
       rows_(std::exchange(other.rows_, 0)),
       dim_(std::exchange(other.dim_, 0)),
-      allocator_(other.allocator_) {}
+      stride_(std::exchange(other.stride_, 0)) {}
 
 HostTable& HostTable::operator=(HostTable&& other) noexcept {
   if (this != &other) {
-    release();
+    block_ = std::move(other.block_);
     data_ = std::exchange(other.data_, nullptr);
     rows_ = std::exchange(other.rows_, 0);
     dim_ = std::exchange(other.dim_, 0);
-    allocator_ = other.allocator_;
+    stride_ = std::exchange(other.stride_, 0);
   }
   return *this;
 }
 
-void HostTable::release() noexcept {
-  if (data_ != nullptr) allocator_->deallocate(data_, bytes());
-  data_ = nullptr;
+void* HostTable::block() const { return block_ ? block_->data : nullptr; }
+
+size_t HostTable::block_bytes() const { return block_ ? block_->bytes : 0; }
+
+void HostTable::copy_to(float* out) const {
+  if (contiguous()) {
+    std::memcpy(out, data_, bytes());
+    return;
+  }
+  for (uint64_t r = 0; r < rows_; ++r) std::memcpy(out + r * dim_, row(r), dim_ * sizeof(float));
+}
+
+void HostTable::copy_from(const float* in) {
+  if (contiguous()) {
+    std::memcpy(data_, in, bytes());
+    return;
+  }
+  for (uint64_t r = 0; r < rows_; ++r) std::memcpy(row(r), in + r * dim_, dim_ * sizeof(float));
+}
+
+void HostTable::fill(float value) {
+  for (uint64_t r = 0; r < rows_; ++r) std::fill(row(r), row(r) + dim_, value);
 }
 
 }  // namespace pagedw2v

@@ -186,94 +186,127 @@ TEST(CudaPaging, CacheFollowsTheRules) {
 // entries to skip, device rows listed or consecutive.
 TEST(CudaPaging, MovesRowsOfEveryTable) {
   REQUIRE_GPU();
-  for (const uint32_t dim : {7u, 128u}) {
-    const uint32_t stride = (dim + 3) & ~3u, vocab = 1000, dev_rows = 900, n = 200;
-    std::mt19937 rng(dim);
-    std::uniform_real_distribution<float> u(-1, 1);
-    std::vector<uint32_t> list(vocab);
-    for (uint32_t i = 0; i < vocab; ++i) list[i] = i;
-    std::shuffle(list.begin(), list.end(), rng);
-    // Rows written back by a swap: none of them is read by it.
-    std::vector<uint32_t> evicted(list.begin() + n, list.begin() + 2 * n);
-    for (uint32_t k = 2; k < n; k += 4) evicted[k] = kNoRow;
-    list.resize(n);
-    std::sort(list.begin(), list.end());
-    std::vector<uint32_t> rows(dev_rows);
-    for (uint32_t i = 0; i < dev_rows; ++i) rows[i] = i;
-    std::shuffle(rows.begin(), rows.end(), rng);
-    rows.resize(n);
-    std::vector<uint32_t> in = list, out = list;
-    for (uint32_t k = 0; k < n; k += 3) in[k] = kNoRow;
-    for (uint32_t k = 1; k < n; k += 2) out[k] = kNoRow;
-    const int tables = 3;
-    std::vector<std::vector<float>> host(tables, std::vector<float>(size_t{vocab} * dim));
-    std::vector<std::vector<float>> dev(tables, std::vector<float>(size_t{dev_rows} * stride));
-    for (auto& t : host)
-      for (float& x : t) x = u(rng);
-    for (auto& t : dev)
-      for (size_t i = 0; i < t.size(); ++i) t[i] = i % stride < dim ? u(rng) : 0.0f;
-    std::vector<float*> host_pinned(tables);
-    std::vector<DeviceBuffer<float>> d_dev;
-    MoveArgs m;
-    for (int t = 0; t < tables; ++t) {
-      PAGEDW2V_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&host_pinned[t]), host[t].size() * 4,
-                                      cudaHostAllocMapped));
-      std::memcpy(host_pinned[t], host[t].data(), host[t].size() * 4);
-      d_dev.push_back(upload(dev[t]));
-      m.tables[t] = PagedTable{host_pinned[t], d_dev[t].data()};
-    }
-    m.table_count = tables;
-    m.dim = dim;
-    m.stride = stride;
-    m.n = n;
-    DeviceBuffer<uint32_t> d_in = upload(in), d_out = upload(out), d_rows = upload(rows);
-    Stream st;
-    // In: listed device rows.
-    m.host_rows = d_in.data();
-    m.dev_rows = d_rows.data();
-    launch_move_rows(MoveKind::kToDevice, m, st.get());
-    st.synchronize();
-    for (int t = 0; t < tables; ++t) {
-      for (uint32_t k = 0; k < n; ++k) {
-        if (in[k] == kNoRow) continue;
-        for (uint32_t d = 0; d < dim; ++d)
-          dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
+  for (const bool interleaved : {false, true}) {
+    for (const uint32_t dim : {7u, 128u}) {
+      const uint32_t stride = (dim + 3) & ~3u, vocab = 1000, dev_rows = 900, n = 200;
+      const std::string what = std::to_string(dim) + (interleaved ? " interleaved" : " apart");
+      std::mt19937 rng(dim + interleaved);
+      std::uniform_real_distribution<float> u(-1, 1);
+      std::vector<uint32_t> list(vocab);
+      for (uint32_t i = 0; i < vocab; ++i) list[i] = i;
+      std::shuffle(list.begin(), list.end(), rng);
+      // Rows written back by a swap: none of them is read by it.
+      std::vector<uint32_t> evicted(list.begin() + n, list.begin() + 2 * n);
+      for (uint32_t k = 2; k < n; k += 4) evicted[k] = kNoRow;
+      list.resize(n);
+      std::sort(list.begin(), list.end());
+      std::vector<uint32_t> rows(dev_rows);
+      for (uint32_t i = 0; i < dev_rows; ++i) rows[i] = i;
+      std::shuffle(rows.begin(), rows.end(), rng);
+      rows.resize(n);
+      std::vector<uint32_t> in = list, out = list;
+      for (uint32_t k = 0; k < n; k += 3) in[k] = kNoRow;
+      for (uint32_t k = 1; k < n; k += 2) out[k] = kNoRow;
+      const int tables = 3;
+      // Host tables: apart (one allocation each, row pitch dim) or interleaved (one allocation,
+      // row r of table t at (r · tables + t) · dim).
+      const size_t host_stride = interleaved ? size_t{tables} * dim : dim;
+      std::vector<std::vector<float>> host(tables, std::vector<float>(size_t{vocab} * dim));
+      std::vector<std::vector<float>> dev(tables, std::vector<float>(size_t{dev_rows} * stride));
+      for (auto& t : host)
+        for (float& x : t) x = u(rng);
+      for (auto& t : dev)
+        for (size_t i = 0; i < t.size(); ++i) t[i] = i % stride < dim ? u(rng) : 0.0f;
+      std::vector<float*> host_pinned(interleaved ? 1 : tables);
+      for (float*& p : host_pinned) {
+        PAGEDW2V_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&p),
+                                        size_t{vocab} * host_stride * 4, cudaHostAllocMapped));
       }
-      ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << dim << " table " << t;
-    }
-    // Out: consecutive device rows from dev_base.
-    m.host_rows = d_out.data();
-    m.dev_rows = nullptr;
-    m.dev_base = 50;
-    launch_move_rows(MoveKind::kToHost, m, st.get());
-    st.synchronize();
-    for (int t = 0; t < tables; ++t) {
-      for (uint32_t k = 0; k < n; ++k) {
-        if (out[k] == kNoRow) continue;
-        for (uint32_t d = 0; d < dim; ++d)
-          host[t][size_t{out[k]} * dim + d] = dev[t][(50 + size_t{k}) * stride + d];
+      auto base = [&](int t) {
+        return interleaved ? host_pinned[0] + size_t(t) * dim : host_pinned[t];
+      };
+      auto host_equal = [&](int t) {
+        for (size_t r = 0; r < vocab; ++r)
+          for (uint32_t d = 0; d < dim; ++d)
+            if (std::memcmp(base(t) + r * host_stride + d, &host[t][r * dim + d], 4) != 0)
+              return false;
+        return true;
+      };
+      std::vector<DeviceBuffer<float>> d_dev;
+      MoveArgs m;
+      for (int t = 0; t < tables; ++t) {
+        for (size_t r = 0; r < vocab; ++r)
+          std::memcpy(base(t) + r * host_stride, &host[t][r * dim], dim * 4);
+        d_dev.push_back(upload(dev[t]));
+        m.tables[t] = PagedTable{base(t), d_dev[t].data()};
       }
-      EXPECT_EQ(0, std::memcmp(host_pinned[t], host[t].data(), host[t].size() * 4)) << dim;
-    }
-    // Swap: listed device rows go back to the evicted ids while the list's rows come in.
-    DeviceBuffer<uint32_t> d_evicted = upload(evicted);
-    m.host_rows = d_in.data();
-    m.out_rows = d_evicted.data();
-    m.dev_rows = d_rows.data();
-    launch_move_rows(MoveKind::kSwap, m, st.get());
-    st.synchronize();
-    for (int t = 0; t < tables; ++t) {
-      for (uint32_t k = 0; k < n; ++k) {
-        for (uint32_t d = 0; d < dim; ++d) {
-          if (evicted[k] != kNoRow)
-            host[t][size_t{evicted[k]} * dim + d] = dev[t][size_t{rows[k]} * stride + d];
-          if (in[k] != kNoRow)
+      m.table_count = tables;
+      m.dim = dim;
+      m.stride = stride;
+      m.host_stride = static_cast<uint32_t>(host_stride);
+      m.n = n;
+      DeviceBuffer<uint32_t> d_in = upload(in), d_out = upload(out), d_rows = upload(rows);
+      Stream st;
+      // In: listed device rows.
+      m.host_rows = d_in.data();
+      m.dev_rows = d_rows.data();
+      launch_move_rows(MoveKind::kToDevice, m, st.get());
+      st.synchronize();
+      for (int t = 0; t < tables; ++t) {
+        for (uint32_t k = 0; k < n; ++k) {
+          if (in[k] == kNoRow) continue;
+          for (uint32_t d = 0; d < dim; ++d)
             dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
         }
+        ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " table " << t;
       }
-      EXPECT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << dim << " table " << t;
-      EXPECT_EQ(0, std::memcmp(host_pinned[t], host[t].data(), host[t].size() * 4)) << dim;
-      cudaFreeHost(host_pinned[t]);
+      // Out: consecutive device rows from dev_base.
+      m.host_rows = d_out.data();
+      m.dev_rows = nullptr;
+      m.dev_base = 50;
+      launch_move_rows(MoveKind::kToHost, m, st.get());
+      st.synchronize();
+      for (int t = 0; t < tables; ++t) {
+        for (uint32_t k = 0; k < n; ++k) {
+          if (out[k] == kNoRow) continue;
+          for (uint32_t d = 0; d < dim; ++d)
+            host[t][size_t{out[k]} * dim + d] = dev[t][(50 + size_t{k}) * stride + d];
+        }
+        EXPECT_TRUE(host_equal(t)) << what << " table " << t;
+      }
+      // Identity rows (host_rows null): device rows 0 … 99 from host rows 0 … 99.
+      m.host_rows = nullptr;
+      m.dev_rows = nullptr;
+      m.dev_base = 0;
+      m.n = 100;
+      launch_move_rows(MoveKind::kToDevice, m, st.get());
+      st.synchronize();
+      for (int t = 0; t < tables; ++t) {
+        for (size_t r = 0; r < 100; ++r)
+          for (uint32_t d = 0; d < dim; ++d) dev[t][r * stride + d] = host[t][r * dim + d];
+        ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " identity " << t;
+      }
+      m.n = n;
+      // Swap: listed device rows go back to the evicted ids while the list's rows come in.
+      DeviceBuffer<uint32_t> d_evicted = upload(evicted);
+      m.host_rows = d_in.data();
+      m.out_rows = d_evicted.data();
+      m.dev_rows = d_rows.data();
+      launch_move_rows(MoveKind::kSwap, m, st.get());
+      st.synchronize();
+      for (int t = 0; t < tables; ++t) {
+        for (uint32_t k = 0; k < n; ++k) {
+          for (uint32_t d = 0; d < dim; ++d) {
+            if (evicted[k] != kNoRow)
+              host[t][size_t{evicted[k]} * dim + d] = dev[t][size_t{rows[k]} * stride + d];
+            if (in[k] != kNoRow)
+              dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
+          }
+        }
+        EXPECT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " table " << t;
+        EXPECT_TRUE(host_equal(t)) << what << " table " << t;
+      }
+      for (float* p : host_pinned) cudaFreeHost(p);
     }
   }
 }
@@ -331,6 +364,7 @@ struct RunSetup {
   uint32_t batch_words = 16384;
   uint32_t pool_words = 16384;
   uint32_t epochs = 2;
+  bool interleaved = false;  ///< host tables in one allocation, the rows of an id side by side
 };
 
 RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, uint64_t hot,
@@ -350,10 +384,8 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   data.params.batch_blocks = (s.batch_words + kBlockWords - 1) / kBlockWords;
   data.params.pool_blocks = (s.pool_words + kBlockWords - 1) / kBlockWords;
   data.optimizer = c.optimizer_params();
-  Model m{HostTable(set.vocab.size(), c.dim, "in", ""),
-          HostTable(set.vocab.size(), c.dim, "out", "")};
+  Model m = allocate_model(set.vocab.size(), c.dim, s.optimizer, s.interleaved, "");
   init_model(m, c.seed);
-  init_optimizer_state(m, s.optimizer);
   CudaBackendOptions o;
   o.gpu.placement = placement;
   o.hot_rows = hot;
@@ -374,10 +406,15 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
     backend->sync_to_host();
     EXPECT_TRUE(cuda_backend_report(*backend, &r.report));
   }
-  r.input.assign(m.input.data(), m.input.data() + m.input.rows() * c.dim);
-  r.output.assign(m.output.data(), m.output.data() + m.output.rows() * c.dim);
-  for (auto& t : m.input_state) r.state.emplace_back(t.data(), t.data() + t.rows() * c.dim);
-  for (auto& t : m.output_state) r.state.emplace_back(t.data(), t.data() + t.rows() * c.dim);
+  auto values = [](const HostTable& t) {
+    std::vector<float> v(t.rows() * t.dim());
+    t.copy_to(v.data());
+    return v;
+  };
+  r.input = values(m.input);
+  r.output = values(m.output);
+  for (auto& t : m.input_state) r.state.push_back(values(t));
+  for (auto& t : m.output_state) r.state.push_back(values(t));
   return r;
 }
 
@@ -396,20 +433,21 @@ void expect_bits_equal(const std::vector<float>& a, const std::vector<float>& b,
   EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << a.size() << " floats differ";
 }
 
-class PagedEqualsResident
-    : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t, OptimizerKind, uint32_t>> {};
+class PagedEqualsResident : public ::testing::TestWithParam<
+                                std::tuple<ModelKind, uint32_t, OptimizerKind, uint32_t, bool>> {};
 
 // With one warp per launch there are no races, so the paged run — rows cached, trained in
 // their slots, evicted and written back — must give the resident run's bits.
 TEST_P(PagedEqualsResident, BitForBit) {
   REQUIRE_GPU();
-  const auto [model, dim, optimizer, pool_words] = GetParam();
+  const auto [model, dim, optimizer, pool_words, interleaved] = GetParam();
   const TrainingSet set = make_set(3000, 60000);
   RunSetup s;
   s.model = model;
   s.dim = dim;
   s.optimizer = optimizer;
   s.pool_words = pool_words;
+  s.interleaved = interleaved;
   const bool sgd = optimizer == OptimizerKind::kSgd;
   // Several pools per super-batch; an optimizer with a small pool and super-batch.
   if (pool_words < s.batch_words || !sgd) s.pool = 128;
@@ -440,15 +478,17 @@ TEST_P(PagedEqualsResident, BitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PagedEqualsResident,
-    ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 16384u),
-                      std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd, 16384u),
-                      std::make_tuple(ModelKind::kSkipGram, 7u, OptimizerKind::kSgd, 16384u),
-                      std::make_tuple(ModelKind::kSkipGram, 128u, OptimizerKind::kSgd, 16384u),
-                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 4096u),
-                      std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd, 4096u),
-                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 16384u),
-                      std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 4096u),
-                      std::make_tuple(ModelKind::kCbow, 16u, OptimizerKind::kAdagrad, 16384u)));
+    ::testing::Values(
+        std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 16384u, false),
+        std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 16384u, true),
+        std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd, 16384u, true),
+        std::make_tuple(ModelKind::kSkipGram, 7u, OptimizerKind::kSgd, 16384u, true),
+        std::make_tuple(ModelKind::kSkipGram, 128u, OptimizerKind::kSgd, 16384u, true),
+        std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kSgd, 4096u, true),
+        std::make_tuple(ModelKind::kCbow, 32u, OptimizerKind::kSgd, 4096u, false),
+        std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 16384u, true),
+        std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 4096u, false),
+        std::make_tuple(ModelKind::kCbow, 16u, OptimizerKind::kAdagrad, 16384u, true)));
 
 // Concurrent (racy, Hogwild) paged training still learns what resident training learns.
 TEST(CudaPaged, ConcurrentRunIsCloseToResident) {
@@ -456,6 +496,7 @@ TEST(CudaPaged, ConcurrentRunIsCloseToResident) {
   const TrainingSet set = make_set(3000, 200000);
   RunSetup s;
   s.epochs = 3;
+  s.interleaved = true;
   const RunResult resident = train(set, s, Placement::kResident, 0, 0, false);
   const RunResult paged = train(set, s, Placement::kPaged, 200, 2000, false);
   EXPECT_EQ(paged.stats.words, resident.stats.words);

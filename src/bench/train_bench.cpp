@@ -99,10 +99,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   const EncodedCorpus& corpus = set.corpus;
   const TrainData data = set.train_data(config);
   const TrainParams& p = data.params;
-  Model model{HostTable(vocab.size(), config.dim, "input vectors", "lower --dim"),
-              HostTable(vocab.size(), config.dim, "output vectors", "lower --dim")};
+  Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
+                               backend_pages_tables(config.device, vocab.size(), config.dim,
+                                                    config.optimizer, config.gpu_options()),
+                               "lower --dim");
   init_model(model, config.seed);
-  init_optimizer_state(model, config.optimizer);
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
   r.corpus_words = corpus.size();

@@ -50,6 +50,29 @@ std::string gib(double bytes) {
   return buf;
 }
 
+/// Bytes of one row on the device in every table (input, output, optimizer state and, for the
+/// dense optimizers, gradient rows and touched flags).
+uint64_t row_bytes_on_device(uint32_t dim, OptimizerKind kind) {
+  const uint64_t row = uint64_t{sgns_row_stride(dim)} * sizeof(float);
+  const bool optimizer = kind != OptimizerKind::kSgd;
+  return row * (2 + 2 * state_tables(kind) + (optimizer ? 2 : 0)) + (optimizer ? 2 + 8 : 0);
+}
+
+/// GPU memory resident tables need: every row, the subsampling and noise tables, a margin.
+uint64_t resident_bytes(uint64_t rows, uint32_t dim, OptimizerKind kind) {
+  const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
+  return rows * (row_bytes_on_device(dim, kind) + per_word) + (uint64_t{16} << 20);
+}
+
+/// --gpu-memory, or what is free minus a margin.
+uint64_t gpu_budget(const GpuOptions& gpu) {
+  size_t free_bytes = 0, total_bytes = 0;
+  PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
+  return gpu.memory_budget > 0 ? gpu.memory_budget
+                               : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
+}
+
 /// Statistics the paging kernels count on the device.
 struct PagingCounters {
   unsigned long long refs_cold;  ///< token and pool references to cold rows
@@ -94,6 +117,17 @@ class CudaBackend final : public Backend {
     nstate_ = state_tables(data.optimizer.kind);
     if (model.input_state.size() != nstate_ || model.output_state.size() != nstate_) {
       throw Error("CUDA backend: the optimizer state tables are missing");
+    }
+    // The row moves address every table with one row stride: all apart or all interleaved.
+    auto same_shape = [&](const HostTable& t) {
+      return t.rows() == rows_ && t.dim() == dim_ && t.stride() == model.input.stride();
+    };
+    bool shapes = same_shape(model.output);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      shapes = shapes && same_shape(model.input_state[k]) && same_shape(model.output_state[k]);
+    }
+    if (!shapes || model.input.stride() > 0xFFFFFFFFull) {
+      throw Error("CUDA backend: the host tables differ in shape or layout");
     }
     pool_ = p.negative_pool;
     batch_blocks_ = std::max<uint32_t>(1, p.batch_blocks);
@@ -202,25 +236,37 @@ class CudaBackend final : public Backend {
   }
 
   void sync_to_host() override {
-    const uint64_t n = device_rows_of_host();
-    copy_rows(model_.input.data(), input_.data(), n, cudaMemcpyDeviceToHost);
-    copy_rows(model_.output.data(), output_.data(), n, cudaMemcpyDeviceToHost);
+    if (paged_) {
+      // The hot rows, by the move kernel: pinned tables are registered slab by slab, and a
+      // copy-engine copy must not span two registrations.
+      launch_move_rows(MoveKind::kToHost,
+                       move_args(nullptr, nullptr, static_cast<uint32_t>(hot_), 0), compute_.get());
+      compute_.synchronize();
+      return;
+    }
+    copy_rows(model_.input, input_.data(), cudaMemcpyDeviceToHost);
+    copy_rows(model_.output, output_.data(), cudaMemcpyDeviceToHost);
     for (uint32_t k = 0; k < nstate_; ++k) {
-      copy_rows(model_.input_state[k].data(), input_state_[k].data(), n, cudaMemcpyDeviceToHost);
-      copy_rows(model_.output_state[k].data(), output_state_[k].data(), n, cudaMemcpyDeviceToHost);
+      copy_rows(model_.input_state[k], input_state_[k].data(), cudaMemcpyDeviceToHost);
+      copy_rows(model_.output_state[k], output_state_[k].data(), cudaMemcpyDeviceToHost);
     }
   }
 
   void sync_from_host() override {
-    const uint64_t n = device_rows_of_host();
-    copy_rows(input_.data(), model_.input.data(), n, cudaMemcpyHostToDevice);
-    copy_rows(output_.data(), model_.output.data(), n, cudaMemcpyHostToDevice);
-    for (uint32_t k = 0; k < nstate_; ++k) {
-      copy_rows(input_state_[k].data(), model_.input_state[k].data(), n, cudaMemcpyHostToDevice);
-      copy_rows(output_state_[k].data(), model_.output_state[k].data(), n, cudaMemcpyHostToDevice);
+    if (paged_) {
+      launch_move_rows(MoveKind::kToDevice,
+                       move_args(nullptr, nullptr, static_cast<uint32_t>(hot_), 0), compute_.get());
+      compute_.synchronize();
+      // Cached rows are stale now: the next piece reads every cold row from the host.
+      invalidate_cache();
+      return;
     }
-    // Cached rows are stale now: the next piece reads every cold row from the host.
-    if (paged_) invalidate_cache();
+    copy_rows(model_.input, input_.data(), cudaMemcpyHostToDevice);
+    copy_rows(model_.output, output_.data(), cudaMemcpyHostToDevice);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      copy_rows(model_.input_state[k], input_state_[k].data(), cudaMemcpyHostToDevice);
+      copy_rows(model_.output_state[k], output_state_[k].data(), cudaMemcpyHostToDevice);
+    }
   }
 
   const CudaBackendReport& report() const { return report_; }
@@ -252,21 +298,15 @@ class CudaBackend final : public Backend {
 
   /// Decides placement and sizes from the budget.
   void plan(const cudaDeviceProp& prop) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
-    budget_ = options_.gpu.memory_budget > 0
-                  ? options_.gpu.memory_budget
-                  : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
+    budget_ = gpu_budget(options_.gpu);
     report_.budget_bytes = budget_;
     const uint64_t row_bytes = device_row_bytes();
-    const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
     // Words past the last one that subsampling may drop are always kept (sgns.cuh).
     keep_count_ = 0;
     for (uint64_t id = 0; id < rows_; ++id) {
       if ((*data_.keep)[id] < 1.0f) keep_count_ = id + 1;
     }
-    const uint64_t resident_need = rows_ * (row_bytes + per_word) + (uint64_t{16} << 20);
+    const uint64_t resident_need = resident_bytes(rows_, dim_, data_.optimizer.kind);
 
     // The largest super-batch, in tokens, sentences and pool periods, sizes per-piece buffers.
     {
@@ -354,10 +394,7 @@ class CudaBackend final : public Backend {
 
   /// Device bytes per table row: both tables, their state, and the gradient tables, touched
   /// flags and step lists of an optimizer.
-  uint64_t device_row_bytes() const {
-    const uint64_t row = uint64_t{stride_} * sizeof(float);
-    return row * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) + (optimizer_ ? 2 + 8 : 0);
-  }
+  uint64_t device_row_bytes() const { return row_bytes_on_device(dim_, data_.optimizer.kind); }
 
   void allocate() {
     const std::string shape =
@@ -491,13 +528,18 @@ class CudaBackend final : public Backend {
     const std::string hint =
         "free host memory or raise the locked-memory limit (ulimit -l), or use "
         "--placement resident";
-    pinned_.emplace_back(model_.input.data(), model_.input.bytes(), "input vectors", hint);
-    pinned_.emplace_back(model_.output.data(), model_.output.bytes(), "output vectors", hint);
+    // Each allocation once: interleaved tables share one.
+    std::vector<void*> blocks;
+    auto pin = [&](const HostTable& t, const char* what) {
+      if (std::find(blocks.begin(), blocks.end(), t.block()) != blocks.end()) return;
+      blocks.push_back(t.block());
+      pinned_.emplace_back(t.block(), t.block_bytes(), what, hint);
+    };
+    pin(model_.input, "input vectors");
+    pin(model_.output, "output vectors");
     for (uint32_t k = 0; k < nstate_; ++k) {
-      pinned_.emplace_back(model_.input_state[k].data(), model_.input_state[k].bytes(),
-                           "optimizer state", hint);
-      pinned_.emplace_back(model_.output_state[k].data(), model_.output_state[k].bytes(),
-                           "optimizer state", hint);
+      pin(model_.input_state[k], "optimizer state");
+      pin(model_.output_state[k], "optimizer state");
     }
   }
 
@@ -620,6 +662,11 @@ class CudaBackend final : public Backend {
   }
 
   MoveArgs move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n) {
+    return move_args(host_rows, dev_rows, n, static_cast<uint32_t>(hot_));
+  }
+
+  MoveArgs move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n,
+                     uint32_t dev_base) {
     MoveArgs m;
     auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
       m.tables[m.table_count++] = PagedTable{host.data(), dev.data()};
@@ -632,9 +679,10 @@ class CudaBackend final : public Backend {
     }
     m.dim = dim_;
     m.stride = stride_;
+    m.host_stride = static_cast<uint32_t>(model_.input.stride());
     m.host_rows = host_rows;
     m.dev_rows = dev_rows;
-    m.dev_base = static_cast<uint32_t>(hot_);
+    m.dev_base = dev_base;
     m.n = n;
     return m;
   }
@@ -871,22 +919,26 @@ class CudaBackend final : public Backend {
   }
 
   /// Rows of a host table that the device holds at row = id: all of them, or the hot rows.
-  uint64_t device_rows_of_host() const { return paged_ ? hot_ : rows_; }
-
-  /// Copies rows [0, n) between the host layout (pitch dim) and the device layout (pitch stride).
-  void copy_rows(float* dst, const float* src, uint64_t n, cudaMemcpyKind kind) {
+  /// Copies all rows of a resident table between its host layout (any row stride, pageable)
+  /// and the device layout (pitch stride).
+  void copy_rows(HostTable& host, float* dev, cudaMemcpyKind kind) {
+    const uint64_t n = host.rows();
     if (n == 0) return;
-    const size_t host_pitch = dim_ * sizeof(float), dev_pitch = stride_ * sizeof(float);
+    const size_t row = dim_ * sizeof(float), host_pitch = host.stride() * sizeof(float);
+    const size_t dev_pitch = stride_ * sizeof(float);
     const bool to_host = kind == cudaMemcpyDeviceToHost;
-    // A copy must stay inside one pinned slab (gpu/pinned_region.hpp): split into row ranges.
     const uint64_t rows_per_copy = std::max<uint64_t>(1, (uint64_t{256} << 20) / host_pitch);
     for (uint64_t r = 0; r < n; r += rows_per_copy) {
       const uint64_t m = std::min(rows_per_copy, n - r);
-      float* d = dst + r * (to_host ? dim_ : stride_);
-      const float* s = src + r * (to_host ? stride_ : dim_);
-      PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(d, to_host ? host_pitch : dev_pitch, s,
-                                          to_host ? dev_pitch : host_pitch, host_pitch, m, kind,
-                                          compute_.get()));
+      float* h = host.row(r);
+      float* d = dev + r * stride_;
+      if (to_host) {
+        PAGEDW2V_CUDA_TRY(
+            cudaMemcpy2DAsync(h, host_pitch, d, dev_pitch, row, m, kind, compute_.get()));
+      } else {
+        PAGEDW2V_CUDA_TRY(
+            cudaMemcpy2DAsync(d, dev_pitch, h, host_pitch, row, m, kind, compute_.get()));
+      }
     }
     compute_.synchronize();
   }
@@ -960,6 +1012,18 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data,
                                            const CudaBackendOptions& options) {
   return std::make_unique<CudaBackend>(model, data, options);
+}
+
+bool cuda_tables_paged(uint64_t rows, uint32_t dim, OptimizerKind kind, const GpuOptions& gpu) {
+  switch (gpu.placement) {
+    case Placement::kResident:
+      return false;
+    case Placement::kPaged:
+      return true;
+    case Placement::kAuto:
+      break;
+  }
+  return resident_bytes(rows, dim, kind) > gpu_budget(gpu);
 }
 
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data) {

@@ -71,6 +71,11 @@ struct CudaBackendReport {
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.
 bool cuda_device_available();
 
+/// True when the CUDA backend will page tables of `rows × dim` with optimizer `kind` under
+/// `gpu`'s placement and budget (auto: when they and their state do not fit the budget), so the
+/// host tables are best allocated interleaved (HostTable::interleaved).
+bool cuda_tables_paged(uint64_t rows, uint32_t dim, OptimizerKind kind, const GpuOptions& gpu);
+
 /// Creates the CUDA backend on the current device. Throws Error when no device can be used or
 /// when the tables do not fit in GPU memory, UsageError for shapes the kernels cannot run.
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data);

@@ -77,10 +77,11 @@ void export_model(const std::string& dir, const Vocab& vocab, const Model& model
   const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
   vocab.save_tsv(base + "vocab.tsv");
   if (wants(options, "npy")) {
-    write_npy(base + "vectors.npy", model.input.data(), model.input.rows(), model.input.dim());
+    write_npy(base + "vectors.npy", model.input.data(), model.input.rows(), model.input.dim(),
+              model.input.stride());
     if (options.save_context) {
       write_npy(base + "context_vectors.npy", model.output.data(), model.output.rows(),
-                model.output.dim());
+                model.output.dim(), model.output.stride());
     }
   }
   if (wants(options, "h5")) {

@@ -140,6 +140,19 @@ class TempFile {
   std::string path_;
 };
 
+/// The table's values in memory as HDF5 sees them: the allocation it lies in as rows × stride
+/// floats, of which the table's dim columns are selected (interleaved tables share the rows).
+/// I/O passes table.block() as the buffer.
+Hid table_memory_space(const Checker& h5, const HostTable& table, const std::string& what) {
+  const hsize_t dims[2] = {table.rows(), table.stride()};
+  Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
+  const auto* base = static_cast<const float*>(table.block());
+  const hsize_t start[2] = {0, static_cast<hsize_t>(table.data() - base)};
+  const hsize_t count[2] = {table.rows(), table.dim()};
+  h5.check(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr), what);
+  return space;
+}
+
 void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table,
                   hid_t link_plist = H5P_DEFAULT) {
   const std::string what = std::string("cannot write /") + name;
@@ -149,7 +162,8 @@ void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTab
       h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, link_plist, H5P_DEFAULT, H5P_DEFAULT),
               H5Dclose, what);
   if (table.rows() > 0 && table.dim() > 0) {
-    h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, table.data()), what);
+    Hid memory = table_memory_space(h5, table, what);
+    h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, table.block()), what);
   }
   h5.check(set.close(), what);
 }
@@ -503,8 +517,9 @@ std::vector<Attribute> read_attributes_h5(const std::string& path,
   return out;
 }
 
-void read_matrix_h5(const std::string& path, const std::string& name, uint64_t rows, uint32_t dim,
-                    float* out) {
+void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out) {
+  const uint64_t rows = out.rows();
+  const uint32_t dim = out.dim();
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
   Hid file = open_for_reading(h5, path);
@@ -519,7 +534,8 @@ void read_matrix_h5(const std::string& path, const std::string& name, uint64_t r
             ", expected " + std::to_string(rows) + " x " + std::to_string(dim));
   }
   if (rows > 0 && dim > 0) {
-    h5.check(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out),
+    Hid memory = table_memory_space(h5, out, "cannot read " + label);
+    h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, out.block()),
              "cannot read " + label);
   }
   h5.check(file.close(), "cannot close the file");

@@ -46,10 +46,9 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
 /// Error("cannot read 'PATH': …") when the file is not such a file.
 LoadedEmbeddings read_embeddings_h5(const std::string& path);
 
-/// Reads the 2-D float dataset `name` into `out`, which must have its shape (rows × dim). Throws
+/// Reads the 2-D float dataset `name` into table `out`, which must have its shape. Throws
 /// Error("cannot read 'PATH': …") when the dataset is missing or has another shape.
-void read_matrix_h5(const std::string& path, const std::string& name, uint64_t rows, uint32_t dim,
-                    float* out);
+void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out);
 
 /// Reads the scalar integer, floating-point and string attributes of the root group, in name
 /// order (or only those named in `only`, when it is not empty; missing ones are left out); other

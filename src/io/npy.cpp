@@ -159,6 +159,11 @@ uint64_t read_le(const char* p, size_t bytes) {
 }  // namespace
 
 void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols) {
+  write_npy(path, data, rows, cols, cols);
+}
+
+void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols,
+               uint64_t stride) {
   if (cols != 0 && rows > std::numeric_limits<size_t>::max() / sizeof(float) / cols) {
     throw Error("cannot write '" + path + "': matrix too large");
   }
@@ -178,7 +183,11 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
   AtomicFile out(path);
   out.write(preamble);
   out.write(header);
-  out.write(data, static_cast<size_t>(rows) * cols * sizeof(float));
+  if (stride == cols) {
+    out.write(data, static_cast<size_t>(rows) * cols * sizeof(float));
+  } else {
+    for (uint64_t r = 0; r < rows; ++r) out.write(data + r * stride, cols * sizeof(float));
+  }
   out.commit();
 }
 

@@ -19,6 +19,9 @@ struct NpyMatrix {
 /// the header padded so that the data starts at a multiple of 64 bytes. The file appears under
 /// `path` only once it is complete. Throws Error naming `path` on failure.
 void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols);
+/// The same, row r read from data + r · stride.
+void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols,
+               uint64_t stride);
 
 /// Reads a 2-D `<f4` C-order `.npy` file of format version 1.0, 2.0 or 3.0. Throws Error naming
 /// `path` for anything else (bad magic, truncation, Fortran order, another dtype or rank).

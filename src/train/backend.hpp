@@ -72,6 +72,13 @@ class Backend {
   virtual void sync_from_host() = 0;
 };
 
+/// Allocates the zeroed tables of a model of `rows × dim` and the state tables optimizer `kind`
+/// needs: each apart, or, when `interleaved`, all in one allocation with the rows of one id side
+/// by side (input, output, input state…, output state…), which paged training moves as one run
+/// of host memory. Throws Error naming what runs out of memory, with `hint` appended.
+Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,
+                     const std::string& hint);
+
 /// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
 /// (seed, row), output zero.
 void init_model(Model& model, uint64_t seed);
@@ -98,6 +105,12 @@ struct GpuOptions {
   /// reproducibility checks and tests, far slower than the default.
   bool deterministic = false;
 };
+
+/// True when make_backend with these settings will page the tables (the CUDA backend, a device
+/// present, paged placement or auto placement with tables beyond the budget): the model is then
+/// best allocated interleaved.
+bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
+                          const GpuOptions& gpu);
 
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,

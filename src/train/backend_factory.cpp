@@ -8,6 +8,18 @@
 
 namespace pagedw2v {
 
+bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
+                          const GpuOptions& gpu) {
+#ifdef PAGEDW2V_HAVE_CUDA
+  if ((device == DeviceKind::kCuda || device == DeviceKind::kAuto) && cuda_device_available()) {
+    return cuda_tables_paged(rows, dim, kind, gpu);
+  }
+#else
+  (void)device, (void)rows, (void)dim, (void)kind, (void)gpu;
+#endif
+  return false;
+}
+
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
                                       uint32_t threads, const GpuOptions& gpu) {
 #ifdef PAGEDW2V_HAVE_CUDA

@@ -92,7 +92,7 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   write_embeddings_h5(path, vocab, model.input, &model.output, attrs, state);
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
   std::vector<std::string> names = {"format",       "format_version",   "epoch",
                                     "block",        "words_done",       "lr",
                                     "corpus_words", "corpus_sentences", "corpus_hash"};
@@ -137,16 +137,15 @@ Checkpoint load_checkpoint(const std::string& path) {
   }
   ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
   const std::string hint = "this checkpoint needs more memory than is free";
-  ck.model.input = HostTable(e.rows, e.dim, "input vectors", hint);
-  std::copy(e.vectors.begin(), e.vectors.end(), ck.model.input.data());
+  const OptimizerKind kind = ck.config.optimizer;
+  ck.model =
+      allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind), hint);
+  ck.model.input.copy_from(e.vectors.data());
   e.vectors = {};
-  ck.model.output = HostTable(e.rows, e.dim, "output vectors", hint);
-  read_matrix_h5(path, "context_vectors", e.rows, e.dim, ck.model.output.data());
-  init_optimizer_state(ck.model, ck.config.optimizer);
+  read_matrix_h5(path, "context_vectors", ck.model.output);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
-    read_matrix_h5(path, state_dataset("input", k), e.rows, e.dim, ck.model.input_state[k].data());
-    read_matrix_h5(path, state_dataset("output", k), e.rows, e.dim,
-                   ck.model.output_state[k].data());
+    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k]);
+    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k]);
   }
   return ck;
 }

@@ -19,6 +19,7 @@
 /// previous checkpoint intact.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,9 +69,13 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
                      const Model& model, const TrainPosition& position,
                      const CorpusFingerprint& corpus, float lr);
 
+/// Whether the tables of a model of `rows × dim` with optimizer `kind` are to be allocated
+/// interleaved (allocate_model).
+using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, OptimizerKind kind)>;
+
 /// Reads a checkpoint; throws Error with one clear line for a missing, truncated, non-HDF5 or
-/// newer-format file.
-Checkpoint load_checkpoint(const std::string& path);
+/// newer-format file. The tables are interleaved when `interleave` says so (default: apart).
+Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {});
 
 /// The `checkpoints/` directory of a run: names files, keeps the newest `keep`, and points the
 /// `latest.h5` link at the newest complete one.

@@ -352,6 +352,10 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(Model& model, const TrainData& data, uint32_t threads)
       : model_(model), data_(data), threads_(std::max<uint32_t>(1, threads)) {
+    bool contiguous = model.input.contiguous() && model.output.contiguous();
+    for (const HostTable& t : model.input_state) contiguous = contiguous && t.contiguous();
+    for (const HostTable& t : model.output_state) contiguous = contiguous && t.contiguous();
+    if (!contiguous) throw Error("the CPU backend needs tables allocated apart, not interleaved");
     const uint32_t n = state_tables(data.optimizer.kind);
     if (model.input_state.size() != n || model.output_state.size() != n) {
       throw Error("the model holds " + std::to_string(model.input_state.size()) +

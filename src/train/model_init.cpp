@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "philox.hpp"
 #include "train/backend.hpp"
@@ -18,8 +20,31 @@ void init_model(Model& model, uint64_t seed) {
       }
     }
   }
-  std::fill(model.output.data(), model.output.data() + model.output.rows() * model.output.dim(),
-            0.0f);
+  model.output.fill(0.0f);
+}
+
+Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,
+                     const std::string& hint) {
+  Model model;
+  if (!interleaved) {
+    model.input = HostTable(rows, dim, "input vectors", hint);
+    model.output = HostTable(rows, dim, "output vectors", hint);
+    init_optimizer_state(model, kind);
+    return model;
+  }
+  const uint32_t n = state_tables(kind);
+  std::vector<HostTable> tables =
+      HostTable::interleaved(rows, dim, 2 + 2 * n,
+                             n > 0 ? "input and output vectors and " + to_string(kind) + " state"
+                                   : "input and output vectors",
+                             hint);
+  model.input = std::move(tables[0]);
+  model.output = std::move(tables[1]);
+  for (uint32_t k = 0; k < n; ++k) {
+    model.input_state.push_back(std::move(tables[2 + k]));
+    model.output_state.push_back(std::move(tables[2 + n + k]));
+  }
+  return model;
 }
 
 void init_optimizer_state(Model& model, OptimizerKind kind) {

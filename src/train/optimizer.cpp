@@ -181,9 +181,11 @@ void apply_sparse_step(const OptimizerParams& params, uint64_t step, float lr,
     throw Error("optimizer " + to_string(params.kind) + " needs " + std::to_string(nstate) +
                 " state tables, got " + std::to_string(state.size()));
   }
+  if (!table.contiguous()) throw Error("optimizer step: the table is not contiguous");
   float* ptrs[2] = {nullptr, nullptr};
   for (uint32_t k = 0; k < nstate; ++k) {
-    if (state[k].rows() != table.rows() || state[k].dim() != table.dim()) {
+    if (state[k].rows() != table.rows() || state[k].dim() != table.dim() ||
+        !state[k].contiguous()) {
       throw Error("optimizer state table " + std::to_string(k) +
                   " differs in shape from its table");
     }

@@ -85,7 +85,8 @@ LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
   e.counts = vocab.counts();
   e.rows = table.rows();
   e.dim = table.dim();
-  e.vectors.assign(table.data(), table.data() + table.rows() * table.dim());
+  e.vectors.resize(table.rows() * table.dim());
+  table.copy_to(e.vectors.data());
   return e;
 }
 
@@ -118,7 +119,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<Checkpoint> ck;
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
-    ck = load_checkpoint(requested.resume);
+    ck = load_checkpoint(requested.resume, [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
+      return backend_pages_tables(requested.device, rows, dim, kind, requested.gpu_options());
+    });
   }
   const Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
@@ -171,10 +174,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     ck.reset();
   } else {
     const std::string hint = "lower --dim or --max-vocab";
-    model = Model{HostTable(vocab.size(), config.dim, "input vectors", hint),
-                  HostTable(vocab.size(), config.dim, "output vectors", hint)};
+    model = allocate_model(vocab.size(), config.dim, config.optimizer,
+                           backend_pages_tables(config.device, vocab.size(), config.dim,
+                                                config.optimizer, config.gpu_options()),
+                           hint);
     init_model(model, config.seed);
-    init_optimizer_state(model, config.optimizer);
   }
   std::unique_ptr<Backend> backend =
       make_backend(config.device, model, data, config.effective_threads(), config.gpu_options());
