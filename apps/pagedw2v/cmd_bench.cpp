@@ -138,7 +138,7 @@ int cmd_bench(int argc, char** argv) {
       cxxopts::value<uint32_t>())(
       "cache-rows",
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "
-      "frequent rows; default: half of what fits)",
+      "frequent rows; default: a third of what fits)",
       cxxopts::value<uint64_t>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
