@@ -490,6 +490,37 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_tuple(ModelKind::kSkipGram, 32u, OptimizerKind::kAdam, 4096u, false),
         std::make_tuple(ModelKind::kCbow, 16u, OptimizerKind::kAdagrad, 16384u, true)));
 
+// An optimizer steps once per piece, so a super-batch that does not fit beside the pieces in
+// flight waits for them (a drain) instead of being split, and the paged run still gives the
+// resident run's bits; one that does not fit the whole cache is a clear error naming the flags.
+TEST(CudaPaged, OptimizerSuperBatchesAreNeverSplit) {
+  REQUIRE_GPU();
+  const TrainingSet set = make_set(3000, 60000);
+  RunSetup s;
+  s.optimizer = OptimizerKind::kAdam;
+  s.pool = 128;
+  s.batch_words = 8192;
+  s.interleaved = true;
+  const RunResult resident = train(set, s, Placement::kResident, 0, 0, true);
+  bool drained = false;
+  for (const uint64_t cache : {900u, 700u, 500u, 200u}) {
+    RunResult paged;
+    try {
+      paged = train(set, s, Placement::kPaged, 1500, cache, true);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--batch-words"), std::string::npos) << e.what();
+      continue;
+    }
+    EXPECT_EQ(paged.report.splits, 0u) << cache;
+    drained = drained || paged.report.drains > 0;
+    expect_bits_equal(paged.input, resident.input, "input, cache " + std::to_string(cache));
+    expect_bits_equal(paged.output, resident.output, "output, cache " + std::to_string(cache));
+    for (size_t k = 0; k < paged.state.size(); ++k)
+      expect_bits_equal(paged.state[k], resident.state[k], "state, cache " + std::to_string(cache));
+  }
+  EXPECT_TRUE(drained) << "no cache size made a super-batch wait; the test needs smaller ones";
+}
+
 // Concurrent (racy, Hogwild) paged training still learns what resident training learns.
 TEST(CudaPaged, ConcurrentRunIsCloseToResident) {
   REQUIRE_GPU();

@@ -768,13 +768,23 @@ class CudaBackend final : public Backend {
         break;
       }
       launch_clear_marks(s.list.data(), n, marks_.data(), st);
-      if (ns <= 1 && depth > 1) {
-        // One sentence that the slots of the pieces still training leave no room for: wait
-        // until they have trained, and every slot but this piece's own is free.
+      // An optimizer steps once per piece, so its pieces are whole super-batches, as resident
+      // training steps: one is never split. A piece that cannot be split (that, or a single
+      // sentence) which the slots of the pieces still training leave no room for waits until
+      // they have trained, and every slot but its own is free.
+      if ((ns <= 1 || optimizer_) && depth > 1) {
         compute_.synchronize();
         compute2_.synchronize();
         depth = 1;
+        ++report_.drains;
         continue;
+      }
+      if (optimizer_) {
+        throw Error("paged tables with --optimizer " + to_string(data_.optimizer.kind) +
+                    ": a super-batch touches " + std::to_string(n) +
+                    " rows, more than the GPU row cache can take (" + std::to_string(free) +
+                    " of " + std::to_string(cache_) +
+                    " slots); raise --gpu-memory or lower --batch-words");
       }
       if (ns <= 1) {
         throw Error("paged tables: one sentence and the negative pool touch " + std::to_string(n) +

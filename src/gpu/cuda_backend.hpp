@@ -54,6 +54,7 @@ struct CudaBackendReport {
   uint64_t budget_bytes = 0;    ///< the GPU memory budget the backend planned with
   uint64_t super_batches = 0;   ///< pieces trained (paged: after splits to fit the cache)
   uint64_t splits = 0;          ///< times a piece was cut to fit the cache
+  uint64_t drains = 0;          ///< times a piece waited for every piece in flight to train, to fit
   uint64_t row_lookups = 0;     ///< row references of the pieces: tokens and pool entries
   uint64_t cold_lookups = 0;    ///< of those, references to rows outside the hot cache
   uint64_t cold_rows = 0;       ///< distinct cold rows staged, summed over pieces
