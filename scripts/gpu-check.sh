@@ -133,20 +133,22 @@ if has_step paged; then
   P="--placement paged --gpu-memory 1024000000"
   syn syn-resident --placement resident
   syn syn-paged $P
+  syn syn-paged-pool8k $P --pool-words 8192
   syn syn-resident-pool64k --placement resident --pool-words 65536
   syn syn-paged-pool64k $P --pool-words 65536
   syn syn-paged-pool64k-batch512k $P --pool-words 65536 --batch-words 524288
-  syn syn-paged-pool64k-batch256k $P --pool-words 65536 --batch-words 262144
-  syn syn-paged-pool64k-sms4 $P --pool-words 65536 --paging-sms 4
-  # A pool of 65,536 every 262,144 words: the period and size that keep mix5m quality (README).
-  syn syn-resident-bigpool --placement resident --negative-pool 65536 --pool-words 262144
-  syn syn-paged-bigpool $P --negative-pool 65536 --pool-words 262144
   QP="--negative-pool ${QPOOL:-2048} --pool-words ${QPOOLWORDS:-4096} --batch-words 262144"
   quality sg-pool-resident --device cuda $QP --placement resident
   quality sg-pool-paged --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
   quality cbow-pool-paged --device cuda --model cbow $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
-  # The throughput setting above (pool 1024 every 65,536 words), for its quality.
-  quality sg-pool64k-paged --device cuda --negative-pool 1024 --pool-words 65536 --batch-words 262144 --placement paged --gpu-memory ${MIXMEM:-41000000}
+  # The pool period against quality (README): pool entries per word set the bytes per word.
+  for pw in ${POOLSWEEP:-1024/4096 1024/8192 2048/16384 4096/65536}; do
+    for seed in 1 2; do
+      quality "sg-pool-${pw/\//-}-seed$seed" --device cuda --negative-pool "${pw%/*}" \
+        --pool-words "${pw#*/}" --batch-words 262144 --placement paged \
+        --gpu-memory ${MIXMEM:-41000000} --seed "$seed"
+    done
+  done
 fi
 
 if has_step scale; then
