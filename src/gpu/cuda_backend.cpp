@@ -361,17 +361,17 @@ class CudaBackend final : public Backend {
     const uint64_t slot_bytes = row_bytes + 13;
     const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / slot_bytes : 0;
     // Any one sentence with its pool must fit, with room to spare.
-    reserve_ = std::min<uint64_t>(rows_, pool_ + longest_sentence());
+    const uint64_t reserve = std::min<uint64_t>(rows_, pool_ + longest_sentence());
     // The cache holds the rows of the pieces in flight (kDepth of them) and serves few repeat
     // lookups beyond them (a tail row recurs only millions of words later), while every hot
     // row saves lookups: a third of the rows for the cache.
     cache_ = options_.cache_rows > 0 ? options_.cache_rows : rows_fit / 3;
-    cache_ = std::max(cache_, 2 * reserve_);
+    cache_ = std::max(cache_, 2 * reserve);
     if (options_.hot_rows == 0 && cache_ > rows_fit) {
       throw Error("--gpu-memory " + gib(double(budget_)) +
                   " is too small for paged tables of dim " + std::to_string(dim_) +
                   " with --negative-pool " + std::to_string(pool_) + ": at least " +
-                  gib(double(fixed + 2 * reserve_ * slot_bytes)) +
+                  gib(double(fixed + 2 * reserve * slot_bytes)) +
                   " is needed; raise --gpu-memory or lower --negative-pool");
     }
     hot_ = options_.hot_rows > 0 ? std::min<uint64_t>(options_.hot_rows, rows_)
@@ -973,7 +973,7 @@ class CudaBackend final : public Backend {
   bool per_super_batch_ = false;
   uint64_t budget_ = 0;
   bool paged_ = false;
-  uint64_t hot_ = 0, cache_ = 0, reserve_ = 0, device_rows_ = 0;
+  uint64_t hot_ = 0, cache_ = 0, device_rows_ = 0;
   uint64_t max_piece_tokens_ = 0, max_piece_sentences_ = 0, max_list_ = 0, max_pools_ = 1;
   uint64_t pool_blocks_ = 1;
 
