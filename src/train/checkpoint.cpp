@@ -137,11 +137,13 @@ Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& int
   }
   ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
   const std::string hint = "this checkpoint needs more memory than is free";
+  // The tables are read straight into the model (a second read of /vectors), so that loading
+  // needs no more memory than training.
+  e.vectors = std::vector<float>();
   const OptimizerKind kind = ck.config.optimizer;
   ck.model =
       allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind), hint);
-  ck.model.input.copy_from(e.vectors.data());
-  e.vectors = {};
+  read_matrix_h5(path, "vectors", ck.model.input);
   read_matrix_h5(path, "context_vectors", ck.model.output);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
     read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k]);
