@@ -928,7 +928,6 @@ class CudaBackend final : public Backend {
     report_.pcie_bytes = (report_.rows_from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
   }
 
-  /// Rows of a host table that the device holds at row = id: all of them, or the hot rows.
   /// Copies all rows of a resident table between its host layout (any row stride, pageable)
   /// and the device layout (pitch stride).
   void copy_rows(HostTable& host, float* dev, cudaMemcpyKind kind) {
