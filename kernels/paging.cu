@@ -1,6 +1,7 @@
 #include "paging.cuh"
 
 #include <thrust/iterator/counting_iterator.h>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 
 #include <algorithm>
@@ -77,12 +78,10 @@ __global__ void flag_free_kernel(const uint32_t* __restrict__ slot_id,
   }
 }
 
-__global__ void install_kernel(const uint32_t* __restrict__ ids, uint32_t n,
-                               const uint32_t* __restrict__ free, uint32_t slots,
-                               const uint32_t* hand, uint32_t* next_hand, uint32_t hot,
-                               uint32_t* __restrict__ slot_id, uint32_t* __restrict__ where,
-                               uint32_t* __restrict__ evicted, uint32_t* __restrict__ rows,
-                               unsigned long long* evictions) {
+__global__ void free_slot_keys_kernel(const uint32_t* __restrict__ free, uint32_t n,
+                                      uint32_t slots, const uint32_t* hand, uint32_t* next_hand,
+                                      const uint32_t* __restrict__ slot_id, uint32_t no_row,
+                                      uint32_t* __restrict__ keys, uint32_t* __restrict__ taken) {
   const uint32_t h = *hand;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     uint64_t next = n == 0 ? h : uint64_t{h} + free[n - 1] + 1;
@@ -92,12 +91,25 @@ __global__ void install_kernel(const uint32_t* __restrict__ ids, uint32_t n,
   PAGEDW2V_GRID_STRIDE(k, n) {
     uint64_t s = uint64_t{h} + free[k];
     if (s >= slots) s -= slots;
+    const uint32_t id = slot_id[s];
+    keys[k] = id == kNoRow ? no_row : id;
+    taken[k] = static_cast<uint32_t>(s);
+  }
+}
+
+// `taken` may be `rows`: entry k reads taken[k] before it writes rows[k].
+__global__ void install_kernel(const uint32_t* __restrict__ ids, uint32_t n, const uint32_t* taken,
+                               uint32_t hot, uint32_t* __restrict__ slot_id,
+                               uint32_t* __restrict__ where, uint32_t* __restrict__ evicted,
+                               uint32_t* rows, unsigned long long* evictions) {
+  PAGEDW2V_GRID_STRIDE(k, n) {
+    const uint32_t s = taken[k];
     const uint32_t id = ids[k], old = slot_id[s];
     if (old != kNoRow) where[old] = kNoRow;
     evicted[k] = old;
     count_lanes(old != kNoRow, evictions);
     slot_id[s] = id;
-    const uint32_t row = hot + static_cast<uint32_t>(s);
+    const uint32_t row = hot + s;
     where[id] = row;
     rows[k] = row;
   }
@@ -259,13 +271,43 @@ void launch_flag_free_slots(const uint32_t* slot_id, const uint32_t* slot_use, c
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
-void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* free, uint32_t slots,
-                         const uint32_t* hand, uint32_t* next_hand, uint32_t hot, uint32_t* slot_id,
-                         uint32_t* where, uint32_t* evicted, uint32_t* rows,
+size_t order_free_slots_temp_bytes(uint32_t n, uint32_t key_bits) {
+  size_t bytes = 0;
+  cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr), slots(nullptr, nullptr);
+  PAGEDW2V_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, slots,
+                                                    static_cast<int>(std::max<uint32_t>(n, 1)), 0,
+                                                    static_cast<int>(key_bits)));
+  return bytes;
+}
+
+const uint32_t* launch_order_free_slots(const uint32_t* free, uint32_t n, uint32_t slots,
+                                        const uint32_t* hand, uint32_t* next_hand,
+                                        const uint32_t* slot_id, uint32_t no_row, uint32_t key_bits,
+                                        uint32_t* keys_a, uint32_t* keys_b, uint32_t* slots_a,
+                                        uint32_t* slots_b, void* temp, size_t temp_bytes,
+                                        cudaStream_t stream) {
+  if (slots == 0) return slots_a;
+  if (key_bits == 0 || key_bits > 32 || (key_bits < 32 && no_row >> key_bits != 0) ||
+      n > 0x7FFFFFFFu) {
+    throw Error("paged tables: bad slot-order arguments");
+  }
+  free_slot_keys_kernel<<<grid_for(std::max<uint32_t>(n, 1)), kThreads, 0, stream>>>(
+      free, n, slots, hand, next_hand, slot_id, no_row, keys_a, slots_a);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+  if (n == 0) return slots_a;
+  // Stable: empty slots (all keyed no_row) keep their clock order.
+  cub::DoubleBuffer<uint32_t> k(keys_a, keys_b), v(slots_a, slots_b);
+  PAGEDW2V_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, k, v, static_cast<int>(n), 0,
+                                                    static_cast<int>(key_bits), stream));
+  return v.Current();
+}
+
+void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* taken, uint32_t hot,
+                         uint32_t* slot_id, uint32_t* where, uint32_t* evicted, uint32_t* rows,
                          unsigned long long* evictions, cudaStream_t stream) {
-  if (slots == 0) return;
-  install_kernel<<<grid_for(std::max<uint32_t>(n, 1)), kThreads, 0, stream>>>(
-      ids, n, free, slots, hand, next_hand, hot, slot_id, where, evicted, rows, evictions);
+  if (n == 0) return;
+  install_kernel<<<grid_for(n), kThreads, 0, stream>>>(ids, n, taken, hot, slot_id, where, evicted,
+                                                      rows, evictions);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

@@ -21,7 +21,7 @@
 ///  - piece m may evict only a slot that no piece after m − depth used (slot_use + depth ≤
 ///    m + 1) and that holds none of m's own rows; it writes the evicted row back to the host and
 ///    reads the new one on one stream, in that order, after every piece up to m − depth has
-///    trained;
+///    trained (order_free_slots pairs the new ids with the slots so that both lists ascend);
 ///  - a row that is not cached is current on the host: it was never on the device, or its
 ///    eviction's write-back precedes, on the same stream, any later read of it.
 /// The clock hand (hand[m % 2] read, hand[(m + 1) % 2] written by piece m) makes evictions walk
@@ -69,14 +69,30 @@ void launch_flag_free_slots(const uint32_t* slot_id, const uint32_t* slot_use, c
                             uint32_t slots, const uint32_t* hand, uint64_t number, uint32_t depth,
                             uint8_t* flags, cudaStream_t stream);
 
-/// For k < n: slot s = (*hand + free[k]) mod slots takes new id ids[k]: the id it held (if any)
-/// loses its place (where = kNoRow) and goes to evicted[k] (kNoRow when the slot was empty);
-/// slot_id[s] = ids[k], where[ids[k]] = rows[k] = hot + s. Then *next_hand = the slot after the
-/// last one taken (*hand when n = 0). Adds the number of evicted rows to *evictions when it is
-/// not null.
-void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* free, uint32_t slots,
-                         const uint32_t* hand, uint32_t* next_hand, uint32_t hot, uint32_t* slot_id,
-                         uint32_t* where, uint32_t* evicted, uint32_t* rows,
+/// Bytes of temporary storage order_free_slots needs for up to n slots and ids below
+/// 2^key_bits.
+size_t order_free_slots_temp_bytes(uint32_t n, uint32_t key_bits);
+
+/// The n slots a piece takes, s_k = (*hand + free[k]) mod slots for k < n, in the order of the
+/// ids they hold: ascending slot_id, empty slots last in clock order. Returns where that list
+/// is: slots_a or slots_b (n entries each; keys_a and keys_b, n each, are working space). Paired
+/// with the piece's new ids, which ascend too, the evicted rows go back in address order, and
+/// the swap runs far faster than with the evictions in clock order (random addresses):
+/// kernels/PERFORMANCE.md. Sets *next_hand = the slot after s_{n−1} (*hand when n = 0). Every
+/// id must be below `no_row` < 2^key_bits.
+const uint32_t* launch_order_free_slots(const uint32_t* free, uint32_t n, uint32_t slots,
+                                        const uint32_t* hand, uint32_t* next_hand,
+                                        const uint32_t* slot_id, uint32_t no_row, uint32_t key_bits,
+                                        uint32_t* keys_a, uint32_t* keys_b, uint32_t* slots_a,
+                                        uint32_t* slots_b, void* temp, size_t temp_bytes,
+                                        cudaStream_t stream);
+
+/// For k < n: slot s = taken[k] takes new id ids[k]: the id it held (if any) loses its place
+/// (where = kNoRow) and goes to evicted[k] (kNoRow when the slot was empty); slot_id[s] = ids[k],
+/// where[ids[k]] = rows[k] = hot + s. `taken` may be `rows`. Adds the number of evicted rows to
+/// *evictions when it is not null.
+void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* taken, uint32_t hot,
+                         uint32_t* slot_id, uint32_t* where, uint32_t* evicted, uint32_t* rows,
                          unsigned long long* evictions, cudaStream_t stream);
 
 /// For k < n: slot_use[where[list[k]] − hot] = number + 1 and marks[list[k]] = 0 (every id of the

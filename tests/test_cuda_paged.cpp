@@ -61,11 +61,14 @@ TEST(CudaPaging, CacheFollowsTheRules) {
   DeviceBuffer<uint32_t> d_list(max_list, "list"), d_fresh(max_list, "fresh"),
       d_evicted(max_list, "evicted"), d_rows(max_list, "rows"), d_free(slots, "free"),
       d_counts(3, "counts"), d_used(slots, "used");
-  const size_t temp_bytes = select_marked_ids_temp_bytes(vocab);
+  DeviceBuffer<uint32_t> d_keys_b(max_list, "keys"), d_taken_b(max_list, "taken");
+  const uint32_t key_bits = 13;  // ids and the empty key 5000 < 2^13
+  const size_t temp_bytes =
+      std::max(select_marked_ids_temp_bytes(vocab), order_free_slots_temp_bytes(max_list, key_bits));
   DeviceBuffer<unsigned char> d_temp(std::max<size_t>(temp_bytes, 1), "temp");
   DeviceBuffer<unsigned long long> d_counter = upload(std::vector<unsigned long long>(3, 0));
   Stream st;
-  uint64_t evictions = 0, fits = 0, misfits = 0, span_first = 0;
+  uint64_t evictions = 0, fits = 0, misfits = 0, span_first = 0, reordered = 0;
   for (uint64_t number = 0; number < 14; ++number) {
     // Skewed ids with repeats, some hot; sizes vary so that some pieces do not fit.
     std::vector<uint32_t> ids(200 + (number * 337) % 1100);
@@ -113,10 +116,10 @@ TEST(CudaPaging, CacheFollowsTheRules) {
       // Does not fit: the caller clears the marks and tries a smaller piece.
       ++misfits;
       launch_clear_marks(d_list.data(), counts[0], d_marks.data(), st.get());
-      // The hand of the next piece is this one's: copy it as an empty install would.
-      launch_install_rows(d_fresh.data(), 0, d_free.data(), slots, d_hand_now,
-                          d_hand.data() + (number + 1) % 2, hot, d_slot_id.data(), d_where.data(),
-                          d_evicted.data(), d_rows.data(), nullptr, st.get());
+      // The hand of the next piece is this one's: copy it as taking no slot does.
+      launch_order_free_slots(d_free.data(), 0, slots, d_hand_now, d_hand.data() + (number + 1) % 2,
+                              d_slot_id.data(), vocab, key_bits, d_evicted.data(), d_keys_b.data(),
+                              d_rows.data(), d_taken_b.data(), d_temp.data(), temp_bytes, st.get());
       st.synchronize();
       const std::vector<uint8_t> marks = download(d_marks, vocab);
       ASSERT_EQ(std::count(marks.begin(), marks.end(), 0), static_cast<long>(vocab));
@@ -124,8 +127,11 @@ TEST(CudaPaging, CacheFollowsTheRules) {
     }
     ++fits;
     const uint32_t nf = static_cast<uint32_t>(fresh.size());
-    launch_install_rows(d_fresh.data(), nf, d_free.data(), slots, d_hand_now,
-                        d_hand.data() + (number + 1) % 2, hot, d_slot_id.data(), d_where.data(),
+    const uint32_t* d_taken = launch_order_free_slots(
+        d_free.data(), nf, slots, d_hand_now, d_hand.data() + (number + 1) % 2, d_slot_id.data(),
+        vocab, key_bits, d_evicted.data(), d_keys_b.data(), d_rows.data(), d_taken_b.data(),
+        d_temp.data(), temp_bytes, st.get());
+    launch_install_rows(d_fresh.data(), nf, d_taken, hot, d_slot_id.data(), d_where.data(),
                         d_evicted.data(), d_rows.data(), d_counter.data(), st.get());
     launch_claim_rows(d_list.data(), counts[0], d_where.data(), hot, number, d_slot_use.data(),
                       d_marks.data(), st.get());
@@ -133,9 +139,18 @@ TEST(CudaPaging, CacheFollowsTheRules) {
     launch_map_rows(d_ids.data(), ids.size(), hot, d_where.data(), d_mapped.data(),
                     d_counter.data() + 1, st.get());
     st.synchronize();
+    // The first nf free slots in clock order, ordered by the ids they hold (empty ones last,
+    // still in clock order), take the new ids in ascending order.
+    std::vector<uint32_t> taken(nf);
+    for (uint32_t k = 0; k < nf; ++k) taken[k] = (hand + free[k]) % slots;
+    std::stable_sort(taken.begin(), taken.end(), [&](uint32_t a, uint32_t b) {
+      return (slot_id[a] == kNoRow ? vocab : slot_id[a]) < (slot_id[b] == kNoRow ? vocab : slot_id[b]);
+    });
+    for (uint32_t k = 0; k < nf; ++k) reordered += taken[k] != (hand + free[k]) % slots;
+    const uint32_t next_hand = nf > 0 ? (hand + free[nf - 1] + 1) % slots : hand;
     std::vector<uint32_t> want_evicted(nf), want_rows(nf);
     for (uint32_t k = 0; k < nf; ++k) {
-      const uint32_t sl = (hand + free[k]) % slots, old = slot_id[sl];
+      const uint32_t sl = taken[k], old = slot_id[sl];
       if (old != kNoRow) where[old] = kNoRow;
       evictions += old != kNoRow;
       want_evicted[k] = old;
@@ -143,7 +158,9 @@ TEST(CudaPaging, CacheFollowsTheRules) {
       where[fresh[k]] = hot + sl;
       want_rows[k] = hot + sl;
     }
-    if (nf > 0) hand = (hand + free[nf - 1] + 1) % slots;
+    hand = next_hand;
+    // Both lists of the swap ascend: the new ids, and the ids written back.
+    EXPECT_TRUE(std::is_sorted(want_evicted.begin(), want_evicted.end())) << number;
     for (uint32_t id : list) slot_use[where[id] - hot] = static_cast<uint32_t>(number + 1);
     EXPECT_EQ(download(d_evicted, nf), want_evicted) << number;
     EXPECT_EQ(download(d_rows, nf), want_rows) << number;
@@ -178,6 +195,7 @@ TEST(CudaPaging, CacheFollowsTheRules) {
   EXPECT_EQ(download(d_counter, 1)[0], evictions);
   // The sizes were chosen so that the test sees all three cases.
   EXPECT_GT(evictions, 0u);
+  EXPECT_GT(reordered, 0u);  // the slot order differed from the clock's
   EXPECT_GT(fits, 0u);
   EXPECT_GT(misfits, 0u);
 }
@@ -365,6 +383,7 @@ struct RunSetup {
   uint32_t pool_words = 16384;
   uint32_t epochs = 2;
   bool interleaved = false;  ///< host tables in one allocation, the rows of an id side by side
+  uint32_t sgd_piece_words = 0;  ///< CudaBackendOptions::sgd_piece_words; 0: its default
 };
 
 RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, uint64_t hot,
@@ -391,6 +410,7 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   o.hot_rows = hot;
   o.cache_rows = cache;
   o.serial = serial;
+  if (s.sgd_piece_words > 0) o.sgd_piece_words = s.sgd_piece_words;
   RunResult r;
   {
     auto backend = make_cuda_backend(m, data, o);
@@ -452,6 +472,8 @@ TEST_P(PagedEqualsResident, BitForBit) {
   // Several pools per super-batch; an optimizer with a small pool and super-batch.
   if (pool_words < s.batch_words || !sgd) s.pool = 128;
   if (!sgd) s.batch_words = 8192;
+  // sgd with a pool every 4096 words: paged pieces of at most 8192 words, half a super-batch.
+  if (sgd && pool_words == 4096) s.sgd_piece_words = 8192;
   const RunResult resident = train(set, s, Placement::kResident, 0, 0, true);
   // sgd: a small cache forces pieces to split; an optimizer steps once per piece, so there the
   // cache holds three whole super-batches (the pieces that may train at once: no split) for the

@@ -134,7 +134,7 @@ int cmd_bench(int argc, char** argv) {
       cxxopts::value<uint64_t>()->default_value(std::to_string(uint64_t{32} << 20)))(
       "paging-sms",
       "CUDA, paged tables: multiprocessors the training kernel leaves to the paging kernels "
-      "(default 8)",
+      "(default 4)",
       cxxopts::value<uint32_t>())(
       "cache-rows",
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "

@@ -19,6 +19,7 @@
 #include "optimizer.cuh"
 #include "paging.cuh"
 #include "sgns.cuh"
+#include "train/training_set.hpp"
 
 namespace pagedw2v {
 
@@ -309,17 +310,20 @@ class CudaBackend final : public Backend {
     const uint64_t resident_need = resident_bytes(rows_, dim_, data_.optimizer.kind);
 
     // The largest super-batch, in tokens, sentences and pool periods, sizes per-piece buffers.
-    {
+    const auto size_super_batches = [&] {
       const auto& blocks = *data_.blocks;
       const auto& starts = data_.corpus->sentence_starts;
       const uint64_t nblocks = blocks.size() - 1;
+      max_piece_tokens_ = max_piece_sentences_ = 0;
+      max_pools_ = 1;
       for (uint64_t b = 0; b < nblocks; b += batch_blocks_) {
         const uint64_t e = std::min<uint64_t>(b + batch_blocks_, nblocks);
         max_piece_tokens_ = std::max(max_piece_tokens_, starts[blocks[e]] - starts[blocks[b]]);
         max_piece_sentences_ = std::max(max_piece_sentences_, blocks[e] - blocks[b]);
         max_pools_ = std::max(max_pools_, (e - 1) / pool_blocks_ - b / pool_blocks_ + 1);
       }
-    }
+    };
+    size_super_batches();
     Placement placement = options_.gpu.placement;
     if (placement == Placement::kAuto) {
       placement = resident_need <= budget_ ? Placement::kResident : Placement::kPaged;
@@ -339,6 +343,17 @@ class CudaBackend final : public Backend {
       return;
     }
     paged_ = true;
+    // With sgd nothing steps per super-batch, so paged pieces may be shorter than --batch-words:
+    // smaller stage buffers leave more of the budget to rows, and moves and launches interleave
+    // more finely (CudaBackendOptions::sgd_piece_words).
+    if (!optimizer_ && options_.sgd_piece_words > 0) {
+      const uint64_t cap = std::max<uint64_t>(
+          1, (options_.sgd_piece_words + kBlockWords - 1) / kBlockWords);
+      if (batch_blocks_ > cap) {
+        batch_blocks_ = static_cast<uint32_t>(cap);
+        size_super_batches();
+      }
+    }
     if (pool_ == 0) {
       throw UsageError("paged tables (the tables need " + gib(double(resident_need)) +
                        ", the GPU budget is " + gib(double(budget_)) +
@@ -355,8 +370,10 @@ class CudaBackend final : public Backend {
     max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_entries);
     const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 12 +
                                  max_list_ * 16 + pool_entries * 8 + 64;
+    // Beside the stages: the second key and slot lists of order_free_slots, and scratch for
+    // the selects and that sort.
     const uint64_t fixed = rows_ * 5 + keep_count_ * sizeof(float) + kStages * stage_bytes +
-                           select_marked_ids_temp_bytes(rows_) + (uint64_t{16} << 20);
+                           max_list_ * 8 + scratch_bytes() + (uint64_t{16} << 20);
     // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
     const uint64_t slot_bytes = row_bytes + 13;
     const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / slot_bytes : 0;
@@ -482,6 +499,21 @@ class CudaBackend final : public Backend {
     report_.backend_bytes = bytes;
   }
 
+  /// Bits of a slot-order key: every id, and rows_ for an empty slot.
+  uint32_t order_key_bits() const {
+    uint32_t bits = 1;
+    while (bits < 32 && (rows_ >> bits) != 0) ++bits;
+    return bits;
+  }
+
+  /// Scratch shared by the paging selects and the slot-order sort (one at a time, on the
+  /// preparation stream).
+  size_t scratch_bytes() const {
+    return std::max(select_marked_ids_temp_bytes(std::max({rows_, cache_, max_list_})),
+                    order_free_slots_temp_bytes(static_cast<uint32_t>(max_list_),
+                                                order_key_bits()));
+  }
+
   void allocate_paging() {
     where_ = DeviceBuffer<uint32_t>(rows_, "the row slots");
     marks_ = DeviceBuffer<uint8_t>(rows_, "the row marks");
@@ -491,13 +523,16 @@ class CudaBackend final : public Backend {
     free_ = DeviceBuffer<uint32_t>(cache_, "free cache slots");
     hand_ = DeviceBuffer<uint32_t>(2, "the cache's clock hand");
     zero(marks_);
-    select_temp_bytes_ = select_marked_ids_temp_bytes(std::max({rows_, cache_, max_list_}));
+    order_keys_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
+    order_slots_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
+    select_temp_bytes_ = scratch_bytes();
     select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
     paging_counters_ = DeviceBuffer<PagingCounters>(1, "paging counters");
     PAGEDW2V_CUDA_TRY(
         cudaMemsetAsync(paging_counters_.data(), 0, sizeof(PagingCounters), compute_.get()));
     paging_bytes_ = where_.bytes() + marks_.bytes() + slot_id_.bytes() + slot_use_.bytes() +
-                    flags_.bytes() + free_.bytes() + hand_.bytes() + select_temp_.bytes() +
+                    flags_.bytes() + free_.bytes() + hand_.bytes() + order_keys_.bytes() +
+                    order_slots_.bytes() + select_temp_.bytes() +
                     paging_counters_.bytes();
     for (Stage& s : stage_) {
       s.tokens = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch tokens");
@@ -807,8 +842,13 @@ class CudaBackend final : public Backend {
     s.last_sentence = last;
     s.super_batch = sb;
     PagingCounters* pc = paging_counters_.data();
-    launch_install_rows(s.fresh.data(), s.fresh_n, free_.data(), slots, hand,
-                        hand_.data() + (number + 1) % 2, hot, slot_id_.data(), where_.data(),
+    // The slots the new rows take, by the ids they hold, so that the rows written back ascend
+    // as the new ones do; its lists live in the stage's evicted and fresh_rows until install.
+    const uint32_t* taken = launch_order_free_slots(
+        free_.data(), s.fresh_n, slots, hand, hand_.data() + (number + 1) % 2, slot_id_.data(),
+        static_cast<uint32_t>(rows_), order_key_bits(), s.evicted.data(), order_keys_.data(),
+        s.fresh_rows.data(), order_slots_.data(), select_temp_.data(), select_temp_bytes_, st);
+    launch_install_rows(s.fresh.data(), s.fresh_n, taken, hot, slot_id_.data(), where_.data(),
                         s.evicted.data(), s.fresh_rows.data(), &pc->to_host, st);
     launch_claim_rows(s.list.data(), s.cold, where_.data(), hot, number, slot_use_.data(),
                       marks_.data(), st);
@@ -999,7 +1039,7 @@ class CudaBackend final : public Backend {
   std::vector<std::pair<Event, Event>> timing_;
 
   // Paged.
-  DeviceBuffer<uint32_t> where_, slot_id_, slot_use_, free_, hand_;
+  DeviceBuffer<uint32_t> where_, slot_id_, slot_use_, free_, hand_, order_keys_, order_slots_;
   DeviceBuffer<uint8_t> marks_, flags_;
   DeviceBuffer<unsigned char> select_temp_;
   size_t select_temp_bytes_ = 0;

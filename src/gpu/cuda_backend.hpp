@@ -33,9 +33,16 @@ struct CudaBackendOptions {
   /// One warp trains the sentences of a launch in order (SgnsArgs::max_warps = 1): a run is then
   /// deterministic, which the paged-versus-resident equivalence test needs.
   bool serial = false;
-  /// Paged: multiprocessors the training kernel leaves to the row gathers and scatters that run
-  /// beside it.
-  uint32_t paging_sms = 8;
+  /// Paged: multiprocessors the training kernel leaves to the row moves that run beside it (the
+  /// moves take three blocks of 8 warps on each). H200, 10 M rows × 128, budget 10 %
+  /// (kernels/PERFORMANCE.md): 2 → 82.4 M words/s, 3 → 99.0 M, 4 → 102.3 M, 6 → 96.5 M,
+  /// 8 → 93.6 M.
+  uint32_t paging_sms = 4;
+  /// Paged with sgd: pieces of at most this many words (whole work blocks), however long
+  /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
+  /// are never cut. H200, same run with paging_sms 4: 262,144 → 102.3 M words/s; 196,608 →
+  /// 93.6 M; 524,288 → 88.4 M; 1,048,576 → 95.4 M.
+  uint64_t sgd_piece_words = 262144;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.
