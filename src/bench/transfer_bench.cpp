@@ -22,6 +22,7 @@
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 #include "host_table.hpp"
+#include "paging.cuh"
 #include "unique_ids.cuh"
 
 namespace pagedw2v {
@@ -421,6 +422,105 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
       row.note = e.what();
     }
     result.rows.push_back(row);
+  }
+
+  // Both ways at once, as paging moves rows: one swap kernel writes n rows of the device buffer
+  // back to the host table while it reads n other rows into their places. The rows read in
+  // ascend; the rows written back ascend too, or come in a random order, as they would if each
+  // new row took the slot a first-in-first-out cache hands it. Two disjoint sorted id lists X
+  // and Y alternate: a repetition writes back the list the buffer holds and reads the other.
+  // In random order the forward swaps address the buffer through a random permutation P and the
+  // backward ones in order, so both write back in a random order and read in order.
+  if (2 * uint64_t{n} <= o.table_rows) {
+    std::vector<uint32_t> both;
+    {
+      std::mt19937_64 rng(o.seed + 7);
+      std::uniform_int_distribution<uint64_t> pick(0, o.table_rows - 1);
+      std::vector<uint8_t> seen(o.table_rows, 0);
+      while (both.size() < 2 * uint64_t{n}) {
+        const uint32_t id = static_cast<uint32_t>(pick(rng));
+        if (!seen[id]) {
+          seen[id] = 1;
+          both.push_back(id);
+        }
+      }
+    }
+    std::vector<uint32_t> x(both.begin(), both.begin() + n), y(both.begin() + n, both.end());
+    std::sort(x.begin(), x.end());
+    std::sort(y.begin(), y.end());
+    std::vector<uint32_t> perm(n), x_perm(n), y_inv(n), identity(n);
+    for (uint32_t k = 0; k < n; ++k) perm[k] = identity[k] = k;
+    std::shuffle(perm.begin(), perm.end(), std::mt19937_64(o.seed + 11));
+    for (uint32_t k = 0; k < n; ++k) {
+      x_perm[k] = x[perm[k]];  // forward: slot perm[k] holds x[perm[k]]
+      y_inv[perm[k]] = y[k];   // after it, slot perm[k] holds y[k]
+    }
+    DeviceBuffer<uint32_t> d_x = DeviceBuffer<uint32_t>(n, "swap ids"),
+                           d_y = DeviceBuffer<uint32_t>(n, "swap ids"),
+                           d_x_perm = DeviceBuffer<uint32_t>(n, "swap ids"),
+                           d_y_inv = DeviceBuffer<uint32_t>(n, "swap ids"),
+                           d_perm = DeviceBuffer<uint32_t>(n, "swap ids");
+    const auto put = [&](DeviceBuffer<uint32_t>& d, const std::vector<uint32_t>& v) {
+      PAGEDW2V_CUDA_TRY(
+          cudaMemcpy(d.data(), v.data(), n * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    };
+    put(d_x, x);
+    put(d_y, y);
+    put(d_x_perm, x_perm);
+    put(d_y_inv, y_inv);
+    put(d_perm, perm);
+    float* const buffer = d_rows[0].data();
+    const auto swap = [&](const uint32_t* in, const uint32_t* out, const uint32_t* slots) {
+      MoveArgs m;
+      m.tables[0] = PagedTable{d_table, buffer};
+      m.table_count = 1;
+      m.dim = dim;
+      m.stride = dim;
+      m.host_rows = in;
+      m.out_rows = out;
+      m.dev_rows = slots;
+      m.n = n;
+      launch_move_rows(MoveKind::kSwap, m, stream);
+    };
+    for (const bool in_order : {false, true}) {
+      TransferBenchRow row{in_order ? "ours, both ways at once, written back in order"
+                                    : "ours, both ways at once, written back at random",
+                           -1, -1, ""};
+      // The buffer holds x in order.
+      launch_gather_rows(d_table, dim, d_x.data(), n, nullptr, buffer, stream);
+      uint64_t swaps = 0;
+      const double ms = bench.time([&](uint32_t) {
+        const bool forward = swaps++ % 2 == 0;
+        if (in_order) {
+          swap(forward ? d_y.data() : d_x.data(), forward ? d_x.data() : d_y.data(), nullptr);
+        } else if (forward) {
+          swap(d_y.data(), d_x_perm.data(), d_perm.data());
+        } else {
+          swap(d_x.data(), d_y_inv.data(), nullptr);
+        }
+      });
+      if (swaps % 2 == 1) {  // end with the buffer holding x in order, as it started
+        if (in_order) {
+          swap(d_x.data(), d_y.data(), nullptr);
+        } else {
+          swap(d_x.data(), d_y_inv.data(), nullptr);
+        }
+      }
+      verify_rows(row.method, x);
+      for (const std::vector<uint32_t>* list : {&x, &y}) {
+        for (const uint32_t id : *list) {
+          for (uint32_t c = 0; c < dim; ++c) {
+            if (table.row(id)[c] != table_value(id, c)) {
+              throw Error("bench transfer: " + row.method + " wrote wrong data into row " +
+                          std::to_string(id));
+            }
+          }
+        }
+      }
+      row.to_gpu_ms = row.to_host_ms = ms;
+      row.note = "one kernel: " + std::to_string(n) + " rows each way";
+      result.rows.push_back(row);
+    }
   }
 
   // Hybrid: for a share f, the first k = f·n ids of a set go by ours (GPU sort + dedup, then

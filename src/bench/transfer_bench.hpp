@@ -14,6 +14,10 @@
 ///   - ours, DMA: sort and deduplicate, then one cudaMemcpyBatchAsync of every run of
 ///     consecutive ids (the run list is built on the host, its time included);
 ///   - with `tuning`, our kernels at other launch shapes (GatherTuning);
+///   - ours, both ways at once, as paging moves rows (paging.cuh's swap): one kernel writes
+///     `rows` rows back while it reads `rows` others into their places, the rows read in
+///     ascending order and the rows written back in ascending or in random order (one figure
+///     for both directions; needs 2·rows ≤ table_rows);
 ///   - hybrid, for each share f in `hybrid_fractions`: the first f·rows ids go by ours (sorted
 ///     zero-copy kernel) while, at the same time, host threads move the others through pinned
 ///     staging in `hybrid_chunks` chunks, each chunk one cudaMemcpyAsync on a second stream as
