@@ -136,11 +136,11 @@ if has_step paged; then
   syn syn-paged-pool8k $P --pool-words 8192
   syn syn-resident-pool64k --placement resident --pool-words 65536
   syn syn-paged-pool64k $P --pool-words 65536
-  syn syn-paged-pool64k-batch512k $P --pool-words 65536 --batch-words 524288
-  QP="--negative-pool ${QPOOL:-2048} --pool-words ${QPOOLWORDS:-4096} --batch-words 262144"
-  quality sg-pool-resident --device cuda $QP --placement resident
-  quality sg-pool-paged --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
-  quality cbow-pool-paged --device cuda --model cbow $QP --placement paged --gpu-memory ${MIXMEM:-41000000}
+  QP="--negative-pool ${QPOOL:-1024} --pool-words ${QPOOLWORDS:-4096}"
+  quality sg-pool-resident --device cuda $QP --placement resident --seed 1
+  quality sg-pool-paged --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000} --seed 1
+  quality sg-pool-paged-seed2 --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000} --seed 2
+  quality cbow-pool-paged --device cuda --model cbow $QP --placement paged --gpu-memory ${MIXMEM:-41000000} --seed 1
   # The pool period against quality (README): pool entries per word set the bytes per word.
   for pw in ${POOLSWEEP:-1024/4096 1024/8192 2048/16384 4096/65536}; do
     for seed in 1 2; do
