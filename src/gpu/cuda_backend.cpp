@@ -84,9 +84,13 @@ struct PagingCounters {
 /// one may still be training: a cache slot is evicted only once every piece up to kDepth behind
 /// the one that evicts it has trained (kernels/paging.cuh). With two launches sharing the GPU
 /// each lasts about two pieces' time, so a depth of 2 would make every row move wait for the
-/// launch just before it.
+/// launch just before it. With one training stream (an optimizer, or serial runs) pieces train
+/// one after the other, and a depth of 2 lets a piece's moves run while the piece before it
+/// trains: the cache then holds two pieces' rows instead of three, which for an optimizer's
+/// whole super-batches decides whether they overlap at all.
 constexpr uint64_t kStages = 4;
 constexpr uint32_t kDepth = 3;
+constexpr uint32_t kDepthOneStream = 2;
 
 /// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and a
 /// row cache (kernels/paging.cuh describes the layout and the rules that keep rows fresh).
@@ -693,8 +697,10 @@ class CudaBackend final : public Backend {
   /// Training streams: two, so that a piece's launch can start while the previous one drains,
   /// when nothing orders the pieces (sgd, not serial); else one.
   cudaStream_t compute_of(uint64_t number) {
-    return !optimizer_ && !options_.serial && number % 2 == 1 ? compute2_.get() : compute_.get();
+    return two_training_streams() && number % 2 == 1 ? compute2_.get() : compute_.get();
   }
+
+  bool two_training_streams() const { return !optimizer_ && !options_.serial; }
 
   MoveArgs move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n) {
     return move_args(host_rows, dev_rows, n, static_cast<uint32_t>(hot_));
@@ -756,7 +762,7 @@ class CudaBackend final : public Backend {
     const uint64_t whole = last;
     if (fit_sentences_ > 0) last = std::min(last, cursor_ + fit_sentences_);
     bool split = false;
-    uint32_t depth = kDepth;
+    uint32_t depth = two_training_streams() ? kDepth : kDepthOneStream;
     const uint32_t hot = static_cast<uint32_t>(hot_), slots = static_cast<uint32_t>(cache_);
     const uint32_t* hand = hand_.data() + number % 2;
     uint32_t* counts = s.counts.data();
