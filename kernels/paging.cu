@@ -78,8 +78,8 @@ __global__ void flag_free_kernel(const uint32_t* __restrict__ slot_id,
   }
 }
 
-__global__ void free_slot_keys_kernel(const uint32_t* __restrict__ free, uint32_t n,
-                                      uint32_t slots, const uint32_t* hand, uint32_t* next_hand,
+__global__ void free_slot_keys_kernel(const uint32_t* __restrict__ free, uint32_t n, uint32_t slots,
+                                      const uint32_t* hand, uint32_t* next_hand,
                                       const uint32_t* __restrict__ slot_id, uint32_t no_row,
                                       uint32_t* __restrict__ keys, uint32_t* __restrict__ taken) {
   const uint32_t h = *hand;
@@ -307,7 +307,7 @@ void launch_install_rows(const uint32_t* ids, uint32_t n, const uint32_t* taken,
                          unsigned long long* evictions, cudaStream_t stream) {
   if (n == 0) return;
   install_kernel<<<grid_for(n), kThreads, 0, stream>>>(ids, n, taken, hot, slot_id, where, evicted,
-                                                      rows, evictions);
+                                                       rows, evictions);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

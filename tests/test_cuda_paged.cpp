@@ -63,8 +63,8 @@ TEST(CudaPaging, CacheFollowsTheRules) {
       d_counts(3, "counts"), d_used(slots, "used");
   DeviceBuffer<uint32_t> d_keys_b(max_list, "keys"), d_taken_b(max_list, "taken");
   const uint32_t key_bits = 13;  // ids and the empty key 5000 < 2^13
-  const size_t temp_bytes =
-      std::max(select_marked_ids_temp_bytes(vocab), order_free_slots_temp_bytes(max_list, key_bits));
+  const size_t temp_bytes = std::max(select_marked_ids_temp_bytes(vocab),
+                                     order_free_slots_temp_bytes(max_list, key_bits));
   DeviceBuffer<unsigned char> d_temp(std::max<size_t>(temp_bytes, 1), "temp");
   DeviceBuffer<unsigned long long> d_counter = upload(std::vector<unsigned long long>(3, 0));
   Stream st;
@@ -144,7 +144,8 @@ TEST(CudaPaging, CacheFollowsTheRules) {
     std::vector<uint32_t> taken(nf);
     for (uint32_t k = 0; k < nf; ++k) taken[k] = (hand + free[k]) % slots;
     std::stable_sort(taken.begin(), taken.end(), [&](uint32_t a, uint32_t b) {
-      return (slot_id[a] == kNoRow ? vocab : slot_id[a]) < (slot_id[b] == kNoRow ? vocab : slot_id[b]);
+      return (slot_id[a] == kNoRow ? vocab : slot_id[a]) <
+             (slot_id[b] == kNoRow ? vocab : slot_id[b]);
     });
     for (uint32_t k = 0; k < nf; ++k) reordered += taken[k] != (hand + free[k]) % slots;
     const uint32_t next_hand = nf > 0 ? (hand + free[nf - 1] + 1) % slots : hand;
@@ -382,7 +383,7 @@ struct RunSetup {
   uint32_t batch_words = 16384;
   uint32_t pool_words = 16384;
   uint32_t epochs = 2;
-  bool interleaved = false;  ///< host tables in one allocation, the rows of an id side by side
+  bool interleaved = false;      ///< host tables in one allocation, the rows of an id side by side
   uint32_t sgd_piece_words = 0;  ///< CudaBackendOptions::sgd_piece_words; 0: its default
 };
 

@@ -351,8 +351,8 @@ class CudaBackend final : public Backend {
     // smaller stage buffers leave more of the budget to rows, and moves and launches interleave
     // more finely (CudaBackendOptions::sgd_piece_words).
     if (!optimizer_ && options_.sgd_piece_words > 0) {
-      const uint64_t cap = std::max<uint64_t>(
-          1, (options_.sgd_piece_words + kBlockWords - 1) / kBlockWords);
+      const uint64_t cap =
+          std::max<uint64_t>(1, (options_.sgd_piece_words + kBlockWords - 1) / kBlockWords);
       if (batch_blocks_ > cap) {
         batch_blocks_ = static_cast<uint32_t>(cap);
         size_super_batches();
@@ -513,9 +513,9 @@ class CudaBackend final : public Backend {
   /// Scratch shared by the paging selects and the slot-order sort (one at a time, on the
   /// preparation stream).
   size_t scratch_bytes() const {
-    return std::max(select_marked_ids_temp_bytes(std::max({rows_, cache_, max_list_})),
-                    order_free_slots_temp_bytes(static_cast<uint32_t>(max_list_),
-                                                order_key_bits()));
+    return std::max(
+        select_marked_ids_temp_bytes(std::max({rows_, cache_, max_list_})),
+        order_free_slots_temp_bytes(static_cast<uint32_t>(max_list_), order_key_bits()));
   }
 
   void allocate_paging() {
@@ -536,8 +536,7 @@ class CudaBackend final : public Backend {
         cudaMemsetAsync(paging_counters_.data(), 0, sizeof(PagingCounters), compute_.get()));
     paging_bytes_ = where_.bytes() + marks_.bytes() + slot_id_.bytes() + slot_use_.bytes() +
                     flags_.bytes() + free_.bytes() + hand_.bytes() + order_keys_.bytes() +
-                    order_slots_.bytes() + select_temp_.bytes() +
-                    paging_counters_.bytes();
+                    order_slots_.bytes() + select_temp_.bytes() + paging_counters_.bytes();
     for (Stage& s : stage_) {
       s.tokens = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch tokens");
       s.rows = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch rows");
