@@ -121,7 +121,7 @@ fi
 if has_step paged; then
   # Resident against paged tables on the same synthetic Zipf stream (10 M rows × 128, SGD, a
   # budget of 10 % of the tables' 10.24 GB), then mix5m quality with under half the rows on the GPU.
-  SYN=${SYN:-10000000,200000000,1.0}
+  SYN=${SYN:-10000000,100000000,1.0}
   POOL=${POOL:-1024}
   syn() {  # name, then bench flags
     local name=$1; shift
