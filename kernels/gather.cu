@@ -14,20 +14,35 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 
 /// Thread mapping of the coalesced kernels: a row of `row_v` elements of V (float4 when the
 /// shape allows, else float) is cut into pieces of 32 elements; the n·pieces items are dealt to
-/// warps kUnroll consecutive items at a time (grid-stride), and lane l moves element l of its
-/// piece. For dim 128 a piece is a whole row, 32 lanes × 16 B = 512 B in one coalesced access,
-/// and consecutive items of a warp are consecutive (sorted, so nearby) rows. A warp issues all
-/// kUnroll loads before its first store: a load from host memory waits a PCIe round trip.
+/// warps kUnroll consecutive items at a time, and lane l moves element l of its piece. For dim
+/// 128 a piece is a whole row, 32 lanes × 16 B = 512 B in one coalesced access, and consecutive
+/// items of a warp are consecutive (sorted, so nearby) rows. A warp issues all kUnroll loads
+/// before its first store: a load from host memory waits a PCIe round trip.
+/// Who takes which items: with a claim counter, each warp takes the next kUnroll items from it
+/// when it is done with its last ones, so the items in flight are always a narrow window that
+/// walks the sorted ids in order; without one, warp w takes items w·kUnroll, then every
+/// (warps·kUnroll)-th batch after it (grid-stride), and warps that run at different speeds
+/// drift apart over the table.
+__device__ __forceinline__ uint64_t claim_items(unsigned long long* claim, uint32_t count,
+                                                uint32_t lane) {
+  unsigned long long base = 0;
+  if (lane == 0) base = atomicAdd(claim, static_cast<unsigned long long>(count));
+  return __shfl_sync(0xffffffffu, base, 0);
+}
+
 template <typename V, int kUnroll>
 __global__ void gather_rows_kernel(const V* __restrict__ table, uint32_t row_v, uint32_t pieces,
                                    const uint32_t* __restrict__ ids, uint32_t n_max,
-                                   const uint32_t* __restrict__ d_n, V* __restrict__ out) {
+                                   const uint32_t* __restrict__ d_n, V* __restrict__ out,
+                                   unsigned long long* claim) {
   const uint32_t n = d_n != nullptr ? min(*d_n, n_max) : n_max;
   const uint64_t items = uint64_t{n} * pieces;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
-  for (uint64_t base = warp * kUnroll; base < items; base += warps * kUnroll) {
+  for (uint64_t base = claim != nullptr ? claim_items(claim, kUnroll, lane) : warp * kUnroll;
+       base < items;
+       base = claim != nullptr ? claim_items(claim, kUnroll, lane) : base + warps * kUnroll) {
     V v[kUnroll];
     uint64_t dst[kUnroll];
     bool ok[kUnroll];
@@ -53,13 +68,16 @@ __global__ void gather_rows_kernel(const V* __restrict__ table, uint32_t row_v, 
 template <typename V, int kUnroll>
 __global__ void scatter_rows_kernel(V* __restrict__ table, uint32_t row_v, uint32_t pieces,
                                     const uint32_t* __restrict__ ids, uint32_t n_max,
-                                    const uint32_t* __restrict__ d_n, const V* __restrict__ in) {
+                                    const uint32_t* __restrict__ d_n, const V* __restrict__ in,
+                                    unsigned long long* claim) {
   const uint32_t n = d_n != nullptr ? min(*d_n, n_max) : n_max;
   const uint64_t items = uint64_t{n} * pieces;
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
-  for (uint64_t base = warp * kUnroll; base < items; base += warps * kUnroll) {
+  for (uint64_t base = claim != nullptr ? claim_items(claim, kUnroll, lane) : warp * kUnroll;
+       base < items;
+       base = claim != nullptr ? claim_items(claim, kUnroll, lane) : base + warps * kUnroll) {
     V v[kUnroll];
     uint64_t dst[kUnroll];
     bool ok[kUnroll];
@@ -123,6 +141,12 @@ unsigned grid_for_items(Kernel kernel, uint64_t items, uint64_t items_per_block,
   return static_cast<unsigned>(want < cap ? (want > 0 ? want : 1) : cap);
 }
 
+void reset_claim(unsigned long long* claim, cudaStream_t stream) {
+  if (claim != nullptr) {
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(claim, 0, sizeof(unsigned long long), stream));
+  }
+}
+
 bool vectorizable(uint32_t dim, const void* a, const void* b) {
   return dim % 4 == 0 &&
          ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15u) == 0;
@@ -130,23 +154,27 @@ bool vectorizable(uint32_t dim, const void* a, const void* b) {
 
 template <typename V, int kUnroll>
 void gather_as(const float* table, uint32_t dim, const uint32_t* ids, uint32_t n_max,
-               const uint32_t* d_n, float* out, cudaStream_t stream, int blocks_per_sm) {
+               const uint32_t* d_n, float* out, cudaStream_t stream, int blocks_per_sm,
+               unsigned long long* claim) {
   const uint32_t row_v = dim * sizeof(float) / sizeof(V), pieces = (row_v + 31) / 32;
   const unsigned grid = grid_for_items(gather_rows_kernel<V, kUnroll>, uint64_t{n_max} * pieces,
                                        kWarpsPerBlock * kUnroll, blocks_per_sm);
-  gather_rows_kernel<V, kUnroll><<<grid, kThreads, 0, stream>>>(
-      reinterpret_cast<const V*>(table), row_v, pieces, ids, n_max, d_n, reinterpret_cast<V*>(out));
+  gather_rows_kernel<V, kUnroll><<<grid, kThreads, 0, stream>>>(reinterpret_cast<const V*>(table),
+                                                                row_v, pieces, ids, n_max, d_n,
+                                                                reinterpret_cast<V*>(out), claim);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
 template <typename V, int kUnroll>
 void scatter_as(float* table, uint32_t dim, const uint32_t* ids, uint32_t n_max,
-                const uint32_t* d_n, const float* in, cudaStream_t stream, int blocks_per_sm) {
+                const uint32_t* d_n, const float* in, cudaStream_t stream, int blocks_per_sm,
+                unsigned long long* claim) {
   const uint32_t row_v = dim * sizeof(float) / sizeof(V), pieces = (row_v + 31) / 32;
   const unsigned grid = grid_for_items(scatter_rows_kernel<V, kUnroll>, uint64_t{n_max} * pieces,
                                        kWarpsPerBlock * kUnroll, blocks_per_sm);
-  scatter_rows_kernel<V, kUnroll><<<grid, kThreads, 0, stream>>>(
-      reinterpret_cast<V*>(table), row_v, pieces, ids, n_max, d_n, reinterpret_cast<const V*>(in));
+  scatter_rows_kernel<V, kUnroll>
+      <<<grid, kThreads, 0, stream>>>(reinterpret_cast<V*>(table), row_v, pieces, ids, n_max, d_n,
+                                      reinterpret_cast<const V*>(in), claim);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
@@ -171,11 +199,12 @@ void with_unroll(int unroll, Fn&& fn) {
 
 void launch_gather_rows(const float* table, uint32_t dim, const uint32_t* ids, uint32_t n_max,
                         const uint32_t* d_n, float* out, cudaStream_t stream,
-                        const GatherTuning& tuning) {
+                        const GatherTuning& tuning, unsigned long long* claim) {
   if (n_max == 0 || dim == 0) return;
+  reset_claim(claim, stream);
   const auto go = [&](auto v, auto unroll) {
     gather_as<decltype(v), decltype(unroll)::value>(table, dim, ids, n_max, d_n, out, stream,
-                                                    tuning.blocks_per_sm);
+                                                    tuning.blocks_per_sm, claim);
   };
   if (vectorizable(dim, table, out)) {
     with_unroll<float4>(tuning.unroll, go);
@@ -186,11 +215,12 @@ void launch_gather_rows(const float* table, uint32_t dim, const uint32_t* ids, u
 
 void launch_scatter_rows(float* table, uint32_t dim, const uint32_t* ids, uint32_t n_max,
                          const uint32_t* d_n, const float* in, cudaStream_t stream,
-                         const GatherTuning& tuning) {
+                         const GatherTuning& tuning, unsigned long long* claim) {
   if (n_max == 0 || dim == 0) return;
+  reset_claim(claim, stream);
   const auto go = [&](auto v, auto unroll) {
     scatter_as<decltype(v), decltype(unroll)::value>(table, dim, ids, n_max, d_n, in, stream,
-                                                     tuning.blocks_per_sm);
+                                                     tuning.blocks_per_sm, claim);
   };
   if (vectorizable(dim, table, in)) {
     with_unroll<float4>(tuning.unroll, go);

@@ -17,27 +17,34 @@
 
 namespace pagedw2v {
 
-/// Launch shape of the coalesced kernels; the defaults are what the trainer uses, the others
-/// exist for `pagedw2v bench transfer --tuning`. Random sorted rows of a host table are bound by
-/// the GPU's address translation of host pages, not by PCIe: fewer rows in flight keep the
-/// addresses in flight closer together. H200, 131,072 rows × 128 of a 5.12 GB table, sort
-/// included (2026-11-30): 1 block of 8 warps per multiprocessor, 4 rows each, 1.82 ms to the GPU
-/// and 1.72 ms back; every block that fits (4 per multiprocessor), 1.90 and 1.90 ms.
+/// Launch shape of the coalesced kernels; the defaults are what `bench transfer` reports as
+/// ours, the others exist for `pagedw2v bench transfer --tuning`. Random sorted rows of a large
+/// host table are bound by the GPU's address translation of host pages, not by PCIe, and that
+/// cost grows with how far apart the addresses in flight are: a narrow window that walks the
+/// table in order is what makes the sorted gather fast. Hence few rows in flight (one block of
+/// 8 warps per multiprocessor) and a claim counter (below). H200, 131,072 rows × 128 of a
+/// 5.12 GB table (2026-11-30, kernel alone): with the claim counter 1.48 ms to the GPU; striding
+/// warps 1.66 ms at 1 block per multiprocessor, 1.81 ms at 4; on a 2 GB table every shape takes
+/// 1.31 ms.
 struct GatherTuning {
   int unroll = 4;         ///< row pieces a warp loads before it stores any: 1, 2, 4 or 8
   int blocks_per_sm = 1;  ///< most resident blocks per multiprocessor; 0 = as many as fit
 };
 
 /// out[i, :] = table[ids[i], :] for i < n, where n = min(*d_n, n_max) when d_n is not null,
-/// else n_max. `table` may be mapped host memory.
+/// else n_max. `table` may be mapped host memory. `claim`, when given, is one device word of
+/// the caller's that no launch running at the same time uses; the launch zeroes it on `stream`
+/// and the warps take their rows from it in ascending order (see GatherTuning). Without it the
+/// warps stride over the rows.
 void launch_gather_rows(const float* table, uint32_t dim, const uint32_t* ids, uint32_t n_max,
                         const uint32_t* d_n, float* out, cudaStream_t stream,
-                        const GatherTuning& tuning = {});
+                        const GatherTuning& tuning = {}, unsigned long long* claim = nullptr);
 
-/// table[ids[i], :] = in[i, :] for i < n (n as for launch_gather_rows). Ids must be distinct.
+/// table[ids[i], :] = in[i, :] for i < n (n and `claim` as for launch_gather_rows). Ids must be
+/// distinct.
 void launch_scatter_rows(float* table, uint32_t dim, const uint32_t* ids, uint32_t n_max,
                          const uint32_t* d_n, const float* in, cudaStream_t stream,
-                         const GatherTuning& tuning = {});
+                         const GatherTuning& tuning = {}, unsigned long long* claim = nullptr);
 
 /// The naive baseline of `pagedw2v bench transfer`: one thread copies one whole row, so a
 /// warp's accesses land in 32 different rows and nothing is coalesced. Same contract as

@@ -155,7 +155,9 @@ __global__ void flag_used_kernel(const uint32_t* __restrict__ slot_id,
 /// tables the items of one entry are one contiguous run of host memory, and PCIe moves few large
 /// runs far faster than many rows apart (bench transfer, bench train). A warp issues all loads of
 /// its batch before its first store: a load from host memory waits a PCIe round trip. Sorted
-/// entries walk host addresses in order.
+/// entries walk host addresses in order; with a claim counter (MoveArgs::claim) each warp takes
+/// the next batch when done with its last, so the batches in flight stay a narrow window of
+/// host addresses, which the GPU translates far faster than addresses spread over the table.
 template <typename V, int kBatch>
 __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t pieces,
                                  uint32_t host_v, uint32_t dev_v) {
@@ -166,7 +168,14 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
   const bool to_host = kind == MoveKind::kToHost;
   const uint32_t per_entry = static_cast<uint32_t>(a.table_count) * pieces;
   const uint64_t items = uint64_t{a.n} * per_entry;
-  for (uint64_t g0 = warp * kBatch; g0 < items; g0 += warps * kBatch) {
+  unsigned long long* const claim = a.claim;
+  const auto next = [&](uint64_t g) -> uint64_t {
+    if (claim == nullptr) return g + warps * kBatch;
+    unsigned long long b = 0;
+    if (lane == 0) b = atomicAdd(claim, static_cast<unsigned long long>(kBatch));
+    return __shfl_sync(0xffffffffu, b, 0);
+  };
+  for (uint64_t g0 = claim != nullptr ? next(0) : warp * kBatch; g0 < items; g0 = next(g0)) {
     bool in[kBatch], out[kBatch];
     uint64_t host_in[kBatch], host_out[kBatch], dev[kBatch];
     int table[kBatch];
@@ -356,6 +365,9 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   const uint32_t pieces = (row_v + 31) / 32;
   const uint64_t items = uint64_t{a.n} * static_cast<uint64_t>(a.table_count) * pieces;
   const uint64_t warps_wanted = (items + kBatch - 1) / kBatch;
+  if (a.claim != nullptr) {
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(a.claim, 0, sizeof(unsigned long long), stream));
+  }
   // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
   // (bench transfer).
   const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);

@@ -150,6 +150,10 @@ struct MoveArgs {
   /// Blocks of 8 warps at most; 0: one per multiprocessor. Moves that run beside training take
   /// only the room it leaves, so that they do not hold places its next launch needs.
   uint32_t max_blocks = 0;
+  /// One device word that no move running at the same time uses, or null. When given, the
+  /// launch zeroes it on its stream and warps take their batches from it in ascending order
+  /// (see move_rows_kernel in paging.cu); without it they stride over the entries.
+  unsigned long long* claim = nullptr;
 };
 
 /// Moves the selected rows of every table in one launch (asynchronous on `stream`).

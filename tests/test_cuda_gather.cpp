@@ -126,12 +126,18 @@ TEST_P(GatherTest, GatherMatchesCpu) {
   DeviceBuffer<uint32_t> d_ids = upload(ids_, "ids");
   DeviceBuffer<float> d_out(size_t{n} * dim, "out");
   const std::vector<float> want = reference(ids_);
-  for (const GatherTuning& t :
-       {GatherTuning{1, 0}, GatherTuning{4, 0}, GatherTuning{2, 1}, GatherTuning{8, 2}}) {
-    poison(d_out);
-    launch_gather_rows(d_table_, dim, d_ids.data(), n, nullptr, d_out.data(), stream_, t);
-    PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream_));
-    expect_rows_equal(download(d_out), want, dim, "coalesced, other launch shapes");
+  // Warps striding or claiming rows from a counter; the counter is reused, so each launch must
+  // reset it.
+  DeviceBuffer<unsigned long long> d_claim(1, "claim counter");
+  for (unsigned long long* claim : {static_cast<unsigned long long*>(nullptr), d_claim.data()}) {
+    for (const GatherTuning& t :
+         {GatherTuning{1, 0}, GatherTuning{4, 0}, GatherTuning{2, 1}, GatherTuning{8, 2}}) {
+      poison(d_out);
+      launch_gather_rows(d_table_, dim, d_ids.data(), n, nullptr, d_out.data(), stream_, t, claim);
+      PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream_));
+      expect_rows_equal(download(d_out), want, dim,
+                        claim ? "coalesced, claimed" : "coalesced, other launch shapes");
+    }
   }
   for (const bool thread_per_row : {false, true}) {
     poison(d_out);
@@ -216,22 +222,28 @@ TEST_P(GatherTest, SortedPipelineGathersAndScattersBack) {
   const size_t temp_bytes = sort_unique_ids_temp_bytes(n);
   DeviceBuffer<unsigned char> d_temp(temp_bytes, "temp");
   DeviceBuffer<float> d_rows(size_t{n} * dim, "rows");
-  poison(d_rows);
+  DeviceBuffer<unsigned long long> d_claim(1, "claim counter");
   launch_sort_unique_ids(d_ids.data(), n, id_bits(GetParam().table_rows), d_sorted.data(),
                          d_unique.data(), d_count.data(), d_temp.data(), temp_bytes, stream_);
-  // The count stays on the device: rows past it must stay untouched.
-  launch_gather_rows(d_table_, dim, d_unique.data(), n, d_count.data(), d_rows.data(), stream_);
-  PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream_));
-  std::vector<float> got = download(d_rows);
-  const size_t written = uniq.size() * dim;
-  for (size_t i = written; i < got.size(); ++i) {
-    ASSERT_TRUE(std::isnan(got[i])) << "element " << i << " past the unique count was written";
+  // The count stays on the device: rows past it must stay untouched. Striding and claimed.
+  for (const bool claimed : {false, true}) {
+    poison(d_rows);
+    launch_gather_rows(d_table_, dim, d_unique.data(), n, d_count.data(), d_rows.data(), stream_,
+                       GatherTuning{}, claimed ? d_claim.data() : nullptr);
+    PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream_));
+    std::vector<float> got = download(d_rows);
+    const size_t written = uniq.size() * dim;
+    for (size_t i = written; i < got.size(); ++i) {
+      ASSERT_TRUE(std::isnan(got[i])) << "element " << i << " past the unique count was written";
+    }
+    got.resize(written);
+    expect_rows_equal(got, reference(uniq), dim,
+                      claimed ? "sorted gather, claimed" : "sorted gather");
   }
-  got.resize(written);
-  expect_rows_equal(got, reference(uniq), dim, "sorted gather");
 
-  // Scatter fresh values back through both kernels; untouched rows must keep theirs.
-  for (const bool thread_per_row : {false, true}) {
+  // Scatter fresh values back through each kernel; untouched rows must keep theirs.
+  for (const int way : {0, 1, 2}) {
+    const bool thread_per_row = way == 2, claimed = way == 1;
     std::vector<float> fresh(size_t{n} * dim);
     std::uniform_real_distribution<float> value(3.0f, 5.0f);
     for (float& x : fresh) x = value(rng_);
@@ -244,7 +256,7 @@ TEST_P(GatherTest, SortedPipelineGathersAndScattersBack) {
                                          stream_);
     } else {
       launch_scatter_rows(d_table_, dim, d_unique.data(), n, d_count.data(), d_fresh.data(),
-                          stream_);
+                          stream_, GatherTuning{}, claimed ? d_claim.data() : nullptr);
     }
     PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream_));
     std::vector<float> want = before;
@@ -253,7 +265,10 @@ TEST_P(GatherTest, SortedPipelineGathersAndScattersBack) {
                 want.begin() + size_t{uniq[i]} * dim);
     }
     const std::vector<float> after(table_.data(), table_.data() + table_.rows() * dim);
-    expect_rows_equal(after, want, dim, thread_per_row ? "scatter, thread per row" : "scatter");
+    expect_rows_equal(after, want, dim,
+                      thread_per_row ? "scatter, thread per row"
+                      : claimed      ? "scatter, claimed"
+                                     : "scatter");
   }
 }
 

@@ -202,132 +202,140 @@ TEST(CudaPaging, CacheFollowsTheRules) {
 }
 
 // Row moves: every table, both directions, dims that take the 16-byte and the 4-byte path,
-// entries to skip, device rows listed or consecutive.
+// entries to skip, device rows listed or consecutive; warps striding, or claiming their batches
+// from a counter that each launch resets (one block, so every warp claims many times).
 TEST(CudaPaging, MovesRowsOfEveryTable) {
   REQUIRE_GPU();
-  for (const bool interleaved : {false, true}) {
-    for (const uint32_t dim : {7u, 128u}) {
-      const uint32_t stride = (dim + 3) & ~3u, vocab = 1000, dev_rows = 900, n = 200;
-      const std::string what = std::to_string(dim) + (interleaved ? " interleaved" : " apart");
-      std::mt19937 rng(dim + interleaved);
-      std::uniform_real_distribution<float> u(-1, 1);
-      std::vector<uint32_t> list(vocab);
-      for (uint32_t i = 0; i < vocab; ++i) list[i] = i;
-      std::shuffle(list.begin(), list.end(), rng);
-      // Rows written back by a swap: none of them is read by it.
-      std::vector<uint32_t> evicted(list.begin() + n, list.begin() + 2 * n);
-      for (uint32_t k = 2; k < n; k += 4) evicted[k] = kNoRow;
-      list.resize(n);
-      std::sort(list.begin(), list.end());
-      std::vector<uint32_t> rows(dev_rows);
-      for (uint32_t i = 0; i < dev_rows; ++i) rows[i] = i;
-      std::shuffle(rows.begin(), rows.end(), rng);
-      rows.resize(n);
-      std::vector<uint32_t> in = list, out = list;
-      for (uint32_t k = 0; k < n; k += 3) in[k] = kNoRow;
-      for (uint32_t k = 1; k < n; k += 2) out[k] = kNoRow;
-      const int tables = 3;
-      // Host tables: apart (one allocation each, row pitch dim) or interleaved (one allocation,
-      // row r of table t at (r · tables + t) · dim).
-      const size_t host_stride = interleaved ? size_t{tables} * dim : dim;
-      std::vector<std::vector<float>> host(tables, std::vector<float>(size_t{vocab} * dim));
-      std::vector<std::vector<float>> dev(tables, std::vector<float>(size_t{dev_rows} * stride));
-      for (auto& t : host)
-        for (float& x : t) x = u(rng);
-      for (auto& t : dev)
-        for (size_t i = 0; i < t.size(); ++i) t[i] = i % stride < dim ? u(rng) : 0.0f;
-      std::vector<float*> host_pinned(interleaved ? 1 : tables);
-      for (float*& p : host_pinned) {
-        PAGEDW2V_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&p),
-                                        size_t{vocab} * host_stride * 4, cudaHostAllocMapped));
-      }
-      auto base = [&](int t) {
-        return interleaved ? host_pinned[0] + size_t(t) * dim : host_pinned[t];
-      };
-      auto host_equal = [&](int t) {
-        for (size_t r = 0; r < vocab; ++r)
-          for (uint32_t d = 0; d < dim; ++d)
-            if (std::memcmp(base(t) + r * host_stride + d, &host[t][r * dim + d], 4) != 0)
-              return false;
-        return true;
-      };
-      std::vector<DeviceBuffer<float>> d_dev;
-      MoveArgs m;
-      for (int t = 0; t < tables; ++t) {
-        for (size_t r = 0; r < vocab; ++r)
-          std::memcpy(base(t) + r * host_stride, &host[t][r * dim], dim * 4);
-        d_dev.push_back(upload(dev[t]));
-        m.tables[t] = PagedTable{base(t), d_dev[t].data()};
-      }
-      m.table_count = tables;
-      m.dim = dim;
-      m.stride = stride;
-      m.host_stride = static_cast<uint32_t>(host_stride);
-      m.n = n;
-      DeviceBuffer<uint32_t> d_in = upload(in), d_out = upload(out), d_rows = upload(rows);
-      Stream st;
-      // In: listed device rows.
-      m.host_rows = d_in.data();
-      m.dev_rows = d_rows.data();
-      launch_move_rows(MoveKind::kToDevice, m, st.get());
-      st.synchronize();
-      for (int t = 0; t < tables; ++t) {
-        for (uint32_t k = 0; k < n; ++k) {
-          if (in[k] == kNoRow) continue;
-          for (uint32_t d = 0; d < dim; ++d)
-            dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
+  DeviceBuffer<unsigned long long> d_claim(1, "claim counter");
+  for (const bool claimed : {false, true})
+    for (const bool interleaved : {false, true}) {
+      for (const uint32_t dim : {7u, 128u}) {
+        const uint32_t stride = (dim + 3) & ~3u, vocab = 1000, dev_rows = 900, n = 200;
+        const std::string what = std::to_string(dim) + (interleaved ? " interleaved" : " apart") +
+                                 (claimed ? " claimed" : " striding");
+        std::mt19937 rng(dim + interleaved);
+        std::uniform_real_distribution<float> u(-1, 1);
+        std::vector<uint32_t> list(vocab);
+        for (uint32_t i = 0; i < vocab; ++i) list[i] = i;
+        std::shuffle(list.begin(), list.end(), rng);
+        // Rows written back by a swap: none of them is read by it.
+        std::vector<uint32_t> evicted(list.begin() + n, list.begin() + 2 * n);
+        for (uint32_t k = 2; k < n; k += 4) evicted[k] = kNoRow;
+        list.resize(n);
+        std::sort(list.begin(), list.end());
+        std::vector<uint32_t> rows(dev_rows);
+        for (uint32_t i = 0; i < dev_rows; ++i) rows[i] = i;
+        std::shuffle(rows.begin(), rows.end(), rng);
+        rows.resize(n);
+        std::vector<uint32_t> in = list, out = list;
+        for (uint32_t k = 0; k < n; k += 3) in[k] = kNoRow;
+        for (uint32_t k = 1; k < n; k += 2) out[k] = kNoRow;
+        const int tables = 3;
+        // Host tables: apart (one allocation each, row pitch dim) or interleaved (one allocation,
+        // row r of table t at (r · tables + t) · dim).
+        const size_t host_stride = interleaved ? size_t{tables} * dim : dim;
+        std::vector<std::vector<float>> host(tables, std::vector<float>(size_t{vocab} * dim));
+        std::vector<std::vector<float>> dev(tables, std::vector<float>(size_t{dev_rows} * stride));
+        for (auto& t : host)
+          for (float& x : t) x = u(rng);
+        for (auto& t : dev)
+          for (size_t i = 0; i < t.size(); ++i) t[i] = i % stride < dim ? u(rng) : 0.0f;
+        std::vector<float*> host_pinned(interleaved ? 1 : tables);
+        for (float*& p : host_pinned) {
+          PAGEDW2V_CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&p),
+                                          size_t{vocab} * host_stride * 4, cudaHostAllocMapped));
         }
-        ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " table " << t;
-      }
-      // Out: consecutive device rows from dev_base.
-      m.host_rows = d_out.data();
-      m.dev_rows = nullptr;
-      m.dev_base = 50;
-      launch_move_rows(MoveKind::kToHost, m, st.get());
-      st.synchronize();
-      for (int t = 0; t < tables; ++t) {
-        for (uint32_t k = 0; k < n; ++k) {
-          if (out[k] == kNoRow) continue;
-          for (uint32_t d = 0; d < dim; ++d)
-            host[t][size_t{out[k]} * dim + d] = dev[t][(50 + size_t{k}) * stride + d];
+        auto base = [&](int t) {
+          return interleaved ? host_pinned[0] + size_t(t) * dim : host_pinned[t];
+        };
+        auto host_equal = [&](int t) {
+          for (size_t r = 0; r < vocab; ++r)
+            for (uint32_t d = 0; d < dim; ++d)
+              if (std::memcmp(base(t) + r * host_stride + d, &host[t][r * dim + d], 4) != 0)
+                return false;
+          return true;
+        };
+        std::vector<DeviceBuffer<float>> d_dev;
+        MoveArgs m;
+        for (int t = 0; t < tables; ++t) {
+          for (size_t r = 0; r < vocab; ++r)
+            std::memcpy(base(t) + r * host_stride, &host[t][r * dim], dim * 4);
+          d_dev.push_back(upload(dev[t]));
+          m.tables[t] = PagedTable{base(t), d_dev[t].data()};
         }
-        EXPECT_TRUE(host_equal(t)) << what << " table " << t;
-      }
-      // Identity rows (host_rows null): device rows 0 … 99 from host rows 0 … 99.
-      m.host_rows = nullptr;
-      m.dev_rows = nullptr;
-      m.dev_base = 0;
-      m.n = 100;
-      launch_move_rows(MoveKind::kToDevice, m, st.get());
-      st.synchronize();
-      for (int t = 0; t < tables; ++t) {
-        for (size_t r = 0; r < 100; ++r)
-          for (uint32_t d = 0; d < dim; ++d) dev[t][r * stride + d] = host[t][r * dim + d];
-        ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " identity " << t;
-      }
-      m.n = n;
-      // Swap: listed device rows go back to the evicted ids while the list's rows come in.
-      DeviceBuffer<uint32_t> d_evicted = upload(evicted);
-      m.host_rows = d_in.data();
-      m.out_rows = d_evicted.data();
-      m.dev_rows = d_rows.data();
-      launch_move_rows(MoveKind::kSwap, m, st.get());
-      st.synchronize();
-      for (int t = 0; t < tables; ++t) {
-        for (uint32_t k = 0; k < n; ++k) {
-          for (uint32_t d = 0; d < dim; ++d) {
-            if (evicted[k] != kNoRow)
-              host[t][size_t{evicted[k]} * dim + d] = dev[t][size_t{rows[k]} * stride + d];
-            if (in[k] != kNoRow)
+        m.table_count = tables;
+        m.dim = dim;
+        m.stride = stride;
+        m.host_stride = static_cast<uint32_t>(host_stride);
+        m.n = n;
+        if (claimed) {
+          m.claim = d_claim.data();
+          m.max_blocks = 1;
+        }
+        DeviceBuffer<uint32_t> d_in = upload(in), d_out = upload(out), d_rows = upload(rows);
+        Stream st;
+        // In: listed device rows.
+        m.host_rows = d_in.data();
+        m.dev_rows = d_rows.data();
+        launch_move_rows(MoveKind::kToDevice, m, st.get());
+        st.synchronize();
+        for (int t = 0; t < tables; ++t) {
+          for (uint32_t k = 0; k < n; ++k) {
+            if (in[k] == kNoRow) continue;
+            for (uint32_t d = 0; d < dim; ++d)
               dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
           }
+          ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " table " << t;
         }
-        EXPECT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " table " << t;
-        EXPECT_TRUE(host_equal(t)) << what << " table " << t;
+        // Out: consecutive device rows from dev_base.
+        m.host_rows = d_out.data();
+        m.dev_rows = nullptr;
+        m.dev_base = 50;
+        launch_move_rows(MoveKind::kToHost, m, st.get());
+        st.synchronize();
+        for (int t = 0; t < tables; ++t) {
+          for (uint32_t k = 0; k < n; ++k) {
+            if (out[k] == kNoRow) continue;
+            for (uint32_t d = 0; d < dim; ++d)
+              host[t][size_t{out[k]} * dim + d] = dev[t][(50 + size_t{k}) * stride + d];
+          }
+          EXPECT_TRUE(host_equal(t)) << what << " table " << t;
+        }
+        // Identity rows (host_rows null): device rows 0 … 99 from host rows 0 … 99.
+        m.host_rows = nullptr;
+        m.dev_rows = nullptr;
+        m.dev_base = 0;
+        m.n = 100;
+        launch_move_rows(MoveKind::kToDevice, m, st.get());
+        st.synchronize();
+        for (int t = 0; t < tables; ++t) {
+          for (size_t r = 0; r < 100; ++r)
+            for (uint32_t d = 0; d < dim; ++d) dev[t][r * stride + d] = host[t][r * dim + d];
+          ASSERT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " identity " << t;
+        }
+        m.n = n;
+        // Swap: listed device rows go back to the evicted ids while the list's rows come in.
+        DeviceBuffer<uint32_t> d_evicted = upload(evicted);
+        m.host_rows = d_in.data();
+        m.out_rows = d_evicted.data();
+        m.dev_rows = d_rows.data();
+        launch_move_rows(MoveKind::kSwap, m, st.get());
+        st.synchronize();
+        for (int t = 0; t < tables; ++t) {
+          for (uint32_t k = 0; k < n; ++k) {
+            for (uint32_t d = 0; d < dim; ++d) {
+              if (evicted[k] != kNoRow)
+                host[t][size_t{evicted[k]} * dim + d] = dev[t][size_t{rows[k]} * stride + d];
+              if (in[k] != kNoRow)
+                dev[t][size_t{rows[k]} * stride + d] = host[t][size_t{in[k]} * dim + d];
+            }
+          }
+          EXPECT_EQ(download(d_dev[t], dev[t].size()), dev[t]) << what << " table " << t;
+          EXPECT_TRUE(host_equal(t)) << what << " table " << t;
+        }
+        for (float* p : host_pinned) cudaFreeHost(p);
       }
-      for (float* p : host_pinned) cudaFreeHost(p);
     }
-  }
 }
 
 // The pools of several periods in one launch equal the CPU's pools of each period.

@@ -181,6 +181,9 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
   std::vector<DeviceBuffer<float>> d_rows;
   for (uint32_t s = 0; s < kIdSets; ++s) d_rows.emplace_back(row_floats, "transfer rows");
   DeviceBuffer<uint32_t> d_sorted(n, "sorted ids"), d_unique(n, "unique ids"), d_count(1, "count");
+  // Our kernels' claim counter: every launch that uses it runs on `stream`, one after another.
+  DeviceBuffer<unsigned long long> d_claim(1, "claim counter");
+  unsigned long long* const claim = d_claim.data();
   const size_t temp_bytes = sort_unique_ids_temp_bytes(n);
   DeviceBuffer<unsigned char> d_temp(temp_bytes, "sort temp");
   const uint32_t end_bit = id_bits(o.table_rows);
@@ -305,49 +308,44 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
   zero_copy("zero-copy, one row per thread", false);
   zero_copy("zero-copy, warp per row, ids unsorted", true);
 
-  // Ours: sort + dedup on the GPU, then the coalesced kernels over sorted ids.
+  // Ours: sort + dedup on the GPU, then the coalesced kernels over sorted ids, rows claimed in
+  // order; the same with warps striding over the rows shows what the claim counter is worth.
   {
-    TransferBenchRow row{"ours: GPU sort+dedup, warp per row, sorted", -1, -1, ""};
-    const auto gather = [&](uint32_t s) {
-      sort_unique(s);
-      launch_gather_rows(d_table, dim, d_unique.data(), n, d_count.data(), d_rows[s].data(),
-                         stream);
+    const auto ours = [&](const std::string& method, const GatherTuning& t, unsigned long long* c) {
+      TransferBenchRow row{method, -1, -1, ""};
+      const auto gather = [&](uint32_t s) {
+        sort_unique(s);
+        launch_gather_rows(d_table, dim, d_unique.data(), n, d_count.data(), d_rows[s].data(),
+                           stream, t, c);
+      };
+      row.to_gpu_ms = bench.time(gather);
+      gather(0);
+      verify_rows(row.method, sorted_ids[0]);
+      // The buffers hold sorted rows, so the scatters keep the table as it is.
+      prepare_rows(true);
+      row.to_host_ms = bench.time([&](uint32_t s) {
+        sort_unique(s);
+        launch_scatter_rows(d_table, dim, d_unique.data(), n, d_count.data(), d_rows[s].data(),
+                            stream, t, c);
+      });
+      result.rows.push_back(row);
+      return row;
     };
-    row.to_gpu_ms = bench.time(gather);
-    gather(0);
-    verify_rows(row.method, sorted_ids[0]);
-    prepare_rows(true);
-    row.to_host_ms = bench.time([&](uint32_t s) {
-      sort_unique(s);
-      launch_scatter_rows(d_table, dim, d_unique.data(), n, d_count.data(), d_rows[s].data(),
-                          stream);
-    });
+    const TransferBenchRow row =
+        ours("ours: GPU sort+dedup, warp per row, sorted, claimed", GatherTuning{}, claim);
     result.ours_to_gpu_ms = row.to_gpu_ms;
     result.ours_to_host_ms = row.to_host_ms;
-    result.rows.push_back(row);
+    ours("  same, warps striding (no claim counter)", GatherTuning{}, nullptr);
     result.sort_ms = bench.time(sort_unique);
     if (o.tuning) {
-      // The buffers hold sorted rows, so these scatters keep the table as it is.
-      const GatherTuning shapes[] = {{4, 0}, {2, 0}, {8, 0}, {2, 1}, {8, 1}, {4, 2}};
+      const GatherTuning shapes[] = {{4, 0}, {2, 0}, {8, 0}, {2, 1}, {8, 1}, {4, 2}, {1, 2}};
       for (const GatherTuning& t : shapes) {
-        TransferBenchRow tuned{"  tuning: unroll " + std::to_string(t.unroll) + ", blocks/SM " +
-                                   (t.blocks_per_sm ? std::to_string(t.blocks_per_sm) : "max"),
-                               -1, -1, ""};
-        const auto tuned_gather = [&](uint32_t s) {
-          sort_unique(s);
-          launch_gather_rows(d_table, dim, d_unique.data(), n, d_count.data(), d_rows[s].data(),
-                             stream, t);
-        };
-        tuned.to_gpu_ms = bench.time(tuned_gather);
-        tuned_gather(0);
-        verify_rows(tuned.method, sorted_ids[0]);
-        prepare_rows(true);
-        tuned.to_host_ms = bench.time([&](uint32_t s) {
-          sort_unique(s);
-          launch_scatter_rows(d_table, dim, d_unique.data(), n, d_count.data(), d_rows[s].data(),
-                              stream, t);
-        });
-        result.rows.push_back(tuned);
+        for (unsigned long long* c : {claim, static_cast<unsigned long long*>(nullptr)}) {
+          ours("  tuning: unroll " + std::to_string(t.unroll) + ", blocks/SM " +
+                   (t.blocks_per_sm ? std::to_string(t.blocks_per_sm) : "max") +
+                   (c != nullptr ? ", claimed" : ", striding"),
+               t, c);
+        }
       }
     }
     result.rows.push_back({"  of which GPU sort+dedup alone", result.sort_ms, result.sort_ms, ""});
@@ -448,8 +446,8 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
     std::vector<uint32_t> x(both.begin(), both.begin() + n), y(both.begin() + n, both.end());
     std::sort(x.begin(), x.end());
     std::sort(y.begin(), y.end());
-    std::vector<uint32_t> perm(n), x_perm(n), y_inv(n), identity(n);
-    for (uint32_t k = 0; k < n; ++k) perm[k] = identity[k] = k;
+    std::vector<uint32_t> perm(n), x_perm(n), y_inv(n);
+    for (uint32_t k = 0; k < n; ++k) perm[k] = k;
     std::shuffle(perm.begin(), perm.end(), std::mt19937_64(o.seed + 11));
     for (uint32_t k = 0; k < n; ++k) {
       x_perm[k] = x[perm[k]];  // forward: slot perm[k] holds x[perm[k]]
@@ -470,6 +468,7 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
     put(d_y_inv, y_inv);
     put(d_perm, perm);
     float* const buffer = d_rows[0].data();
+    bool claimed = true;
     const auto swap = [&](const uint32_t* in, const uint32_t* out, const uint32_t* slots) {
       MoveArgs m;
       m.tables[0] = PagedTable{d_table, buffer};
@@ -480,11 +479,15 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
       m.out_rows = out;
       m.dev_rows = slots;
       m.n = n;
+      m.claim = claimed ? claim : nullptr;
       launch_move_rows(MoveKind::kSwap, m, stream);
     };
-    for (const bool in_order : {false, true}) {
-      TransferBenchRow row{in_order ? "ours, both ways at once, written back in order"
-                                    : "ours, both ways at once, written back at random",
+    for (const int variant : {0, 1, 2}) {
+      const bool in_order = variant > 0;
+      claimed = variant < 2;
+      TransferBenchRow row{variant == 0   ? "ours, both ways at once, written back at random"
+                           : variant == 1 ? "ours, both ways at once, written back in order"
+                                          : "  same, warps striding (no claim counter)",
                            -1, -1, ""};
       // The buffer holds x in order.
       launch_gather_rows(d_table, dim, d_x.data(), n, nullptr, buffer, stream);
@@ -537,6 +540,7 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
     std::vector<Event> chunk_copied;
     for (uint32_t c = 0; c < o.hybrid_chunks; ++c) chunk_copied.emplace_back(false);
     const auto enqueued = std::make_unique<std::atomic<bool>[]>(o.hybrid_chunks);
+    Event phase[3];  // start (on `stream`), GPU half done, every DMA done
     std::atomic<bool> enqueue_failed{false};
     const size_t row_bytes = size_t{dim} * sizeof(float);
     // The first bad row of any set in the table (its id), or -1 when every row is right.
@@ -581,14 +585,19 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
         sort_unique_first(s, k);
         if (gather) {
           launch_gather_rows(d_table, dim, d_unique.data(), k, d_count.data(), d_rows[s].data(),
-                             stream);
+                             stream, GatherTuning{}, claim);
         } else {
           launch_scatter_rows(d_table, dim, d_unique.data(), k, d_count.data(), d_rows[s].data(),
-                              stream);
+                              stream, GatherTuning{}, claim);
         }
       };
+      // Where the time goes, per repetition: when the GPU half, the host threads and the last
+      // DMA finished, from the start (GPU times from an event recorded at the start).
+      std::vector<double> gpu_done, host_done, dma_done;
       const auto to_gpu = [&](uint32_t s) {
         float* const dst = d_rows[s].data() + size_t{k} * dim;
+        const auto t0 = std::chrono::steady_clock::now();
+        phase[0].record(stream);
         mover.gather(
             table.data(), dim, ids[s].data() + k, chunks, staging.data(),
             [&](size_t c) {
@@ -597,9 +606,18 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
               PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(dst + r.begin * dim, staging.data() + r.begin * dim,
                                                 r.size() * row_bytes, cudaMemcpyHostToDevice, dma));
             },
-            [&] { launch_gpu_half(s, true); });
+            [&] {
+              launch_gpu_half(s, true);
+              phase[1].record(stream);
+            });
+        host_done.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+        phase[2].record(dma);
         PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(dma));
         PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
+        gpu_done.push_back(phase[1].elapsed_ms_since(phase[0]));
+        dma_done.push_back(phase[2].elapsed_ms_since(phase[0]));
       };
       // Back: the first chunk's copy, the GPU half, then the other copies, all issued by the
       // calling thread while the others wait for their chunk's event; `enqueued` keeps them from
@@ -668,8 +686,11 @@ TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE*
           throw Error("bench transfer: " + row.method + " scattered wrong data into row " +
                       std::to_string(bad) + " (in the timed repetitions)");
         }
+        char when[96];
+        std::snprintf(when, sizeof when, "; to GPU, done at: kernel %.3f, host rows %.3f, DMA %.3f",
+                      median(gpu_done), median(host_done), median(dma_done));
         row.note = std::to_string(mover.threads()) + " threads, " + std::to_string(chunks.size()) +
-                   " chunks, host clock";
+                   " chunks, host clock" + when;
       } catch (const Error& e) {
         // Wrong data or a failed call: reported in the table (and by the exit status), with no
         // figures, and the table repaired, so the other methods still print and are checked.

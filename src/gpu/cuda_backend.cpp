@@ -245,7 +245,8 @@ class CudaBackend final : public Backend {
       // The hot rows, by the move kernel: pinned tables are registered slab by slab, and a
       // copy-engine copy must not span two registrations.
       launch_move_rows(MoveKind::kToHost,
-                       move_args(nullptr, nullptr, static_cast<uint32_t>(hot_), 0), compute_.get());
+                       move_args(nullptr, nullptr, static_cast<uint32_t>(hot_), 0, kMoveOnCompute),
+                       compute_.get());
       compute_.synchronize();
       return;
     }
@@ -260,7 +261,8 @@ class CudaBackend final : public Backend {
   void sync_from_host() override {
     if (paged_) {
       launch_move_rows(MoveKind::kToDevice,
-                       move_args(nullptr, nullptr, static_cast<uint32_t>(hot_), 0), compute_.get());
+                       move_args(nullptr, nullptr, static_cast<uint32_t>(hot_), 0, kMoveOnCompute),
+                       compute_.get());
       compute_.synchronize();
       // Cached rows are stale now: the next piece reads every cold row from the host.
       invalidate_cache();
@@ -277,6 +279,10 @@ class CudaBackend final : public Backend {
   const CudaBackendReport& report() const { return report_; }
 
  private:
+  /// The streams that launch row moves, each with its own claim counter (MoveArgs::claim):
+  /// moves on one stream run one after the other, moves on different streams may overlap.
+  enum MoveStream { kMoveOnCompute, kMoveOnGather, kMoveOnPrep, kMoveStreams };
+
   /// The buffers of one piece in flight; pieces rotate through kStages of them.
   struct Stage {
     DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool, pool_rows, counts,
@@ -532,11 +538,13 @@ class CudaBackend final : public Backend {
     select_temp_bytes_ = scratch_bytes();
     select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
     paging_counters_ = DeviceBuffer<PagingCounters>(1, "paging counters");
+    move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
     PAGEDW2V_CUDA_TRY(
         cudaMemsetAsync(paging_counters_.data(), 0, sizeof(PagingCounters), compute_.get()));
     paging_bytes_ = where_.bytes() + marks_.bytes() + slot_id_.bytes() + slot_use_.bytes() +
                     flags_.bytes() + free_.bytes() + hand_.bytes() + order_keys_.bytes() +
-                    order_slots_.bytes() + select_temp_.bytes() + paging_counters_.bytes();
+                    order_slots_.bytes() + select_temp_.bytes() + paging_counters_.bytes() +
+                    move_claims_.bytes();
     for (Stage& s : stage_) {
       s.tokens = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch tokens");
       s.rows = DeviceBuffer<uint32_t>(max_piece_tokens_, "super-batch rows");
@@ -706,8 +714,9 @@ class CudaBackend final : public Backend {
   }
 
   MoveArgs move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n,
-                     uint32_t dev_base) {
+                     uint32_t dev_base, MoveStream claim = kMoveStreams) {
     MoveArgs m;
+    if (claim != kMoveStreams) m.claim = move_claims_.data() + claim;
     auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
       m.tables[m.table_count++] = PagedTable{host.data(), dev.data()};
     };
@@ -874,6 +883,7 @@ class CudaBackend final : public Backend {
       }
     }
     MoveArgs swap = move_args(s.fresh.data(), s.fresh_rows.data(), s.fresh_n);
+    swap.claim = move_claims_.data() + kMoveOnGather;
     swap.out_rows = s.evicted.data();
     // About three blocks of 8 warps fit beside training on each multiprocessor it leaves free.
     swap.max_blocks = 3 * std::max<uint32_t>(1, options_.paging_sms);
@@ -928,8 +938,9 @@ class CudaBackend final : public Backend {
       const cudaStream_t st = prep_.get();
       launch_flag_used_slots(slot_id_.data(), slot_use_.data(), static_cast<uint32_t>(cache_),
                              first_number_, free_.data(), &paging_counters_.data()->to_host, st);
-      launch_move_rows(MoveKind::kToHost,
-                       move_args(free_.data(), nullptr, static_cast<uint32_t>(cache_)), st);
+      MoveArgs flush = move_args(free_.data(), nullptr, static_cast<uint32_t>(cache_));
+      flush.claim = move_claims_.data() + kMoveOnPrep;
+      launch_move_rows(MoveKind::kToHost, flush, st);
       prep_.synchronize();
     }
   }
@@ -1049,6 +1060,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<unsigned char> select_temp_;
   size_t select_temp_bytes_ = 0;
   DeviceBuffer<PagingCounters> paging_counters_;
+  DeviceBuffer<unsigned long long> move_claims_;  ///< one claim counter per MoveStream
   PinnedBuffer<uint32_t> host_counts_;
   std::array<Stage, kStages> stage_;
   std::vector<PinnedRegion> pinned_;
