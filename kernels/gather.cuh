@@ -25,7 +25,7 @@ namespace pagedw2v {
 /// 8 warps per multiprocessor) and a claim counter (below). H200, 131,072 rows × 128 of a
 /// 5.12 GB table (2026-11-30, kernel alone): with the claim counter 1.48 ms to the GPU; striding
 /// warps 1.66 ms at 1 block per multiprocessor, 1.81 ms at 4; on a 2 GB table every shape takes
-/// 1.31 ms.
+/// 1.31–1.37 ms (kernels/PERFORMANCE.md).
 struct GatherTuning {
   int unroll = 4;         ///< row pieces a warp loads before it stores any: 1, 2, 4 or 8
   int blocks_per_sm = 1;  ///< most resident blocks per multiprocessor; 0 = as many as fit

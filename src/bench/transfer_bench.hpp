@@ -10,21 +10,24 @@
 ///   - zero-copy, one row per thread (ids as drawn);
 ///   - zero-copy, coalesced (warp per row), ids as drawn: what sorting buys;
 ///   - ours: sort and deduplicate the ids on the GPU, then the coalesced zero-copy kernel over
-///     the sorted ids (sort time included);
+///     the sorted ids, warps claiming their rows in order from a counter (sort time included);
+///     and the same with warps striding over the rows, to show what the claims are worth;
 ///   - ours, DMA: sort and deduplicate, then one cudaMemcpyBatchAsync of every run of
 ///     consecutive ids (the run list is built on the host, its time included);
 ///   - with `tuning`, our kernels at other launch shapes (GatherTuning);
 ///   - ours, both ways at once, as paging moves rows (paging.cuh's swap): one kernel writes
 ///     `rows` rows back while it reads `rows` others into their places, the rows read in
-///     ascending order and the rows written back in ascending or in random order (one figure
-///     for both directions; needs 2·rows ≤ table_rows);
+///     ascending order and the rows written back in ascending or in random order, and in
+///     ascending order with warps striding (one figure for both directions; needs
+///     2·rows ≤ table_rows);
 ///   - hybrid, for each share f in `hybrid_fractions`: the first f·rows ids go by ours (sorted
 ///     zero-copy kernel) while, at the same time, host threads move the others through pinned
 ///     staging in `hybrid_chunks` chunks, each chunk one cudaMemcpyAsync on a second stream as
 ///     soon as it is gathered (back: each chunk scattered into the table as soon as its copy
-///     lands). The zero-copy kernel alone is held back by the GPU's translation of random host
-///     pages, a DMA is not: together they can fill the link. Timed with the host clock, since
-///     CPU work is part of the transfer.
+///     lands). Timed with the host clock, since CPU work is part of the transfer; the note gives,
+///     for the way to the GPU, when the kernel, the host threads and the last DMA were done
+///     (medians from the start). On the H200 the copies and the kernel share one path: the
+///     DMA chunks wait for the kernel, so a hybrid takes about what its parts take in turn.
 /// Each figure is the median of `reps` repetitions timed with CUDA events (hybrid: the host
 /// clock), after `warmup` untimed ones; the id sets rotate so no repetition finds its rows in
 /// the GPU's L2. Every gather is checked against the host table, and the table is checked after
