@@ -5,6 +5,7 @@
 #include "error.hpp"
 #include "gather.cuh"
 #include "gpu/cuda_check.hpp"
+#include "work_claim.cuh"
 
 namespace pagedw2v {
 namespace {
@@ -18,18 +19,11 @@ constexpr int kWarpsPerBlock = kThreads / 32;
 /// 128 a piece is a whole row, 32 lanes × 16 B = 512 B in one coalesced access, and consecutive
 /// items of a warp are consecutive (sorted, so nearby) rows. A warp issues all kUnroll loads
 /// before its first store: a load from host memory waits a PCIe round trip.
-/// Who takes which items: with a claim counter, each warp takes the next kUnroll items from it
-/// when it is done with its last ones, so the items in flight are always a narrow window that
-/// walks the sorted ids in order; without one, warp w takes items w·kUnroll, then every
-/// (warps·kUnroll)-th batch after it (grid-stride), and warps that run at different speeds
-/// drift apart over the table.
-__device__ __forceinline__ uint64_t claim_items(unsigned long long* claim, uint32_t count,
-                                                uint32_t lane) {
-  unsigned long long base = 0;
-  if (lane == 0) base = atomicAdd(claim, static_cast<unsigned long long>(count));
-  return __shfl_sync(0xffffffffu, base, 0);
-}
-
+/// Who takes which items: with a claim counter (work_claim.cuh), each warp takes the next kUnroll
+/// items from it when it is done with its last ones, so the items in flight are always a narrow
+/// window that walks the sorted ids in order; without one, warp w takes items w·kUnroll, then
+/// every (warps·kUnroll)-th batch after it (grid-stride), and warps that run at different
+/// speeds drift apart over the table.
 template <typename V, int kUnroll>
 __global__ void gather_rows_kernel(const V* __restrict__ table, uint32_t row_v, uint32_t pieces,
                                    const uint32_t* __restrict__ ids, uint32_t n_max,
@@ -40,9 +34,9 @@ __global__ void gather_rows_kernel(const V* __restrict__ table, uint32_t row_v, 
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
-  for (uint64_t base = claim != nullptr ? claim_items(claim, kUnroll, lane) : warp * kUnroll;
+  for (uint64_t base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : warp * kUnroll;
        base < items;
-       base = claim != nullptr ? claim_items(claim, kUnroll, lane) : base + warps * kUnroll) {
+       base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : base + warps * kUnroll) {
     V v[kUnroll];
     uint64_t dst[kUnroll];
     bool ok[kUnroll];
@@ -75,9 +69,9 @@ __global__ void scatter_rows_kernel(V* __restrict__ table, uint32_t row_v, uint3
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
-  for (uint64_t base = claim != nullptr ? claim_items(claim, kUnroll, lane) : warp * kUnroll;
+  for (uint64_t base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : warp * kUnroll;
        base < items;
-       base = claim != nullptr ? claim_items(claim, kUnroll, lane) : base + warps * kUnroll) {
+       base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : base + warps * kUnroll) {
     V v[kUnroll];
     uint64_t dst[kUnroll];
     bool ok[kUnroll];
@@ -141,12 +135,6 @@ unsigned grid_for_items(Kernel kernel, uint64_t items, uint64_t items_per_block,
   return static_cast<unsigned>(want < cap ? (want > 0 ? want : 1) : cap);
 }
 
-void reset_claim(unsigned long long* claim, cudaStream_t stream) {
-  if (claim != nullptr) {
-    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(claim, 0, sizeof(unsigned long long), stream));
-  }
-}
-
 bool vectorizable(uint32_t dim, const void* a, const void* b) {
   return dim % 4 == 0 &&
          ((reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b)) & 15u) == 0;
@@ -201,7 +189,7 @@ void launch_gather_rows(const float* table, uint32_t dim, const uint32_t* ids, u
                         const uint32_t* d_n, float* out, cudaStream_t stream,
                         const GatherTuning& tuning, unsigned long long* claim) {
   if (n_max == 0 || dim == 0) return;
-  reset_claim(claim, stream);
+  detail::reset_claim(claim, stream);
   const auto go = [&](auto v, auto unroll) {
     gather_as<decltype(v), decltype(unroll)::value>(table, dim, ids, n_max, d_n, out, stream,
                                                     tuning.blocks_per_sm, claim);
@@ -217,7 +205,7 @@ void launch_scatter_rows(float* table, uint32_t dim, const uint32_t* ids, uint32
                          const uint32_t* d_n, const float* in, cudaStream_t stream,
                          const GatherTuning& tuning, unsigned long long* claim) {
   if (n_max == 0 || dim == 0) return;
-  reset_claim(claim, stream);
+  detail::reset_claim(claim, stream);
   const auto go = [&](auto v, auto unroll) {
     scatter_as<decltype(v), decltype(unroll)::value>(table, dim, ids, n_max, d_n, in, stream,
                                                      tuning.blocks_per_sm, claim);

@@ -8,6 +8,7 @@
 
 #include "error.hpp"
 #include "gpu/cuda_check.hpp"
+#include "work_claim.cuh"
 
 namespace pagedw2v {
 namespace {
@@ -168,14 +169,10 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
   const bool to_host = kind == MoveKind::kToHost;
   const uint32_t per_entry = static_cast<uint32_t>(a.table_count) * pieces;
   const uint64_t items = uint64_t{a.n} * per_entry;
-  unsigned long long* const claim = a.claim;
   const auto next = [&](uint64_t g) -> uint64_t {
-    if (claim == nullptr) return g + warps * kBatch;
-    unsigned long long b = 0;
-    if (lane == 0) b = atomicAdd(claim, static_cast<unsigned long long>(kBatch));
-    return __shfl_sync(0xffffffffu, b, 0);
+    return a.claim != nullptr ? detail::claim_batch(a.claim, kBatch) : g + warps * kBatch;
   };
-  for (uint64_t g0 = claim != nullptr ? next(0) : warp * kBatch; g0 < items; g0 = next(g0)) {
+  for (uint64_t g0 = a.claim != nullptr ? next(0) : warp * kBatch; g0 < items; g0 = next(g0)) {
     bool in[kBatch], out[kBatch];
     uint64_t host_in[kBatch], host_out[kBatch], dev[kBatch];
     int table[kBatch];
@@ -365,9 +362,7 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   const uint32_t pieces = (row_v + 31) / 32;
   const uint64_t items = uint64_t{a.n} * static_cast<uint64_t>(a.table_count) * pieces;
   const uint64_t warps_wanted = (items + kBatch - 1) / kBatch;
-  if (a.claim != nullptr) {
-    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(a.claim, 0, sizeof(unsigned long long), stream));
-  }
+  detail::reset_claim(a.claim, stream);
   // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
   // (bench transfer).
   const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
