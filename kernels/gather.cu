@@ -3,9 +3,9 @@
 #include <type_traits>
 
 #include "error.hpp"
-#include "gather.cuh"
-#include "gpu/cuda_check.hpp"
-#include "work_claim.cuh"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gather.hpp"
+#include "kernels/work_claim.cuh"
 
 namespace pagedw2v {
 namespace {

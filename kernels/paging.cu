@@ -1,4 +1,4 @@
-#include "paging.cuh"
+#include "kernels/paging.hpp"
 
 #include <thrust/iterator/counting_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
-#include "work_claim.cuh"
+#include "kernels/cuda_check.hpp"
+#include "kernels/work_claim.cuh"
 
 namespace pagedw2v {
 namespace {

@@ -1,7 +1,7 @@
-#include "sampler_probe.cuh"
+#include "kernels/sampler_probe.hpp"
 
-#include "device_draws.cuh"
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/device_draws.cuh"
 
 namespace pagedw2v {
 namespace {

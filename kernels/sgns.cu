@@ -1,11 +1,11 @@
-#include "sgns.cuh"
+#include "kernels/sgns.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "device_draws.cuh"
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/device_draws.cuh"
 
 namespace pagedw2v {
 namespace {

@@ -3,8 +3,8 @@
 #include <cub/device/device_select.cuh>
 
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
-#include "unique_ids.cuh"
+#include "kernels/cuda_check.hpp"
+#include "kernels/unique_ids.hpp"
 
 namespace pagedw2v {
 

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
 
 namespace pagedw2v::detail {
 

@@ -9,7 +9,6 @@
 
 #include "byte_size.hpp"
 #include "error.hpp"
-#include "train/training_set.hpp"
 
 #ifdef PAGEDW2V_HAVE_TOML
 #include <toml++/toml.h>

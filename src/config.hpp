@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "train/backend.hpp"
-#include "train/params.hpp"
+#include "optimizer.hpp"
+#include "options.hpp"
+#include "params.hpp"
 
 namespace pagedw2v {
 

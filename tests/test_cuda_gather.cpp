@@ -1,6 +1,6 @@
-// The row-moving kernels (gather.cuh) and the id sort/dedup (unique_ids.cuh) against CPU
-// references: random ids with repeats, unsorted; host tables in pinned, mapped memory (the
-// paged layout) and in device memory; outputs poisoned with NaN before every launch.
+// The row-moving kernels (kernels/gather.hpp) and the id sort/dedup (kernels/unique_ids.hpp)
+// against CPU references: random ids with repeats, unsorted; host tables in pinned, mapped memory
+// (the paged layout) and in device memory; outputs poisoned with NaN before every launch.
 
 #include <gtest/gtest.h>
 
@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "gather.cuh"
 #include "gpu/cuda_backend.hpp"
-#include "gpu/cuda_check.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/pinned_allocator.hpp"
 #include "gpu/stream.hpp"
 #include "host_table.hpp"
-#include "unique_ids.cuh"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gather.hpp"
+#include "kernels/unique_ids.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -1,7 +1,7 @@
-// The fused optimizer kernel (kernels/optimizer.cuh) against the CPU reference (apply_sparse_step)
-// for every optimizer and several dimensions, over three steps on random tables, state and
-// gradients. Device rows are padded (stride > dim) and gradient rows too, with NaN in the
-// padding: a kernel that read or wrote outside [0, dim) of a row would show it.
+// The fused optimizer kernel (kernels/optimizer_step.hpp) against the CPU reference
+// (apply_sparse_step) for every optimizer and several dimensions, over three steps on random
+// tables, state and gradients. Device rows are padded (stride > dim) and gradient rows too, with
+// NaN in the padding: a kernel that read or wrote outside [0, dim) of a row would show it.
 
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "optimizer.cuh"
-#include "train/optimizer.hpp"
+#include "kernels/optimizer_step.hpp"
+#include "optimizer.hpp"
 
 namespace pagedw2v {
 namespace {

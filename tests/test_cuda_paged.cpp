@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "negative_pool.cuh"
+#include "kernels/paging.hpp"
+#include "kernels/pool_draw.hpp"
 #include "negative_pool.hpp"
-#include "paging.cuh"
-#include "train/backend.hpp"
 #include "train/training_set.hpp"
 
 namespace pagedw2v {
@@ -46,7 +46,7 @@ std::vector<T> download(const DeviceBuffer<T>& d, size_t n) {
 }
 
 // Pieces through collect → select → new ids → free slots → install → claim → map, compared
-// with a host model of paging.cuh's rules, step by step; every few pieces the cache is
+// with a host model of kernels/paging.hpp's rules, step by step; every few pieces the cache is
 // flushed as at the end of a span.
 TEST(CudaPaging, CacheFollowsTheRules) {
   REQUIRE_GPU();

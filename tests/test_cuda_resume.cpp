@@ -16,8 +16,8 @@
 
 #include "config.hpp"
 #include "gpu/cuda_backend.hpp"
+#include "optimizer.hpp"
 #include "test_util.hpp"
-#include "train/optimizer.hpp"
 #include "train/trainer.hpp"
 
 namespace pagedw2v {

@@ -22,18 +22,18 @@
 #include <utility>
 #include <vector>
 
+#include "backend.hpp"
 #include "corpus.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "negative_pool.cuh"
+#include "kernels/pool_draw.hpp"
+#include "kernels/sgns.hpp"
 #include "negative_pool.hpp"
+#include "params.hpp"
 #include "sampler.hpp"
-#include "sgns.cuh"
-#include "train/backend.hpp"
 #include "train/cpu_backend.hpp"
-#include "train/params.hpp"
 #include "train/sgns_cpu.hpp"
 
 namespace pagedw2v {

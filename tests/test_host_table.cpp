@@ -8,17 +8,18 @@
 #include <utility>
 #include <vector>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "host_table.hpp"
 #include "io/export.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
+#include "optimizer.hpp"
 #include "test_util.hpp"
-#include "train/backend.hpp"
+#include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/cpu_backend.hpp"
-#include "train/optimizer.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
 

@@ -12,14 +12,14 @@
 #include <set>
 #include <vector>
 
+#include "backend.hpp"
 #include "corpus.hpp"
 #include "negative_pool.hpp"
+#include "optimizer.hpp"
+#include "params.hpp"
 #include "philox.hpp"
 #include "sampler.hpp"
-#include "train/backend.hpp"
 #include "train/cpu_backend.hpp"
-#include "train/optimizer.hpp"
-#include "train/params.hpp"
 #include "train/sgns_cpu.hpp"
 
 namespace pagedw2v {

@@ -1,4 +1,4 @@
-// The optimizers' CPU reference (train/optimizer.hpp) against the update rules written out again
+// The optimizers' CPU reference (src/optimizer.hpp) against the update rules written out again
 // here in double precision, step by step as torch.optim states them; the sparse semantics
 // (untouched rows and their state keep their bits; bias correction from the global step); the
 // options that select them; and CPU training with each of them on a two-topic corpus.
@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "optimizer.hpp"
 #include "test_util.hpp"
-#include "train/backend.hpp"
 #include "train/cpu_backend.hpp"
-#include "train/optimizer.hpp"
 #include "train/trainer.hpp"
 #include "train/training_set.hpp"
 

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "error.hpp"
-#include "gather.cuh"
 #include "gpu/cuda_backend.hpp"
-#include "gpu/cuda_check.hpp"
 #include "gpu/device_buffer.hpp"
 #include "host_table.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gather.hpp"
 
 namespace pagedw2v {
 namespace {

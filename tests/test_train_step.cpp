@@ -4,10 +4,10 @@
 #include <random>
 #include <vector>
 
+#include "backend.hpp"
 #include "corpus.hpp"
-#include "train/backend.hpp"
+#include "params.hpp"
 #include "train/cpu_backend.hpp"
-#include "train/params.hpp"
 #include "train/sgns_cpu.hpp"
 
 namespace pagedw2v {
@@ -65,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, SgnsUpdate,
 TEST(SgnsUpdateClipping, SaturatedExamplesDoNotMove) {
   const uint32_t dim = 4;
   std::vector<float> h = {2, 2, 2, 2};
-  std::vector<float> out = {1, 1, 1, 1,     // positive, f = 8 > 6: σ = 1, g = 0
+  std::vector<float> out = {1,  1,  1,  1,    // positive, f = 8 > 6: σ = 1, g = 0
                             -1, -1, -1, -1};  // negative, f = −8 < −6: σ = 0, g = 0
   const std::vector<float> before = out;
   std::vector<float> err(dim, 0.0f);
@@ -87,7 +87,8 @@ TEST(DrawTargets, CentreFirstAndNeverANegative) {
   uint32_t targets[16];
   int negatives = 0;
   for (uint64_t pos = 0; pos < 2000; ++pos) {
-    const uint32_t n = detail::draw_targets(0, pos, 0, 3, 9, 15, noise.entries().data(), 4, targets);
+    const uint32_t n =
+        detail::draw_targets(0, pos, 0, 3, 9, 15, noise.entries().data(), 4, targets);
     ASSERT_GE(n, 1u);
     ASSERT_LE(n, 16u);
     EXPECT_EQ(targets[0], 0u);
@@ -201,7 +202,8 @@ TEST(TrainSentence, CbowUsesTheMeanOfTheWindow) {
   // The centre rows of all three examples moved in the output table.
   for (uint32_t r : {4u, 9u, 21u}) {
     float moved = 0;
-    for (uint32_t d = 0; d < dim; ++d) moved += std::fabs(f.model.output.row(r)[d] - out0[r * dim + d]);
+    for (uint32_t d = 0; d < dim; ++d)
+      moved += std::fabs(f.model.output.row(r)[d] - out0[r * dim + d]);
     EXPECT_GT(moved, 0.0f) << r;
   }
 }

@@ -8,11 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "corpus.hpp"
 #include "error.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
-#include "train/backend.hpp"
+#include "train/backend_factory.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
 

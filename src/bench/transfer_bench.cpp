@@ -16,14 +16,14 @@
 
 #include "bench/host_rows.hpp"
 #include "error.hpp"
-#include "gather.cuh"
 #include "gpu/cuda_backend.hpp"
-#include "gpu/cuda_check.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 #include "host_table.hpp"
-#include "paging.cuh"
-#include "unique_ids.cuh"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gather.hpp"
+#include "kernels/paging.hpp"
+#include "kernels/unique_ids.hpp"
 
 namespace pagedw2v {
 namespace {

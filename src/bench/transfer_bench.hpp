@@ -15,7 +15,7 @@
 ///   - ours, DMA: sort and deduplicate, then one cudaMemcpyBatchAsync of every run of
 ///     consecutive ids (the run list is built on the host, its time included);
 ///   - with `tuning`, our kernels at other launch shapes (GatherTuning);
-///   - ours, both ways at once, as paging moves rows (paging.cuh's swap): one kernel writes
+///   - ours, both ways at once, as paging moves rows (kernels/paging.hpp's swap): one kernel writes
 ///     `rows` rows back while it reads `rows` others into their places, the rows read in
 ///     ascending order and the rows written back in ascending or in random order, and in
 ///     ascending order with warps striding (one figure for both directions; needs

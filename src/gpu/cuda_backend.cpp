@@ -10,16 +10,16 @@
 #include <vector>
 
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_corpus.hpp"
 #include "gpu/pinned_region.hpp"
 #include "gpu/stream.hpp"
-#include "negative_pool.cuh"
-#include "optimizer.cuh"
-#include "paging.cuh"
-#include "sgns.cuh"
-#include "train/training_set.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/optimizer_step.hpp"
+#include "kernels/paging.hpp"
+#include "kernels/pool_draw.hpp"
+#include "kernels/sgns.hpp"
+#include "params.hpp"
 
 namespace pagedw2v {
 
@@ -82,7 +82,7 @@ struct PagingCounters {
 
 /// Pieces in flight at once (each with its own buffers), and how far behind the newest piece
 /// one may still be training: a cache slot is evicted only once every piece up to kDepth behind
-/// the one that evicts it has trained (kernels/paging.cuh). With two launches sharing the GPU
+/// the one that evicts it has trained (kernels/paging.hpp). With two launches sharing the GPU
 /// each lasts about two pieces' time, so a depth of 2 would make every row move wait for the
 /// launch just before it. With one training stream (an optimizer, or serial runs) pieces train
 /// one after the other, and a depth of 2 lets a piece's moves run while the piece before it
@@ -93,7 +93,7 @@ constexpr uint32_t kDepth = 3;
 constexpr uint32_t kDepthOneStream = 2;
 
 /// Both tables and the optimizer state on the device, all rows or — paged — the hot rows and a
-/// row cache (kernels/paging.cuh describes the layout and the rules that keep rows fresh).
+/// row cache (kernels/paging.hpp describes the layout and the rules that keep rows fresh).
 /// Training runs in pieces: a whole chunk of the corpus at once when nothing needs super-batch
 /// boundaries (sgd, no negative pool, resident), else one super-batch at a time, each split
 /// further when its new rows find no free cache slots (paged). Paged pieces run in a pipeline:
@@ -312,7 +312,7 @@ class CudaBackend final : public Backend {
     budget_ = gpu_budget(options_.gpu);
     report_.budget_bytes = budget_;
     const uint64_t row_bytes = device_row_bytes();
-    // Words past the last one that subsampling may drop are always kept (sgns.cuh).
+    // Words past the last one that subsampling may drop are always kept (kernels/sgns.hpp).
     keep_count_ = 0;
     for (uint64_t id = 0; id < rows_; ++id) {
       if ((*data_.keep)[id] < 1.0f) keep_count_ = id + 1;

@@ -2,7 +2,7 @@
 /// @file cuda_backend.hpp
 /// The CUDA backend: both tables resident in GPU memory for the whole run, the corpus resident
 /// or streamed (gpu/device_corpus.hpp), one fused kernel launch per corpus chunk
-/// (kernels/sgns.cuh). Host-only header: it names no CUDA type, so the trainer and the factory
+/// (kernels/sgns.hpp). Host-only header: it names no CUDA type, so the trainer and the factory
 /// compile without the CUDA headers.
 
 #include <cstddef>
@@ -10,7 +10,8 @@
 #include <memory>
 #include <string>
 
-#include "train/backend.hpp"
+#include "backend.hpp"
+#include "options.hpp"
 
 namespace pagedw2v {
 
@@ -22,10 +23,10 @@ struct CudaBackendOptions {
   bool force_stream = false;
   /// Tokens per streamed chunk.
   size_t chunk_tokens = size_t{32} << 20;
-  /// Resident or paged tables, and the GPU memory budget (train/backend.hpp).
+  /// Resident or paged tables, and the GPU memory budget (options.hpp).
   GpuOptions gpu;
   /// Paged placement: rows kept on the GPU for the whole run (the most frequent words, ids
-  /// 0 … hot_rows − 1) and the slots of the row cache beside them (kernels/paging.cuh); 0 = sized
+  /// 0 … hot_rows − 1) and the slots of the row cache beside them (kernels/paging.hpp); 0 = sized
   /// from the budget. Tests set both to
   /// force paging on small vocabularies.
   uint64_t hot_rows = 0;

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {
 

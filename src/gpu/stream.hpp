@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {
 

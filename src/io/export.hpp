@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "io/hdf5_io.hpp"
-#include "train/backend.hpp"
+#include "model.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {

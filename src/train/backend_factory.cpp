@@ -1,5 +1,6 @@
+#include "train/backend_factory.hpp"
+
 #include "error.hpp"
-#include "train/backend.hpp"
 #include "train/cpu_backend.hpp"
 
 #ifdef PAGEDW2V_HAVE_CUDA

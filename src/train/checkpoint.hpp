@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "corpus.hpp"
-#include "train/backend.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {

@@ -8,7 +8,7 @@
 
 #include "error.hpp"
 #include "negative_pool.hpp"
-#include "train/optimizer.hpp"
+#include "optimizer.hpp"
 #include "train/sgns_cpu.hpp"
 
 namespace pagedw2v {

@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "train/backend.hpp"
+#include "backend.hpp"
 
 namespace pagedw2v {
 

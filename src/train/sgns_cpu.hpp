@@ -12,9 +12,9 @@
 #include <cstdint>
 
 #include "negative_pool.hpp"
+#include "params.hpp"
 #include "philox.hpp"
 #include "sampler.hpp"
-#include "train/params.hpp"
 
 namespace pagedw2v {
 namespace detail {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <tuple>
 
+#include "backend.hpp"
 #include "corpus.hpp"
 #include "error.hpp"
 #include "eval/analogy.hpp"
@@ -19,7 +20,7 @@
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
-#include "train/backend.hpp"
+#include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
 #include "train/training_set.hpp"

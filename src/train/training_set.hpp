@@ -7,16 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "backend.hpp"
 #include "config.hpp"
 #include "corpus.hpp"
 #include "sampler.hpp"
-#include "train/backend.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
-
-/// Words per work block: small enough to balance threads, large enough to amortise a block.
-inline constexpr uint64_t kBlockWords = 4096;
 
 struct TrainingSet {
   Vocab vocab;

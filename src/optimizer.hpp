@@ -5,7 +5,8 @@
 /// tables, and the CPU reference of one step. `sgd` here is plain `w −= lr·g`; the trainer's
 /// default `--optimizer sgd` is word2vec's per-example update (sgns_cpu.hpp) and never batches.
 ///
-/// Semantics of one step (the same on the CPU and in the fused CUDA kernel, kernels/optimizer.cuh):
+/// Semantics of one step (the same on the CPU and in the fused CUDA kernel,
+/// kernels/optimizer_step.hpp):
 /// - A batch is one work block of the corpus (train/training_set.hpp). Every example of the batch
 ///   is computed against the tables as they were at the start of the batch. The gradient of a row
 ///   is the derivative of the summed SGNS loss (−log σ(h·o) for the positive, −log σ(−h·o) for each
@@ -44,8 +45,8 @@
 #include <vector>
 
 #include "host_table.hpp"
+#include "params.hpp"
 #include "philox.hpp"
-#include "train/params.hpp"
 
 namespace pagedw2v {
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file sampler_probe.cuh
+/// @file sampler_probe.hpp
 /// Host launchers that run the training kernel's random decisions (device_draws.cuh) on their
 /// own and write every result out, so tests can check them against the CPU draws and against
 /// the distributions they should follow.

@@ -3,8 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "model.hpp"
 #include "philox.hpp"
-#include "train/backend.hpp"
 
 namespace pagedw2v {
 

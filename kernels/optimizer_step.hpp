@@ -1,8 +1,8 @@
 #pragma once
-/// @file optimizer.cuh
+/// @file optimizer_step.hpp
 /// Host launcher of the fused optimizer step: one kernel per table applies a dense optimizer to
 /// the rows a batch touched and to their state, in a single pass over table, state and gradient,
-/// with the semantics and per-element arithmetic of train/optimizer.hpp (its CPU reference,
+/// with the semantics and per-element arithmetic of src/optimizer.hpp (its CPU reference,
 /// apply_sparse_step, is what the kernel is tested against).
 
 #include <cuda_runtime_api.h>
@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "train/optimizer.hpp"
+#include "optimizer.hpp"
 
 namespace pagedw2v {
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file gather.cuh
+/// @file gather.hpp
 /// Moving table rows between a host table (pinned, mapped host memory, passed by its device
 /// pointer) or any device table and a dense device buffer:
 ///   gather:  out[i, :] = table[ids[i], :]    for i in [0, n)
@@ -7,7 +7,7 @@
 /// Tables and buffers are row-major with `dim` floats a row. The fast pair reads and writes
 /// each row with coalesced 16-byte accesses (when dim % 4 == 0 and the pointers are 16-byte
 /// aligned; 4-byte accesses otherwise); give them ids sorted and deduplicated
-/// (unique_ids.cuh): sorted ids walk the host table in address order, and a scatter over
+/// (kernels/unique_ids.hpp): sorted ids walk the host table in address order, and a scatter over
 /// repeated ids would race. The count may live on the device (`d_n`, e.g. the output of
 /// launch_sort_unique_ids), so no host synchronisation is needed between sorting and moving.
 

@@ -1,9 +1,9 @@
-#include "optimizer.cuh"
+#include "kernels/optimizer_step.hpp"
 
 #include <algorithm>
 
 #include "error.hpp"
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {
 namespace {

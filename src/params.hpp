@@ -1,12 +1,16 @@
 #pragma once
 /// @file params.hpp
-/// What a backend needs to know about the model and the schedule; shared by host and device code.
+/// What a backend needs to know about the model and the schedule; shared by host and device code
+/// (ground floor: the CPU reference and the kernels compute with the same definitions).
 
 #include <cstdint>
 
 #include "philox.hpp"
 
 namespace pagedw2v {
+
+/// Words per work block: small enough to balance threads, large enough to amortise a block.
+inline constexpr uint64_t kBlockWords = 4096;
 
 enum class ModelKind : uint32_t { kSkipGram = 0, kCbow = 1 };
 

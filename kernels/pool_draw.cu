@@ -1,6 +1,6 @@
-#include "negative_pool.cuh"
+#include "kernels/pool_draw.hpp"
 
-#include "gpu/cuda_check.hpp"
+#include "kernels/cuda_check.hpp"
 #include "negative_pool.hpp"
 
 namespace pagedw2v {

@@ -1,5 +1,5 @@
 #pragma once
-/// @file negative_pool.cuh
+/// @file pool_draw.hpp
 /// Host launcher that draws a super-batch's negative pool on the GPU: the same entries as the
 /// CPU's draw_pool (negative_pool.hpp), for the training kernel's SgnsArgs::pool.
 

@@ -1,5 +1,5 @@
 #pragma once
-/// @file sgns.cuh
+/// @file sgns.hpp
 /// Host launcher of the fused negative-sampling training kernels (skip-gram and CBOW): one
 /// launch trains a range of sentences — subsampling, dynamic window, negative draws, forward,
 /// backward and the SGD update of both tables — with the same draws and arithmetic as the CPU
@@ -32,8 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "params.hpp"
 #include "sampler.hpp"
-#include "train/params.hpp"
 
 namespace pagedw2v {
 

@@ -1,4 +1,4 @@
-#include "train/optimizer.hpp"
+#include "optimizer.hpp"
 
 #include <cmath>
 

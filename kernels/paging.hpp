@@ -1,5 +1,5 @@
 #pragma once
-/// @file paging.cuh
+/// @file paging.hpp
 /// The named steps of paging the rows of a piece of training (a super-batch, or part of one)
 /// between host tables (pinned, mapped host memory) and the GPU's device table
 /// (gpu/cuda_backend.cpp drives them):

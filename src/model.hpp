@@ -1,0 +1,41 @@
+#pragma once
+/// @file model.hpp
+/// The trained state as the host holds it: the two tables and their optimizer state, how they
+/// are allocated and how word2vec initialises them. Ground floor: the trainer, checkpoints,
+/// export and every backend share it; it knows nothing of how a backend trains.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "host_table.hpp"
+#include "optimizer.hpp"
+
+namespace pagedw2v {
+
+/// The trained state: input vectors (what users export) and output (context) vectors, and the
+/// optimizer's state tables of each (state_tables(kind) apiece, shaped like their table; empty for
+/// sgd).
+struct Model {
+  HostTable input;
+  HostTable output;
+  std::vector<HostTable> input_state = {};
+  std::vector<HostTable> output_state = {};
+};
+
+/// Allocates the zeroed tables of a model of `rows × dim` and the state tables optimizer `kind`
+/// needs: each apart, or, when `interleaved`, all in one allocation with the rows of one id side
+/// by side (input, output, input state…, output state…), which paged training moves as one run
+/// of host memory. Throws Error naming what runs out of memory, with `hint` appended.
+Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,
+                     const std::string& hint);
+
+/// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
+/// (seed, row), output zero.
+void init_model(Model& model, uint64_t seed);
+
+/// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd).
+/// Throws Error naming the tables and the memory they need when it runs out.
+void init_optimizer_state(Model& model, OptimizerKind kind);
+
+}  // namespace pagedw2v

@@ -1,0 +1,29 @@
+#pragma once
+/// @file options.hpp
+/// The choices of device and table placement a run makes, and the GPU settings as the CUDA
+/// backend takes them. Ground floor: config, the factory and the CUDA backend share them.
+
+#include <cstdint>
+
+namespace pagedw2v {
+
+/// How `--device` chose.
+enum class DeviceKind { kCpu, kCuda, kAuto };
+
+/// Where the CUDA backend keeps the tables: `resident` holds both tables (and the optimizer
+/// state) in GPU memory; `paged` keeps them in pinned host memory and moves each super-batch's
+/// rows to the GPU, the most frequent rows cached there for the whole run; `auto` is resident
+/// when everything fits the GPU memory budget, else paged.
+enum class Placement { kAuto, kResident, kPaged };
+
+/// GPU settings of a run (ignored by the CPU backend).
+struct GpuOptions {
+  Placement placement = Placement::kAuto;
+  /// GPU memory the backend may use, in bytes; 0 = what is free minus a margin.
+  uint64_t memory_budget = 0;
+  /// One warp per launch, so that a run repeats bit for bit (CudaBackendOptions::serial): for
+  /// reproducibility checks and tests, far slower than the default.
+  bool deterministic = false;
+};
+
+}  // namespace pagedw2v

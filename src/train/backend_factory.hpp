@@ -1,0 +1,24 @@
+#pragma once
+/// @file backend_factory.hpp
+/// The one place that knows every backend: creates the CPU or the CUDA backend for a run, and
+/// says before the model is allocated whether the chosen one will page its tables.
+
+#include <cstdint>
+#include <memory>
+
+#include "backend.hpp"
+#include "options.hpp"
+
+namespace pagedw2v {
+
+/// True when make_backend with these settings will page the tables (the CUDA backend, a device
+/// present, paged placement or auto placement with tables beyond the budget): the model is then
+/// best allocated interleaved.
+bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
+                          const GpuOptions& gpu);
+
+/// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
+std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
+                                      uint32_t threads, const GpuOptions& gpu = {});
+
+}  // namespace pagedw2v
