@@ -1,4 +1,4 @@
-// The row-moving kernels (kernels/gather.hpp) and the id sort/dedup (kernels/unique_ids.hpp)
+// The row-moving kernels (apps/bench/gather.hpp) and the id sort/dedup (apps/bench/unique_ids.hpp)
 // against CPU references: random ids with repeats, unsorted; host tables in pinned, mapped memory
 // (the paged layout) and in device memory; outputs poisoned with NaN before every launch.
 
@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/gather.hpp"
+#include "bench/pinned_allocator.hpp"
+#include "bench/unique_ids.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
-#include "gpu/pinned_allocator.hpp"
 #include "gpu/stream.hpp"
 #include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
-#include "kernels/gather.hpp"
-#include "kernels/unique_ids.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -11,9 +11,9 @@
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "kernels/sampler_probe.hpp"
 #include "philox.hpp"
 #include "sampler.hpp"
+#include "sampler_probe.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -2,7 +2,7 @@
 // demand, so they run without a GPU), and, on a GPU, a real pinned table read by the gather
 // kernel across slab boundaries.
 
-#include "gpu/pinned_allocator.hpp"
+#include "bench/pinned_allocator.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/gather.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
-#include "kernels/gather.hpp"
 
 namespace pagedw2v {
 namespace {

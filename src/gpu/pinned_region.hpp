@@ -3,8 +3,8 @@
 /// Pins memory that is already allocated (a host table, the encoded corpus) for as long as the
 /// object lives: page-locked and mapped, so GPU kernels read and write it in place and the copy
 /// engines move it at full speed. The range is locked in slabs (1 GiB by default), as
-/// gpu/pinned_allocator.hpp does for new allocations, so no single driver call locks tens of GB.
-/// Host-only header.
+/// the benchmark's pinned allocator (apps/bench/pinned_allocator.hpp) does for new allocations, so
+/// no single driver call locks tens of GB. Host-only header.
 
 #include <cstddef>
 #include <string>

@@ -1,4 +1,4 @@
-#include "gpu/pinned_allocator.hpp"
+#include "bench/pinned_allocator.hpp"
 
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>

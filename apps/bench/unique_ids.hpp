@@ -1,8 +1,8 @@
 #pragma once
 /// @file unique_ids.hpp
 /// Sorting and deduplicating row ids on the GPU (CUB radix sort, then unique): the step between
-/// collecting the ids a batch touches and moving their rows (kernels/gather.hpp). Position i of the
-/// result is the slot of row unique[i].
+/// collecting the ids a batch touches and moving their rows (apps/bench/gather.hpp). Position i of
+/// the result is the slot of row unique[i].
 
 #include <cuda_runtime_api.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/sampler_probe.hpp"
+#include "sampler_probe.hpp"
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_draws.cuh"

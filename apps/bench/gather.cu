@@ -2,9 +2,9 @@
 #include <string>
 #include <type_traits>
 
+#include "bench/gather.hpp"
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
-#include "kernels/gather.hpp"
 #include "kernels/work_claim.cuh"
 
 namespace pagedw2v {

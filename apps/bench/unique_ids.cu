@@ -2,9 +2,9 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 
+#include "bench/unique_ids.hpp"
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
-#include "kernels/unique_ids.hpp"
 
 namespace pagedw2v {
 

@@ -7,7 +7,7 @@
 /// Tables and buffers are row-major with `dim` floats a row. The fast pair reads and writes
 /// each row with coalesced 16-byte accesses (when dim % 4 == 0 and the pointers are 16-byte
 /// aligned; 4-byte accesses otherwise); give them ids sorted and deduplicated
-/// (kernels/unique_ids.hpp): sorted ids walk the host table in address order, and a scatter over
+/// (apps/bench/unique_ids.hpp): sorted ids walk the host table in address order, and a scatter over
 /// repeated ids would race. The count may live on the device (`d_n`, e.g. the output of
 /// launch_sort_unique_ids), so no host synchronisation is needed between sorting and moving.
 

@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu/pinned_allocator.hpp"
+#include "bench/pinned_allocator.hpp"
 
 namespace pagedw2v {
 

@@ -14,16 +14,16 @@
 #include <thread>
 #include <utility>
 
+#include "bench/gather.hpp"
 #include "bench/host_rows.hpp"
+#include "bench/unique_ids.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 #include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
-#include "kernels/gather.hpp"
 #include "kernels/paging.hpp"
-#include "kernels/unique_ids.hpp"
 
 namespace pagedw2v {
 namespace {
