@@ -12,6 +12,7 @@
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 #include "philox.hpp"
+#include "philox_probe.hpp"
 #include "sampler.hpp"
 #include "sampler_probe.hpp"
 
@@ -144,6 +145,46 @@ TEST(CudaMemory, OutOfGpuMemoryIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("out of GPU memory: a test table"), std::string::npos)
         << e.what();
   }
+}
+
+// cuRAND's Philox4x32-10 and src/philox.hpp are the same function: for random counters and keys,
+// and for the counters and keys the training draws use, every bit agrees.
+TEST(CudaSampler, CurandPhiloxGivesTheBitsOfPhiloxHpp) {
+  PAGEDW2V_REQUIRE_GPU();
+  std::mt19937_64 rng(20261201);
+  const size_t n = 1 << 16;
+  std::vector<uint32_t> ctr(4 * n), key(2 * n);
+  for (auto& c : ctr) c = static_cast<uint32_t>(rng());
+  for (auto& k : key) k = static_cast<uint32_t>(rng());
+  // Some with the layout of draw(): (pos, pos >> 32, epoch, kind << 28 ^ sub) keyed by the seed.
+  for (size_t i = 0; i < n / 4; ++i) {
+    const uint64_t pos = rng() % (uint64_t{1} << 40), seed = rng() % 4 ? rng() % 100 : rng();
+    ctr[4 * i] = static_cast<uint32_t>(pos);
+    ctr[4 * i + 1] = static_cast<uint32_t>(pos >> 32);
+    ctr[4 * i + 2] = static_cast<uint32_t>(rng() % 50);
+    ctr[4 * i + 3] = (static_cast<uint32_t>(rng() % 4) << 28) ^ static_cast<uint32_t>(rng() % 4096);
+    key[2 * i] = static_cast<uint32_t>(seed);
+    key[2 * i + 1] = static_cast<uint32_t>(seed >> 32);
+  }
+  const DeviceBuffer<uint32_t> d_ctr = to_device(ctr, "counters");
+  const DeviceBuffer<uint32_t> d_key = to_device(key, "keys");
+  DeviceBuffer<uint32_t> d_out(4 * n, "draws");
+  PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0xA5, d_out.bytes()));  // poison
+  curand_philox_probe(d_ctr.data(), d_key.data(), n, d_out.data());
+  const std::vector<uint32_t> out = to_host(d_out);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Philox4 c{{ctr[4 * i], ctr[4 * i + 1], ctr[4 * i + 2], ctr[4 * i + 3]}};
+    const Philox4 want = philox4x32(c, key[2 * i], key[2 * i + 1]);
+    for (int k = 0; k < 4; ++k) mismatches += out[4 * i + k] != want.v[k];
+  }
+  EXPECT_EQ(mismatches, 0u);
+  // The known-answer vector of Random123 (philox4x32_10, counter and key all ones bits).
+  const Philox4 kat = philox4x32(Philox4{{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
+  EXPECT_EQ(kat.v[0], 0x408f276du);
+  EXPECT_EQ(kat.v[1], 0x41c83b0eu);
+  EXPECT_EQ(kat.v[2], 0xa20bc7c6u);
+  EXPECT_EQ(kat.v[3], 0x6d5451fdu);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "error.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_corpus.hpp"
+#include "gpu/gpu_plan.hpp"
 #include "gpu/pinned_region.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/cuda_check.hpp"
@@ -51,27 +52,24 @@ std::string gib(double bytes) {
   return buf;
 }
 
-/// Bytes of one row on the device in every table (input, output, optimizer state and, for the
-/// dense optimizers, gradient rows and touched flags).
-uint64_t row_bytes_on_device(uint32_t dim, OptimizerKind kind) {
-  const uint64_t row = uint64_t{sgns_row_stride(dim)} * sizeof(float);
-  const bool optimizer = kind != OptimizerKind::kSgd;
-  return row * (2 + 2 * state_tables(kind) + (optimizer ? 2 : 0)) + (optimizer ? 2 + 8 : 0);
-}
-
-/// GPU memory resident tables need: every row, the subsampling and noise tables, a margin.
-uint64_t resident_bytes(uint64_t rows, uint32_t dim, OptimizerKind kind) {
-  const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
-  return rows * (row_bytes_on_device(dim, kind) + per_word) + (uint64_t{16} << 20);
-}
-
-/// --gpu-memory, or what is free minus a margin.
-uint64_t gpu_budget(const GpuOptions& gpu) {
+/// The budget of `gpu`: --gpu-memory, or what the device has free minus a margin.
+uint64_t query_budget(const GpuOptions& gpu) {
   size_t free_bytes = 0, total_bytes = 0;
   PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
-  return gpu.memory_budget > 0 ? gpu.memory_budget
-                               : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
+  return gpu_budget(gpu.memory_budget, free_bytes);
+}
+
+/// What the plan needs of the current device, queried once per backend.
+GpuDeviceFacts query_device_facts(const cudaDeviceProp& prop, const GpuOptions& gpu) {
+  GpuDeviceFacts facts;
+  facts.name = prop.name;
+  facts.budget = query_budget(gpu);
+  facts.host_pointers = gpu_uses_host_pointers();
+  facts.scratch_bytes = [](uint64_t select_n, uint32_t order_n, uint32_t key_bits) -> uint64_t {
+    return std::max(select_marked_ids_temp_bytes(select_n),
+                    order_free_slots_temp_bytes(order_n, key_bits));
+  };
+  return facts;
 }
 
 /// Statistics the paging kernels count on the device.
@@ -88,7 +86,7 @@ struct PagingCounters {
 /// one after the other, and a depth of 2 lets a piece's moves run while the piece before it
 /// trains: the cache then holds two pieces' rows instead of three, which for an optimizer's
 /// whole super-batches decides whether they overlap at all.
-constexpr uint64_t kStages = 4;
+constexpr uint64_t kStages = kPagedStages;
 constexpr uint32_t kDepth = 3;
 constexpr uint32_t kDepthOneStream = 2;
 
@@ -307,121 +305,43 @@ class CudaBackend final : public Backend {
     uint32_t fresh_n = 0;  ///< of those, rows read from the host
   };
 
-  /// Decides placement and sizes from the budget.
+  /// Takes placement and sizes from the plan (gpu/gpu_plan.hpp).
   void plan(const cudaDeviceProp& prop) {
-    budget_ = gpu_budget(options_.gpu);
+    GpuPlanInput in;
+    in.rows = rows_;
+    in.dim = dim_;
+    in.row_stride = stride_;
+    in.optimizer = data_.optimizer.kind;
+    in.negative_pool = pool_;
+    in.batch_blocks = batch_blocks_;
+    in.pool_blocks = static_cast<uint32_t>(pool_blocks_);
+    in.placement = options_.gpu.placement;
+    in.hot_rows = options_.hot_rows;
+    in.cache_rows = options_.cache_rows;
+    in.sgd_piece_words = options_.sgd_piece_words;
+    in.blocks = data_.blocks;
+    in.sentence_starts = &data_.corpus->sentence_starts;
+    in.keep = data_.keep;
+    const GpuPlan plan = plan_gpu(in, query_device_facts(prop, options_.gpu));
+    budget_ = plan.budget;
     report_.budget_bytes = budget_;
-    const uint64_t row_bytes = device_row_bytes();
-    // Words past the last one that subsampling may drop are always kept (kernels/sgns.hpp).
-    keep_count_ = 0;
-    for (uint64_t id = 0; id < rows_; ++id) {
-      if ((*data_.keep)[id] < 1.0f) keep_count_ = id + 1;
+    keep_count_ = plan.keep_count;
+    batch_blocks_ = plan.batch_blocks;
+    max_piece_tokens_ = plan.max_piece_tokens;
+    max_piece_sentences_ = plan.max_piece_sentences;
+    max_pools_ = plan.max_pools;
+    max_list_ = plan.max_list;
+    paged_ = plan.paged;
+    hot_ = plan.hot_rows;
+    cache_ = plan.cache_rows;
+    device_rows_ = plan.device_rows;
+    select_temp_bytes_ = plan.scratch_bytes;
+    if (paged_) {
+      report_.paged = true;
+      report_.hot_rows = hot_;
+      report_.cache_rows = cache_;
     }
-    const uint64_t resident_need = resident_bytes(rows_, dim_, data_.optimizer.kind);
-
-    // The largest super-batch, in tokens, sentences and pool periods, sizes per-piece buffers.
-    const auto size_super_batches = [&] {
-      const auto& blocks = *data_.blocks;
-      const auto& starts = data_.corpus->sentence_starts;
-      const uint64_t nblocks = blocks.size() - 1;
-      max_piece_tokens_ = max_piece_sentences_ = 0;
-      max_pools_ = 1;
-      for (uint64_t b = 0; b < nblocks; b += batch_blocks_) {
-        const uint64_t e = std::min<uint64_t>(b + batch_blocks_, nblocks);
-        max_piece_tokens_ = std::max(max_piece_tokens_, starts[blocks[e]] - starts[blocks[b]]);
-        max_piece_sentences_ = std::max(max_piece_sentences_, blocks[e] - blocks[b]);
-        max_pools_ = std::max(max_pools_, (e - 1) / pool_blocks_ - b / pool_blocks_ + 1);
-      }
-    };
-    size_super_batches();
-    Placement placement = options_.gpu.placement;
-    if (placement == Placement::kAuto) {
-      placement = resident_need <= budget_ ? Placement::kResident : Placement::kPaged;
-    }
-    if (placement == Placement::kResident) {
-      if (resident_need > budget_) {
-        throw Error("--placement resident: the tables" +
-                    std::string(optimizer_ ? " and optimizer state" : "") + " need " +
-                    gib(double(resident_need)) + " of GPU memory, more than the budget of " +
-                    gib(double(budget_)) + " on " + prop.name +
-                    "; use --placement paged (or auto), or raise --gpu-memory");
-      }
-      paged_ = false;
-      hot_ = rows_;
-      cache_ = 0;
-      device_rows_ = rows_;
-      return;
-    }
-    paged_ = true;
-    // With sgd nothing steps per super-batch, so paged pieces may be shorter than --batch-words:
-    // smaller stage buffers leave more of the budget to rows, and moves and launches interleave
-    // more finely (CudaBackendOptions::sgd_piece_words).
-    if (!optimizer_ && options_.sgd_piece_words > 0) {
-      const uint64_t cap =
-          std::max<uint64_t>(1, (options_.sgd_piece_words + kBlockWords - 1) / kBlockWords);
-      if (batch_blocks_ > cap) {
-        batch_blocks_ = static_cast<uint32_t>(cap);
-        size_super_batches();
-      }
-    }
-    if (pool_ == 0) {
-      throw UsageError("paged tables (the tables need " + gib(double(resident_need)) +
-                       ", the GPU budget is " + gib(double(budget_)) +
-                       ") need --negative-pool N (negatives drawn from a pool shared by "
-                       "--pool-words words, e.g. "
-                       "--negative-pool 1024), or raise --gpu-memory");
-    }
-    if (!gpu_uses_host_pointers()) {
-      throw Error(std::string(prop.name) +
-                  " cannot address registered host memory by its host pointer, which paged "
-                  "tables need; use --placement resident");
-    }
-    const uint64_t pool_entries = max_pools_ * pool_;
-    max_list_ = std::min<uint64_t>(rows_, max_piece_tokens_ + pool_entries);
-    const uint64_t stage_bytes = max_piece_tokens_ * 8 + (max_piece_sentences_ + 1) * 12 +
-                                 max_list_ * 16 + pool_entries * 8 + 64;
-    // Beside the stages: the second key and slot lists of order_free_slots, and scratch for
-    // the selects and that sort.
-    const uint64_t fixed = rows_ * 5 + keep_count_ * sizeof(float) + kStages * stage_bytes +
-                           max_list_ * 8 + scratch_bytes() + (uint64_t{16} << 20);
-    // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
-    const uint64_t slot_bytes = row_bytes + 13;
-    const uint64_t rows_fit = budget_ > fixed ? (budget_ - fixed) / slot_bytes : 0;
-    // Any one sentence with its pool must fit, with room to spare.
-    const uint64_t reserve = std::min<uint64_t>(rows_, pool_ + longest_sentence());
-    // The cache holds the rows of the pieces in flight (kDepth of them) and serves few repeat
-    // lookups beyond them (a tail row recurs only millions of words later), while every hot
-    // row saves lookups: a third of the rows for the cache.
-    cache_ = options_.cache_rows > 0 ? options_.cache_rows : rows_fit / 3;
-    cache_ = std::max(cache_, 2 * reserve);
-    if (options_.hot_rows == 0 && cache_ > rows_fit) {
-      throw Error("--gpu-memory " + gib(double(budget_)) +
-                  " is too small for paged tables of dim " + std::to_string(dim_) +
-                  " with --negative-pool " + std::to_string(pool_) + ": at least " +
-                  gib(double(fixed + 2 * reserve * slot_bytes)) +
-                  " is needed; raise --gpu-memory or lower --negative-pool");
-    }
-    hot_ = options_.hot_rows > 0 ? std::min<uint64_t>(options_.hot_rows, rows_)
-                                 : std::min<uint64_t>(rows_, rows_fit - cache_);  // ≤ checked
-    device_rows_ = hot_ + cache_;
-    if (device_rows_ >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
-    report_.paged = true;
-    report_.hot_rows = hot_;
-    report_.cache_rows = cache_;
   }
-
-  /// Tokens in the corpus's longest sentence.
-  uint64_t longest_sentence() const {
-    const auto& starts = data_.corpus->sentence_starts;
-    uint64_t longest = 1;
-    for (size_t i = 1; i < starts.size(); ++i)
-      longest = std::max<uint64_t>(longest, starts[i] - starts[i - 1]);
-    return longest;
-  }
-
-  /// Device bytes per table row: both tables, their state, and the gradient tables, touched
-  /// flags and step lists of an optimizer.
-  uint64_t device_row_bytes() const { return row_bytes_on_device(dim_, data_.optimizer.kind); }
 
   void allocate() {
     const std::string shape =
@@ -509,21 +429,6 @@ class CudaBackend final : public Backend {
     report_.backend_bytes = bytes;
   }
 
-  /// Bits of a slot-order key: every id, and rows_ for an empty slot.
-  uint32_t order_key_bits() const {
-    uint32_t bits = 1;
-    while (bits < 32 && (rows_ >> bits) != 0) ++bits;
-    return bits;
-  }
-
-  /// Scratch shared by the paging selects and the slot-order sort (one at a time, on the
-  /// preparation stream).
-  size_t scratch_bytes() const {
-    return std::max(
-        select_marked_ids_temp_bytes(std::max({rows_, cache_, max_list_})),
-        order_free_slots_temp_bytes(static_cast<uint32_t>(max_list_), order_key_bits()));
-  }
-
   void allocate_paging() {
     where_ = DeviceBuffer<uint32_t>(rows_, "the row slots");
     marks_ = DeviceBuffer<uint8_t>(rows_, "the row marks");
@@ -535,7 +440,6 @@ class CudaBackend final : public Backend {
     zero(marks_);
     order_keys_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
     order_slots_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
-    select_temp_bytes_ = scratch_bytes();
     select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
     paging_counters_ = DeviceBuffer<PagingCounters>(1, "paging counters");
     move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
@@ -860,7 +764,7 @@ class CudaBackend final : public Backend {
     // as the new ones do; its lists live in the stage's evicted and fresh_rows until install.
     const uint32_t* taken = launch_order_free_slots(
         free_.data(), s.fresh_n, slots, hand, hand_.data() + (number + 1) % 2, slot_id_.data(),
-        static_cast<uint32_t>(rows_), order_key_bits(), s.evicted.data(), order_keys_.data(),
+        static_cast<uint32_t>(rows_), order_key_bits(rows_), s.evicted.data(), order_keys_.data(),
         s.fresh_rows.data(), order_slots_.data(), select_temp_.data(), select_temp_bytes_, st);
     launch_install_rows(s.fresh.data(), s.fresh_n, taken, hot, slot_id_.data(), where_.data(),
                         s.evicted.data(), s.fresh_rows.data(), &pc->to_host, st);
@@ -1089,7 +993,7 @@ bool cuda_tables_paged(uint64_t rows, uint32_t dim, OptimizerKind kind, const Gp
     case Placement::kAuto:
       break;
   }
-  return resident_bytes(rows, dim, kind) > gpu_budget(gpu);
+  return plan_pages_tables(rows, sgns_row_stride(dim), kind, gpu.placement, query_budget(gpu));
 }
 
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data) {

@@ -1,9 +1,9 @@
 #pragma once
 /// @file cuda_backend.hpp
-/// The CUDA backend: both tables resident in GPU memory for the whole run, the corpus resident
-/// or streamed (gpu/device_corpus.hpp), one fused kernel launch per corpus chunk
-/// (kernels/sgns.hpp). Host-only header: it names no CUDA type, so the trainer and the factory
-/// compile without the CUDA headers.
+/// The CUDA backend: the tables resident in GPU memory or paged from pinned host memory, as
+/// gpu/gpu_plan.hpp decides; the corpus resident or streamed (gpu/device_corpus.hpp); fused
+/// training kernels (kernels/sgns.hpp). Host-only header: it names no CUDA type, so the trainer and
+/// the factory compile without the CUDA headers.
 
 #include <cstddef>
 #include <cstdint>
@@ -35,14 +35,12 @@ struct CudaBackendOptions {
   /// deterministic, which the paged-versus-resident equivalence test needs.
   bool serial = false;
   /// Paged: multiprocessors the training kernel leaves to the row moves that run beside it (the
-  /// moves take three blocks of 8 warps on each). H200, 10 M rows × 128, budget 10 %
-  /// (kernels/PERFORMANCE.md): 2 → 82.4 M words/s, 3 → 99.0 M, 4 → 102.3 M, 6 → 96.5 M,
-  /// 8 → 93.6 M.
+  /// moves take three blocks of 8 warps on each). The default is the best measured
+  /// (kernels/PERFORMANCE.md, "paged").
   uint32_t paging_sms = 4;
   /// Paged with sgd: pieces of at most this many words (whole work blocks), however long
   /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
-  /// are never cut. H200, same run with paging_sms 4: 262,144 → 102.3 M words/s; 196,608 →
-  /// 93.6 M; 524,288 → 88.4 M; 1,048,576 → 95.4 M.
+  /// are never cut. The default is the best measured (kernels/PERFORMANCE.md, "paged").
   uint64_t sgd_piece_words = 262144;
 };
 

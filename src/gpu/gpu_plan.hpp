@@ -1,0 +1,94 @@
+#pragma once
+/// @file gpu_plan.hpp
+/// Where the CUDA backend keeps the tables and how large each of its buffers is, decided once
+/// per run from the model's shape, the corpus's shape, the GPU memory budget and a few device
+/// facts. A pure function: it allocates nothing and calls no CUDA API (the device facts come in
+/// as values and one size function), so tests run it without a GPU over any shape and budget.
+///
+/// Owns: the placement rule (resident when everything fits, else paged), the byte accounting of
+/// resident and paged tables, the split of a paged budget into hot rows and cache slots, the
+/// piece and stage sizes. May not touch: device memory, streams, the model's values.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "optimizer.hpp"
+#include "options.hpp"
+
+namespace pagedw2v {
+
+/// What the plan needs to know about the device; the backend queries it once per run.
+struct GpuDeviceFacts {
+  std::string name;     ///< for messages
+  uint64_t budget = 0;  ///< GPU memory the backend may use (gpu_budget)
+  /// Whether the GPU addresses registered host memory by its host pointer (paged tables need it).
+  bool host_pointers = true;
+  /// Scratch bytes of the paging selects over `select_n` ids and of the slot-order sort of
+  /// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them).
+  std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)> scratch_bytes;
+};
+
+/// The run as the plan sees it. Pointers are borrowed for the call.
+struct GpuPlanInput {
+  uint64_t rows = 0;        ///< vocabulary rows of each table
+  uint32_t dim = 0;         ///< floats a row holds
+  uint32_t row_stride = 0;  ///< floats a row takes on the device (sgns_row_stride)
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  uint32_t negative_pool = 0;  ///< TrainParams::negative_pool
+  uint32_t batch_blocks = 1;   ///< work blocks per super-batch
+  uint32_t pool_blocks = 1;    ///< work blocks per pool period
+  Placement placement = Placement::kAuto;
+  /// Paged: fixed hot rows and cache slots (CudaBackendOptions); 0 = sized from the budget.
+  uint64_t hot_rows = 0, cache_rows = 0;
+  /// Paged with sgd: longest piece in words (CudaBackendOptions::sgd_piece_words); 0 = no cap.
+  uint64_t sgd_piece_words = 0;
+  const std::vector<uint64_t>* blocks = nullptr;           ///< block boundaries (sentences)
+  const std::vector<uint64_t>* sentence_starts = nullptr;  ///< token offset of each sentence
+  const std::vector<float>* keep = nullptr;                ///< subsampling keep probabilities
+};
+
+/// What the backend allocates and how it trains.
+struct GpuPlan {
+  bool paged = false;
+  uint64_t budget = 0;       ///< the budget planned with
+  uint64_t hot_rows = 0;     ///< rows on the GPU for the whole run (all rows when resident)
+  uint64_t cache_rows = 0;   ///< slots of the row cache (paged)
+  uint64_t device_rows = 0;  ///< hot_rows + cache_rows: rows of every device table
+  /// Work blocks per piece: the input's, or fewer for paged sgd (sgd_piece_words).
+  uint32_t batch_blocks = 1;
+  /// The largest piece in tokens, sentences and pool periods; sizes the per-piece buffers.
+  uint64_t max_piece_tokens = 0, max_piece_sentences = 0, max_pools = 1;
+  uint64_t max_list = 0;       ///< paged: the most distinct rows one piece can touch
+  uint64_t keep_count = 0;     ///< words whose keep probability is below 1, and those before
+  uint64_t scratch_bytes = 0;  ///< paged: scratch of the selects and the slot-order sort
+};
+
+/// Pieces in flight at once in the paged pipeline, each with its own buffers.
+inline constexpr uint64_t kPagedStages = 4;
+
+/// Bytes of one row on the device in every table (input, output, optimizer state and, for the
+/// dense optimizers, gradient rows, touched flags and step lists).
+uint64_t device_row_bytes(uint32_t row_stride, OptimizerKind kind);
+
+/// GPU memory resident tables need: every row, the subsampling and noise tables, a margin.
+uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind);
+
+/// The budget: `requested` bytes when not 0, else what is free minus a margin.
+uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes);
+
+/// Whether the tables will be paged: the placement rule of plan_gpu, which needs only the
+/// model's shape, so that the host tables can be allocated interleaved before the corpus is read.
+bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, Placement placement,
+                       uint64_t budget);
+
+/// Bits of a slot-order key: every id, and `rows` for an empty slot.
+uint32_t order_key_bits(uint64_t rows);
+
+/// The plan. Throws Error when resident tables are asked for and do not fit, when the budget is
+/// too small for paged tables or the device cannot page; UsageError when paged tables have no
+/// negative pool.
+GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device);
+
+}  // namespace pagedw2v
