@@ -2,6 +2,7 @@
 // demand, so they run without a GPU), and, on a GPU, a real pinned table read by the gather
 // kernel across slab boundaries.
 
+#include "cuda_test_util.hpp"
 #include "gpu/pinned_allocator.hpp"
 
 #include <gtest/gtest.h>
@@ -280,9 +281,6 @@ TEST(PinnedAllocator, MoveAndDestructionRelease) {
   }  // allocations still live when the allocator goes are released with it
   EXPECT_TRUE(s->ranges.empty());
 }
-
-#define PAGEDW2V_REQUIRE_GPU() \
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
 
 TEST(PinnedAllocatorCuda, SlabbedTableIsOneDeviceRange) {
   PAGEDW2V_REQUIRE_GPU();
