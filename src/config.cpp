@@ -158,7 +158,7 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return std::to_string(c.negative_pool); }});
   o.push_back({"batch-words",
                "words per super-batch: what paged tables stage at once, and the batch of a GPU "
-               "optimizer step (rounded up to whole blocks of 4096 words)",
+               "optimizer step (at least 4096, rounded up to whole blocks of 4096 words)",
                "1048576", false, true,
                [](C& c, V v) {
                  const uint64_t words = parse_uint("batch-words", v, kBlockWords, kMaxBatchWords);
@@ -166,7 +166,8 @@ std::vector<OptionSpec> make_train_options() {
                },
                [](const C& c) { return std::to_string(c.batch_words); }});
   o.push_back({"pool-words",
-               "words that share one negative pool (rounded up to whole blocks of 4096 words); "
+               "words that share one negative pool (at least 4096, rounded up to whole blocks of "
+               "4096 words); "
                "a super-batch stages the pools of all its periods",
                "4096", false, true,
                [](C& c, V v) {
@@ -193,7 +194,8 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return c.alpha > 0 ? num(c.alpha) : std::string("auto"); }});
   o.push_back({"optimizer",
                "sgd (word2vec's update), adagrad, adam, adamw, adamax, rmsprop or adadelta; all "
-               "but sgd take one step per block of 4096 words and keep state tables",
+               "but sgd keep state tables and take one step per batch: a block of 4096 words "
+               "(per thread) on the CPU, a super-batch (--batch-words) on CUDA",
                "sgd", false, true,
                [](C& c, V v) {
                  if (!parse_optimizer(v, &c.optimizer)) {

@@ -333,6 +333,28 @@ TEST(Resume, ModelParametersCannotChange) {
   EXPECT_THROW(run_training(r), UsageError);
 }
 
+// --pool-words decides which negatives every example draws, so a resumed run may not change it;
+// giving it again unchanged is fine.
+TEST(Resume, AChangedPoolWordsIsRefused) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(2000, 9));
+  Config c = base_config(dir, "a");
+  apply_option(c, "negative-pool", "64");
+  apply_option(c, "pool-words", "8192");
+  run_training(c);
+  Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  apply_option(r, "pool-words", "4096");
+  try {
+    run_training(r);
+    FAIL() << "accepted a changed --pool-words";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("pool-words"), std::string::npos) << e.what();
+  }
+  Config same = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "c");
+  apply_option(same, "pool-words", "8192");
+  EXPECT_EQ(run_training(same).words, 2u * 2000u * 12u);
+}
+
 TEST(Resume, AnotherCorpusIsRefused) {
   TempDir dir;
   write_file(dir.file("corpus.txt"), random_corpus(200, 6));

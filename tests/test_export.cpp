@@ -24,7 +24,6 @@ namespace {
 using testing_util::bytes_of;
 using testing_util::entries;
 using testing_util::fresh_seed;
-using testing_util::python_has;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -212,9 +211,7 @@ TEST(Export, LoadErrors) {
 }
 
 TEST(ExportPython, CheckExportsScriptAgreesAndCatchesMismatches) {
-  if (!python_has("numpy, h5py, gensim")) {
-    GTEST_SKIP() << "python3 with numpy, h5py and gensim is not available";
-  }
+  PAGEDW2V_REQUIRE_PYTHON("numpy, h5py, gensim");
   const std::string script = std::string(PAGEDW2V_SOURCE_DIR) + "/scripts/check_exports.py";
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));

@@ -36,7 +36,6 @@ constexpr bool kAddressSanitizer = false;
 using testing_util::bytes_of;
 using testing_util::entries;
 using testing_util::fresh_seed;
-using testing_util::python_has;
 using testing_util::read_file;
 using testing_util::run_python;
 using testing_util::TempDir;
@@ -201,7 +200,7 @@ TEST(Hdf5, ReadErrorsNameThePath) {
 }
 
 TEST(Hdf5Python, H5pyReadsOurFiles) {
-  if (!python_has("numpy, h5py")) GTEST_SKIP() << "python3 with numpy and h5py is not available";
+  PAGEDW2V_REQUIRE_PYTHON("numpy, h5py");
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const TempDir dir;
@@ -247,7 +246,7 @@ with h5py.File('e.h5', 'r') as f:
 }
 
 TEST(Hdf5Python, ReadsFilesH5pyWrote) {
-  if (!python_has("numpy, h5py")) GTEST_SKIP() << "python3 with numpy and h5py is not available";
+  PAGEDW2V_REQUIRE_PYTHON("numpy, h5py");
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const TempDir dir;
