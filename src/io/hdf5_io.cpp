@@ -243,7 +243,12 @@ void write_integrity_record(const Checker& h5, const std::string& temp) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) h5.fail(std::string("cannot stat the file: ") + std::strerror(errno));
   const auto size = static_cast<uint64_t>(st.st_size);
-  if (size < kUserBlockBytes) h5.fail("the file is shorter than its user block");
+  char signature[8] = {};
+  if (size < kUserBlockBytes + sizeof signature ||
+      ::pread(fd, signature, sizeof signature, kUserBlockBytes) != sizeof signature ||
+      std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof signature) != 0) {
+    h5.fail("the file has no user block to hold its checksum");
+  }
   const uint64_t hash = xxh64_of_file(fd, kUserBlockBytes, size - kUserBlockBytes, temp);
   char line[96];
   const int n =
@@ -534,6 +539,10 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
   write_integrity_record(h5, temp);
   temp_file.release();
   commit_file(temp, path);
+}
+
+void seal_h5_file(const std::string& path) {
+  write_integrity_record(Checker("cannot write '" + path + "': "), path);
 }
 
 H5Integrity h5_integrity(const std::string& path) {

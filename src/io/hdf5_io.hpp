@@ -54,6 +54,11 @@ enum class H5Integrity { kNone, kVerified };
 /// when the file cannot be read.
 H5Integrity h5_integrity(const std::string& path);
 
+/// Writes the integrity record of `path`, an HDF5 file created with a user block of at least 512
+/// bytes that libhdf5 has closed. write_embeddings_h5 does this itself; tools that edit such a
+/// file in place call it again afterwards. Throws Error on failure.
+void seal_h5_file(const std::string& path);
+
 /// Makes sure that libhdf5 may parse `path` in this process: returns when the file's integrity
 /// record matches; throws when it does not; for a file without one, runs `trial` (a parse of
 /// the file) in a child process and returns when it returned there, else throws its Error, or

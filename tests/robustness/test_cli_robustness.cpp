@@ -760,8 +760,6 @@ class FuzzedCheckpoint : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FuzzedCheckpoint, ExportsOrIsRefusedWithOneLine) {
   const std::string name = std::filesystem::path(GetParam()).filename().string();
-  const auto known = fuzz::known_failures().find(name);
-  if (known != fuzz::known_failures().end()) GTEST_SKIP() << "known: " << known->second;
   TempDir dir;
   const Outcome exported = run(
       dir, {"export", "--checkpoint", GetParam(), "--output", dir.file("e"), "--format", "npy"});
