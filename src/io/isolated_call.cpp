@@ -149,11 +149,14 @@ void run_isolated(const std::string& prefix, const IsolationLimits& limits,
   if (!reply.empty() && reply[0] == kNoMemory) {
     throw Error(prefix + "not enough memory to read it");
   }
-  if (WIFSIGNALED(status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty()) {
-    // SIGKILL from outside (the kernel's OOM killer) or an abort the library made.
-    throw Error(prefix +
-                "reading it failed in the HDF5 library (the file is damaged or too "
-                "large for the memory available)");
+  if (WIFSIGNALED(status)) {  // SIGKILL from outside: the kernel's OOM killer
+    throw Error(prefix + "the HDF5 library was killed reading it (out of memory?)");
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty()) {
+    // A sanitizer's report ends the child with a status of its own.
+    throw Error(prefix + "the HDF5 library crashed reading it (exit status " +
+                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                "); the file is damaged");
   }
   if (reply[0] == kFailed) throw Error(reply.substr(1));
   if (reply[0] != kOk) throw Error(prefix + "reading it failed");
