@@ -609,6 +609,7 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
   if (!has_dataset(h5, file, "vectors")) h5.fail("no /vectors dataset");
   {
     Hid set = h5.make(H5Dopen2(file, "vectors", H5P_DEFAULT), H5Dclose, "cannot open /vectors");
+    check_storage(h5, set, "/vectors", open.size);
     Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read /vectors");
     if (H5Tget_class(type) != H5T_FLOAT) h5.fail("/vectors is not floating point");
     const std::vector<hsize_t> dims = extent(h5, set, 2, "/vectors");
@@ -618,7 +619,6 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
     }
     e.rows = dims[0];
     e.dim = static_cast<uint32_t>(dims[1]);
-    check_storage(h5, set, "/vectors", open.size);
     resize_or_fail(h5, e.vectors, e.rows * e.dim, "/vectors");
     if (!e.vectors.empty()) {
       h5.check(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.vectors.data()),
@@ -630,18 +630,19 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
   {
     Hid set =
         h5.make(H5Dopen2(file, "vocab/words", H5P_DEFAULT), H5Dclose, "cannot open /vocab/words");
+    check_storage(h5, set, "/vocab/words", open.size);
     const std::vector<hsize_t> dims = extent(h5, set, 1, "/vocab/words");
     if (dims[0] != e.rows) {
       h5.fail("/vocab/words has " + std::to_string(dims[0]) + " words but /vectors " +
               std::to_string(e.rows) + " rows");
     }
-    check_storage(h5, set, "/vocab/words", open.size);
     e.words = read_strings(h5, set, dims[0], "/vocab/words");
   }
 
   if (has_dataset(h5, file, "vocab/counts")) {
     Hid set =
         h5.make(H5Dopen2(file, "vocab/counts", H5P_DEFAULT), H5Dclose, "cannot open /vocab/counts");
+    check_storage(h5, set, "/vocab/counts", open.size);
     Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read /vocab/counts");
     if (H5Tget_class(type) != H5T_INTEGER) h5.fail("/vocab/counts does not hold integers");
     const std::vector<hsize_t> dims = extent(h5, set, 1, "/vocab/counts");
@@ -649,7 +650,6 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
       h5.fail("/vocab/counts has " + std::to_string(dims[0]) + " entries but /vectors " +
               std::to_string(e.rows) + " rows");
     }
-    check_storage(h5, set, "/vocab/counts", open.size);
     std::vector<int64_t> counts;
     resize_or_fail(h5, counts, dims[0], "/vocab/counts");
     if (!counts.empty()) {
@@ -709,6 +709,7 @@ void read_matrix_h5(const std::string& path, const std::string& name, HostTable&
   const std::string label = "/" + name;
   if (!has_dataset(h5, file, name)) h5.fail("no " + label + " dataset");
   Hid set = h5.make(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + label);
+  check_storage(h5, set, label, open.size);
   Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read " + label);
   if (H5Tget_class(type) != H5T_FLOAT) h5.fail(label + " is not floating point");
   const std::vector<hsize_t> dims = extent(h5, set, 2, label);
@@ -716,7 +717,6 @@ void read_matrix_h5(const std::string& path, const std::string& name, HostTable&
     h5.fail(label + " is " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) +
             ", expected " + std::to_string(rows) + " x " + std::to_string(dim));
   }
-  check_storage(h5, set, label, open.size);
   if (rows > 0 && dim > 0) {
     Hid memory = table_memory_space(h5, out, "cannot read " + label);
     h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, out.block()),
