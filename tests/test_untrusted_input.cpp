@@ -158,7 +158,7 @@ TEST(NonFiniteRows, SpearmanIgnoresNaNPairs) {
   EXPECT_TRUE(std::isnan(spearman_correlation({1, 2}, {std::nan(""), std::nan("")})));
 }
 
-TEST(NonFiniteRows, AnalogiesCountTheirWordsAsUnknown) {
+TEST(NonFiniteRows, AnalogiesCountTheirWordsAsOutOfVocabulary) {
   const TempDir dir;
   LoadedEmbeddings e = embeddings_with_bad_rows();
   write_file(dir.file("q.txt"), ": s\na b e d\na b c e\n");
