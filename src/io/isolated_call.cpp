@@ -143,8 +143,8 @@ void run_isolated(const std::string& prefix, const IsolationLimits& limits,
                 " s (the file is damaged or not a file this program reads)");
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
-    throw Error(prefix + "the HDF5 library crashed reading it (" + strsignal(WTERMSIG(status)) +
-                "); the file is damaged");
+    throw Error(prefix + "the HDF5 library crashed reading it (signal " +
+                std::to_string(WTERMSIG(status)) + "); the file is damaged");
   }
   if (!reply.empty() && reply[0] == kNoMemory) {
     throw Error(prefix + "not enough memory to read it");
