@@ -105,9 +105,12 @@ Vocab Vocab::load_tsv(const std::string& path) {
     const size_t tab = line.rfind('\t');
     uint64_t count = 0;
     const char* num_end = line.data() + line.size();
-    if (tab == std::string_view::npos || tab == 0 ||
-        std::from_chars(line.data() + tab + 1, num_end, count).ptr != num_end ||
-        tab + 1 == line.size()) {
+    const auto parsed = tab == std::string_view::npos
+                            ? std::from_chars_result{line.data(), std::errc::invalid_argument}
+                            : std::from_chars(line.data() + tab + 1, num_end, count);
+    // A count past 2^64 - 1 is out of range (from_chars says so), not the number it wraps to.
+    if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
+        parsed.ptr != num_end || parsed.ec != std::errc()) {
       throw Error("'" + path + "' line " + std::to_string(line_no) + ": expected word<TAB>count");
     }
     words.emplace_back(line.substr(0, tab));

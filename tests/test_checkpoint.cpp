@@ -58,7 +58,7 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
     m.output.data()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
   }
   const TrainPosition pos{1, 17, 123456};
-  const CorpusFingerprint fp{1000, 20, 0xF00DBABEDEADBEEFull};
+  const CorpusFingerprint fp{100000, 20, 0xF00DBABEDEADBEEFull};
   save_checkpoint(dir.file("c.h5"), c, vocab, m, pos, fp, 0.0125f);
   const Checkpoint ck = load_checkpoint(dir.file("c.h5"));
   EXPECT_EQ(ck.config.corpus, c.corpus);
@@ -146,7 +146,7 @@ TEST(Checkpoint, OptimizerStateRoundTrips) {
     for (int i = 0; i < 6; ++i) t->data()[i] = u(rng);
   }
   save_checkpoint(dir.file("c.h5"), c, vocab, m, TrainPosition{0, 3, 99},
-                  CorpusFingerprint{10, 2, 5}, 0.002f);
+                  CorpusFingerprint{100, 5, 5}, 0.002f);
   const Checkpoint ck = load_checkpoint(dir.file("c.h5"));
   EXPECT_EQ(ck.config.optimizer, OptimizerKind::kAdamW);
   EXPECT_EQ(option_value(ck.config, "lr"), option_value(c, "lr"));

@@ -13,6 +13,7 @@
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
 #include "io/embeddings.hpp"
+#include "utf8.hpp"
 
 namespace pagedw2v::app {
 
@@ -20,7 +21,7 @@ namespace {
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";
-  for (const char ch : s) {
+  for (const char ch : valid_utf8(s)) {
     switch (ch) {
       case '"':
         out += "\\\"";
@@ -77,12 +78,14 @@ void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
            ",\"incorrect\":" + std::to_string(r.incorrect) +
            ",\"accuracy_pct\":" + json_number(r.accuracy_pct()) +
            ",\"questions\":" + std::to_string(r.questions) + ",\"oov\":" + std::to_string(r.oov) +
+           ",\"nonfinite_rows\":" + std::to_string(r.nonfinite_rows) +
            ",\"oov_pct\":" + json_number(r.oov_pct()) + "}";
   }
   if (similarity) {
     const SimilarityReport& r = *similarity;
     out += ",\"similarity\":{\"file\":" + json_string(*similarity_path) +
            ",\"pairs\":" + std::to_string(r.pairs) + ",\"oov\":" + std::to_string(r.oov) +
+           ",\"nonfinite_rows\":" + std::to_string(r.nonfinite_rows) +
            ",\"oov_pct\":" + json_number(r.oov_pct()) + ",\"spearman\":" + json_number(r.spearman) +
            ",\"pearson\":" + json_number(r.pearson) + "}";
   }
@@ -113,6 +116,12 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
     std::printf("  Skipped (out-of-vocabulary words): %llu of %llu questions (%.1f%%)\n",
                 static_cast<unsigned long long>(r.oov),
                 static_cast<unsigned long long>(r.questions), r.oov_pct());
+    if (r.nonfinite_rows > 0) {
+      std::printf(
+          "  Left out: %llu rows with NaN or infinite values (their words count as "
+          "out-of-vocabulary)\n",
+          static_cast<unsigned long long>(r.nonfinite_rows));
+    }
   }
   if (similarity) {
     const SimilarityReport& r = *similarity;
@@ -121,6 +130,12 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
         "  Spearman %.4f  Pearson %.4f  (%llu pairs; out-of-vocabulary %.1f%%, %llu pairs)\n",
         r.spearman, r.pearson, static_cast<unsigned long long>(r.pairs), r.oov_pct(),
         static_cast<unsigned long long>(r.oov));
+    if (r.nonfinite_rows > 0) {
+      std::printf(
+          "  Left out: %llu rows with NaN or infinite values (their words count as "
+          "out-of-vocabulary)\n",
+          static_cast<unsigned long long>(r.nonfinite_rows));
+    }
   }
   std::fflush(stdout);
 }

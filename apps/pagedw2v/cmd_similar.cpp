@@ -41,6 +41,10 @@ int cmd_similar(int argc, char** argv) {
   results.reserve(words.size());
   for (const std::string& word : words) results.push_back(nearest(emb, word, top));
 
+  if (const uint64_t bad = nonfinite_rows(emb, emb.rows); bad > 0) {
+    std::printf("(left out: %llu of %llu rows with NaN or infinite values)\n",
+                static_cast<unsigned long long>(bad), static_cast<unsigned long long>(emb.rows));
+  }
   for (size_t i = 0; i < words.size(); ++i) {
     std::printf("%s\n", words[i].c_str());
     for (const auto& [neighbour, cosine] : results[i]) {

@@ -3,6 +3,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "error.hpp"
 
@@ -22,12 +23,28 @@ std::string fold_case(std::string_view word) {
   return out;
 }
 
+bool row_is_finite(const LoadedEmbeddings& embeddings, uint64_t row) {
+  const float* v = embeddings.vectors.data() + row * embeddings.dim;
+  for (uint32_t k = 0; k < embeddings.dim; ++k) {
+    if (!std::isfinite(v[k])) return false;
+  }
+  return true;
+}
+
+uint64_t nonfinite_rows(const LoadedEmbeddings& embeddings, uint64_t limit) {
+  limit = std::min<uint64_t>(limit, embeddings.rows);
+  uint64_t n = 0;
+  for (uint64_t row = 0; row < limit; ++row) n += row_is_finite(embeddings, row) ? 0 : 1;
+  return n;
+}
+
 std::unordered_map<std::string, uint32_t> case_folded_index(const LoadedEmbeddings& embeddings,
                                                             uint64_t limit) {
   limit = std::min<uint64_t>(limit, embeddings.rows);
   std::unordered_map<std::string, uint32_t> index;
   index.reserve(limit);
   for (uint64_t row = 0; row < limit; ++row) {
+    if (!row_is_finite(embeddings, row)) continue;
     // emplace keeps the earlier row when the key is already there.
     index.emplace(fold_case(embeddings.words[row]), static_cast<uint32_t>(row));
   }
@@ -41,6 +58,10 @@ std::vector<float> normalized_rows(const LoadedEmbeddings& embeddings, uint64_t 
                          embeddings.vectors.begin() + static_cast<std::ptrdiff_t>(limit * dim));
   Eigen::Map<RowMatrix> m(out.data(), static_cast<Eigen::Index>(limit), dim);
   for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    if (!m.row(r).allFinite()) {
+      m.row(r).setConstant(std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
     const float norm = m.row(r).norm();
     if (norm > 0.0f) m.row(r) /= norm;
   }
@@ -69,6 +90,9 @@ std::vector<std::pair<std::string, float>> nearest(const LoadedEmbeddings& embed
     throw Error("word '" + word + "' is not in the vocabulary");
   }
   const auto self = static_cast<Eigen::Index>(found - embeddings.words.begin());
+  if (!row_is_finite(embeddings, static_cast<uint64_t>(self))) {
+    throw Error("the vector of word '" + word + "' holds NaN or infinite values");
+  }
   const auto rows = static_cast<Eigen::Index>(embeddings.rows);
   Eigen::Map<const RowMatrix> m(embeddings.vectors.data(), rows, embeddings.dim);
 
@@ -76,15 +100,13 @@ std::vector<std::pair<std::string, float>> nearest(const LoadedEmbeddings& embed
   const float query_norm = query.norm();
   if (query_norm > 0.0f) query /= query_norm;
   Eigen::VectorXf scores = m * query;
-  for (Eigen::Index r = 0; r < rows; ++r) {
-    const float norm = m.row(r).norm();
-    scores[r] = norm > 0.0f ? scores[r] / norm : 0.0f;
-  }
-
   std::vector<uint32_t> order;
   order.reserve(embeddings.rows);
   for (Eigen::Index r = 0; r < rows; ++r) {
-    if (r != self) order.push_back(static_cast<uint32_t>(r));
+    if (r == self || !m.row(r).allFinite()) continue;
+    const float norm = m.row(r).norm();
+    scores[r] = norm > 0.0f ? scores[r] / norm : 0.0f;
+    order.push_back(static_cast<uint32_t>(r));
   }
   const size_t k = std::min<size_t>(top, order.size());
   // Ties keep vocabulary order, so the more frequent word comes first.

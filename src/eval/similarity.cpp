@@ -73,7 +73,14 @@ double pearson_correlation(const std::vector<double>& x, const std::vector<doubl
 
 double spearman_correlation(const std::vector<double>& x, const std::vector<double>& y) {
   if (x.size() != y.size()) return std::numeric_limits<double>::quiet_NaN();
-  return pearson_correlation(average_ranks(x), average_ranks(y));
+  std::vector<double> fx;
+  std::vector<double> fy;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isnan(y[i])) continue;
+    fx.push_back(x[i]);
+    fy.push_back(y[i]);
+  }
+  return pearson_correlation(average_ranks(fx), average_ranks(fy));
 }
 
 SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
@@ -84,6 +91,7 @@ SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
   const uint32_t dim = embeddings.dim;
 
   SimilarityReport report;
+  report.nonfinite_rows = nonfinite_rows(embeddings, limit);
   std::vector<double> gold;
   std::vector<double> model;
   const MappedFile file(pairs_path);

@@ -18,6 +18,7 @@ struct SimilarityReport {
   double pearson = 0.0;   ///< of the raw values; NaN if undefined
   uint64_t pairs = 0;     ///< pairs evaluated
   uint64_t oov = 0;       ///< pairs skipped for a word outside the restricted vocabulary
+  uint64_t nonfinite_rows = 0;  ///< rows left out for a NaN or an infinity (their words: oov)
   /// Skipped pairs in percent of all well-formed pairs.
   double oov_pct() const { return pairs + oov ? 100.0 * oov / (pairs + oov) : 0.0; }
 };
@@ -33,8 +34,9 @@ SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
                                      uint64_t restrict_vocab = 300000);
 
 /// Spearman's rank correlation as scipy.stats.spearmanr computes it: tied values get the mean of
-/// their ranks, then the Pearson correlation of the ranks. NaN when either side is constant or
-/// has fewer than two values.
+/// their ranks, then the Pearson correlation of the ranks. Pairs with a NaN on either side are
+/// left out (scipy's nan_policy='omit'). NaN when either side is constant or has fewer than two
+/// values.
 double spearman_correlation(const std::vector<double>& x, const std::vector<double>& y);
 
 /// The Pearson correlation coefficient of two equally long series; NaN when undefined.

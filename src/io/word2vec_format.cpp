@@ -9,6 +9,7 @@
 #include "io/atomic_file.hpp"
 #include "mapped_file.hpp"
 #include "tokenizer.hpp"
+#include "utf8.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -209,6 +210,13 @@ LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {
       in.set_row(r + 1);
       const std::string_view w = in.binary_word();
       if (w.empty()) in.fail("empty word");
+      // A word written with a space in it shifts every later row: its next part and the vector
+      // bytes then read as words, which gensim (UTF-8, strict) refuses as well.
+      bool control = false;
+      for (const char c : w) control = control || static_cast<unsigned char>(c) < 0x20;
+      if (control || !is_valid_utf8(w)) {
+        in.fail("the word is not UTF-8 text (a word with a space, or a damaged row)");
+      }
       e.words.emplace_back(w);
       const char* row = in.take(dim * sizeof(float));
       if (dim > 0) std::memcpy(out, row, dim * sizeof(float));

@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
 #include "string_index.hpp"
+#include "tokenizer.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -38,6 +41,17 @@ int64_t int_attr(const std::vector<Attribute>& attrs, const std::string& name,
     throw Error("checkpoint '" + path + "' is damaged: no integer '" + name + "'");
   }
   return std::get<int64_t>(a->value);
+}
+
+/// An integer attribute that must lie in [0, most].
+uint64_t bounded_attr(const std::vector<Attribute>& attrs, const std::string& name, uint64_t most,
+                      const std::string& path) {
+  const int64_t v = int_attr(attrs, name, path);
+  if (v < 0 || static_cast<uint64_t>(v) > most) {
+    throw Error("checkpoint '" + path + "' is damaged: '" + name + "' is " + std::to_string(v) +
+                ", outside 0.." + std::to_string(most));
+  }
+  return static_cast<uint64_t>(v);
 }
 
 /// The dataset of state table `k` of the input or output table.
@@ -92,14 +106,17 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   write_embeddings_h5(path, vocab, model.input, &model.output, attrs, state);
 }
 
-Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+namespace {
+
+Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+  const H5Check vetted = H5Check::kAlreadyVetted;
   std::vector<std::string> names = {"format",       "format_version",   "epoch",
                                     "block",        "words_done",       "lr",
                                     "corpus_words", "corpus_sentences", "corpus_hash"};
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) names.push_back(kOptionPrefix + spec.name);
   }
-  const std::vector<Attribute> attrs = read_attributes_h5(path, names);
+  const std::vector<Attribute> attrs = read_attributes_h5(path, names, vetted);
   const Attribute* version = find(attrs, "format_version");
   if (version == nullptr || find(attrs, "format") == nullptr) {
     throw Error("'" + path + "' is not a pagedw2v checkpoint");
@@ -121,19 +138,42 @@ Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& int
     }
   }
   ck.config.given.clear();
-  ck.position.epoch = static_cast<uint32_t>(int_attr(attrs, "epoch", path));
-  ck.position.block = static_cast<uint64_t>(int_attr(attrs, "block", path));
-  ck.position.words_done = static_cast<uint64_t>(int_attr(attrs, "words_done", path));
-  ck.corpus.words = static_cast<uint64_t>(int_attr(attrs, "corpus_words", path));
-  ck.corpus.sentences = static_cast<uint64_t>(int_attr(attrs, "corpus_sentences", path));
+  // Every position is checked against what the run could have reached: a damaged number must
+  // not skip epochs or reach the output.
+  constexpr uint64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  ck.corpus.words = bounded_attr(attrs, "corpus_words", kMaxInt64, path);
+  ck.corpus.sentences = bounded_attr(attrs, "corpus_sentences", ck.corpus.words, path);
   ck.corpus.hash = static_cast<uint64_t>(int_attr(attrs, "corpus_hash", path));
+  ck.position.epoch = static_cast<uint32_t>(bounded_attr(attrs, "epoch", ck.config.epochs, path));
+  ck.position.block = bounded_attr(
+      attrs, "block", ck.position.epoch == ck.config.epochs ? 0 : ck.corpus.sentences, path);
+  const unsigned __int128 most_words =
+      static_cast<unsigned __int128>(ck.position.epoch + 1) * ck.corpus.words;
+  ck.position.words_done =
+      bounded_attr(attrs, "words_done",
+                   most_words > kMaxInt64 ? kMaxInt64 : static_cast<uint64_t>(most_words), path);
   if (const Attribute* lr = find(attrs, "lr"); lr && std::holds_alternative<double>(lr->value)) {
-    ck.lr = static_cast<float>(std::get<double>(lr->value));
+    const double value = std::get<double>(lr->value);
+    if (!std::isfinite(value) || value < 0 || value > std::numeric_limits<float>::max()) {
+      throw Error("checkpoint '" + path + "' is damaged: 'lr' is " + std::to_string(value));
+    }
+    ck.lr = static_cast<float>(value);
   }
 
-  LoadedEmbeddings e = read_embeddings_h5(path);
+  LoadedEmbeddings e = read_embeddings_h5(path, vetted);
   if (e.counts.size() != e.rows || e.dim != ck.config.dim || e.rows == 0) {
     throw Error("checkpoint '" + path + "' is damaged: vocabulary and tables disagree");
+  }
+  // Exports write one word per line and separate words with spaces: a word that holds neither
+  // and is not empty is what the corpus reader makes.
+  for (size_t i = 0; i < e.words.size(); ++i) {
+    const std::string& w = e.words[i];
+    bool bad = w.empty() || w.size() > kMaxWordBytes;
+    for (const char c : w) bad = bad || is_space_byte(static_cast<unsigned char>(c));
+    if (bad) {
+      throw Error("checkpoint '" + path + "' is damaged: word " + std::to_string(i) +
+                  " is empty, too long or holds whitespace");
+    }
   }
   ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
   const std::string hint = "this checkpoint needs more memory than is free";
@@ -143,13 +183,31 @@ Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& int
   const OptimizerKind kind = ck.config.optimizer;
   ck.model =
       allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind), hint);
-  read_matrix_h5(path, "vectors", ck.model.input);
-  read_matrix_h5(path, "context_vectors", ck.model.output);
+  read_matrix_h5(path, "vectors", ck.model.input, vetted);
+  read_matrix_h5(path, "context_vectors", ck.model.output, vetted);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
-    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k]);
-    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k]);
+    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k], vetted);
+    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k], vetted);
   }
   return ck;
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+  // One vetting for the whole load: a file without our integrity record is loaded once in a
+  // child process first (hdf5_io.hpp).
+  vet_h5_file(path, [&] { (void)read_checkpoint(path, {}); });
+  return read_checkpoint(path, interleave);
+}
+
+void check_resume_position(const TrainPosition& position, uint64_t blocks,
+                           const std::string& path) {
+  if (position.block > 0 && position.block >= blocks) {
+    throw Error("checkpoint '" + path + "' is damaged: it stands at block " +
+                std::to_string(position.block) + " of an epoch of " + std::to_string(blocks) +
+                " blocks");
+  }
 }
 
 CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep)

@@ -73,9 +73,16 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
 /// interleaved (allocate_model).
 using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, OptimizerKind kind)>;
 
-/// Reads a checkpoint; throws Error with one clear line for a missing, truncated, non-HDF5 or
-/// newer-format file. The tables are interleaved when `interleave` says so (default: apart).
+/// Reads a checkpoint; throws Error with one clear line for a missing, truncated, damaged,
+/// non-HDF5 or newer-format file, a position outside what its run could reach, and a word that is
+/// empty or holds whitespace. The file is vetted first (hdf5_io.hpp: its checksum, or a trial
+/// load in a child process). The tables are interleaved when `interleave` says so (default:
+/// apart).
 Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {});
+
+/// Throws Error unless `position` (read from checkpoint `path`) lies inside an epoch of `blocks`
+/// work blocks: the check that needs the corpus, which load_checkpoint does not read.
+void check_resume_position(const TrainPosition& position, uint64_t blocks, const std::string& path);
 
 /// The `checkpoints/` directory of a run: names files, keeps the newest `keep`, and points the
 /// `latest.h5` link at the newest complete one.

@@ -22,6 +22,7 @@
 #include "train/backend.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
+#include "train/run_check.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
 
@@ -189,9 +190,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const LrSchedule schedule = make_schedule(p, data.optimizer);
   Progress progress(out, total_words, pos.words_done);
   const uint64_t nblocks = set.block_count();
+  if (!requested.resume.empty()) check_resume_position(pos, nblocks, requested.resume);
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
   const auto t_train = Clock::now();
   const uint64_t words_at_start = pos.words_done;
+  uint64_t examples = 0;
   auto last_checkpoint = Clock::now();
   std::string last_path;
   double side_seconds = 0;  // checkpoints and evaluation, not counted as training time
@@ -209,6 +212,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       const uint64_t e = std::min(nblocks, b + span_blocks);
       const SpanStats s = backend->train(epoch, b, e);
       pos = {epoch, e, pos.words_done + s.words};
+      examples += s.loss_terms;
       progress.update(pos.words_done, s.loss, s.loss_terms, schedule.at(pos.words_done), epoch);
       if (!std::isfinite(s.loss)) {
         progress.finish();
@@ -240,6 +244,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   const double train_seconds = seconds_since(t_train) - side_seconds;
   progress.finish();
+  check_run_outcome(examples, model);
 
   ExportOptions export_options;
   export_options.formats = config.formats;
