@@ -199,12 +199,14 @@ std::optional<EpochEvaluation> evaluate_epoch(const Config& config, const Vocab&
 }
 
 /// A number as JSON has it: NaN and infinities become null.
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::ordered_json number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+}
 
 /// The record of a finished run (run.json).
 std::string run_record(const Config& config, const TrainSummary& s, const std::string& backend,
                        uint32_t threads, const std::vector<std::string>& files) {
-  using nlohmann::json;
+  using json = nlohmann::ordered_json;
   json settings = json::object();
   for (const OptionSpec& spec : train_options()) settings[spec.name] = spec.get(config);
   const StageTimes& t = s.times;
