@@ -145,8 +145,7 @@ TEST(OutputLock, ASecondLockOnTheSameDirectoryIsRefused) {
       const OutputLock second(dir.path());
       FAIL() << "locked twice";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("in use by another pagedw2v process"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("in use by another pagedw2v process"), std::string::npos)
           << e.what();
     }
   }
@@ -271,8 +270,8 @@ TEST(CheckpointDir, PrunesByPositionNotByFileTime) {
   // And one past the position about to be written, from a continuation this run replaces.
   std::filesystem::copy_file(dir.path() + "/epoch-1.h5", dir.path() + "/epoch-9.h5");
 
-  const std::string written = dir.write(false, f.config, f.vocab, model, {1, 5, 1500}, f.corpus,
-                                        0.01f);
+  const std::string written =
+      dir.write(false, f.config, f.vocab, model, {1, 5, 1500}, f.corpus, 0.01f);
   EXPECT_EQ(written, dir.path() + "/step-1500.h5");
   EXPECT_EQ(entries(dir.path()),
             (std::vector<std::string>{"epoch-1.h5", "latest.h5", "step-1500.h5"}));

@@ -214,8 +214,9 @@ OutputLock::OutputLock(const std::string& dir) {
     ::close(fd_);
     fd_ = -1;
     if (err == EWOULDBLOCK) {
-      throw Error("output directory '" + dir +
-                  "' is in use by another pagedw2v process; wait for it or choose another --output");
+      throw Error(
+          "output directory '" + dir +
+          "' is in use by another pagedw2v process; wait for it or choose another --output");
     }
     throw Error("cannot lock output directory '" + dir + "': " + std::strerror(err));
   }

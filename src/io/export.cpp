@@ -205,7 +205,8 @@ void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
     if (!wants(options, format)) continue;
     const std::string suffix = std::string(".") + format;
     table_task(format, ("vectors" + suffix).c_str(), model.input);
-    if (options.save_context) table_task(format, ("context_vectors" + suffix).c_str(), model.output);
+    if (options.save_context)
+      table_task(format, ("context_vectors" + suffix).c_str(), model.output);
   }
   if (wants(options, "h5")) {
     const std::string path = files.path_for("embeddings.h5");

@@ -165,8 +165,7 @@ LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
 }
 
 std::optional<EpochEvaluation> evaluate_epoch(const Config& config, const Vocab& vocab,
-                                              const Model& model, uint32_t epoch,
-                                              std::FILE* out) {
+                                              const Model& model, uint32_t epoch, std::FILE* out) {
   if (config.eval_analogies.empty() && config.eval_similarity.empty()) return std::nullopt;
   const LoadedEmbeddings e = as_embeddings(vocab, model.input);
   EpochEvaluation result;
@@ -259,10 +258,9 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
 
 /// `text` quoted for a POSIX shell where it needs it.
 std::string shell_word(const std::string& text) {
-  const bool plain =
-      !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
-        return std::isalnum(c) || std::strchr("-_./=:,+@%", c) != nullptr;
-      });
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::strchr("-_./=:,+@%", c) != nullptr;
+  });
   if (plain) return text;
   std::string quoted = "'";
   for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -554,8 +552,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                  "%.2f s, checkpoints %.2f s (%.2f s written in the background), evaluation "
                  "%.2f s, export %.2f s\n",
                  times.read, times.vocabulary, times.encoding, times.setup, times.training,
-                 times.checkpoints, times.checkpoint_writing, times.evaluation,
-                 times.export_files);
+                 times.checkpoints, times.checkpoint_writing, times.evaluation, times.export_files);
     if (words_at_start > 0) {
       std::fprintf(out, "resumed at word %llu: %llu words trained in all\n",
                    static_cast<unsigned long long>(words_at_start),

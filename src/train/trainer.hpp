@@ -26,11 +26,11 @@ namespace pagedw2v {
 
 /// Where the time of a `train` command went, in seconds.
 struct StageTimes {
-  double read = 0;        ///< opening and mapping the corpus (its pages are read while counting)
-  double vocabulary = 0;  ///< counting words (or loading the checkpoint's)
-  double encoding = 0;    ///< the corpus as word ids, blocks and sampling tables
-  double setup = 0;       ///< checkpoint loading, tables, initial values, backend (GPU upload)
-  double training = 0;    ///< the epochs alone
+  double read = 0;         ///< opening and mapping the corpus (its pages are read while counting)
+  double vocabulary = 0;   ///< counting words (or loading the checkpoint's)
+  double encoding = 0;     ///< the corpus as word ids, blocks and sampling tables
+  double setup = 0;        ///< checkpoint loading, tables, initial values, backend (GPU upload)
+  double training = 0;     ///< the epochs alone
   double checkpoints = 0;  ///< training stopped for checkpoints (table copies, waits)
   double checkpoint_writing = 0;  ///< writing checkpoint files, mostly in the background
   double evaluation = 0;          ///< --eval-analogies / --eval-similarity after each epoch
@@ -51,13 +51,13 @@ struct EpochEvaluation {
 
 struct TrainSummary {
   uint64_t vocab_size = 0;
-  uint64_t corpus_tokens = 0;  ///< tokens in the corpus, before --min-count
-  uint64_t words_per_epoch = 0;  ///< in-vocabulary words of one epoch
-  uint64_t words = 0;        ///< in-vocabulary words trained over, all epochs
+  uint64_t corpus_tokens = 0;      ///< tokens in the corpus, before --min-count
+  uint64_t words_per_epoch = 0;    ///< in-vocabulary words of one epoch
+  uint64_t words = 0;              ///< in-vocabulary words trained over, all epochs
   uint64_t words_trained_now = 0;  ///< by this command (less than `words` when resumed)
-  double train_seconds = 0;  ///< the epochs alone
-  double total_seconds = 0;  ///< vocabulary, encoding, training and export
-  double final_loss = 0;     ///< smoothed loss per example at the end
+  double train_seconds = 0;        ///< the epochs alone
+  double total_seconds = 0;        ///< vocabulary, encoding, training and export
+  double final_loss = 0;           ///< smoothed loss per example at the end
   std::vector<double> epoch_loss;  ///< mean loss per example of each epoch trained now
   std::vector<EpochEvaluation> evaluations;
   StageTimes times;
