@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -55,6 +57,38 @@ int64_t int_attr(const std::vector<Attribute>& attrs, const std::string& name,
 /// The dataset of state table `k` of the input or output table.
 std::string state_dataset(const char* table, uint32_t k) {
   return std::string("optimizer/") + table + "_" + std::to_string(k);
+}
+
+/// Bytes of the tables and optimizer state of `model`.
+uint64_t model_bytes(const Model& model) {
+  uint64_t bytes = model.input.bytes() + model.output.bytes();
+  for (const HostTable& t : model.input_state) bytes += t.bytes();
+  for (const HostTable& t : model.output_state) bytes += t.bytes();
+  return bytes;
+}
+
+/// Memory the system could give without swapping (MemAvailable); 0 where it does not say.
+uint64_t available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "MemAvailable:", 13) == 0) {
+      kib = std::strtoull(line + 13, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
+/// Whether a copy of `model` fits in available memory with a quarter to spare: Linux grants more
+/// than it has, so an allocation that succeeds can still end in the OOM killer.
+bool snapshot_fits(const Model& model) {
+  const uint64_t need = model_bytes(model);
+  const uint64_t available = available_memory();
+  return available == 0 || need + need / 4 <= available;
 }
 
 }  // namespace
@@ -314,6 +348,11 @@ void CheckpointWriter::write_snapshot(bool end_of_epoch, const Model& model,
   wait();
   const auto t = Clock::now();
   if (snapshot_.input.rows() != model.input.rows()) {
+    if (!snapshot_fits(model)) {
+      caller_seconds_ += seconds_since(t);
+      write_now(end_of_epoch, model, position, lr);
+      return;
+    }
     try {
       snapshot_ = allocate_model(model.input.rows(), model.input.dim(), config_.optimizer, false,
                                  "the checkpoint snapshot");
