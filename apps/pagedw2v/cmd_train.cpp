@@ -54,9 +54,6 @@ int cmd_train(int argc, char** argv) {
   apply_train_flags(config, args);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  // A file past `ulimit -f` is then a write error (EFBIG) that removes its temporary file and
-  // ends the run with one line, not a death by SIGXFSZ.
-  std::signal(SIGXFSZ, SIG_IGN);
   run_training(config, stderr, &g_stop_signal);
   return 0;
 }

@@ -293,6 +293,16 @@ TEST_F(RunOutputs, AFileSizeLimitIsOneClearErrorNotASignal) {
   EXPECT_TRUE(fails_cleanly(r, 1, "File too large"));
   EXPECT_TRUE(leftovers(out).empty());
   EXPECT_FALSE(exists(out + "/vectors.npy"));
+  // The export command likewise.
+  const std::string trained = dir_.file("trained");
+  ASSERT_TRUE(succeeds(run(dir_, with(quick(trained), "dim", "16"))));
+  const std::string exported = dir_.file("exported");
+  const Outcome e = run(dir_,
+                        {"export", "--checkpoint", trained + "/checkpoints/latest.h5", "--output",
+                         exported, "--format", "txt"},
+                        16 * 1024);
+  EXPECT_TRUE(fails_cleanly(e, 1, "File too large"));
+  EXPECT_TRUE(leftovers(exported).empty());
 }
 
 TEST_F(RunOutputs, TemporaryFilesOfEndedRunsAreRemoved) {
