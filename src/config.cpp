@@ -287,10 +287,10 @@ std::vector<OptionSpec> make_train_options() {
                "false", true, false,
                [](C& c, V v) { c.deterministic = parse_bool("deterministic", v); },
                [](const C& c) { return std::string(c.deterministic ? "true" : "false"); }});
-  o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt, or none",
-               "npy,h5,bin,txt", false, false,
-               [](C& c, V v) { c.formats = parse_format_list(v); },
-               [](const C& c) { return c.formats.empty() ? std::string("none") : join(c.formats); }});
+  o.push_back(
+      {"format", "output formats, comma-separated: npy,h5,bin,txt, or none", "npy,h5,bin,txt",
+       false, false, [](C& c, V v) { c.formats = parse_format_list(v); },
+       [](const C& c) { return c.formats.empty() ? std::string("none") : join(c.formats); }});
   o.push_back({"save-context", "also export the output (context) vectors", "false", true, false,
                [](C& c, V v) { c.save_context = parse_bool("save-context", v); },
                [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
