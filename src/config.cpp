@@ -61,13 +61,15 @@ bool parse_bool(const std::string& name, const std::string& value) {
 }
 
 std::vector<std::string> parse_format_list(const std::string& value) {
+  if (value == "none") return {};
   std::vector<std::string> out;
   std::stringstream ss(value);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     if (item != "npy" && item != "h5" && item != "bin" && item != "txt") {
-      throw UsageError("--format: unknown format '" + item + "' (expected npy, h5, bin, txt)");
+      throw UsageError("--format: unknown format '" + item +
+                       "' (expected npy, h5, bin, txt or none)");
     }
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
   }
@@ -287,9 +289,10 @@ std::vector<OptionSpec> make_train_options() {
                "false", true, false,
                [](C& c, V v) { c.deterministic = parse_bool("deterministic", v); },
                [](const C& c) { return std::string(c.deterministic ? "true" : "false"); }});
-  o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt", "npy,h5,bin,txt", false,
-               false, [](C& c, V v) { c.formats = parse_format_list(v); },
-               [](const C& c) { return join(c.formats); }});
+  o.push_back(
+      {"format", "output formats, comma-separated: npy,h5,bin,txt, or none", "npy,h5,bin,txt",
+       false, false, [](C& c, V v) { c.formats = parse_format_list(v); },
+       [](const C& c) { return c.formats.empty() ? std::string("none") : join(c.formats); }});
   o.push_back({"save-context", "also export the output (context) vectors", "false", true, false,
                [](C& c, V v) { c.save_context = parse_bool("save-context", v); },
                [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
@@ -302,10 +305,13 @@ std::vector<OptionSpec> make_train_options() {
                      static_cast<uint32_t>(parse_uint("checkpoint-interval", v, 0, 1u << 30));
                },
                [](const C& c) { return std::to_string(c.checkpoint_interval); }});
-  o.push_back({"keep-checkpoints", "how many checkpoints to keep", "3", false, false,
+  o.push_back({"keep-checkpoints",
+               "how many checkpoints to keep (0 = none at epoch ends; a stop by a signal still "
+               "writes one)",
+               "3", false, false,
                [](C& c, V v) {
                  c.keep_checkpoints =
-                     static_cast<uint32_t>(parse_uint("keep-checkpoints", v, 1, 1000000));
+                     static_cast<uint32_t>(parse_uint("keep-checkpoints", v, 0, 1000000));
                },
                [](const C& c) { return std::to_string(c.keep_checkpoints); }});
   o.push_back({"eval-analogies", "analogy questions to evaluate after each epoch", "", false, false,
@@ -314,6 +320,9 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"eval-similarity", "word-pair similarities to evaluate after each epoch", "", false,
                false, [](C& c, V v) { c.eval_similarity = v; },
                [](const C& c) { return c.eval_similarity; }});
+  o.push_back({"overwrite", "write into an output directory that holds another run's files",
+               "false", true, false, [](C& c, V v) { c.overwrite = parse_bool("overwrite", v); },
+               [](const C& c) { return std::string(c.overwrite ? "true" : "false"); }});
   o.push_back({"quiet", "no progress output", "false", true, false,
                [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});

@@ -47,7 +47,10 @@ struct Config {
   bool quiet = false;
   std::string resume;                ///< checkpoint to continue from
   uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
+  /// 0 = no epoch or timed checkpoints.
   uint32_t keep_checkpoints = 3;
+  /// Replace another run's files in `output`.
+  bool overwrite = false;
   std::string eval_analogies;  ///< evaluate at the end of each epoch when set
   std::string eval_similarity;
 

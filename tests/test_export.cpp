@@ -152,8 +152,9 @@ TEST(Export, ParseFormats) {
   EXPECT_EQ(parse_formats("txt,npy, h5 ,bin"),
             (std::vector<std::string>{"txt", "npy", "h5", "bin"}));
   EXPECT_EQ(parse_formats("h5,h5,npy,"), (std::vector<std::string>{"h5", "npy"}));
-  expect_throw_with<UsageError>([] { parse_formats("npy,xls"); },
-                                "--format: unknown format 'xls' (expected npy, h5, bin, txt)");
+  expect_throw_with<UsageError>(
+      [] { parse_formats("npy,xls"); },
+      "--format: unknown format 'xls' (expected npy, h5, bin, txt or none)");
   expect_throw_with<UsageError>([] { parse_formats("NPY"); }, "unknown format 'NPY'");
   expect_throw_with<UsageError>([] { parse_formats(""); }, "--format");
   expect_throw_with<UsageError>([] { parse_formats(" , "); }, "--format");

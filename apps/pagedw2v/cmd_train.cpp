@@ -5,6 +5,8 @@
 #include <cxxopts.hpp>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "cli.hpp"
 #include "commands.hpp"
 #include "config.hpp"
@@ -15,10 +17,21 @@ namespace pagedw2v::app {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_stop_count{0};
 
 extern "C" void on_stop_signal(int sig) {
-  // A second signal while the checkpoint is being written ends the process the default way.
-  if (g_stop_signal.exchange(sig) != 0) {
+  // The first signal asks for a stop at the next safe point, with a checkpoint. A second one
+  // while that checkpoint is being written only says that it is awaited; a third ends the
+  // process the default way.
+  const int count = g_stop_count.fetch_add(1) + 1;
+  int expected = 0;
+  g_stop_signal.compare_exchange_strong(expected, sig);
+  if (count == 2) {
+    static const char kNote[] =
+        "pagedw2v: writing the checkpoint before stopping; signal again to stop at once\n";
+    const ssize_t ignored = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
+    (void)ignored;
+  } else if (count >= 3) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }

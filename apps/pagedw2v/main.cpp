@@ -1,4 +1,5 @@
 // pagedw2v: word2vec (skip-gram and CBOW with negative sampling) on CPUs and GPUs.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -60,6 +61,9 @@ void print_error(const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file past `ulimit -f` is then a write error (EFBIG) that removes its temporary file and
+  // ends the command with one line, not a death by SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return dispatch(argc, argv);
   } catch (const pagedw2v::Interrupted& e) {

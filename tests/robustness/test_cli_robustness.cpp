@@ -494,7 +494,7 @@ std::vector<FlagCase> train_flag_cases() {
       {"threads", false, false},
       {"seed", true, false},
       {"checkpoint-interval", true, false},
-      {"keep-checkpoints", false, false},
+      {"keep-checkpoints", true, false},
       {"negative-pool", true, false},
       {"batch-words", false, false},
       {"gpu-memory", true, false}};
