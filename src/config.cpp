@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "byte_size.hpp"
 #include "error.hpp"
@@ -336,6 +338,8 @@ std::string normalise_key(std::string key) {
 
 }  // namespace
 
+const char* version() { return PAGEDW2V_VERSION; }
+
 OptimizerParams Config::optimizer_params() const {
   OptimizerParams p = default_optimizer_params(optimizer);
   if (lr) p.lr = *lr;
@@ -470,6 +474,156 @@ void validate(const Config& config) {
       throw UsageError(std::string("--") + name + " does not apply to --optimizer " + optimizer);
     }
   }
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string lower_dashed(const std::string& name) {
+  std::string out;
+  for (const char ch : name) {
+    if (ch >= 'A' && ch <= 'Z') {
+      if (!out.empty()) out += '-';
+      out += static_cast<char>(ch - 'A' + 'a');
+    } else {
+      out += ch == '_' ? '-' : ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string suggest_option(const std::string& given, const std::vector<std::string>& valid) {
+  // What word2vec.c, gensim and fastText call our options: {their name, our option, value}.
+  static const std::vector<std::tuple<std::string, std::string, std::string>> kAliases = {
+      {"iter", "epochs", ""},
+      {"epoch", "epochs", ""},
+      {"iterations", "epochs", ""},
+      {"size", "dim", ""},
+      {"vector-size", "dim", ""},
+      {"dimension", "dim", ""},
+      {"dims", "dim", ""},
+      {"cbow", "model", "cbow"},
+      {"sg", "model", "skipgram"},
+      {"skipgram", "model", "skipgram"},
+      {"skip-gram", "model", "skipgram"},
+      {"train", "corpus", ""},
+      {"input", "corpus", ""},
+      {"workers", "threads", ""},
+      {"thread", "threads", ""},
+      {"neg", "negative", ""},
+      {"ws", "window", ""},
+      {"min-n", "min-count", ""},
+      {"max-final-vocab", "max-vocab", ""},
+      {"lr", "alpha", ""},
+      {"analogy", "analogies", ""},
+      {"questions", "analogies", ""},
+      {"topn", "top", ""},
+      {"k", "top", ""}};
+  auto is_valid = [&](const std::string& name) {
+    return std::find(valid.begin(), valid.end(), name) != valid.end();
+  };
+  const std::string key = lower_dashed(given);
+  if (key != given && is_valid(key)) return "--" + key;
+  for (const auto& [theirs, ours, value] : kAliases) {
+    if (key == theirs && is_valid(ours)) return "--" + ours + (value.empty() ? "" : " " + value);
+  }
+  std::string best;
+  size_t best_distance = std::string::npos;
+  size_t best_prefix = 0;
+  for (const std::string& name : valid) {
+    if (name == "help") continue;
+    size_t prefix = 0;
+    while (prefix < key.size() && prefix < name.size() && key[prefix] == name[prefix]) ++prefix;
+    const size_t distance = edit_distance(key, name);
+    // Near in spelling, or sharing most of the given name as a prefix ("analog" for "analogies").
+    const bool near = distance <= std::max<size_t>(1, key.size() / 3) ||
+                      (prefix >= 4 && 2 * prefix >= key.size());
+    if (!near) continue;
+    if (prefix > best_prefix || (prefix == best_prefix && distance < best_distance)) {
+      best = name;
+      best_prefix = prefix;
+      best_distance = distance;
+    }
+  }
+  return best.empty() ? "" : "--" + best;
+}
+
+std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
+                                                  std::string* note) {
+  static const std::map<std::string, std::string> kSame = {
+      {"-train", "--corpus"},    {"-output", "--output"},       {"-size", "--dim"},
+      {"-window", "--window"},   {"-negative", "--negative"},   {"-iter", "--epochs"},
+      {"-threads", "--threads"}, {"-min-count", "--min-count"}, {"-sample", "--sample"},
+      {"-alpha", "--alpha"}};
+  static const std::map<std::string, std::string> kUnsupported = {
+      {"-cw", "no counterpart (the model is skipgram or cbow)"},
+      {"-save-vocab", "no counterpart: vocab.tsv is always written beside the vectors"},
+      {"-read-vocab", "no counterpart: the vocabulary is counted from --corpus"},
+      {"-classes", "no counterpart: pagedw2v does not cluster words"},
+      {"-debug", "no counterpart: progress is printed unless --quiet"},
+      {"-min-reduce", "no counterpart: the vocabulary is counted exactly"}};
+  std::vector<std::string> out;
+  std::string read_as;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    const bool single_dash = flag.size() > 2 && flag[0] == '-' && flag[1] != '-';
+    const auto same = kSame.find(flag);
+    const bool known = same != kSame.end() || flag == "-cbow" || flag == "-hs" ||
+                       flag == "-binary" || kUnsupported.count(flag) > 0;
+    if (!single_dash || !known) {
+      out.push_back(flag);
+      continue;
+    }
+    if (kUnsupported.count(flag)) {
+      throw UsageError("word2vec's " + flag + " has " + kUnsupported.at(flag) +
+                       "; `pagedw2v train --help` lists the options");
+    }
+    if (i + 1 >= args.size()) throw UsageError("word2vec's " + flag + " needs a value");
+    const std::string value = args[++i];
+    std::string ours;
+    if (same != kSame.end()) {
+      ours = same->second + " " + value;
+      out.push_back(same->second);
+      out.push_back(value);
+    } else if (flag == "-cbow") {
+      if (value != "0" && value != "1") throw UsageError("word2vec's -cbow takes 0 or 1");
+      ours = std::string("--model ") + (value == "1" ? "cbow" : "skipgram");
+      out.push_back("--model");
+      out.push_back(value == "1" ? "cbow" : "skipgram");
+    } else if (flag == "-hs") {
+      if (value != "0") {
+        throw UsageError(
+            "word2vec's -hs " + value +
+            " (hierarchical softmax) is not supported: pagedw2v trains with negative sampling "
+            "(--negative)");
+      }
+      ours = "(nothing: negative sampling only)";
+    } else {
+      // -binary: both word2vec formats are written by default; --format chooses.
+      ours = "(nothing: --format chooses the files, vectors.bin and vectors.txt among them)";
+    }
+    read_as += (read_as.empty() ? "" : ", ") + flag + " " + value + " as " + ours;
+  }
+  if (!read_as.empty()) {
+    *note = "note: word2vec flags read as ours: " + read_as + " (--output is a directory)";
+  }
+  return out;
 }
 
 std::string to_string(ModelKind model) { return model == ModelKind::kCbow ? "cbow" : "skipgram"; }

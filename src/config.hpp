@@ -17,6 +17,9 @@
 
 namespace pagedw2v {
 
+/// The version of pagedw2v (CMake's project version): `--version`, checkpoints, embeddings.h5.
+const char* version();
+
 struct Config {
   std::string corpus;
   std::string output;
@@ -100,6 +103,20 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
+
+/// The valid option nearest to `given` (a name without dashes that is not valid), written as it
+/// is to be typed ("--epochs", "--model cbow"), or "" when none is near. Knows the names of
+/// word2vec, gensim and fastText (`iter`, `size`, `cbow`, `vector_size`, `minCount` …) and
+/// otherwise takes the closest spelling; suggests only names in `valid`.
+std::string suggest_option(const std::string& given, const std::vector<std::string>& valid);
+
+/// `pagedw2v train`'s arguments with word2vec.c's single-dash flags (`-train`, `-output`, `-size`,
+/// `-window`, `-negative`, `-iter`, `-cbow`, `-threads`, `-min-count`, `-sample`, `-alpha`,
+/// `-hs 0`, `-binary`) rewritten as ours. `*note` is set to one line saying what was read as
+/// what, or left empty when nothing was rewritten. Throws UsageError for a word2vec flag with no
+/// counterpart (`-hs 1`, `-cw`, `-save-vocab`, …).
+std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
+                                                  std::string* note);
 
 std::string to_string(ModelKind model);
 std::string to_string(DeviceKind device);

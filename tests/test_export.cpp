@@ -117,9 +117,10 @@ TEST(Export, SaveContextWritesTheOutputVectors) {
   EXPECT_EQ(bytes_of(context.data.data(), context.data.size()),
             bytes_of(model.output.data(), 40 * 8));
   const std::vector<Attribute> attributes = read_attributes_h5(tmp.file("embeddings.h5"));
-  ASSERT_EQ(attributes.size(), 2u);
+  ASSERT_EQ(attributes.size(), 3u);  // the two given and pagedw2v_version
   EXPECT_EQ(attributes[0].name, "dim");
   EXPECT_EQ(attributes[1].value, (std::variant<int64_t, double, std::string>("sgns")));
+  EXPECT_EQ(attributes[2].name, kVersionAttribute);
 }
 
 TEST(Export, DirectoriesAreSearchedInOrder) {
@@ -194,8 +195,7 @@ TEST(Export, LoadErrors) {
                            "cannot read '" + tmp.file("absent") + "'");
   expect_throw_with<Error>([&] { load_embeddings(tmp.path()); }, "holds no embeddings");
   write_file(tmp.file("v.csv"), "1,2,3\n");
-  expect_throw_with<UsageError>([&] { load_embeddings(tmp.file("v.csv")); },
-                                "cannot tell the format");
+  expect_throw_with<Error>([&] { load_embeddings(tmp.file("v.csv")); }, "cannot tell the format");
 
   // A vocabulary and a matrix that disagree in rows.
   const Vocab vocab = random_vocab(12, seed);

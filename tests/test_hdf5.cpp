@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "config.hpp"
 #include "error.hpp"
 #include "host_table.hpp"
 #include "io/checksum.hpp"
@@ -102,8 +103,15 @@ TEST_P(Hdf5RoundTrip, ReadsBackWhatItWrote) {
   testing::internal::CaptureStderr();
   write_embeddings_h5(path, vocab, vectors, with_context ? &context : nullptr, attributes);
   const LoadedEmbeddings e = read_embeddings_h5(path);
-  const std::vector<Attribute> read_back = read_attributes_h5(path);
+  std::vector<Attribute> read_back = read_attributes_h5(path);
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  // Every file records the version that wrote it.
+  const auto version = std::find_if(read_back.begin(), read_back.end(),
+                                    [](const Attribute& a) { return a.name == kVersionAttribute; });
+  ASSERT_NE(version, read_back.end());
+  EXPECT_EQ(version->value,
+            (std::variant<int64_t, double, std::string>(std::string(pagedw2v::version()))));
+  read_back.erase(version);
 
   expect_same(e, vocab, vectors);
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"e.h5"});
@@ -135,7 +143,9 @@ TEST(Hdf5, OverwriteReplacesTheFile) {
   const HostTable vectors = random_table(7, 4, seed + 4);
   write_embeddings_h5(path, vocab, vectors, nullptr, {});
   expect_same(read_embeddings_h5(path), vocab, vectors);
-  EXPECT_TRUE(read_attributes_h5(path).empty());
+  const std::vector<Attribute> left = read_attributes_h5(path);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].name, kVersionAttribute);
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"e.h5"});
 }
 
@@ -233,8 +243,9 @@ with h5py.File('e.h5', 'r') as f:
             std::string(reinterpret_cast<const char*>(counts.data()), counts.size() * 8));
   EXPECT_EQ(read_file(dir.file("attrs.txt")),
             "alpha=f:0.025\ncorpus=s:/data/text8 — ünïcode\ndim=i:300\nnegative_count=i:-5\n"
-            "sample=f:0.0001\nseed=i:" +
-                std::to_string(seed) + "\nversion=s:0.1.0\n");
+            "pagedw2v_version=s:" +
+                std::string(pagedw2v::version()) +
+                "\nsample=f:0.0001\nseed=i:" + std::to_string(seed) + "\nversion=s:0.1.0\n");
 }
 
 TEST(Hdf5Python, ReadsFilesH5pyWrote) {

@@ -115,6 +115,13 @@ int cmd_bench_transfer(int argc, char** argv) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf(
+        "%s\n\n`pagedw2v bench train --help` and `pagedw2v bench transfer --help` list the "
+        "options of each.\n",
+        kBenchUsage);
+    return 0;
+  }
   if (argc >= 2 && std::string(argv[1]) == "transfer")
     return cmd_bench_transfer(argc - 1, argv + 1);
   if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {

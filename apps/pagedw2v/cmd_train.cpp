@@ -12,6 +12,7 @@
 #include "config.hpp"
 #include "error.hpp"
 #include "train/trainer.hpp"
+#include "train_setup.hpp"
 
 namespace pagedw2v::app {
 namespace {
@@ -52,6 +53,7 @@ int cmd_train(int argc, char** argv) {
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
   apply_train_flags(config, args);
+  prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "", stderr);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run_training(config, stderr, &g_stop_signal);

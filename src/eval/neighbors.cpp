@@ -120,4 +120,71 @@ std::vector<std::pair<std::string, float>> nearest(const LoadedEmbeddings& embed
   return out;
 }
 
+NeighborIndex::NeighborIndex(const LoadedEmbeddings& embeddings) : embeddings_(embeddings) {
+  check_embeddings(embeddings);
+  unit_ = normalized_rows(embeddings, embeddings.rows);
+  folded_ = case_folded_index(embeddings, embeddings.rows);
+  exact_.reserve(embeddings.rows);
+  for (uint64_t row = 0; row < embeddings.rows; ++row) {
+    if (!row_is_finite(embeddings, row)) continue;  // a word without a usable vector is unknown
+    exact_.emplace(embeddings.words[row], static_cast<uint32_t>(row));
+  }
+}
+
+std::optional<uint32_t> NeighborIndex::find(const std::string& word, bool ignore_case) const {
+  if (const auto it = exact_.find(word); it != exact_.end()) return it->second;
+  if (ignore_case) {
+    if (const auto it = folded_.find(fold_case(word)); it != folded_.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, float>> NeighborIndex::most_similar(
+    const std::vector<uint32_t>& positive, const std::vector<uint32_t>& negative, uint32_t top,
+    AnalogyMethod method) const {
+  if (positive.empty()) throw Error("a neighbour query needs at least one word to add");
+  const auto rows = static_cast<Eigen::Index>(embeddings_.rows);
+  const Eigen::Index dim = embeddings_.dim;
+  Eigen::Map<const RowMatrix> unit(unit_.data(), rows, dim);
+  auto unit_row = [&](uint32_t r) { return unit.row(static_cast<Eigen::Index>(r)).transpose(); };
+
+  Eigen::VectorXf scores;
+  if (method == AnalogyMethod::kCosAdd) {
+    Eigen::VectorXf mean = Eigen::VectorXf::Zero(dim);
+    for (const uint32_t r : positive) mean += unit_row(r);
+    for (const uint32_t r : negative) mean -= unit_row(r);
+    const float norm = mean.norm();
+    if (norm > 0.0f) mean /= norm;
+    scores = unit * mean;
+  } else {
+    // Cosines shifted to [0, 1] so that the product and quotient stay positive.
+    scores = Eigen::VectorXf::Ones(rows);
+    Eigen::VectorXf below = Eigen::VectorXf::Ones(rows);
+    for (const uint32_t r : positive) {
+      scores.array() *= (1.0f + (unit * unit_row(r)).array()) * 0.5f;
+    }
+    for (const uint32_t r : negative) below.array() *= (1.0f + (unit * unit_row(r)).array()) * 0.5f;
+    scores.array() /= below.array() + 1e-6f;
+  }
+
+  std::vector<uint32_t> order;
+  order.reserve(embeddings_.rows);
+  for (Eigen::Index r = 0; r < rows; ++r) {
+    const auto row = static_cast<uint32_t>(r);
+    const bool asked = std::find(positive.begin(), positive.end(), row) != positive.end() ||
+                       std::find(negative.begin(), negative.end(), row) != negative.end();
+    // Rows with NaN or infinite values (normalized_rows made them NaN) are never an answer.
+    if (!asked && std::isfinite(scores[r])) order.push_back(row);
+  }
+  const size_t k = std::min<size_t>(top, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](uint32_t a, uint32_t b) {
+                      return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+                    });
+  std::vector<std::pair<std::string, float>> out;
+  out.reserve(k);
+  for (size_t i = 0; i < k; ++i) out.emplace_back(embeddings_.words[order[i]], scores[order[i]]);
+  return out;
+}
+
 }  // namespace pagedw2v

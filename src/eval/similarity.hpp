@@ -23,12 +23,12 @@ struct SimilarityReport {
   double oov_pct() const { return pairs + oov ? 100.0 * oov / (pairs + oov) : 0.0; }
 };
 
-/// Reads `word1<TAB>word2<TAB>score` lines (lines starting with '#' are comments, other lines
-/// without three fields or with a score that is not a number are ignored), looks both words up
-/// case-insensitively (ASCII; the first of several case variants wins) among the first
-/// `restrict_vocab` rows (0 = all), skips and counts pairs with an unknown word, and correlates
-/// the cosines of the rest with the scores. Throws Error when the file cannot be read or no pair
-/// is left to evaluate.
+/// Reads `word1<TAB>word2<TAB>score` lines, or the three fields separated by spaces (lines starting
+/// with '#' are comments, other lines without three fields or with a score that is not a number are
+/// ignored), looks both words up case-insensitively (ASCII; the first of several case variants
+/// wins) among the first `restrict_vocab` rows (0 = all), skips and counts pairs with an unknown
+/// word, and correlates the cosines of the rest with the scores. Throws Error when the file cannot
+/// be read or no pair is left to evaluate.
 SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
                                      const std::string& pairs_path,
                                      uint64_t restrict_vocab = 300000);

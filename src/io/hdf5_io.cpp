@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "config.hpp"
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checksum.hpp"
@@ -533,6 +534,10 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
 
     Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
     for (const Attribute& attribute : attributes) write_attribute(h5, root, attribute);
+    // Every file records the version that wrote it (unless the caller copies an older file's).
+    bool has_version = false;
+    for (const Attribute& a : attributes) has_version = has_version || a.name == kVersionAttribute;
+    if (!has_version) write_attribute(h5, root, {kVersionAttribute, std::string(version())});
     h5.check(root.close(), "cannot write the attributes");
     h5.check(file.close(), "cannot close the file");
   }

@@ -65,8 +65,12 @@ void seal_h5_file(const std::string& path);
 /// one line saying that libhdf5 crashed, ran out of memory or did not finish in time.
 void vet_h5_file(const std::string& path, const std::function<void()>& trial);
 
+/// The root attribute that records the pagedw2v version that wrote a file.
+inline constexpr const char* kVersionAttribute = "pagedw2v_version";
+
 /// Writes the layout above to `path` (through a temporary file renamed into place, so a failed
-/// write leaves nothing behind), and the datasets of `extra`. `context` may be null. Throws
+/// write leaves nothing behind), and the datasets of `extra`. The root group also gets
+/// `pagedw2v_version` unless `attributes` holds it. `context` may be null. Throws
 /// Error("cannot write 'PATH': …") on any failure, including a vocabulary and tables that
 /// disagree in shape.
 void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,

@@ -403,7 +403,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
   const LrSchedule schedule = make_schedule(p, data.optimizer);
-  Progress progress(out, total_words, pos.words_done);
+  Progress progress(out, total_words, pos.words_done, p.epochs);
   const uint64_t nblocks = set.block_count();
   if (!requested.resume.empty()) check_resume_position(pos, nblocks, requested.resume);
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);

@@ -581,8 +581,12 @@ TEST_P(TrainFlag, FailsCleanlyOrTrains) {
   args.push_back("--" + c.flag);
   if (c.value != "<none>") args.push_back(c.value);
 
-  const Outcome r = run(dir, args);
+  Outcome r = run(dir, args);
   if (c.code == 0) {
+    // More threads than cores trains, after one warning line.
+    if (c.flag == "threads" && r.err.rfind("pagedw2v: warning: --threads", 0) == 0) {
+      r.err = r.err.substr(r.err.find('\n') + 1);
+    }
     EXPECT_TRUE(succeeds(r));
     EXPECT_TRUE(exists(dir.file("out/vectors.npy")));
   } else {
