@@ -50,6 +50,7 @@ void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
                         {"accuracy_pct", json_number(r.accuracy_pct())},
                         {"questions", r.questions},
                         {"oov", r.oov},
+                        {"nonfinite_rows", r.nonfinite_rows},
                         {"oov_pct", json_number(r.oov_pct())}};
   }
   if (similarity) {
@@ -57,6 +58,7 @@ void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
     out["similarity"] = {{"file", *similarity_path},
                          {"pairs", r.pairs},
                          {"oov", r.oov},
+                         {"nonfinite_rows", r.nonfinite_rows},
                          {"oov_pct", json_number(r.oov_pct())},
                          {"spearman", json_number(r.spearman)},
                          {"pearson", json_number(r.pearson)}};

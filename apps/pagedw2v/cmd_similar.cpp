@@ -110,6 +110,15 @@ class Answerer {
       skip(q, unknown);
       return;
     }
+    for (size_t i = 0; i < positive.size() + negative.size(); ++i) {
+      const uint32_t row = i < positive.size() ? positive[i] : negative[i - positive.size()];
+      if (!index_.usable(row)) {
+        reject(q.text, "the vector of word '" +
+                           (i < positive.size() ? q.positive[i] : q.negative[i - positive.size()]) +
+                           "' holds NaN or infinite values");
+        return;
+      }
+    }
     const auto neighbours = index_.most_similar(positive, negative, top_, method_);
     ++answered_;
     if (json_) {
@@ -265,30 +274,30 @@ int cmd_similar(int argc, char** argv) {
   Answerer answerer(index, top, args.count("ignore-case") > 0, method, args.count("json") > 0);
 
   if (!queries.empty()) {
-    // A command line whose every word is unknown is one error, not a warning per word.
+    // A command line whose every word is unknown (or has no usable vector) is one error, not a
+    // warning per word.
+    const bool ignore_case = args.count("ignore-case") > 0;
     bool any_known = false;
+    std::string problems;
     for (const Query& q : queries) {
       bool known = true;
       for (const auto* list : {&q.positive, &q.negative}) {
         for (const std::string& w : *list) {
-          known = known && index.find(w, args.count("ignore-case") > 0).has_value();
+          const std::optional<uint32_t> row = index.find(w, ignore_case);
+          if (!row) {
+            problems += (problems.empty() ? "'" : "; '") + w + "' not in the vocabulary";
+          } else if (!index.usable(*row)) {
+            problems += std::string(problems.empty() ? "" : "; ") + "the vector of word '" + w +
+                        "' holds NaN or infinite values";
+          }
+          known = known && row && index.usable(*row);
         }
       }
       any_known = any_known || known;
     }
     if (!any_known) {
-      std::string unknown;
-      for (const Query& q : queries) {
-        for (const auto* list : {&q.positive, &q.negative}) {
-          for (const std::string& w : *list) {
-            if (!index.find(w, args.count("ignore-case") > 0)) {
-              unknown += (unknown.empty() ? "'" : ", '") + w + "'";
-            }
-          }
-        }
-      }
-      throw Error("no query answered: " + unknown + " not in the vocabulary" +
-                  (args.count("ignore-case") ? "" : " (--ignore-case matches any case)"));
+      throw Error("no query answered: " + problems +
+                  (ignore_case ? "" : " (--ignore-case matches any case)"));
     }
     for (const Query& q : queries) answerer.answer(q);
     return 0;

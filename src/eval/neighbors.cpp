@@ -126,7 +126,6 @@ NeighborIndex::NeighborIndex(const LoadedEmbeddings& embeddings) : embeddings_(e
   folded_ = case_folded_index(embeddings, embeddings.rows);
   exact_.reserve(embeddings.rows);
   for (uint64_t row = 0; row < embeddings.rows; ++row) {
-    if (!row_is_finite(embeddings, row)) continue;  // a word without a usable vector is unknown
     exact_.emplace(embeddings.words[row], static_cast<uint32_t>(row));
   }
 }

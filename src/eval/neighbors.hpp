@@ -65,6 +65,8 @@ class NeighborIndex {
   /// The row of `word`: its exact spelling first, then (with `ignore_case`) the first row, the
   /// most frequent, that equals it ignoring ASCII case. Empty when there is none.
   std::optional<uint32_t> find(const std::string& word, bool ignore_case) const;
+  /// Whether row `row` holds only finite values (rows that do not are never an answer).
+  bool usable(uint32_t row) const { return row_is_finite(embeddings_, row); }
 
   /// The `top` rows that best answer positive − negative by `method`, best first, the query's
   /// own rows left out; ties keep row order. `positive` must not be empty.

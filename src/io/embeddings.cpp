@@ -69,6 +69,16 @@ bool starts_with(std::string_view bytes, std::string_view prefix) {
   return bytes.substr(0, prefix.size()) == prefix;
 }
 
+/// HDF5's signature lies at offset 0, or after a user block at 512, 1024, 2048, ... bytes.
+bool is_hdf5(std::string_view bytes) {
+  if (starts_with(bytes, kHdf5Magic)) return true;
+  for (size_t at = 512; at + kHdf5Magic.size() <= bytes.size() && at <= (size_t{1} << 30);
+       at *= 2) {
+    if (bytes.substr(at, kHdf5Magic.size()) == kHdf5Magic) return true;
+  }
+  return false;
+}
+
 /// The whole of a gzip file, decompressed.
 std::string gunzip(const std::string& path) {
   gzFile in = ::gzopen(path.c_str(), "rb");
@@ -159,7 +169,7 @@ LoadedEmbeddings load_file(const std::string& path, VectorsFormat format) {
       if (format == VectorsFormat::kAuto && starts_with(head, kNpyMagic)) {
         return load_npy(path, dir_of(path) + "/vocab.tsv");
       }
-      if (format == VectorsFormat::kAuto && starts_with(head, kHdf5Magic)) {
+      if (format == VectorsFormat::kAuto && is_hdf5(file.view())) {
         return load_file(path, VectorsFormat::kH5);
       }
       return load_words_and_vectors(file.view(), path, format, false);
