@@ -278,17 +278,17 @@ int cmd_similar(int argc, char** argv) {
     // warning per word.
     const bool ignore_case = args.count("ignore-case") > 0;
     bool any_known = false;
-    std::string problems;
+    std::string unknown;
+    std::string nonfinite;
     for (const Query& q : queries) {
       bool known = true;
       for (const auto* list : {&q.positive, &q.negative}) {
         for (const std::string& w : *list) {
           const std::optional<uint32_t> row = index.find(w, ignore_case);
           if (!row) {
-            problems += (problems.empty() ? "'" : "; '") + w + "' not in the vocabulary";
+            unknown += (unknown.empty() ? "'" : ", '") + w + "'";
           } else if (!index.usable(*row)) {
-            problems += std::string(problems.empty() ? "" : "; ") + "the vector of word '" + w +
-                        "' holds NaN or infinite values";
+            nonfinite += (nonfinite.empty() ? "'" : ", '") + w + "'";
           }
           known = known && row && index.usable(*row);
         }
@@ -296,8 +296,16 @@ int cmd_similar(int argc, char** argv) {
       any_known = any_known || known;
     }
     if (!any_known) {
-      throw Error("no query answered: " + problems +
-                  (ignore_case ? "" : " (--ignore-case matches any case)"));
+      std::string why;
+      if (!unknown.empty()) {
+        why = unknown + " not in the vocabulary" +
+              (ignore_case ? "" : " (--ignore-case matches any case)");
+      }
+      if (!nonfinite.empty()) {
+        why += (why.empty() ? "" : "; ") + std::string("the vector of word ") + nonfinite +
+               " holds NaN or infinite values";
+      }
+      throw Error("no query answered: " + why);
     }
     for (const Query& q : queries) answerer.answer(q);
     return 0;

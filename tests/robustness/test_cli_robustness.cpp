@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -1016,22 +1017,55 @@ TEST_F(Stop, SigintWritesACheckpointAndResumes) { stop_and_resume(SIGINT); }
 TEST_F(Stop, SigtermWritesACheckpointAndResumes) { stop_and_resume(SIGTERM); }
 
 /// True when `dir` holds a temporary file of process `pid` (a checkpoint being written).
-bool writing_checkpoint(const std::string& dir, pid_t pid) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return false;
-  const std::string suffix = ".tmp-" + std::to_string(pid);
-  bool found = false;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() > suffix.size() &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      found = true;
-      break;
+/// Watches `dir` (created by the run, so waited for first) for the creation of a temporary file
+/// of process `pid`. inotify queues every creation, so a write that starts and ends between two
+/// looks is still seen: true once one was created (the write may be over by then), false when
+/// the run ended first.
+class TempFileWatch {
+ public:
+  TempFileWatch(std::string dir, pid_t pid)
+      : dir_(std::move(dir)), suffix_(".tmp-" + std::to_string(pid)) {}
+  ~TempFileWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool seen() {
+    if (fd_ < 0) {
+      struct stat st {};
+      if (::stat(dir_.c_str(), &st) != 0) return false;
+      fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+      if (fd_ < 0 || ::inotify_add_watch(fd_, dir_.c_str(), IN_CREATE | IN_MOVED_TO) < 0) {
+        ADD_FAILURE() << "inotify on " << dir_ << ": " << std::strerror(errno);
+        return false;
+      }
+      // Created before the watch began, and still there.
+      if (DIR* d = ::opendir(dir_.c_str())) {
+        bool found = false;
+        while (const dirent* e = ::readdir(d)) found = found || matches(e->d_name);
+        ::closedir(d);
+        if (found) return true;
+      }
+    }
+    alignas(inotify_event) char buf[16384];
+    for (;;) {
+      const ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return false;
+      for (ssize_t at = 0; at < n;) {
+        const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
+        if (e->len > 0 && matches(e->name)) return true;
+        at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+      }
     }
   }
-  ::closedir(d);
-  return found;
-}
+
+ private:
+  bool matches(const std::string& name) const {
+    return name.size() > suffix_.size() &&
+           name.compare(name.size() - suffix_.size(), suffix_.size(), suffix_) == 0;
+  }
+  std::string dir_;
+  std::string suffix_;
+  int fd_ = -1;
+};
 
 // SIGKILL at moments that a checkpoint marks: while one is being written (its temporary file
 // exists), or just after one is complete; each round kills a run that is still training, then
@@ -1050,8 +1084,8 @@ TEST_F(Stop, KillDuringCheckpointWritesKeepsTheLastCheckpoint) {
     Process p(exists(latest) ? resume(latest, out) : fresh(out), dir_.path());
     if (round % 2 == 0) {
       // Into a checkpoint write: its temporary file exists.
-      ASSERT_TRUE(wait_until(p, [&] { return writing_checkpoint(checkpoints, p.pid()); }))
-          << "no checkpoint write seen";
+      TempFileWatch watch(checkpoints, p.pid());
+      ASSERT_TRUE(wait_until(p, [&] { return watch.seen(); })) << "no checkpoint write seen";
     } else {
       // Just after the next epoch's checkpoint is complete.
       const std::string next = checkpoints + "/epoch-" + std::to_string(epoch + 1) + ".h5";
