@@ -1,12 +1,15 @@
 #include "corpus.hpp"
 
+#include <algorithm>
+
 #include "tokenizer.hpp"
 
 namespace pagedw2v {
 
 EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t max_sentence) {
   EncodedCorpus c;
-  c.tokens.reserve(vocab.total_count());
+  // Each token takes a byte and a separator: a count from a damaged file cannot ask for more.
+  c.tokens.reserve(std::min<uint64_t>(vocab.total_count(), text.size() / 2 + 1));
   c.sentence_starts.push_back(0);
   uint64_t sentence_start = 0;
   auto end_sentence = [&] {

@@ -245,6 +245,15 @@ TEST(CheckpointPositions, OutOfRangeValuesAreRefused) {
       "checkpoint 'c.h5' is damaged: it stands at block 5 of an epoch of 5 blocks");
 }
 
+TEST(CheckpointPositions, CountsBeyondTheCorpusAreRefused) {
+  const TempDir dir;
+  const std::string path = small_checkpoint(dir, {"a", "b", "c"}, {1, 2, 30});
+  EXPECT_NO_THROW(load_checkpoint(path));
+  set_int_attribute(path, "corpus_words", 26);  // the counts are 10 + 9 + 8
+  expect_error_with([&] { load_checkpoint(path); },
+                    "its word counts add up to more than the 26 words of its corpus");
+}
+
 TEST(CheckpointPositions, WordsThatExportsCannotHoldAreRefused) {
   const TempDir dir;
   for (const std::string& bad : {std::string(""), std::string("a\nb"), std::string("x y"),

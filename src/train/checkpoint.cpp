@@ -218,6 +218,14 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
   if (e.counts.size() != e.rows || e.dim != ck.config.dim || e.rows == 0) {
     throw Error("checkpoint '" + path + "' is damaged: vocabulary and tables disagree");
   }
+  // The counts are those of the corpus's words: together no more than the corpus holds (a
+  // damaged count must not size the corpus's buffers).
+  unsigned __int128 counted = 0;
+  for (const uint64_t c : e.counts) counted += c;
+  if (counted > ck.corpus.words) {
+    throw Error("checkpoint '" + path + "' is damaged: its word counts add up to more than the " +
+                std::to_string(ck.corpus.words) + " words of its corpus");
+  }
   // Exports write one word per line and separate words with spaces: a word that holds neither
   // and is not empty is what the corpus reader makes.
   for (size_t i = 0; i < e.words.size(); ++i) {

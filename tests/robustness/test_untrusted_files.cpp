@@ -38,7 +38,7 @@ void write_checkpoint(const std::string& path, const std::string& corpus) {
     m.input.data()[i] = 0.1f * static_cast<float>(i + 1);
     m.output.data()[i] = 0.2f;
   }
-  save_checkpoint(path, c, vocab, m, TrainPosition{1, 0, 20}, CorpusFingerprint{20, 4, 1}, 0.01f);
+  save_checkpoint(path, c, vocab, m, TrainPosition{1, 0, 20}, CorpusFingerprint{30, 4, 1}, 0.01f);
 }
 
 /// Points /vectors of `path` at the secret file (HDF5 external raw storage) or, with `link`,
