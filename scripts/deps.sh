@@ -5,7 +5,7 @@ set -euo pipefail
 
 pagedw2v_deps() {
   local pkgs=(cmake g++ make pkg-config libeigen3-dev libhdf5-dev libcxxopts-dev googletest
-              libgtest-dev libtomlplusplus-dev)
+              libgtest-dev libtomlplusplus-dev zlib1g-dev libzstd-dev)
   local missing=()
   for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

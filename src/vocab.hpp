@@ -9,12 +9,15 @@
 #include <vector>
 
 #include "string_index.hpp"
+#include "tokenizer.hpp"
 
 namespace pagedw2v {
 
 struct VocabOptions {
   uint64_t min_count = 5;  ///< drop words seen fewer times
   uint64_t max_vocab = 0;  ///< keep at most this many (the most frequent); 0 = no limit
+  TextOptions text;        ///< how words are read (tokenizer.hpp)
+  uint32_t threads = 1;    ///< threads that count; the result does not depend on it
 };
 
 class Vocab {
@@ -23,8 +26,14 @@ class Vocab {
   Vocab(Vocab&&) = default;
   Vocab& operator=(Vocab&&) = default;
 
-  /// Counts every word of `text` (see tokenize()) in one pass and keeps those the options allow.
+  /// Counts every word of `text` (see tokenize()) and keeps those the options allow: the text is
+  /// cut into one chunk per thread, each thread counts its chunk into its own table, and the
+  /// tables are merged in chunk order, which keeps first-occurrence order for ties.
   static Vocab count(std::string_view text, const VocabOptions& options);
+  /// The same over several parts (files) in order, as if they were one text.
+  static Vocab count(const std::vector<std::string_view>& parts, const VocabOptions& options);
+  /// The one-thread reference count: one pass, one table (what count() must equal).
+  static Vocab count_serial(std::string_view text, const VocabOptions& options);
   /// A vocabulary from words already in row order (counts need not be sorted).
   static Vocab from_words(std::vector<std::string> words, std::vector<uint64_t> counts);
   /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input.

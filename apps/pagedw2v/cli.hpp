@@ -5,16 +5,19 @@
 #include <cxxopts.hpp>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "error.hpp"
 
 namespace pagedw2v::app {
 
-/// Parses `argv` into `*args`. A cxxopts error or a stray argument becomes one UsageError line.
+/// Parses `argv` into `*args`. A cxxopts error or a stray argument becomes one UsageError line;
+/// with `rest`, arguments that belong to no option are put there instead.
 /// Returns false when --help was asked for, after printing the help to stdout.
 inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
-                               cxxopts::ParseResult* args) {
+                               cxxopts::ParseResult* args,
+                               std::vector<std::string>* rest = nullptr) {
   try {
     *args = options.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
@@ -24,7 +27,9 @@ inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
     std::cout << options.help() << std::flush;
     return false;
   }
-  if (!args->unmatched().empty()) {
+  if (rest != nullptr) {
+    *rest = args->unmatched();
+  } else if (!args->unmatched().empty()) {
     throw UsageError("unexpected argument '" + args->unmatched().front() + "'");
   }
   return true;

@@ -28,17 +28,25 @@ extern "C" void on_stop_signal(int sig) {
 
 int cmd_train(int argc, char** argv) {
   cxxopts::Options options("pagedw2v train", "Train word vectors from a corpus file.");
-  options.custom_help("--corpus FILE --output DIR [--config FILE.toml] [options]");
+  options.custom_help("--corpus FILE... --output DIR [--config FILE.toml] [options]");
   options.add_options()("config", "TOML file with any of the options below (flags win)",
                         cxxopts::value<std::string>())("h,help", "print this help");
   add_train_options(options, [](const std::string&) { return false; });
 
   cxxopts::ParseResult args;
-  if (!parse_command_line(options, argc, argv, &args)) return 0;
+  std::vector<std::string> more_inputs;
+  if (!parse_command_line(options, argc, argv, &args, &more_inputs)) return 0;
 
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
   apply_train_flags(config, args);
+  // `--corpus a.txt b.txt.gz dir/`: the arguments after the first are more corpus inputs.
+  if (!more_inputs.empty()) {
+    if (!args.count("corpus")) throw UsageError("unexpected argument '" + more_inputs[0] + "'");
+    std::string corpus = config.corpus;
+    for (const std::string& path : more_inputs) corpus += "\n" + path;
+    apply_option(config, "corpus", corpus);
+  }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run_training(config, stderr, &g_stop_signal);

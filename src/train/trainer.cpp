@@ -19,6 +19,7 @@
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
+#include "text_source.hpp"
 #include "train/backend.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
@@ -130,23 +131,23 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);
 
-  MappedFile text(config.corpus);
+  const CorpusText text = CorpusText::open(corpus_paths(config));
   Vocab saved_vocab;
   if (ck) {
     if (requested.given.count("corpus")) {
-      VocabOptions vocab_options;
-      vocab_options.min_count = config.min_count;
-      vocab_options.max_vocab = config.max_vocab;
-      if (!same_vocabulary(Vocab::count(text.view(), vocab_options), ck->vocab)) {
+      if (!same_vocabulary(count_vocabulary(text.parts(), config), ck->vocab)) {
         throw Error("corpus '" + config.corpus +
                     "' does not give the vocabulary of the checkpoint; resume with the corpus it "
                     "was trained on");
       }
     }
     saved_vocab = std::move(ck->vocab);
+  } else if (!config.vocab_file.empty()) {
+    saved_vocab = read_vocabulary(config);
   }
-  const TrainingSet set = make_training_set(text.view(), config, std::move(saved_vocab));
+  const TrainingSet set = make_training_set(text.parts(), config, std::move(saved_vocab));
   const Vocab& vocab = set.vocab;
+  if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   const CorpusFingerprint corpus_id = fingerprint(set.corpus);
   if (ck && !(corpus_id == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");

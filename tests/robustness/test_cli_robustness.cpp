@@ -357,13 +357,18 @@ TEST(BadCorpus, NoWordReachesMinCount) {
   EXPECT_TRUE(no_partial_files(dir.file("out")));
 }
 
-TEST(BadCorpus, DirectoryAndFifoAreNotFiles) {
+TEST(BadCorpus, FifoWithoutWriterDeviceAndFilelessDirectoryHoldNothing) {
   TempDir dir;
   ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0644), 0);
-  for (const std::string& corpus : {dir.path(), dir.file("fifo"), std::string("/dev/null")}) {
+  // A FIFO or a device is read as a stream: with no writer, or /dev/null, it is empty. The
+  // directory holds only the FIFO, which is no corpus file.
+  for (const std::string& corpus : {dir.file("fifo"), std::string("/dev/null")}) {
     const Outcome r = run(dir, small_run(corpus, dir.file("out")));
-    EXPECT_TRUE(fails_cleanly(r, 1, "not a regular file"));
+    EXPECT_TRUE(fails_cleanly(r, 1, "holds no words"));
   }
+  EXPECT_TRUE(
+      fails_cleanly(run(dir, small_run(dir.path(), dir.file("out"))), 1, "holds no corpus files"));
+  EXPECT_TRUE(fails_cleanly(run(dir, small_run("/dev/zero", dir.file("out"))), 1, "binary"));
   EXPECT_TRUE(no_partial_files(dir.file("out")));
 }
 
@@ -385,13 +390,26 @@ void expect_trains_and_round_trips(const TempDir& dir, const std::string& corpus
   EXPECT_EQ(read_file(dir.file("out/vocab.tsv")), read_file(dir.file("exported/vocab.tsv")));
 }
 
-TEST(BadCorpus, OneMegabyteOfRandomBytes) {
+TEST(BadCorpus, OneMegabyteOfRandomBytesIsRefusedAsBinary) {
   TempDir dir;
   std::mt19937_64 rng(fresh_seed());
   std::string bytes(1 << 20, '\0');
   for (char& c : bytes) c = static_cast<char>(rng());
   write_file(dir.file("c.bin"), bytes);
-  expect_trains_and_round_trips(dir, dir.file("c.bin"));
+  EXPECT_TRUE(fails_cleanly(run(dir, small_run(dir.file("c.bin"), dir.file("out"))), 1, "binary"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+TEST(BadCorpus, RandomBytesAmongTextTrainAndRoundTrip) {
+  TempDir dir;
+  std::mt19937_64 rng(fresh_seed());
+  std::string bytes;
+  while (bytes.size() < (1 << 20)) {
+    bytes += rng() % 8 == 0 ? std::string(1, static_cast<char>(rng())) : "word ";
+    if (rng() % 64 == 0) bytes += "\n";
+  }
+  write_file(dir.file("c.txt"), bytes);
+  expect_trains_and_round_trips(dir, dir.file("c.txt"));
 }
 
 TEST(BadCorpus, NulBytesSeparateWords) {
@@ -399,8 +417,11 @@ TEST(BadCorpus, NulBytesSeparateWords) {
   std::mt19937_64 rng(fresh_seed());
   const std::string pieces[] = {std::string("a\0b", 3),   std::string("\0", 1),  "a",
                                 std::string("c\0\0d", 4), std::string("e\0", 2), "b"};
+  // Scattered among ordinary words: a text with many NUL bytes is refused as binary (UTF-16).
   std::string text;
-  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 6] + (i % 12 == 11 ? "\n" : " ");
+  for (int i = 0; i < 20000; ++i) {
+    text += (i % 8 == 0 ? pieces[rng() % 6] : "word") + (i % 12 == 11 ? "\n" : " ");
+  }
   write_file(dir.file("c.txt"), text);
   expect_trains_and_round_trips(dir, dir.file("c.txt"));
   const std::string vocab = read_file(dir.file("out/vocab.tsv"));
@@ -410,20 +431,24 @@ TEST(BadCorpus, NulBytesSeparateWords) {
   }
 }
 
-TEST(BadCorpus, InvalidUtf8IsKeptAsBytes) {
+TEST(BadCorpus, InvalidUtf8IsRepaired) {
   TempDir dir;
   std::mt19937_64 rng(fresh_seed());
   // A lone byte 0xff, an overlong '/', a lone continuation byte, a surrogate, a code point past
-  // U+10FFFF and a sequence cut short.
-  const std::string pieces[] = {"\xff\xfe",     "\xc0\xaf",         "\x80",   "ok",
-                                "\xed\xa0\x80", "\xf4\x90\x80\x80", "caf\xc3"};
+  // U+10FFFF, a sequence cut short and Latin-1; each with Python's
+  // bytes.decode("utf-8", "replace") of it.
+  const std::string r = "\xef\xbf\xbd";  // U+FFFD
+  const std::pair<std::string, std::string> pieces[] = {
+      {"\xff\xfe", r + r},    {"a\xc0\xaf", "a" + r + r},   {"b\x80", "b" + r},
+      {"ok", "ok"},           {"\xed\xa0\x80", r + r + r},  {"\xf4\x90\x80\x80", r + r + r + r},
+      {"caf\xc3", "caf" + r}, {"na\xefve", "na" + r + "ve"}};
   std::string text;
-  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 7] + (i % 12 == 11 ? "\n" : " ");
+  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 8].first + (i % 12 == 11 ? "\n" : " ");
   write_file(dir.file("c.txt"), text);
   expect_trains_and_round_trips(dir, dir.file("c.txt"));
   const std::string vectors = read_file(dir.file("exported/vectors.txt"));
-  for (const std::string& word : pieces) {
-    EXPECT_NE(vectors.find("\n" + word + " "), std::string::npos) << word;
+  for (const auto& [raw, repaired] : pieces) {
+    EXPECT_NE(vectors.find("\n" + repaired + " "), std::string::npos) << repaired;
   }
 }
 
