@@ -63,7 +63,10 @@ EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t 
 
 EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vocab& vocab,
                             const EncodeOptions& options) {
-  const detail::WordTable table = lookup_table(vocab);
+  // The table the vocabulary was counted with when there is one; else one built from the words.
+  detail::WordTable built(1);
+  if (vocab.lookup() == nullptr) built = lookup_table(vocab);
+  const detail::WordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
   const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
   const size_t n = chunks.size();
   std::vector<EncodedChunk> out(n);
@@ -79,7 +82,9 @@ EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vo
           seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
           [&](std::string_view w, uint64_t h) {
             const detail::WordTable::Slot* s = table.find(w, h);
-            if (s != nullptr) e.tokens.push_back(static_cast<uint32_t>(s->value));
+            if (s != nullptr && s->value != detail::WordTable::kNone) {
+              e.tokens.push_back(static_cast<uint32_t>(s->value));
+            }
           },
           line_end);
       if (seg.ends_part) line_end();

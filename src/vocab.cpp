@@ -115,8 +115,12 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     words.emplace_back(all.key(id));
     kept.push_back(~inverted);
   }
+  std::vector<uint32_t> row_of(all.size(), detail::WordTable::kNone);
+  for (uint32_t row = 0; row < order.size(); ++row) row_of[order[row].second] = row;
+  all.for_each([&](detail::WordTable::Slot& s) { s.value = row_of[s.id]; });
   Vocab v = from_words(std::move(words), std::move(kept));
   v.corpus_tokens_ = corpus_tokens;
+  v.lookup_ = std::make_shared<detail::WordTable>(std::move(all));
   return v;
 }
 

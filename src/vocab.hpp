@@ -4,6 +4,7 @@
 /// occurrence in the corpus first). Row i of every embedding table belongs to word i.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,9 @@
 #include "tokenizer.hpp"
 
 namespace pagedw2v {
+namespace detail {
+class WordTable;
+}
 
 struct VocabOptions {
   uint64_t min_count = 5;  ///< drop words seen fewer times
@@ -51,6 +55,12 @@ class Vocab {
   uint64_t total_count() const { return total_; }
   /// Every word token of the corpus that was counted, kept or not (0 when loaded from a file).
   uint64_t corpus_tokens() const { return corpus_tokens_; }
+  /// The counting table that made this vocabulary, its values turned into rows (kNone for words
+  /// dropped by --min-count or --max-vocab): the encoder's lookup table, or null when the
+  /// vocabulary was not counted here. drop_lookup() frees it once the corpus is encoded.
+  const detail::WordTable* lookup() const { return lookup_.get(); }
+  void drop_lookup() { lookup_.reset(); }
+
   /// Row of `word`, or -1 when it is not in the vocabulary.
   int64_t find(std::string_view word) const {
     if (slots_.empty()) return -1;
@@ -75,6 +85,7 @@ class Vocab {
   // against words_ directly, which a hit needs anyway.
   std::vector<uint32_t> slots_;
   size_t mask_ = 0;
+  std::shared_ptr<detail::WordTable> lookup_;
 };
 
 }  // namespace pagedw2v

@@ -12,12 +12,10 @@
 
 namespace pagedw2v::app {
 
-/// Parses `argv` into `*args`. A cxxopts error or a stray argument becomes one UsageError line;
-/// with `rest`, arguments that belong to no option are put there instead.
+/// Parses `argv` into `*args`. A cxxopts error or a stray argument becomes one UsageError line.
 /// Returns false when --help was asked for, after printing the help to stdout.
 inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
-                               cxxopts::ParseResult* args,
-                               std::vector<std::string>* rest = nullptr) {
+                               cxxopts::ParseResult* args) {
   try {
     *args = options.parse(argc, argv);
   } catch (const cxxopts::exceptions::exception& e) {
@@ -27,12 +25,30 @@ inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
     std::cout << options.help() << std::flush;
     return false;
   }
-  if (rest != nullptr) {
-    *rest = args->unmatched();
-  } else if (!args->unmatched().empty()) {
+  if (!args->unmatched().empty()) {
     throw UsageError("unexpected argument '" + args->unmatched().front() + "'");
   }
   return true;
+}
+
+/// `--corpus a.txt b.gz dir/`: the arguments that follow --corpus's value, up to the next option,
+/// are more corpus inputs; they are joined into that value (one per line), so that the parser
+/// sees one value. Returns the arguments to parse.
+inline std::vector<std::string> gather_corpus_inputs(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    out.push_back(a);
+    if (a == "--corpus" && i + 1 < argc) {
+      out.emplace_back(argv[++i]);
+    } else if (a.rfind("--corpus=", 0) != 0) {
+      continue;
+    }
+    while (i + 1 < argc && (argv[i + 1][0] != '-' || std::string(argv[i + 1]) == "-")) {
+      out.back() += "\n" + std::string(argv[++i]);
+    }
+  }
+  return out;
 }
 
 /// Adds the training options (config.hpp's table) to `options`, except those `skip` names.

@@ -124,12 +124,15 @@ int cmd_bench_ingest(int argc, char** argv) {
     return name != "corpus" && name != "threads" && name != "min-count" && name != "max-vocab" &&
            name != "lowercase";
   });
+  std::vector<std::string> arg_text = gather_corpus_inputs(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : arg_text) arg_ptrs.push_back(a.data());
   cxxopts::ParseResult args;
-  std::vector<std::string> more_inputs;
-  if (!parse_command_line(options, argc, argv, &args, &more_inputs)) return 0;
+  if (!parse_command_line(options, static_cast<int>(arg_ptrs.size()), arg_ptrs.data(), &args)) {
+    return 0;
+  }
   IngestBenchOptions bench;
   apply_train_flags(bench.config, args);
-  for (const std::string& path : more_inputs) bench.config.corpus += "\n" + path;
   bench.repeat = args["repeat"].as<uint32_t>();
   bench.reference = args.count("reference") > 0;
   run_ingest_bench(bench, stdout);

@@ -33,20 +33,17 @@ int cmd_train(int argc, char** argv) {
                         cxxopts::value<std::string>())("h,help", "print this help");
   add_train_options(options, [](const std::string&) { return false; });
 
+  std::vector<std::string> arg_text = gather_corpus_inputs(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : arg_text) arg_ptrs.push_back(a.data());
   cxxopts::ParseResult args;
-  std::vector<std::string> more_inputs;
-  if (!parse_command_line(options, argc, argv, &args, &more_inputs)) return 0;
+  if (!parse_command_line(options, static_cast<int>(arg_ptrs.size()), arg_ptrs.data(), &args)) {
+    return 0;
+  }
 
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
   apply_train_flags(config, args);
-  // `--corpus a.txt b.txt.gz dir/`: the arguments after the first are more corpus inputs.
-  if (!more_inputs.empty()) {
-    if (!args.count("corpus")) throw UsageError("unexpected argument '" + more_inputs[0] + "'");
-    std::string corpus = config.corpus;
-    for (const std::string& path : more_inputs) corpus += "\n" + path;
-    apply_option(config, "corpus", corpus);
-  }
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run_training(config, stderr, &g_stop_signal);

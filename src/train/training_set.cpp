@@ -71,6 +71,7 @@ TrainingSet make_training_set(const std::vector<std::string_view>& parts, const 
   options.text = config.text_options();
   options.threads = config.effective_threads();
   EncodedCorpus corpus = encode_corpus(parts, vocab, options);
+  vocab.drop_lookup();
   return make_training_set(std::move(vocab), std::move(corpus), config);
 }
 

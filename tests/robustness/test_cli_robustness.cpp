@@ -359,15 +359,16 @@ TEST(BadCorpus, NoWordReachesMinCount) {
 
 TEST(BadCorpus, FifoWithoutWriterDeviceAndFilelessDirectoryHoldNothing) {
   TempDir dir;
-  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0644), 0);
+  ASSERT_EQ(::mkdir(dir.file("d").c_str(), 0755), 0);
+  ASSERT_EQ(::mkfifo(dir.file("d/fifo").c_str(), 0644), 0);
   // A FIFO or a device is read as a stream: with no writer, or /dev/null, it is empty. The
   // directory holds only the FIFO, which is no corpus file.
-  for (const std::string& corpus : {dir.file("fifo"), std::string("/dev/null")}) {
+  for (const std::string& corpus : {dir.file("d/fifo"), std::string("/dev/null")}) {
     const Outcome r = run(dir, small_run(corpus, dir.file("out")));
     EXPECT_TRUE(fails_cleanly(r, 1, "holds no words"));
   }
-  EXPECT_TRUE(
-      fails_cleanly(run(dir, small_run(dir.path(), dir.file("out"))), 1, "holds no corpus files"));
+  EXPECT_TRUE(fails_cleanly(run(dir, small_run(dir.file("d"), dir.file("out"))), 1,
+                            "holds no corpus files"));
   EXPECT_TRUE(fails_cleanly(run(dir, small_run("/dev/zero", dir.file("out"))), 1, "binary"));
   EXPECT_TRUE(no_partial_files(dir.file("out")));
 }
