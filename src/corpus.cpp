@@ -70,8 +70,18 @@ EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vo
   const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
   const size_t n = chunks.size();
   std::vector<EncodedChunk> out(n);
+  uint64_t total_bytes = 0;
+  for (std::string_view p : parts) total_bytes += p.size();
   run_parallel(n, [&](size_t t) {
     EncodedChunk& e = out[t];
+    // The share of the kept words this chunk's share of the bytes suggests, and some slack.
+    uint64_t bytes = 0;
+    for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+    if (total_bytes > 0) {
+      e.tokens.reserve(static_cast<size_t>(static_cast<double>(vocab.total_count()) * bytes /
+                                           static_cast<double>(total_bytes) * 1.05) +
+                       1024);
+    }
     auto line_end = [&] {
       if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
         e.line_ends.push_back(e.tokens.size());
