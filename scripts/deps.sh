@@ -10,8 +10,8 @@ set -euo pipefail
 
 # One line per dependency: need|kind|name|Debian package|what is lost without it (optional only)
 #   need: required, tests (needed to build the tests) or optional
-#   kind: command (on PATH), cmake (find_package arguments; FOUND is asked of CMake) or
-#         python (a module python3 imports)
+#   kind: command (on PATH), cmake (find_package arguments; FOUND is asked of CMake), pkgconfig
+#         (a module pkg-config knows) or python (a module python3 imports)
 pagedw2v_dep_table() {
   cat <<'EOF'
 required|command|cmake|cmake|
@@ -20,9 +20,12 @@ required|command|make|make|
 required|cmake|Eigen3 3.3 NO_MODULE|libeigen3-dev|
 required|cmake|HDF5 COMPONENTS C|libhdf5-dev|
 required|cmake|cxxopts|libcxxopts-dev|
+required|command|pkg-config|pkg-config|
 required|cmake|ZLIB|zlib1g-dev|
+required|pkgconfig|libzstd|libzstd-dev|
 required|cmake|nlohmann_json 3|nlohmann-json3-dev|
 tests|cmake|GTest|libgtest-dev|
+tests|command|zstd|zstd|
 optional|cmake|tomlplusplus|libtomlplusplus-dev|TOML config files (train --config FILE.toml); flags still work
 EOF
 }
@@ -85,6 +88,9 @@ pagedw2v_missing() {
       cmake)
         local pkg=${name%% *}
         grep -Eq "^$pkg\|(1|TRUE|ON|YES)$" <<<"$found" || echo "$row"
+        ;;
+      pkgconfig)
+        pkg-config --exists "$name" 2>/dev/null || echo "$row"
         ;;
       python)
         python3 -c "import $name" >/dev/null 2>&1 || echo "$row"

@@ -125,8 +125,20 @@ std::vector<OptionSpec> make_train_options() {
   using V = const std::string&;
   std::vector<OptionSpec> o;
   // name, help, default, is_flag, is_model, set, get
-  o.push_back({"corpus", "text corpus: whitespace-separated words, one sentence per line", "",
-               false, false, [](C& c, V v) { c.corpus = v; }, [](const C& c) { return c.corpus; }});
+  o.push_back({"corpus",
+               "text corpus: whitespace-separated words, one sentence per line; files (plain, "
+               "gzip or zstd), directories of files, or - for standard input; several inputs as "
+               "more arguments after the options",
+               "", false, false, [](C& c, V v) { c.corpus = v; },
+               [](const C& c) { return c.corpus; }});
+  o.push_back({"vocab",
+               "read the vocabulary from this file (word<TAB>count lines, as --save-vocab and "
+               "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply",
+               "", false, false, [](C& c, V v) { c.vocab_file = v; },
+               [](const C& c) { return c.vocab_file; }});
+  o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",
+               false, false, [](C& c, V v) { c.save_vocab = v; },
+               [](const C& c) { return c.save_vocab; }});
   o.push_back({"output", "directory for the vectors and vocabulary", "", false, false,
                [](C& c, V v) { c.output = v; }, [](const C& c) { return c.output; }});
   o.push_back({"model", "skipgram or cbow", "skipgram", false, true,
@@ -189,6 +201,11 @@ std::vector<OptionSpec> make_train_options() {
                false, true,
                [](C& c, V v) { c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull); },
                [](const C& c) { return std::to_string(c.max_vocab); }});
+  o.push_back({"lowercase",
+               "read words in lower case: ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic "
+               "letters (default: case is kept)",
+               "false", true, true, [](C& c, V v) { c.lowercase = parse_bool("lowercase", v); },
+               [](const C& c) { return std::string(c.lowercase ? "true" : "false"); }});
   o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
                false, true,
                [](C& c, V v) {
@@ -358,6 +375,16 @@ uint32_t Config::effective_threads() const {
   return n > 0 ? n : 1;
 }
 
+std::vector<std::string> corpus_paths(const Config& config) {
+  std::vector<std::string> paths;
+  std::stringstream ss(config.corpus);
+  std::string path;
+  while (std::getline(ss, path, '\n')) {
+    if (!path.empty()) paths.push_back(path);
+  }
+  return paths;
+}
+
 const std::vector<OptionSpec>& train_options() {
   static const std::vector<OptionSpec> options = make_train_options();
   return options;
@@ -414,7 +441,7 @@ void apply_toml_file(Config& config, const std::string& path) {
       for (size_t i = 0; i < arr.size(); ++i) {
         const auto s = arr[i].value<std::string>();
         if (!s) throw UsageError("config '" + path + "': '" + name + "' must list strings");
-        value += (i ? "," : "") + *s;
+        value += (i ? (name == "corpus" ? "\n" : ",") : "") + *s;
       }
     } else {
       throw UsageError("config '" + path + "': unsupported value for '" + name + "'");

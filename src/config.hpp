@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tokenizer.hpp"
 #include "train/backend.hpp"
 #include "train/params.hpp"
 
@@ -21,7 +22,11 @@ namespace pagedw2v {
 const char* version();
 
 struct Config {
+  /// The corpus inputs: one path, or several separated by newlines (text_source.hpp says what
+  /// each may be). corpus_paths() splits them.
   std::string corpus;
+  std::string vocab_file;  ///< --vocab: train with this vocabulary instead of counting one
+  std::string save_vocab;  ///< --save-vocab: also write the vocabulary here
   std::string output;
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;
@@ -30,7 +35,8 @@ struct Config {
   double sample = 1e-3;
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;
-  float alpha = 0.0f;  ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
+  bool lowercase = false;  ///< read words in lower case (tokenizer.hpp says which letters)
+  float alpha = 0.0f;      ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
   OptimizerKind optimizer = OptimizerKind::kSgd;
   /// Hyper-parameters of a non-sgd optimizer; unset = that optimizer's default (optimizer.hpp).
   std::optional<float> lr, beta1, beta2, eps, weight_decay, rho;
@@ -70,6 +76,12 @@ struct Config {
   GpuOptions gpu_options() const { return GpuOptions{placement, gpu_memory, deterministic}; }
   /// The thread count actually used: 1 with --deterministic.
   uint32_t effective_threads() const;
+  /// How the corpus text is read into words.
+  TextOptions text_options() const {
+    TextOptions t;
+    t.lowercase = lowercase;
+    return t;
+  }
 };
 
 /// One option: its flag name (without "--"), help, default as shown, and how it sets a Config.
@@ -83,6 +95,9 @@ struct OptionSpec {
   std::function<void(Config&, const std::string&)> set;
   std::function<std::string(const Config&)> get;  ///< the value as text `set` accepts
 };
+
+/// The corpus inputs of `config`, in order.
+std::vector<std::string> corpus_paths(const Config& config);
 
 /// The options of `pagedw2v train`, in the order --help lists them.
 const std::vector<OptionSpec>& train_options();

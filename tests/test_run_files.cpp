@@ -248,7 +248,7 @@ struct CheckpointFixture {
   TempDir dir;
   Config config;
   Vocab vocab = small_vocab(16);
-  CorpusFingerprint corpus{1000, 10, 42};  // positions below up to 2 epochs of it
+  CorpusFingerprint corpus{1000000, 10, 42};  // positions below up to 2 epochs of it
 
   CheckpointFixture() {
     config.corpus = dir.file("corpus.txt");

@@ -79,6 +79,26 @@ inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
   return true;
 }
 
+/// `--corpus a.txt b.gz dir/`: the arguments that follow --corpus's value, up to the next option,
+/// are more corpus inputs; they are joined into that value (one per line), so that the parser
+/// sees one value. Returns the arguments to parse.
+inline std::vector<std::string> gather_corpus_inputs(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    out.push_back(a);
+    if (a == "--corpus" && i + 1 < argc) {
+      out.emplace_back(argv[++i]);
+    } else if (a.rfind("--corpus=", 0) != 0) {
+      continue;
+    }
+    while (i + 1 < argc && (argv[i + 1][0] != '-' || std::string(argv[i + 1]) == "-")) {
+      out.back() += "\n" + std::string(argv[++i]);
+    }
+  }
+  return out;
+}
+
 /// Adds the training options (config.hpp's table) to `options`, except those `skip` names.
 template <class Skip>
 void add_train_options(cxxopts::Options& options, Skip&& skip) {

@@ -42,13 +42,18 @@ extern "C" void on_stop_signal(int sig) {
 
 int cmd_train(int argc, char** argv) {
   cxxopts::Options options("pagedw2v train", "Train word vectors from a corpus file.");
-  options.custom_help("--corpus FILE --output DIR [--config FILE.toml] [options]");
+  options.custom_help("--corpus FILE... --output DIR [--config FILE.toml] [options]");
   options.add_options()("config", "TOML file with any of the options below (flags win)",
                         cxxopts::value<std::string>())("h,help", "print this help");
   add_train_options(options, [](const std::string&) { return false; });
 
+  std::vector<std::string> arg_text = gather_corpus_inputs(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : arg_text) arg_ptrs.push_back(a.data());
   cxxopts::ParseResult args;
-  if (!parse_command_line(options, argc, argv, &args)) return 0;
+  if (!parse_command_line(options, static_cast<int>(arg_ptrs.size()), arg_ptrs.data(), &args)) {
+    return 0;
+  }
 
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());

@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  bench    bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
     "           bench train --synthetic VOCAB,WORDS,ZIPF: the same on a generated Zipf corpus\n"
     "           bench transfer: move rows between a pinned host table and the GPU (CUDA builds)\n"
+    "           bench ingest --corpus FILE: time counting the vocabulary and encoding\n"
     "\n"
     "`pagedw2v <command> --help` lists a command's options; `pagedw2v --version` prints the\n"
     "version.\n"

@@ -92,7 +92,14 @@ std::string settings_summary(const Config& config, const std::string& config_fil
 }
 
 void prepare_training(Config& config, const std::string& config_file, std::FILE* log) {
-  if (!config.corpus.empty()) config.corpus = absolute_path(config.corpus);
+  if (!config.corpus.empty()) {
+    // Every input absolute, so a checkpoint resumes from anywhere; standard input stays "-".
+    std::string paths;
+    for (const std::string& path : corpus_paths(config)) {
+      paths += (paths.empty() ? "" : "\n") + (path == "-" ? path : absolute_path(path));
+    }
+    config.corpus = paths;
+  }
   check_device(config.device);
 
   Config shown = config;

@@ -22,6 +22,7 @@
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
+#include "text_source.hpp"
 #include "train/backend.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
@@ -334,30 +335,30 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   times.setup += seconds_since(t0);
 
   auto t = Clock::now();
-  MappedFile text(config.corpus);
+  const CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
   t = Clock::now();
-  VocabOptions vocab_options;
-  vocab_options.min_count = config.min_count;
-  vocab_options.max_vocab = config.max_vocab;
   Vocab counted;
   if (ck) {
     if (requested.given.count("corpus")) {
-      if (!same_vocabulary(Vocab::count(text.view(), vocab_options), ck->vocab)) {
+      if (!same_vocabulary(count_vocabulary(text.parts(), config), ck->vocab)) {
         throw Error("corpus '" + config.corpus +
                     "' does not give the vocabulary of the checkpoint; resume with the corpus it "
                     "was trained on");
       }
     }
     counted = std::move(ck->vocab);
+  } else if (!config.vocab_file.empty()) {
+    counted = read_vocabulary(config);
   } else {
     // An empty vocabulary is counted again, and reported, by make_training_set.
-    counted = Vocab::count(text.view(), vocab_options);
+    counted = count_vocabulary(text.parts(), config);
   }
   times.vocabulary = seconds_since(t);
   t = Clock::now();
-  const TrainingSet set = make_training_set(text.view(), config, std::move(counted));
+  const TrainingSet set = make_training_set(text.parts(), config, std::move(counted));
   const Vocab& vocab = set.vocab;
+  if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   const CorpusFingerprint corpus_id = fingerprint(set.corpus);
   if (ck && !(corpus_id == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");

@@ -359,13 +359,19 @@ TEST(BadCorpus, NoWordReachesMinCount) {
   EXPECT_TRUE(no_partial_files(dir.file("out")));
 }
 
-TEST(BadCorpus, DirectoryAndFifoAreNotFiles) {
+TEST(BadCorpus, FifoWithoutWriterDeviceAndFilelessDirectoryHoldNothing) {
   TempDir dir;
-  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0644), 0);
-  for (const std::string& corpus : {dir.path(), dir.file("fifo"), std::string("/dev/null")}) {
+  ASSERT_EQ(::mkdir(dir.file("d").c_str(), 0755), 0);
+  ASSERT_EQ(::mkfifo(dir.file("d/fifo").c_str(), 0644), 0);
+  // A FIFO or a device is read as a stream: with no writer, or /dev/null, it is empty. The
+  // directory holds only the FIFO, which is no corpus file.
+  for (const std::string& corpus : {dir.file("d/fifo"), std::string("/dev/null")}) {
     const Outcome r = run(dir, small_run(corpus, dir.file("out")));
-    EXPECT_TRUE(fails_cleanly(r, 1, "not a regular file"));
+    EXPECT_TRUE(fails_cleanly(r, 1, "holds no words"));
   }
+  EXPECT_TRUE(fails_cleanly(run(dir, small_run(dir.file("d"), dir.file("out"))), 1,
+                            "holds no corpus files"));
+  EXPECT_TRUE(fails_cleanly(run(dir, small_run("/dev/zero", dir.file("out"))), 1, "binary"));
   EXPECT_TRUE(no_partial_files(dir.file("out")));
 }
 
@@ -388,13 +394,26 @@ void expect_trains_and_round_trips(const TempDir& dir, const std::string& corpus
   EXPECT_EQ(read_file(dir.file("out/vocab.tsv")), read_file(dir.file("exported/vocab.tsv")));
 }
 
-TEST(BadCorpus, OneMegabyteOfRandomBytes) {
+TEST(BadCorpus, OneMegabyteOfRandomBytesIsRefusedAsBinary) {
   TempDir dir;
   std::mt19937_64 rng(fresh_seed());
   std::string bytes(1 << 20, '\0');
   for (char& c : bytes) c = static_cast<char>(rng());
   write_file(dir.file("c.bin"), bytes);
-  expect_trains_and_round_trips(dir, dir.file("c.bin"));
+  EXPECT_TRUE(fails_cleanly(run(dir, small_run(dir.file("c.bin"), dir.file("out"))), 1, "binary"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
+}
+
+TEST(BadCorpus, RandomBytesAmongTextTrainAndRoundTrip) {
+  TempDir dir;
+  std::mt19937_64 rng(fresh_seed());
+  std::string bytes;
+  while (bytes.size() < (1 << 20)) {
+    bytes += rng() % 8 == 0 ? std::string(1, static_cast<char>(rng())) : "word ";
+    if (rng() % 64 == 0) bytes += "\n";
+  }
+  write_file(dir.file("c.txt"), bytes);
+  expect_trains_and_round_trips(dir, dir.file("c.txt"));
 }
 
 TEST(BadCorpus, NulBytesSeparateWords) {
@@ -402,8 +421,11 @@ TEST(BadCorpus, NulBytesSeparateWords) {
   std::mt19937_64 rng(fresh_seed());
   const std::string pieces[] = {std::string("a\0b", 3),   std::string("\0", 1),  "a",
                                 std::string("c\0\0d", 4), std::string("e\0", 2), "b"};
+  // Scattered among ordinary words: a text with many NUL bytes is refused as binary (UTF-16).
   std::string text;
-  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 6] + (i % 12 == 11 ? "\n" : " ");
+  for (int i = 0; i < 20000; ++i) {
+    text += (i % 8 == 0 ? pieces[rng() % 6] : "word") + (i % 12 == 11 ? "\n" : " ");
+  }
   write_file(dir.file("c.txt"), text);
   expect_trains_and_round_trips(dir, dir.file("c.txt"));
   const std::string vocab = read_file(dir.file("out/vocab.tsv"));
@@ -413,20 +435,24 @@ TEST(BadCorpus, NulBytesSeparateWords) {
   }
 }
 
-TEST(BadCorpus, InvalidUtf8IsKeptAsBytes) {
+TEST(BadCorpus, InvalidUtf8IsRepaired) {
   TempDir dir;
   std::mt19937_64 rng(fresh_seed());
   // A lone byte 0xff, an overlong '/', a lone continuation byte, a surrogate, a code point past
-  // U+10FFFF and a sequence cut short.
-  const std::string pieces[] = {"\xff\xfe",     "\xc0\xaf",         "\x80",   "ok",
-                                "\xed\xa0\x80", "\xf4\x90\x80\x80", "caf\xc3"};
+  // U+10FFFF, a sequence cut short and Latin-1; each with Python's
+  // bytes.decode("utf-8", "replace") of it.
+  const std::string r = "\xef\xbf\xbd";  // U+FFFD
+  const std::pair<std::string, std::string> pieces[] = {
+      {"\xff\xfe", r + r},    {"a\xc0\xaf", "a" + r + r},   {"b\x80", "b" + r},
+      {"ok", "ok"},           {"\xed\xa0\x80", r + r + r},  {"\xf4\x90\x80\x80", r + r + r + r},
+      {"caf\xc3", "caf" + r}, {"na\xefve", "na" + r + "ve"}};
   std::string text;
-  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 7] + (i % 12 == 11 ? "\n" : " ");
+  for (int i = 0; i < 20000; ++i) text += pieces[rng() % 8].first + (i % 12 == 11 ? "\n" : " ");
   write_file(dir.file("c.txt"), text);
   expect_trains_and_round_trips(dir, dir.file("c.txt"));
   const std::string vectors = read_file(dir.file("exported/vectors.txt"));
-  for (const std::string& word : pieces) {
-    EXPECT_NE(vectors.find("\n" + word + " "), std::string::npos) << word;
+  for (const auto& [raw, repaired] : pieces) {
+    EXPECT_NE(vectors.find("\n" + repaired + " "), std::string::npos) << repaired;
   }
 }
 
@@ -1081,11 +1107,17 @@ TEST_F(Stop, KillDuringCheckpointWritesKeepsTheLastCheckpoint) {
     SCOPED_TRACE("round " + std::to_string(round));
     const int64_t epoch = exists(latest) ? int_attribute(latest, "epoch") : 0;
     if (epoch >= kEpochs - 1) break;  // too little left to train for a checkpoint to mark
-    Process p(exists(latest) ? resume(latest, out) : fresh(out), dir_.path());
+    Args args = exists(latest) ? resume(latest, out) : fresh(out);
+    // Killed after a checkpoint's rename but before latest.h5 named it: that file is an earlier
+    // run's to the fresh one, which then needs --overwrite.
+    if (!exists(latest) && round > 0) args.push_back("--overwrite");
+    Process p(args, dir_.path());
     if (round % 2 == 0) {
       // Into a checkpoint write: its temporary file exists.
       TempFileWatch watch(checkpoints, p.pid());
-      ASSERT_TRUE(wait_until(p, [&] { return watch.seen(); })) << "no checkpoint write seen";
+      if (!wait_until(p, [&] { return watch.seen(); })) {
+        FAIL() << "no checkpoint write seen: " << describe(p.wait());
+      }
     } else {
       // Just after the next epoch's checkpoint is complete.
       const std::string next = checkpoints + "/epoch-" + std::to_string(epoch + 1) + ".h5";
@@ -1108,7 +1140,9 @@ TEST_F(Stop, KillDuringCheckpointWritesKeepsTheLastCheckpoint) {
     last_words = words;
   }
   EXPECT_GE(kills, 2);
-  ASSERT_TRUE(succeeds(run(dir_, exists(latest) ? resume(latest, out) : fresh(out))));
+  Args last = exists(latest) ? resume(latest, out) : fresh(out);
+  if (!exists(latest)) last.push_back("--overwrite");  // as above
+  ASSERT_TRUE(succeeds(run(dir_, last)));
   EXPECT_EQ(words_trained(out), static_cast<int64_t>(kEpochs * kTokens));
 }
 
