@@ -286,7 +286,8 @@ TEST(Similar, AnalogyQueriesMatchGensimsFormulas) {
     SCOPED_TRACE(cosmul ? "3cosmul" : "3cosadd");
     const std::string method = cosmul ? "3cosmul" : "3cosadd";
     const auto want = expected_answers(v, {0, 3}, {2}, cosmul, 5);
-    EXPECT_EQ(want[0].first, "queen");
+    // The vectors are made for 3CosAdd to answer "queen"; 3CosMul may rank another word first.
+    if (!cosmul) EXPECT_EQ(want[0].first, "queen");
     const Args expression = {"similar", "--vectors", vec, "--json", "--top", "5",    "--method",
                              method,    "king",      "-", "man",    "+",     "woman"};
     const Outcome a = run(dir, expression);
@@ -301,7 +302,7 @@ TEST(Similar, AnalogyQueriesMatchGensimsFormulas) {
     const Outcome t = run(dir, {"similar", "--vectors", vec, "--top", "1", "--method", method,
                                 "king", "-", "man", "+", "woman"});
     ASSERT_EQ(t.code, 0) << t.err;
-    EXPECT_TRUE(contains(t.out, "king - man + woman\n  queen")) << t.out;
+    EXPECT_TRUE(contains(t.out, "king - man + woman\n  " + want[0].first + " ")) << t.out;
   }
   const Outcome bad = run(dir, {"similar", "--vectors", vec, "king", "-", "-", "man"});
   EXPECT_EQ(bad.code, 2) << bad.err;

@@ -30,7 +30,11 @@ using testing_util::RunResult;
 using testing_util::TempDir;
 using testing_util::write_file;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kMaxSeconds = 30;  // sanitized builds run several times slower
+#else
 constexpr double kMaxSeconds = 10;
+#endif
 
 uint64_t env_number(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
