@@ -9,7 +9,12 @@
 #
 # Data: .cache/mix5m.txt.gz (or .cache/mix5m.txt), .cache/questions-words.txt and
 # .cache/wordsim353.tsv, copied from the shared data folder.
+#
+# Every step runs even when one before it failed, so that the logs are complete; the script exits
+# non-zero when any step failed (the summary names them). GPU tests run with
+# PAGEDW2V_REQUIRE_GPU=1: a test that finds no usable GPU fails instead of skipping.
 set -uo pipefail
+export PAGEDW2V_REQUIRE_GPU=1
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
@@ -21,11 +26,15 @@ SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 
 note() { echo "$*" | tee -a "$SUMMARY"; }
+FAILURES=()
+# check NAME RC: records a failed step (RC non-zero) for the exit status and the summary.
+check() { if [[ $2 -ne 0 ]]; then FAILURES+=("$1 (rc=$2)"); fi; }
 has_step() { [[ " $STEPS " == *" $1 "* || " $STEPS " == *" all "* ]]; }
 
 note "== gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ) steps: $STEPS"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader \
   2>&1 | tee -a "$SUMMARY"
+check nvidia-smi "${PIPESTATUS[0]}"
 
 # Build: our targets first, so that a half-finished file elsewhere cannot hide their results.
 t0=$(date +%s)
@@ -44,15 +53,28 @@ CORPUS=/tmp/mix5m.txt
 if [[ -f "$DATA/mix5m.txt" ]]; then CORPUS="$DATA/mix5m.txt"; elif [[ -f "$DATA/mix5m.txt.gz" ]]; then
   gunzip -c "$DATA/mix5m.txt.gz" >"$CORPUS"; fi
 
+# Seconds each GPU test binary may run (H200); a binary not listed gets 120.
+declare -A TEST_LIMIT=([test_cuda_sgns]=300 [test_cuda_paged]=300 [test_cuda_resume]=300
+  [test_cuda_gather]=180 [test_cuda_optimizer]=120 [test_cuda_sampler]=120 [test_pinned_allocator]=120)
+
 if has_step test; then
   for t in $GPU_TESTS; do
-    timeout 120 "$BIN/$t" >"$OUT/$t.log" 2>&1
-    note "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED' "$OUT/$t.log" | head -20 | tee -a "$SUMMARY"
+    timeout "${TEST_LIMIT[$t]:-120}" "$BIN/$t" >"$OUT/$t.log" 2>&1
+    rc=$?
+    check "$t" $rc
+    note "$t: rc=$rc (limit ${TEST_LIMIT[$t]:-120} s) $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
+    grep -E '^\[  (FAILED|SKIPPED) ' "$OUT/$t.log" | head -20 | tee -a "$SUMMARY"
+    # A skipped GPU test is a failure here: every one of them must run on this machine.
+    if grep -qE '^\[  SKIPPED \] [1-9]' "$OUT/$t.log"; then check "$t skipped tests" 1; fi
   done
-  [[ -n ${FAST:-} ]] || (cd "$BUILD" && timeout 150 ctest --output-on-failure --timeout 60 -j8 >"$OUT/ctest.log" 2>&1)
-  [[ -n ${FAST:-} ]] || note "ctest (all tests): rc=$? $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
-  grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess)' "$OUT/ctest.log" | head -20 | tee -a "$SUMMARY"
+  if [[ -z ${FAST:-} ]]; then
+    # Every test, each with its own limit (the GPU binaries above have run already).
+    (cd "$BUILD" && ctest --output-on-failure --timeout 300 -j8 >"$OUT/ctest.log" 2>&1)
+    rc=$?
+    check "ctest" $rc
+    note "ctest (all tests): rc=$rc $(grep -E 'tests passed|tests failed' "$OUT/ctest.log")"
+    grep -E '^\s+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess)' "$OUT/ctest.log" | head -20 | tee -a "$SUMMARY"
+  fi
 fi
 
 if has_step memcheck && command -v compute-sanitizer >/dev/null; then
@@ -60,13 +82,17 @@ if has_step memcheck && command -v compute-sanitizer >/dev/null; then
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_sgns" \
       --gtest_filter='*sg_d33*:*sg_d300*:*cbow_d100_w5_n5_s24:*Repeats*:*stream*' \
       >"$OUT/memcheck.log" 2>&1
-    note "memcheck (5 shapes + repeats + streaming): rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+    rc=$?
+    check memcheck $rc
+    note "memcheck (5 shapes + repeats + streaming): rc=$rc $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
   }
 fi
 
 if has_step transfer; then
   timeout 180 "$BIN/pagedw2v" bench transfer ${TRANSFER_FLAGS:-} >"$OUT/bench-transfer.log" 2>&1
-  note "bench transfer: rc=$?"
+  rc=$?
+  check "bench transfer" $rc
+  note "bench transfer: rc=$rc"
   sed 's/^/    /' "$OUT/bench-transfer.log" | tee -a "$SUMMARY"
 fi
 
@@ -75,7 +101,9 @@ if has_step bench; then
   run_bench() {  # name, then bench flags
     local name=$1; shift
     timeout 120 "$BIN/pagedw2v" bench train --corpus "$CORPUS" "$@" >"$OUT/bench-$name.log" 2>&1
-    note "bench $name: rc=$? $(grep -E '^RESULT' "$OUT/bench-$name.log")"
+    local rc=$?
+    check "bench $name" $rc
+    note "bench $name: rc=$rc $(grep -E '^RESULT' "$OUT/bench-$name.log")"
     grep -E '^(per word|epochs|split|gpu memory|kernel words)' "$OUT/bench-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
   }
   run_bench sg-x4 --repeat 4 --device cuda --epochs 3 $SG
@@ -92,8 +120,10 @@ quality() {  # name, then train flags: mix5m at the quality settings, then the e
     --dim 100 --window 5 --negative 5 --sample 1e-3 --min-count 5 --epochs 5 "$@" \
     >"$OUT/train-$name.log" 2>&1
   local rc=$?
+  check "train $name" $rc
   timeout 120 "$BIN/pagedw2v" eval --vectors "/tmp/q-$name" --analogies "$Q" --similarity "$W" \
     >"$OUT/eval-$name.log" 2>&1
+  check "eval $name" $?
   note "quality $name: train rc=$rc $(grep -E '^(trained|backend)' "$OUT/train-$name.log" | tr '\n' ' ')"
   grep -E 'Total accuracy|Spearman' "$OUT/eval-$name.log" | sed 's/^/    /' | tee -a "$SUMMARY"
 }
@@ -112,9 +142,12 @@ if has_step resume; then
     set -- $pair
     timeout 120 "$BIN/pagedw2v" train --corpus "$CORPUS" --output "/tmp/r-$1" --device "$1" $R \
       >"$OUT/resume-$1.log" 2>&1
+    check "resume: train on $1" $?
     timeout 200 "$BIN/pagedw2v" train --resume "/tmp/r-$1/checkpoints/epoch-1.h5" \
       --output "/tmp/r-$1-$2" --device "$2" --format npy >>"$OUT/resume-$1.log" 2>&1
-    note "resume $1 -> $2: rc=$? $(grep -E '^trained .* on |in all' "$OUT/resume-$1.log" | tr '\n' ' ')"
+    rc=$?
+    check "resume $1 -> $2" $rc
+    note "resume $1 -> $2: rc=$rc $(grep -E '^trained .* on |in all' "$OUT/resume-$1.log" | tr '\n' ' ')"
   done
 fi
 
@@ -127,7 +160,9 @@ if has_step paged; then
     local name=$1; shift
     timeout 300 "$BIN/pagedw2v" bench train --synthetic "$SYN" --device cuda --epochs 1 --dim 128 \
       --window 5 --negative 5 --sample 1e-3 --negative-pool "$POOL" "$@" >"$OUT/bench-$name.log" 2>&1
-    note "bench $name: rc=$? $(grep -E '^RESULT' "$OUT/bench-$name.log")"
+    local rc=$?
+    check "bench $name" $rc
+    note "bench $name: rc=$rc $(grep -E '^RESULT' "$OUT/bench-$name.log")"
     grep -vE '^RESULT' "$OUT/bench-$name.log" | tail -14 | sed 's/^/    /' | tee -a "$SUMMARY"
   }
   P="--placement paged --gpu-memory 1024000000"
@@ -156,7 +191,9 @@ if has_step scale; then
   timeout ${BIGTIME:-240} "$BIN/pagedw2v" bench train --synthetic "${BIG:-25000000,100000000,1.0}" --device cuda \
     --epochs 1 --dim 128 --window 5 --negative 5 --sample 1e-3 --negative-pool 1024 \
     --optimizer adam --placement paged --gpu-memory 8GiB >"$OUT/bench-adam-25m.log" 2>&1
-  note "bench adam-25m: rc=$? $(grep -E '^RESULT' "$OUT/bench-adam-25m.log")"
+  rc=$?
+  check "bench adam-25m" $rc
+  note "bench adam-25m: rc=$rc $(grep -E '^RESULT' "$OUT/bench-adam-25m.log")"
   grep -vE '^RESULT' "$OUT/bench-adam-25m.log" | tail -16 | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
 
@@ -166,7 +203,9 @@ if has_step profile && command -v ncu >/dev/null; then
     --section LaunchStats --section WarpStateStats \
     "$BIN/pagedw2v" bench train --corpus "$CORPUS" --repeat 4 --device cuda --epochs 2 \
     --dim 128 --window 5 --negative 5 --sample 1e-3 >"$OUT/ncu.log" 2>&1
-  note "ncu: rc=$? (ncu.log)"
+  rc=$?
+  check ncu $rc
+  note "ncu: rc=$rc (ncu.log)"
   grep -E "Duration|Throughput|Achieved Occupancy|Registers Per|L2 Hit|Warp Cycles Per Issued|No Eligible|stalled" \
     "$OUT/ncu.log" | head -30 | tee -a "$SUMMARY"
 fi
@@ -175,6 +214,12 @@ fi
 tar -C "$OUT" -czf /tmp/gpu-check-logs.tgz . 2>/dev/null && mv /tmp/gpu-check-logs.tgz "$OUT/logs.tgz"
 find "$OUT" -maxdepth 1 -type f ! -name logs.tgz ! -name summary.txt -delete
 
+if [[ ${#FAILURES[@]} -gt 0 ]]; then
+  note "FAILED steps: ${FAILURES[*]}"
+else
+  note "all steps passed"
+fi
 echo
 echo "===== summary ====="
 cat "$SUMMARY"
+[[ ${#FAILURES[@]} -eq 0 ]]

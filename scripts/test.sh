@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds (Release, CUDA code included when nvcc is present) and runs
-# every test with ctest. GPU tests skip themselves on machines without a GPU.
+# every test with ctest. GPU tests skip themselves on machines without a GPU. The interop tests'
+# Python packages are installed too; with CI set, those tests fail instead of skipping without them.
 # Usage: scripts/test.sh [extra cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
+source scripts/python_deps.sh
 pagedw2v_deps
+pagedw2v_python_deps
 
 build=${BUILD_DIR:-build}
 jobs=$(nproc 2>/dev/null || echo 2)

@@ -4,8 +4,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "byte_size.hpp"
 #include "error.hpp"
@@ -60,13 +62,15 @@ bool parse_bool(const std::string& name, const std::string& value) {
 }
 
 std::vector<std::string> parse_format_list(const std::string& value) {
+  if (value == "none") return {};
   std::vector<std::string> out;
   std::stringstream ss(value);
   std::string item;
   while (std::getline(ss, item, ',')) {
     if (item.empty()) continue;
     if (item != "npy" && item != "h5" && item != "bin" && item != "txt") {
-      throw UsageError("--format: unknown format '" + item + "' (expected npy, h5, bin, txt)");
+      throw UsageError("--format: unknown format '" + item +
+                       "' (expected npy, h5, bin, txt or none)");
     }
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
   }
@@ -120,8 +124,20 @@ std::vector<OptionSpec> make_train_options() {
   using V = const std::string&;
   std::vector<OptionSpec> o;
   // name, help, default, is_flag, is_model, set, get
-  o.push_back({"corpus", "text corpus: whitespace-separated words, one sentence per line", "",
-               false, false, [](C& c, V v) { c.corpus = v; }, [](const C& c) { return c.corpus; }});
+  o.push_back({"corpus",
+               "text corpus: whitespace-separated words, one sentence per line; files (plain, "
+               "gzip or zstd), directories of files, or - for standard input; several inputs as "
+               "more arguments after the options",
+               "", false, false, [](C& c, V v) { c.corpus = v; },
+               [](const C& c) { return c.corpus; }});
+  o.push_back({"vocab",
+               "read the vocabulary from this file (word<TAB>count lines, as --save-vocab and "
+               "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply",
+               "", false, false, [](C& c, V v) { c.vocab_file = v; },
+               [](const C& c) { return c.vocab_file; }});
+  o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",
+               false, false, [](C& c, V v) { c.save_vocab = v; },
+               [](const C& c) { return c.save_vocab; }});
   o.push_back({"output", "directory for the vectors and vocabulary", "", false, false,
                [](C& c, V v) { c.output = v; }, [](const C& c) { return c.output; }});
   o.push_back({"model", "skipgram or cbow", "skipgram", false, true,
@@ -157,7 +173,7 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return std::to_string(c.negative_pool); }});
   o.push_back({"batch-words",
                "words per super-batch: what paged tables stage at once, and the batch of a GPU "
-               "optimizer step (rounded up to whole blocks of 4096 words)",
+               "optimizer step (at least 4096, rounded up to whole blocks of 4096 words)",
                "1048576", false, true,
                [](C& c, V v) {
                  const uint64_t words = parse_uint("batch-words", v, kBlockWords, kMaxBatchWords);
@@ -165,7 +181,8 @@ std::vector<OptionSpec> make_train_options() {
                },
                [](const C& c) { return std::to_string(c.batch_words); }});
   o.push_back({"pool-words",
-               "words that share one negative pool (rounded up to whole blocks of 4096 words); "
+               "words that share one negative pool (at least 4096, rounded up to whole blocks of "
+               "4096 words); "
                "a super-batch stages the pools of all its periods",
                "4096", false, true,
                [](C& c, V v) {
@@ -183,6 +200,11 @@ std::vector<OptionSpec> make_train_options() {
                false, true,
                [](C& c, V v) { c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull); },
                [](const C& c) { return std::to_string(c.max_vocab); }});
+  o.push_back({"lowercase",
+               "read words in lower case: ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic "
+               "letters (default: case is kept)",
+               "false", true, true, [](C& c, V v) { c.lowercase = parse_bool("lowercase", v); },
+               [](const C& c) { return std::string(c.lowercase ? "true" : "false"); }});
   o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
                false, true,
                [](C& c, V v) {
@@ -192,7 +214,8 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return c.alpha > 0 ? num(c.alpha) : std::string("auto"); }});
   o.push_back({"optimizer",
                "sgd (word2vec's update), adagrad, adam, adamw, adamax, rmsprop or adadelta; all "
-               "but sgd take one step per block of 4096 words and keep state tables",
+               "but sgd keep state tables and take one step per batch: a block of 4096 words "
+               "(per thread) on the CPU, a super-batch (--batch-words) on CUDA",
                "sgd", false, true,
                [](C& c, V v) {
                  if (!parse_optimizer(v, &c.optimizer)) {
@@ -284,9 +307,10 @@ std::vector<OptionSpec> make_train_options() {
                "false", true, false,
                [](C& c, V v) { c.deterministic = parse_bool("deterministic", v); },
                [](const C& c) { return std::string(c.deterministic ? "true" : "false"); }});
-  o.push_back({"format", "output formats, comma-separated: npy,h5,bin,txt", "npy,h5,bin,txt", false,
-               false, [](C& c, V v) { c.formats = parse_format_list(v); },
-               [](const C& c) { return join(c.formats); }});
+  o.push_back(
+      {"format", "output formats, comma-separated: npy,h5,bin,txt, or none", "npy,h5,bin,txt",
+       false, false, [](C& c, V v) { c.formats = parse_format_list(v); },
+       [](const C& c) { return c.formats.empty() ? std::string("none") : join(c.formats); }});
   o.push_back({"save-context", "also export the output (context) vectors", "false", true, false,
                [](C& c, V v) { c.save_context = parse_bool("save-context", v); },
                [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
@@ -299,10 +323,13 @@ std::vector<OptionSpec> make_train_options() {
                      static_cast<uint32_t>(parse_uint("checkpoint-interval", v, 0, 1u << 30));
                },
                [](const C& c) { return std::to_string(c.checkpoint_interval); }});
-  o.push_back({"keep-checkpoints", "how many checkpoints to keep", "3", false, false,
+  o.push_back({"keep-checkpoints",
+               "how many checkpoints to keep (0 = none at epoch ends; a stop by a signal still "
+               "writes one)",
+               "3", false, false,
                [](C& c, V v) {
                  c.keep_checkpoints =
-                     static_cast<uint32_t>(parse_uint("keep-checkpoints", v, 1, 1000000));
+                     static_cast<uint32_t>(parse_uint("keep-checkpoints", v, 0, 1000000));
                },
                [](const C& c) { return std::to_string(c.keep_checkpoints); }});
   o.push_back({"eval-analogies", "analogy questions to evaluate after each epoch", "", false, false,
@@ -311,6 +338,9 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"eval-similarity", "word-pair similarities to evaluate after each epoch", "", false,
                false, [](C& c, V v) { c.eval_similarity = v; },
                [](const C& c) { return c.eval_similarity; }});
+  o.push_back({"overwrite", "write into an output directory that holds another run's files",
+               "false", true, false, [](C& c, V v) { c.overwrite = parse_bool("overwrite", v); },
+               [](const C& c) { return std::string(c.overwrite ? "true" : "false"); }});
   o.push_back({"quiet", "no progress output", "false", true, false,
                [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
@@ -323,6 +353,8 @@ std::string normalise_key(std::string key) {
 }
 
 }  // namespace
+
+const char* version() { return PAGEDW2V_VERSION; }
 
 OptimizerParams Config::optimizer_params() const {
   OptimizerParams p = default_optimizer_params(optimizer);
@@ -340,6 +372,16 @@ uint32_t Config::effective_threads() const {
   if (threads > 0) return threads;
   const unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? n : 1;
+}
+
+std::vector<std::string> corpus_paths(const Config& config) {
+  std::vector<std::string> paths;
+  std::stringstream ss(config.corpus);
+  std::string path;
+  while (std::getline(ss, path, '\n')) {
+    if (!path.empty()) paths.push_back(path);
+  }
+  return paths;
 }
 
 const std::vector<OptionSpec>& train_options() {
@@ -398,7 +440,7 @@ void apply_toml_file(Config& config, const std::string& path) {
       for (size_t i = 0; i < arr.size(); ++i) {
         const auto s = arr[i].value<std::string>();
         if (!s) throw UsageError("config '" + path + "': '" + name + "' must list strings");
-        value += (i ? "," : "") + *s;
+        value += (i ? (name == "corpus" ? "\n" : ",") : "") + *s;
       }
     } else {
       throw UsageError("config '" + path + "': unsupported value for '" + name + "'");
@@ -458,6 +500,156 @@ void validate(const Config& config) {
       throw UsageError(std::string("--") + name + " does not apply to --optimizer " + optimizer);
     }
   }
+}
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string lower_dashed(const std::string& name) {
+  std::string out;
+  for (const char ch : name) {
+    if (ch >= 'A' && ch <= 'Z') {
+      if (!out.empty()) out += '-';
+      out += static_cast<char>(ch - 'A' + 'a');
+    } else {
+      out += ch == '_' ? '-' : ch;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string suggest_option(const std::string& given, const std::vector<std::string>& valid) {
+  // What word2vec.c, gensim and fastText call our options: {their name, our option, value}.
+  static const std::vector<std::tuple<std::string, std::string, std::string>> kAliases = {
+      {"iter", "epochs", ""},
+      {"epoch", "epochs", ""},
+      {"iterations", "epochs", ""},
+      {"size", "dim", ""},
+      {"vector-size", "dim", ""},
+      {"dimension", "dim", ""},
+      {"dims", "dim", ""},
+      {"cbow", "model", "cbow"},
+      {"sg", "model", "skipgram"},
+      {"skipgram", "model", "skipgram"},
+      {"skip-gram", "model", "skipgram"},
+      {"train", "corpus", ""},
+      {"input", "corpus", ""},
+      {"workers", "threads", ""},
+      {"thread", "threads", ""},
+      {"neg", "negative", ""},
+      {"ws", "window", ""},
+      {"min-n", "min-count", ""},
+      {"max-final-vocab", "max-vocab", ""},
+      {"lr", "alpha", ""},
+      {"analogy", "analogies", ""},
+      {"questions", "analogies", ""},
+      {"topn", "top", ""},
+      {"k", "top", ""}};
+  auto is_valid = [&](const std::string& name) {
+    return std::find(valid.begin(), valid.end(), name) != valid.end();
+  };
+  const std::string key = lower_dashed(given);
+  if (key != given && is_valid(key)) return "--" + key;
+  for (const auto& [theirs, ours, value] : kAliases) {
+    if (key == theirs && is_valid(ours)) return "--" + ours + (value.empty() ? "" : " " + value);
+  }
+  std::string best;
+  size_t best_distance = std::string::npos;
+  size_t best_prefix = 0;
+  for (const std::string& name : valid) {
+    if (name == "help") continue;
+    size_t prefix = 0;
+    while (prefix < key.size() && prefix < name.size() && key[prefix] == name[prefix]) ++prefix;
+    const size_t distance = edit_distance(key, name);
+    // Near in spelling, or sharing most of the given name as a prefix ("analog" for "analogies").
+    const bool near = distance <= std::max<size_t>(1, key.size() / 3) ||
+                      (prefix >= 4 && 2 * prefix >= key.size());
+    if (!near) continue;
+    if (prefix > best_prefix || (prefix == best_prefix && distance < best_distance)) {
+      best = name;
+      best_prefix = prefix;
+      best_distance = distance;
+    }
+  }
+  return best.empty() ? "" : "--" + best;
+}
+
+std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
+                                                  std::string* note) {
+  static const std::map<std::string, std::string> kSame = {
+      {"-train", "--corpus"},    {"-output", "--output"},       {"-size", "--dim"},
+      {"-window", "--window"},   {"-negative", "--negative"},   {"-iter", "--epochs"},
+      {"-threads", "--threads"}, {"-min-count", "--min-count"}, {"-sample", "--sample"},
+      {"-alpha", "--alpha"}};
+  static const std::map<std::string, std::string> kUnsupported = {
+      {"-cw", "no counterpart (the model is skipgram or cbow)"},
+      {"-save-vocab", "no counterpart: vocab.tsv is always written beside the vectors"},
+      {"-read-vocab", "no counterpart: the vocabulary is counted from --corpus"},
+      {"-classes", "no counterpart: pagedw2v does not cluster words"},
+      {"-debug", "no counterpart: progress is printed unless --quiet"},
+      {"-min-reduce", "no counterpart: the vocabulary is counted exactly"}};
+  std::vector<std::string> out;
+  std::string read_as;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    const bool single_dash = flag.size() > 2 && flag[0] == '-' && flag[1] != '-';
+    const auto same = kSame.find(flag);
+    const bool known = same != kSame.end() || flag == "-cbow" || flag == "-hs" ||
+                       flag == "-binary" || kUnsupported.count(flag) > 0;
+    if (!single_dash || !known) {
+      out.push_back(flag);
+      continue;
+    }
+    if (kUnsupported.count(flag)) {
+      throw UsageError("word2vec's " + flag + " has " + kUnsupported.at(flag) +
+                       "; `pagedw2v train --help` lists the options");
+    }
+    if (i + 1 >= args.size()) throw UsageError("word2vec's " + flag + " needs a value");
+    const std::string value = args[++i];
+    std::string ours;
+    if (same != kSame.end()) {
+      ours = same->second + " " + value;
+      out.push_back(same->second);
+      out.push_back(value);
+    } else if (flag == "-cbow") {
+      if (value != "0" && value != "1") throw UsageError("word2vec's -cbow takes 0 or 1");
+      ours = std::string("--model ") + (value == "1" ? "cbow" : "skipgram");
+      out.push_back("--model");
+      out.push_back(value == "1" ? "cbow" : "skipgram");
+    } else if (flag == "-hs") {
+      if (value != "0") {
+        throw UsageError(
+            "word2vec's -hs " + value +
+            " (hierarchical softmax) is not supported: pagedw2v trains with negative sampling "
+            "(--negative)");
+      }
+      ours = "(nothing: negative sampling only)";
+    } else {
+      // -binary: both word2vec formats are written by default; --format chooses.
+      ours = "(nothing: --format chooses the files, vectors.bin and vectors.txt among them)";
+    }
+    read_as += (read_as.empty() ? "" : ", ") + flag + " " + value + " as " + ours;
+  }
+  if (!read_as.empty()) {
+    *note = "note: word2vec flags read as ours: " + read_as + " (--output is a directory)";
+  }
+  return out;
 }
 
 std::string to_string(ModelKind model) { return model == ModelKind::kCbow ? "cbow" : "skipgram"; }

@@ -15,11 +15,19 @@
 #include "optimizer.hpp"
 #include "options.hpp"
 #include "params.hpp"
+#include "tokenizer.hpp"
 
 namespace pagedw2v {
 
+/// The version of pagedw2v (CMake's project version): `--version`, checkpoints, embeddings.h5.
+const char* version();
+
 struct Config {
+  /// The corpus inputs: one path, or several separated by newlines (text_source.hpp says what
+  /// each may be). corpus_paths() splits them.
   std::string corpus;
+  std::string vocab_file;  ///< --vocab: train with this vocabulary instead of counting one
+  std::string save_vocab;  ///< --save-vocab: also write the vocabulary here
   std::string output;
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;
@@ -28,7 +36,8 @@ struct Config {
   double sample = 1e-3;
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;
-  float alpha = 0.0f;  ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
+  bool lowercase = false;  ///< read words in lower case (tokenizer.hpp says which letters)
+  float alpha = 0.0f;      ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
   OptimizerKind optimizer = OptimizerKind::kSgd;
   /// Hyper-parameters of a non-sgd optimizer; unset = that optimizer's default (optimizer.hpp).
   std::optional<float> lr, beta1, beta2, eps, weight_decay, rho;
@@ -48,7 +57,10 @@ struct Config {
   bool quiet = false;
   std::string resume;                ///< checkpoint to continue from
   uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
+  /// 0 = no epoch or timed checkpoints.
   uint32_t keep_checkpoints = 3;
+  /// Replace another run's files in `output`.
+  bool overwrite = false;
   std::string eval_analogies;  ///< evaluate at the end of each epoch when set
   std::string eval_similarity;
 
@@ -65,6 +77,12 @@ struct Config {
   GpuOptions gpu_options() const { return GpuOptions{placement, gpu_memory, deterministic}; }
   /// The thread count actually used: 1 with --deterministic.
   uint32_t effective_threads() const;
+  /// How the corpus text is read into words.
+  TextOptions text_options() const {
+    TextOptions t;
+    t.lowercase = lowercase;
+    return t;
+  }
 };
 
 /// One option: its flag name (without "--"), help, default as shown, and how it sets a Config.
@@ -78,6 +96,9 @@ struct OptionSpec {
   std::function<void(Config&, const std::string&)> set;
   std::function<std::string(const Config&)> get;  ///< the value as text `set` accepts
 };
+
+/// The corpus inputs of `config`, in order.
+std::vector<std::string> corpus_paths(const Config& config);
 
 /// The options of `pagedw2v train`, in the order --help lists them.
 const std::vector<OptionSpec>& train_options();
@@ -98,6 +119,20 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
+
+/// The valid option nearest to `given` (a name without dashes that is not valid), written as it
+/// is to be typed ("--epochs", "--model cbow"), or "" when none is near. Knows the names of
+/// word2vec, gensim and fastText (`iter`, `size`, `cbow`, `vector_size`, `minCount` …) and
+/// otherwise takes the closest spelling; suggests only names in `valid`.
+std::string suggest_option(const std::string& given, const std::vector<std::string>& valid);
+
+/// `pagedw2v train`'s arguments with word2vec.c's single-dash flags (`-train`, `-output`, `-size`,
+/// `-window`, `-negative`, `-iter`, `-cbow`, `-threads`, `-min-count`, `-sample`, `-alpha`,
+/// `-hs 0`, `-binary`) rewritten as ours. `*note` is set to one line saying what was read as
+/// what, or left empty when nothing was rewritten. Throws UsageError for a word2vec flag with no
+/// counterpart (`-hs 1`, `-cw`, `-save-vocab`, …).
+std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
+                                                  std::string* note);
 
 std::string to_string(ModelKind model);
 std::string to_string(DeviceKind device);

@@ -1,12 +1,40 @@
 #include "corpus.hpp"
 
+#include <algorithm>
+#include <cstring>
+
+#include "text_chunks.hpp"
 #include "tokenizer.hpp"
+#include "word_table.hpp"
 
 namespace pagedw2v {
+namespace {
 
-EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t max_sentence) {
+/// What one thread's chunk encodes to: its tokens and, in order, the token counts at which a
+/// line ended (a newline or a part's end), repeated counts dropped.
+struct EncodedChunk {
+  std::vector<uint32_t> tokens;
+  std::vector<uint64_t> line_ends;
+};
+
+/// The vocabulary as one lookup table: word -> row.
+detail::WordTable lookup_table(const Vocab& vocab) {
+  detail::WordTable table(vocab.size());
+  for (uint32_t row = 0; row < vocab.size(); ++row) {
+    const std::string& w = vocab.word(row);
+    if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
+    table.insert(w, detail::hash_bytes(w)).value = row;
+  }
+  return table;
+}
+
+}  // namespace
+
+EncodedCorpus encode_corpus_serial(std::string_view text, const Vocab& vocab,
+                                   const EncodeOptions& options) {
   EncodedCorpus c;
-  c.tokens.reserve(vocab.total_count());
+  // Each token takes a byte and a separator: a count from a damaged file cannot ask for more.
+  c.tokens.reserve(std::min<uint64_t>(vocab.total_count(), text.size() / 2 + 1));
   c.sentence_starts.push_back(0);
   uint64_t sentence_start = 0;
   auto end_sentence = [&] {
@@ -16,15 +44,95 @@ EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t 
     }
   };
   tokenize(
-      text,
+      text, options.text,
       [&](std::string_view w) {
         const int64_t id = vocab.find(w);
         if (id < 0) return;
         c.tokens.push_back(static_cast<uint32_t>(id));
-        if (c.tokens.size() - sentence_start >= max_sentence) end_sentence();
+        if (c.tokens.size() - sentence_start >= options.max_sentence) end_sentence();
       },
       end_sentence);
   end_sentence();
+  return c;
+}
+
+EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t max_sentence) {
+  EncodeOptions options;
+  options.max_sentence = max_sentence;
+  return encode_corpus(std::vector<std::string_view>{text}, vocab, options);
+}
+
+EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vocab& vocab,
+                            const EncodeOptions& options) {
+  // The table the vocabulary was counted with when there is one; else one built from the words.
+  detail::WordTable built(1);
+  if (vocab.lookup() == nullptr) built = lookup_table(vocab);
+  const detail::WordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
+  const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
+  const size_t n = chunks.size();
+  std::vector<EncodedChunk> out(n);
+  uint64_t total_bytes = 0;
+  for (std::string_view p : parts) total_bytes += p.size();
+  run_parallel(n, [&](size_t t) {
+    EncodedChunk& e = out[t];
+    // The share of the kept words this chunk's share of the bytes suggests, and some slack.
+    uint64_t bytes = 0;
+    for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+    if (total_bytes > 0) {
+      e.tokens.reserve(static_cast<size_t>(static_cast<double>(vocab.total_count()) * bytes /
+                                           static_cast<double>(total_bytes) * 1.05) +
+                       1024);
+    }
+    auto line_end = [&] {
+      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
+        e.line_ends.push_back(e.tokens.size());
+      }
+    };
+    for (const TextSegment& seg : chunks[t]) {
+      detail::scan_words(
+          seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
+          [&](std::string_view w, uint64_t h) {
+            const detail::WordTable::Slot* s = table.find(w, h);
+            if (s != nullptr && s->value != detail::WordTable::kNone) {
+              e.tokens.push_back(static_cast<uint32_t>(s->value));
+            }
+          },
+          line_end);
+      if (seg.ends_part) line_end();
+    }
+  });
+
+  // Sentence cuts, as the one-thread loop makes them: at every line end that closes a non-empty
+  // sentence, and every max_sentence tokens within a line.
+  EncodedCorpus c;
+  c.sentence_starts.push_back(0);
+  uint64_t start = 0, base = 0;
+  auto line_end_at = [&](uint64_t end) {
+    while (end - start >= options.max_sentence) {
+      start += options.max_sentence;
+      c.sentence_starts.push_back(start);
+    }
+    if (end > start) {
+      start = end;
+      c.sentence_starts.push_back(start);
+    }
+  };
+  std::vector<uint64_t> offsets(n + 1, 0);
+  for (size_t t = 0; t < n; ++t) {
+    for (uint64_t e : out[t].line_ends) line_end_at(base + e);
+    base += out[t].tokens.size();
+    offsets[t + 1] = base;
+  }
+  line_end_at(base);
+
+  // Concatenate: the first chunk's vector grows to hold all, the others copy in parallel.
+  c.tokens = std::move(out[0].tokens);
+  c.tokens.resize(base);
+  run_parallel(n, [&](size_t t) {
+    if (t == 0) return;
+    std::copy(out[t].tokens.begin(), out[t].tokens.end(), c.tokens.begin() + offsets[t]);
+    out[t].tokens = {};
+  });
   return c;
 }
 

@@ -2,27 +2,35 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <numeric>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "mapped_file.hpp"
+#include "text_chunks.hpp"
 #include "tokenizer.hpp"
+#include "word_table.hpp"
 
 namespace pagedw2v {
 
-Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
-  // Keys are views into `text`: counting allocates only when the table grows.
+Vocab Vocab::count_serial(std::string_view text, const VocabOptions& options) {
+  // Normalised words may live in the tokenizer's buffer, so the index keeps its own copies.
+  std::deque<std::string> keys;
   detail::StringIndex index(1 << 16);
   std::vector<uint64_t> counts;
   counts.reserve(1 << 16);
   uint64_t tokens = 0;
   tokenize(
-      text,
+      text, options.text,
       [&](std::string_view w) {
-        bool inserted;
-        const uint32_t id = index.insert(w, &inserted);
-        if (inserted) counts.push_back(0);
+        uint32_t id = index.find(w);
+        if (id == detail::StringIndex::kEmpty) {
+          bool inserted;
+          keys.emplace_back(w);
+          id = index.insert(keys.back(), &inserted);
+          counts.push_back(0);
+        }
         ++counts[id];
         ++tokens;
       },
@@ -48,6 +56,71 @@ Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
   }
   Vocab v = from_words(std::move(words), std::move(kept));
   v.corpus_tokens_ = tokens;
+  return v;
+}
+
+Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
+  return count(std::vector<std::string_view>{text}, options);
+}
+
+Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOptions& options) {
+  const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
+  const size_t n = chunks.size();
+  std::vector<detail::WordTable> tables(n);
+  std::vector<uint64_t> tokens(n, 0);
+  run_parallel(n, [&](size_t t) {
+    detail::WordTable& table = tables[t];
+    uint64_t seen = 0;
+    for (const TextSegment& seg : chunks[t]) {
+      detail::scan_words(
+          seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
+          [&](std::string_view w, uint64_t h) {
+            ++table.insert(w, h).value;
+            ++seen;
+          },
+          [] {});
+    }
+    tokens[t] = seen;
+  });
+
+  // Merge in chunk order into the first table: a word's id there is then its rank of first
+  // occurrence in the whole corpus, as in the one-thread count.
+  detail::WordTable& all = tables[0];
+  uint64_t corpus_tokens = tokens[0];
+  for (size_t t = 1; t < n; ++t) {
+    detail::WordTable& table = tables[t];
+    std::vector<uint64_t> counts(table.size());
+    table.for_each([&](detail::WordTable::Slot& s) { counts[s.id] = s.value; });
+    for (uint32_t id = 0; id < counts.size(); ++id) {
+      all.prefetch(table.hash(id));
+      all.insert(table.key(id), table.hash(id)).value += counts[id];
+    }
+    corpus_tokens += tokens[t];
+    table = detail::WordTable(1);
+  }
+
+  // Count descending, then first occurrence: the order of the one-thread stable sort.
+  std::vector<std::pair<uint64_t, uint32_t>> order;
+  all.for_each([&](detail::WordTable::Slot& s) {
+    if (s.value >= options.min_count) order.emplace_back(~s.value, s.id);
+  });
+  std::sort(order.begin(), order.end());
+  if (options.max_vocab > 0 && order.size() > options.max_vocab) order.resize(options.max_vocab);
+
+  std::vector<std::string> words;
+  std::vector<uint64_t> kept;
+  words.reserve(order.size());
+  kept.reserve(order.size());
+  for (const auto& [inverted, id] : order) {
+    words.emplace_back(all.key(id));
+    kept.push_back(~inverted);
+  }
+  std::vector<uint32_t> row_of(all.size(), detail::WordTable::kNone);
+  for (uint32_t row = 0; row < order.size(); ++row) row_of[order[row].second] = row;
+  all.for_each([&](detail::WordTable::Slot& s) { s.value = row_of[s.id]; });
+  Vocab v = from_words(std::move(words), std::move(kept));
+  v.corpus_tokens_ = corpus_tokens;
+  v.lookup_ = std::make_shared<detail::WordTable>(std::move(all));
   return v;
 }
 
@@ -105,9 +178,12 @@ Vocab Vocab::load_tsv(const std::string& path) {
     const size_t tab = line.rfind('\t');
     uint64_t count = 0;
     const char* num_end = line.data() + line.size();
-    if (tab == std::string_view::npos || tab == 0 ||
-        std::from_chars(line.data() + tab + 1, num_end, count).ptr != num_end ||
-        tab + 1 == line.size()) {
+    const auto parsed = tab == std::string_view::npos
+                            ? std::from_chars_result{line.data(), std::errc::invalid_argument}
+                            : std::from_chars(line.data() + tab + 1, num_end, count);
+    // A count past 2^64 - 1 is out of range (from_chars says so), not the number it wraps to.
+    if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
+        parsed.ptr != num_end || parsed.ec != std::errc()) {
       throw Error("'" + path + "' line " + std::to_string(line_no) + ": expected word<TAB>count");
     }
     words.emplace_back(line.substr(0, tab));

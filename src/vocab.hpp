@@ -4,17 +4,24 @@
 /// occurrence in the corpus first). Row i of every embedding table belongs to word i.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "string_index.hpp"
+#include "tokenizer.hpp"
 
 namespace pagedw2v {
+namespace detail {
+class WordTable;
+}
 
 struct VocabOptions {
   uint64_t min_count = 5;  ///< drop words seen fewer times
   uint64_t max_vocab = 0;  ///< keep at most this many (the most frequent); 0 = no limit
+  TextOptions text;        ///< how words are read (tokenizer.hpp)
+  uint32_t threads = 1;    ///< threads that count; the result does not depend on it
 };
 
 class Vocab {
@@ -23,8 +30,14 @@ class Vocab {
   Vocab(Vocab&&) = default;
   Vocab& operator=(Vocab&&) = default;
 
-  /// Counts every word of `text` (see tokenize()) in one pass and keeps those the options allow.
+  /// Counts every word of `text` (see tokenize()) and keeps those the options allow: the text is
+  /// cut into one chunk per thread, each thread counts its chunk into its own table, and the
+  /// tables are merged in chunk order, which keeps first-occurrence order for ties.
   static Vocab count(std::string_view text, const VocabOptions& options);
+  /// The same over several parts (files) in order, as if they were one text.
+  static Vocab count(const std::vector<std::string_view>& parts, const VocabOptions& options);
+  /// The one-thread reference count: one pass, one table (what count() must equal).
+  static Vocab count_serial(std::string_view text, const VocabOptions& options);
   /// A vocabulary from words already in row order (counts need not be sorted).
   static Vocab from_words(std::vector<std::string> words, std::vector<uint64_t> counts);
   /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input.
@@ -42,6 +55,12 @@ class Vocab {
   uint64_t total_count() const { return total_; }
   /// Every word token of the corpus that was counted, kept or not (0 when loaded from a file).
   uint64_t corpus_tokens() const { return corpus_tokens_; }
+  /// The counting table that made this vocabulary, its values turned into rows (kNone for words
+  /// dropped by --min-count or --max-vocab): the encoder's lookup table, or null when the
+  /// vocabulary was not counted here. drop_lookup() frees it once the corpus is encoded.
+  const detail::WordTable* lookup() const { return lookup_.get(); }
+  void drop_lookup() { lookup_.reset(); }
+
   /// Row of `word`, or -1 when it is not in the vocabulary.
   int64_t find(std::string_view word) const {
     if (slots_.empty()) return -1;
@@ -66,6 +85,7 @@ class Vocab {
   // against words_ directly, which a hit needs anyway.
   std::vector<uint32_t> slots_;
   size_t mask_ = 0;
+  std::shared_ptr<detail::WordTable> lookup_;
 };
 
 }  // namespace pagedw2v

@@ -58,7 +58,7 @@ TEST(Checkpoint, SaveLoadRoundTrip) {
     m.output.data()[i] = std::uniform_real_distribution<float>(-1, 1)(rng);
   }
   const TrainPosition pos{1, 17, 123456};
-  const CorpusFingerprint fp{1000, 20, 0xF00DBABEDEADBEEFull};
+  const CorpusFingerprint fp{100000, 20, 0xF00DBABEDEADBEEFull};
   save_checkpoint(dir.file("c.h5"), c, vocab, m, pos, fp, 0.0125f);
   const Checkpoint ck = load_checkpoint(dir.file("c.h5"));
   EXPECT_EQ(ck.config.corpus, c.corpus);
@@ -146,7 +146,7 @@ TEST(Checkpoint, OptimizerStateRoundTrips) {
     for (int i = 0; i < 6; ++i) t->data()[i] = u(rng);
   }
   save_checkpoint(dir.file("c.h5"), c, vocab, m, TrainPosition{0, 3, 99},
-                  CorpusFingerprint{10, 2, 5}, 0.002f);
+                  CorpusFingerprint{100, 5, 5}, 0.002f);
   const Checkpoint ck = load_checkpoint(dir.file("c.h5"));
   EXPECT_EQ(ck.config.optimizer, OptimizerKind::kAdamW);
   EXPECT_EQ(option_value(ck.config, "lr"), option_value(c, "lr"));
@@ -331,6 +331,28 @@ TEST(Resume, ModelParametersCannotChange) {
   Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
   apply_option(r, "dim", "50");
   EXPECT_THROW(run_training(r), UsageError);
+}
+
+// --pool-words decides which negatives every example draws, so a resumed run may not change it;
+// giving it again unchanged is fine.
+TEST(Resume, AChangedPoolWordsIsRefused) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(2000, 9));
+  Config c = base_config(dir, "a");
+  apply_option(c, "negative-pool", "64");
+  apply_option(c, "pool-words", "8192");
+  run_training(c);
+  Config r = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "b");
+  apply_option(r, "pool-words", "4096");
+  try {
+    run_training(r);
+    FAIL() << "accepted a changed --pool-words";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("pool-words"), std::string::npos) << e.what();
+  }
+  Config same = resume_config(dir, dir.file("a/checkpoints/epoch-1.h5"), "c");
+  apply_option(same, "pool-words", "8192");
+  EXPECT_EQ(run_training(same).words, 2u * 2000u * 12u);
 }
 
 TEST(Resume, AnotherCorpusIsRefused) {

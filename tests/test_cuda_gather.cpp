@@ -14,6 +14,7 @@
 #include "bench/gather.hpp"
 #include "bench/pinned_allocator.hpp"
 #include "bench/unique_ids.hpp"
+#include "cuda_test_util.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
@@ -23,8 +24,8 @@
 namespace pagedw2v {
 namespace {
 
-#define PAGEDW2V_REQUIRE_GPU() \
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+using testing_util::download;
+using testing_util::upload;
 
 struct Shape {
   uint32_t dim, batch;
@@ -38,27 +39,6 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
          std::to_string(s.table_rows) + "_s" + std::to_string(s.seed);
 }
 
-template <typename T>
-DeviceBuffer<T> upload(const std::vector<T>& v, const char* what) {
-  DeviceBuffer<T> d(v.size(), what);
-  if (!v.empty()) {
-    PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
-    // A pageable copy may still be in flight when cudaMemcpy returns, and the kernels run on a
-    // non-blocking stream that does not wait for it.
-    PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
-  }
-  return d;
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d) {
-  std::vector<T> v(d.size());
-  if (!v.empty()) {
-    PAGEDW2V_CUDA_TRY(cudaMemcpy(v.data(), d.data(), v.size() * sizeof(T), cudaMemcpyDeviceToHost));
-  }
-  return v;
-}
-
 void poison(DeviceBuffer<float>& d) {
   const std::vector<float> nan(d.size(), std::nanf(""));
   PAGEDW2V_CUDA_TRY(
@@ -69,7 +49,7 @@ void poison(DeviceBuffer<float>& d) {
 class GatherTest : public ::testing::TestWithParam<Shape> {
  protected:
   void SetUp() override {
-    if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device";
+    PAGEDW2V_REQUIRE_GPU();
     const Shape& s = GetParam();
     stream_owner_ = std::make_unique<Stream>();
     stream_ = stream_owner_->get();

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cuda_test_util.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
@@ -24,8 +25,8 @@
 namespace pagedw2v {
 namespace {
 
-#define PAGEDW2V_REQUIRE_GPU() \
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+using testing_util::download;
+using testing_util::upload;
 
 constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
 
@@ -34,25 +35,6 @@ using Shape = std::tuple<OptimizerKind, uint32_t /*dim*/, uint32_t /*seed*/>;
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
   return to_string(std::get<0>(info.param)) + "_d" + std::to_string(std::get<1>(info.param)) +
          "_s" + std::to_string(std::get<2>(info.param));
-}
-
-template <typename T>
-DeviceBuffer<T> upload(const std::vector<T>& host, const std::string& what) {
-  DeviceBuffer<T> d(host.size(), what);
-  PAGEDW2V_CUDA_TRY(
-      cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  // A copy from pageable memory may still be in flight when cudaMemcpy returns, and the kernels
-  // run on a non-blocking stream that does not wait for the legacy stream.
-  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
-  return d;
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d) {
-  std::vector<T> host(d.size());
-  PAGEDW2V_CUDA_TRY(
-      cudaMemcpy(host.data(), d.data(), d.size() * sizeof(T), cudaMemcpyDeviceToHost));
-  return host;
 }
 
 /// `dense` (rows × dim) laid out with `stride` floats per row, the padding poisoned.

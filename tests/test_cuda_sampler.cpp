@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda_test_util.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
@@ -19,29 +20,12 @@
 namespace pagedw2v {
 namespace {
 
-#define PAGEDW2V_REQUIRE_GPU() \
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+using testing_util::download;
+using testing_util::upload;
 
 /// A chi-square statistic with `df` degrees of freedom passes below mean + 6 standard deviations
 /// (a false alarm far below one in a million for these sizes).
 double chi_square_limit(double df) { return df + 6.0 * std::sqrt(2.0 * df); }
-
-template <typename T>
-std::vector<T> to_host(const DeviceBuffer<T>& d) {
-  std::vector<T> h(d.size());
-  PAGEDW2V_CUDA_TRY(cudaMemcpy(h.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
-  return h;
-}
-
-template <typename T>
-DeviceBuffer<T> to_device(const std::vector<T>& h, const char* what) {
-  DeviceBuffer<T> d(h.size(), what);
-  PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  // A pageable copy may still be in flight when cudaMemcpy returns, and the kernels run on a
-  // non-blocking stream that does not wait for it.
-  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
-  return d;
-}
 
 TEST(CudaSampler, SubsamplingMatchesCpuDrawsAndRates) {
   PAGEDW2V_REQUIRE_GPU();
@@ -56,14 +40,14 @@ TEST(CudaSampler, SubsamplingMatchesCpuDrawsAndRates) {
   for (auto& t : tokens) t = word_u(rng);
 
   Stream stream;
-  DeviceBuffer<uint32_t> d_tokens = to_device(tokens, "tokens");
-  DeviceBuffer<float> d_keep = to_device(keep, "keep");
+  DeviceBuffer<uint32_t> d_tokens = upload(tokens, "tokens");
+  DeviceBuffer<float> d_keep = upload(keep, "keep");
   DeviceBuffer<uint32_t> d_out(n, "decisions");
   PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0x5A, d_out.bytes()));  // poison
   launch_subsample_probe(d_tokens.data(), n, pos0, d_keep.data(), seed, epoch, window, d_out.data(),
                          stream.get());
   stream.synchronize();
-  const std::vector<uint32_t> out = to_host(d_out);
+  const std::vector<uint32_t> out = download(d_out);
 
   std::vector<double> kept(vocab, 0), seen(vocab, 0), shrink(window, 0);
   for (uint64_t p = 0; p < n; ++p) {
@@ -106,13 +90,13 @@ TEST(CudaSampler, NegativesMatchCpuDrawsAndNoiseDistribution) {
   const AliasTable noise(weights);
 
   Stream stream;
-  DeviceBuffer<AliasEntry> d_noise = to_device(noise.entries(), "noise");
+  DeviceBuffer<AliasEntry> d_noise = upload(noise.entries(), "noise");
   DeviceBuffer<uint32_t> d_out(2 * calls, "negatives");
   PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0x5A, d_out.bytes()));  // poison
   launch_negative_probe(calls, seed, epoch, centre, d_noise.data(), vocab, d_out.data(),
                         stream.get());
   stream.synchronize();
-  const std::vector<uint32_t> out = to_host(d_out);
+  const std::vector<uint32_t> out = download(d_out);
 
   std::vector<double> hist(vocab, 0);
   uint64_t skipped = 0;
@@ -166,12 +150,12 @@ TEST(CudaSampler, CurandPhiloxGivesTheBitsOfPhiloxHpp) {
     key[2 * i] = static_cast<uint32_t>(seed);
     key[2 * i + 1] = static_cast<uint32_t>(seed >> 32);
   }
-  const DeviceBuffer<uint32_t> d_ctr = to_device(ctr, "counters");
-  const DeviceBuffer<uint32_t> d_key = to_device(key, "keys");
+  const DeviceBuffer<uint32_t> d_ctr = upload(ctr, "counters");
+  const DeviceBuffer<uint32_t> d_key = upload(key, "keys");
   DeviceBuffer<uint32_t> d_out(4 * n, "draws");
   PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0xA5, d_out.bytes()));  // poison
   curand_philox_probe(d_ctr.data(), d_key.data(), n, d_out.data());
-  const std::vector<uint32_t> out = to_host(d_out);
+  const std::vector<uint32_t> out = download(d_out);
   size_t mismatches = 0;
   for (size_t i = 0; i < n; ++i) {
     const Philox4 c{{ctr[4 * i], ctr[4 * i + 1], ctr[4 * i + 2], ctr[4 * i + 3]}};

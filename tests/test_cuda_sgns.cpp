@@ -24,6 +24,7 @@
 
 #include "backend.hpp"
 #include "corpus.hpp"
+#include "cuda_test_util.hpp"
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
@@ -39,8 +40,8 @@
 namespace pagedw2v {
 namespace {
 
-#define PAGEDW2V_REQUIRE_GPU() \
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
+using testing_util::download;
+using testing_util::upload;
 
 struct Shape {
   ModelKind model;
@@ -428,27 +429,6 @@ TEST(CudaBackend, AvailabilityNeverThrows) { EXPECT_NO_THROW(cuda_device_availab
 // ---------------------------------------------------------------------------------------------
 // The kernel driven directly.
 
-template <typename T>
-DeviceBuffer<T> to_device(const std::vector<T>& h, const char* what) {
-  DeviceBuffer<T> d(h.size(), what);
-  if (!h.empty()) {
-    PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), h.data(), d.bytes(), cudaMemcpyHostToDevice));
-  }
-  // A pageable copy may still be in flight when cudaMemcpy returns, and the kernels run on a
-  // non-blocking stream that does not wait for it.
-  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
-  return d;
-}
-
-template <typename T>
-std::vector<T> to_host(const DeviceBuffer<T>& d) {
-  std::vector<T> h(d.size());
-  if (!h.empty()) {
-    PAGEDW2V_CUDA_TRY(cudaMemcpy(h.data(), d.data(), d.bytes(), cudaMemcpyDeviceToHost));
-  }
-  return h;
-}
-
 /// How one launch runs.
 struct LaunchMode {
   bool serial = false;  ///< SgnsArgs::max_warps = 1
@@ -473,10 +453,10 @@ class KernelHarness {
         stride_(sgns_row_stride(p.data.params.dim)),
         row_of_(std::move(row_of)),
         device_rows_(row_of_.empty() ? vocab_ : device_rows),
-        tokens_(to_device(p.corpus.tokens, "tokens")),
-        starts_(to_device(p.corpus.sentence_starts, "sentence starts")),
-        keep_(to_device(p.keep, "keep")),
-        noise_(to_device(p.noise.entries(), "noise")),
+        tokens_(testing_util::upload(p.corpus.tokens, "tokens")),
+        starts_(testing_util::upload(p.corpus.sentence_starts, "sentence starts")),
+        keep_(testing_util::upload(p.keep, "keep")),
+        noise_(testing_util::upload(p.noise.entries(), "noise")),
         input_(device_rows_ * stride_, "input"),
         output_(device_rows_ * stride_, "output"),
         input_grad_(device_rows_ * stride_, "input gradients"),
@@ -489,7 +469,7 @@ class KernelHarness {
     if (!row_of_.empty()) {
       std::vector<uint32_t> token_rows(p.corpus.tokens.size());
       for (size_t k = 0; k < token_rows.size(); ++k) token_rows[k] = row_of_[p.corpus.tokens[k]];
-      token_rows_ = to_device(token_rows, "token rows");
+      token_rows_ = testing_util::upload(token_rows, "token rows");
     }
     PAGEDW2V_CUDA_TRY(cudaMemset(touched_input_.data(), 0, touched_input_.bytes()));
     PAGEDW2V_CUDA_TRY(cudaMemset(touched_output_.data(), 0, touched_output_.bytes()));
@@ -518,7 +498,8 @@ class KernelHarness {
     out->assign(size_t{vocab_} * dim_, 0.0f);
     get(input_grad_, in->data());
     get(output_grad_, out->data());
-    const std::vector<uint8_t> ti = to_host(touched_input_), to = to_host(touched_output_);
+    const std::vector<uint8_t> ti = testing_util::download(touched_input_),
+                               to = testing_util::download(touched_output_);
     tin->assign(vocab_, 0);
     tout->assign(vocab_, 0);
     for (uint32_t id = 0; id < vocab_; ++id) {
@@ -536,7 +517,7 @@ class KernelHarness {
     }
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (const DeviceBuffer<float>* t : {&input_, &output_, &input_grad_, &output_grad_}) {
-      const std::vector<float> h = to_host(*t);
+      const std::vector<float> h = testing_util::download(*t);
       for (uint64_t r = 0; r < device_rows_; ++r) {
         if (used[r]) continue;
         for (uint32_t k = 0; k < stride_; ++k) {
@@ -544,7 +525,8 @@ class KernelHarness {
         }
       }
     }
-    const std::vector<uint8_t> ti = to_host(touched_input_), to = to_host(touched_output_);
+    const std::vector<uint8_t> ti = testing_util::download(touched_input_),
+                               to = testing_util::download(touched_output_);
     for (uint64_t r = 0; r < device_rows_; ++r) {
       if (!used[r] && (ti[r] != 0 || to[r] != 0)) return false;
     }
@@ -582,7 +564,7 @@ class KernelHarness {
       a.pool_size = params.negative_pool;
       if (!row_of_.empty()) {
         stream_.synchronize();
-        std::vector<uint32_t> pool = to_host(pool_);
+        std::vector<uint32_t> pool = testing_util::download(pool_);
         for (uint32_t& id : pool) id = row(id);
         PAGEDW2V_CUDA_TRY(
             cudaMemcpy(pool_rows_.data(), pool.data(), pool_rows_.bytes(), cudaMemcpyHostToDevice));
@@ -600,7 +582,7 @@ class KernelHarness {
     PAGEDW2V_CUDA_TRY(cudaMemset(counters_.data(), 0, counters_.bytes()));
     launch_sgns(a, stream_.get());
     stream_.synchronize();
-    const SgnsCounters c = to_host(counters_)[0];
+    const SgnsCounters c = testing_util::download(counters_)[0];
     SpanStats st;
     st.words = c.words;
     st.trained = c.trained;
@@ -634,7 +616,7 @@ class KernelHarness {
     PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
   }
   void get(const DeviceBuffer<float>& dev, float* host) const {
-    const std::vector<float> h = to_host(dev);
+    const std::vector<float> h = testing_util::download(dev);
     for (uint32_t id = 0; id < vocab_; ++id) {
       const uint32_t r = row(id);
       float* dst = host + size_t{id} * dim_;
@@ -887,10 +869,13 @@ TEST_P(CudaSgnsSerial, TwoRunsGiveIdenticalBits) {
 // The tables hold the ids at other rows (a random subset of a larger table, the rest NaN):
 // token_rows and pool_rows lead every access there, and the result read back by id has the same
 // bits as the run by id; rows that hold no id are never read or written.
-TEST_P(CudaSgnsSerial, RowMapGivesTheSameBitsAsIds) {
+// A row map needs a pool (alias negatives are rows by id): only cases with one.
+class CudaSgnsSerialRowMap : public ::testing::TestWithParam<SerialCase> {};
+
+TEST_P(CudaSgnsSerialRowMap, GivesTheSameBitsAsIds) {
   PAGEDW2V_REQUIRE_GPU();
   const SerialCase c = GetParam();
-  if (c.pool == 0) GTEST_SKIP() << "a row map needs a pool (alias negatives are rows by id)";
+  ASSERT_GT(c.pool, 0u);
   Problem p;
   make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 72}, c.pool);
   const uint32_t vocab = static_cast<uint32_t>(p.model.input.rows());
@@ -934,10 +919,13 @@ TEST_P(CudaSgnsSerial, RowMapGivesTheSameBitsAsIds) {
 
 // Single-warp launches train sentences in the CPU's order, so they follow the CPU reference on
 // sentences that share rows (SGD), within the tolerance of the other tests.
-TEST_P(CudaSgnsSerial, FollowsTheCpuOnSharedRows) {
+// SGD cases only: gradient mode is compared in CudaSgnsGradient.
+class CudaSgnsSerialVsCpu : public ::testing::TestWithParam<SerialCase> {};
+
+TEST_P(CudaSgnsSerialVsCpu, FollowsTheCpuOnSharedRows) {
   PAGEDW2V_REQUIRE_GPU();
   const SerialCase c = GetParam();
-  if (c.grad) GTEST_SKIP() << "gradient mode is compared in CudaSgnsGradient";
+  ASSERT_FALSE(c.grad);
   Problem p;
   make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 73}, c.pool, 60);
   Model want = copy_model(p.model);
@@ -950,17 +938,29 @@ TEST_P(CudaSgnsSerial, FollowsTheCpuOnSharedRows) {
   expect_tables_near(gpu.tables.output, want.output, "output");
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsSerial,
-                         ::testing::Values(SerialCase{ModelKind::kSkipGram, 32, 0, false},
-                                           SerialCase{ModelKind::kSkipGram, 128, 200, false},
-                                           SerialCase{ModelKind::kSkipGram, 300, 200, false},
-                                           SerialCase{ModelKind::kSkipGram, 128, 200, true},
-                                           SerialCase{ModelKind::kSkipGram, 33, 0, true},
-                                           SerialCase{ModelKind::kCbow, 32, 0, false},
-                                           SerialCase{ModelKind::kCbow, 128, 200, false},
-                                           SerialCase{ModelKind::kCbow, 128, 200, true},
-                                           SerialCase{ModelKind::kCbow, 7, 200, true}),
-                         serial_name);
+const SerialCase kSerialCases[] = {
+    {ModelKind::kSkipGram, 32, 0, false},    {ModelKind::kSkipGram, 128, 200, false},
+    {ModelKind::kSkipGram, 300, 200, false}, {ModelKind::kSkipGram, 128, 200, true},
+    {ModelKind::kSkipGram, 33, 0, true},     {ModelKind::kCbow, 32, 0, false},
+    {ModelKind::kCbow, 128, 200, false},     {ModelKind::kCbow, 128, 200, true},
+    {ModelKind::kCbow, 7, 200, true}};
+
+/// The cases of kSerialCases that `keep` accepts.
+template <typename Keep>
+std::vector<SerialCase> serial_cases(Keep keep) {
+  std::vector<SerialCase> out;
+  for (const SerialCase& c : kSerialCases)
+    if (keep(c)) out.push_back(c);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsSerial, ::testing::ValuesIn(kSerialCases), serial_name);
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaSgnsSerialRowMap,
+    ::testing::ValuesIn(serial_cases([](const SerialCase& c) { return c.pool > 0; })), serial_name);
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaSgnsSerialVsCpu,
+    ::testing::ValuesIn(serial_cases([](const SerialCase& c) { return !c.grad; })), serial_name);
 
 // The device pool is the CPU pool, entry for entry.
 TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
@@ -969,7 +969,7 @@ TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
   for (uint32_t w = 0; w < counts.size(); ++w) counts[w] = 1000000 / (w + 1) + 1;
   const AliasTable noise(unigram_weights(counts));
   Stream stream;
-  DeviceBuffer<AliasEntry> d_noise = to_device(noise.entries(), "noise");
+  DeviceBuffer<AliasEntry> d_noise = upload(noise.entries(), "noise");
   struct Case {
     uint64_t seed;
     uint32_t epoch;
@@ -984,7 +984,7 @@ TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
     launch_draw_pool(c.seed, c.epoch, c.super_batch, d_noise.data(), noise.size(), c.n, out.data(),
                      stream.get());
     stream.synchronize();
-    const std::vector<uint32_t> got = to_host(out);
+    const std::vector<uint32_t> got = download(out);
     const std::vector<uint32_t> want = draw_pool(c.seed, c.epoch, c.super_batch, noise, c.n);
     ASSERT_TRUE(std::equal(want.begin(), want.end(), got.begin()))
         << "seed " << c.seed << " epoch " << c.epoch << " super-batch " << c.super_batch;

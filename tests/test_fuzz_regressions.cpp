@@ -34,16 +34,9 @@ std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   return name;
 }
 
-/// Why the input at `path` still breaks the program, or null.
-const std::string* known_failure(const std::string& path) {
-  const auto known = fuzz::known_failures().find(file_name(path));
-  return known == fuzz::known_failures().end() ? nullptr : &known->second;
-}
-
 class CorpusInput : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CorpusInput, KeepsTheReaderInvariants) {
-  if (const std::string* why = known_failure(GetParam())) GTEST_SKIP() << "known: " << *why;
   EXPECT_NO_THROW(fuzz::corpus_input(read_file(GetParam())));
 }
 
@@ -54,7 +47,6 @@ INSTANTIATE_TEST_SUITE_P(FuzzRegressions, CorpusInput,
 class CheckpointInput : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CheckpointInput, LoadsOrIsRefusedWithAnError) {
-  if (const std::string* why = known_failure(GetParam())) GTEST_SKIP() << "known: " << *why;
   TempDir dir;
   EXPECT_NO_THROW(fuzz::checkpoint_input(read_file(GetParam()), dir.file("scratch.h5")));
 }

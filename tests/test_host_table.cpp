@@ -451,8 +451,8 @@ TEST(InterleavedIo, CheckpointRoundTrip) {
     want.push_back(values_of(*t));
   }
   const std::string path = dir.file("c.h5");
-  save_checkpoint(path, c, vocab, m, TrainPosition{1, 5, 777}, CorpusFingerprint{100, 10, 42},
-                  0.01f);
+  save_checkpoint(path, c, vocab, m, TrainPosition{1, 5, 777},
+                  CorpusFingerprint{uint64_t{1} << 40, 10, 42}, 0.01f);
 
   const auto expect_model = [&](const Checkpoint& ck, bool interleaved) {
     EXPECT_EQ(ck.vocab.words(), vocab.words());

@@ -16,7 +16,6 @@ namespace {
 
 using testing_util::entries;
 using testing_util::fresh_seed;
-using testing_util::python_has;
 using testing_util::read_file;
 using testing_util::run_python;
 using testing_util::TempDir;
@@ -280,7 +279,7 @@ TEST(Npy, OverwriteReplacesTheFileWholly) {
 }
 
 TEST(NpyPython, NumpyReadsOurFiles) {
-  if (!python_has("numpy")) GTEST_SKIP() << "python3 with numpy is not available";
+  PAGEDW2V_REQUIRE_PYTHON("numpy");
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const TempDir dir;
@@ -300,7 +299,7 @@ a.astype('<f4').tofile('out.f32')
 }
 
 TEST(NpyPython, ReadsFilesNumpyWrote) {
-  if (!python_has("numpy")) GTEST_SKIP() << "python3 with numpy is not available";
+  PAGEDW2V_REQUIRE_PYTHON("numpy");
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const TempDir dir;

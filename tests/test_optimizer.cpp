@@ -17,6 +17,7 @@
 #include "error.hpp"
 #include "optimizer.hpp"
 #include "test_util.hpp"
+#include "train/checkpoint.hpp"
 #include "train/cpu_backend.hpp"
 #include "train/trainer.hpp"
 #include "train/training_set.hpp"
@@ -409,7 +410,9 @@ INSTANTIATE_TEST_SUITE_P(All, BatchedTraining,
                                   std::to_string(std::get<2>(info.param));
                          });
 
-// With one thread a batched run is bit-identical run to run, and its state tables change.
+// With one thread a batched run is bit-identical run to run, state tables included, and Adam's
+// state tables (zero at the start) have moved: the first moments both ways, the second moments
+// up and never below zero.
 TEST(BatchedTraining, OneThreadIsBitIdenticalRunToRun) {
   TempDir dir;
   write_file(dir.file("corpus.txt"), topic_corpus(2000, 3));
@@ -422,6 +425,36 @@ TEST(BatchedTraining, OneThreadIsBitIdenticalRunToRun) {
   const std::string a = run("a");
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, run("b"));
+  const Checkpoint ca = load_checkpoint(dir.file("a/checkpoints/latest.h5"));
+  const Checkpoint cb = load_checkpoint(dir.file("b/checkpoints/latest.h5"));
+  ASSERT_EQ(ca.model.input_state.size(), 2u);  // Adam: first and second moments
+  ASSERT_EQ(ca.model.output_state.size(), 2u);
+  for (int t = 0; t < 2; ++t) {
+    for (size_t k = 0; k < 2; ++k) {
+      const HostTable& sa = t == 0 ? ca.model.input_state[k] : ca.model.output_state[k];
+      const HostTable& sb = t == 0 ? cb.model.input_state[k] : cb.model.output_state[k];
+      const std::string what =
+          std::string(t == 0 ? "input" : "output") + " state " + std::to_string(k);
+      const size_t n = sa.rows() * sa.dim();
+      ASSERT_EQ(sb.rows() * sb.dim(), n) << what;
+      size_t positive = 0, negative = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const float x = sa.data()[i];
+        ASSERT_TRUE(std::isfinite(x)) << what;
+        positive += x > 0;
+        negative += x < 0;
+      }
+      EXPECT_GT(positive + negative, n / 2) << what << ": most entries should have moved";
+      if (k == 0) {
+        EXPECT_GT(positive, 0u) << what << ": a first moment goes both ways";
+        EXPECT_GT(negative, 0u) << what << ": a first moment goes both ways";
+      } else {
+        EXPECT_EQ(negative, 0u) << what << ": a second moment is a sum of squares";
+      }
+      EXPECT_EQ(testing_util::bytes_of(sa.data(), n), testing_util::bytes_of(sb.data(), n))
+          << what << " differs between the runs";
+    }
+  }
 }
 
 }  // namespace

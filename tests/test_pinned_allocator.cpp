@@ -3,6 +3,8 @@
 // kernel across slab boundaries.
 
 #include "bench/pinned_allocator.hpp"
+#include "cuda_test_util.hpp"
+#include "gpu/pinned_region.hpp"
 
 #include <gtest/gtest.h>
 
@@ -281,9 +283,6 @@ TEST(PinnedAllocator, MoveAndDestructionRelease) {
   EXPECT_TRUE(s->ranges.empty());
 }
 
-#define PAGEDW2V_REQUIRE_GPU() \
-  if (!cuda_device_available()) GTEST_SKIP() << "no CUDA device"
-
 TEST(PinnedAllocatorCuda, SlabbedTableIsOneDeviceRange) {
   PAGEDW2V_REQUIRE_GPU();
   PinnedAllocatorOptions o;
@@ -363,6 +362,79 @@ TEST(PinnedAllocatorCuda, OtherMethodsAreMapped) {
       for (uint32_t c = 0; c < 128; ++c) ASSERT_EQ(out[i * 128 + c], table.row(ids[i])[c]);
     }
   }
+}
+
+// PinnedRegion (gpu/pinned_region.hpp) pins memory already allocated, in slabs.
+
+/// Whether the runtime sees `p` as registered host memory.
+bool registered(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+// A range that starts and ends inside pages and spans several slabs is locked whole, mapped for
+// kernels at every slab, unlocked when the region goes, and moves without a second unlock.
+TEST(PinnedRegion, PinsARangeInSlabsUntilItGoes) {
+  PAGEDW2V_REQUIRE_GPU();
+  std::vector<float> table(11 * kMiB / 8 + 123);  // 5.5 MiB and a bit
+  float* p = table.data() + 3;                    // not on a page boundary
+  const size_t bytes = (table.size() - 5) * sizeof(float);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
+  {
+    PinnedRegion region(p, bytes, "test table", "hint", kMiB);
+    ASSERT_TRUE(region.pinned());
+    EXPECT_EQ(region.bytes(), bytes);
+    // Every slab is registered and mapped: the device reads the host bytes through it.
+    for (size_t at = 0; at < bytes / sizeof(float); at += kMiB / sizeof(float) / 2) {
+      ASSERT_TRUE(registered(p + at)) << at;
+      void* device = nullptr;
+      ASSERT_EQ(cudaHostGetDevicePointer(&device, p + at, 0), cudaSuccess) << at;
+      float got = -1;
+      PAGEDW2V_CUDA_TRY(cudaMemcpy(&got, device, sizeof got, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(got, p[at]) << at;
+    }
+    ASSERT_TRUE(registered(p + bytes / sizeof(float) - 1));
+    PinnedRegion moved(std::move(region));
+    EXPECT_FALSE(region.pinned());
+    EXPECT_TRUE(moved.pinned());
+    EXPECT_TRUE(registered(p));
+    PinnedRegion assigned;
+    assigned = std::move(moved);
+    EXPECT_TRUE(assigned.pinned());
+    EXPECT_TRUE(registered(p));
+  }
+  EXPECT_FALSE(registered(p));
+  EXPECT_FALSE(registered(p + bytes / sizeof(float) - 1));
+}
+
+// A refused lock is one Error naming what and how big, with the hint, and nothing stays locked;
+// try_pin gives an empty region instead. Without a GPU the driver refuses every lock; with one,
+// a range locked already is refused.
+TEST(PinnedRegion, RefusalIsOneErrorOrAnEmptyRegion) {
+  std::vector<float> table(kMiB / 4);
+  PinnedRegion first;
+  if (cuda_device_available()) {
+    first = PinnedRegion(table.data(), kMiB, "first", "hint");
+    ASSERT_TRUE(first.pinned());
+  }
+  try {
+    PinnedRegion again(table.data(), kMiB, "test table", "lower --dim");
+    FAIL() << "a second lock of the same range, or a lock without a GPU, was accepted";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("cannot pin the test table (0.00 GiB) in host memory: ", 0), 0u) << what;
+    EXPECT_NE(what.find("; lower --dim"), std::string::npos) << what;
+  }
+  const PinnedRegion tried = PinnedRegion::try_pin(table.data(), kMiB);
+  EXPECT_FALSE(tried.pinned());
+  EXPECT_EQ(tried.bytes(), 0u);
+  EXPECT_EQ(first.pinned(), cuda_device_available());  // the refused attempts left it locked
+  // Nothing to lock is no error.
+  EXPECT_FALSE(PinnedRegion(nullptr, 0, "nothing", "").pinned());
 }
 
 }  // namespace

@@ -117,7 +117,11 @@ TEST(LrSchedule, DecaysLinearlyToTheFloor) {
   EXPECT_FLOAT_EQ(make_schedule(p).at(0), 0.05f);
 }
 
-/// A two-row setup for train_sentence_cpu.
+/// A one-sentence setup for train_sentence_cpu: window 1, two negatives, nothing subsampled, and
+/// noise that only ever draws word kNoise, so every example's targets are known without
+/// draw_targets: the centre, then kNoise twice.
+constexpr uint32_t kNoise = 25;
+
 struct Fixture {
   EncodedCorpus corpus;
   std::vector<uint64_t> blocks;
@@ -131,7 +135,9 @@ struct Fixture {
     corpus.sentence_starts = {0, corpus.tokens.size()};
     blocks = {0, 1};
     keep.assign(vocab, 1.0f);
-    noise = AliasTable(std::vector<double>(vocab, 1.0));
+    std::vector<double> weights(vocab, 0.0);
+    weights[kNoise] = 1.0;
+    noise = AliasTable(weights);
     data.corpus = &corpus;
     data.blocks = &blocks;
     data.keep = &keep;
@@ -150,25 +156,55 @@ struct Fixture {
   }
 };
 
-// Skip-gram pairs: the context word's input row against the centre's output row (word2vec.c).
+/// Tables in double, for a reference written out by hand.
+struct Tables {
+  uint32_t dim;
+  std::vector<double> in, out;
+  Tables(const Model& m, uint32_t d)
+      : dim(d),
+        in(m.input.data(), m.input.data() + m.input.rows() * d),
+        out(m.output.data(), m.output.data() + m.output.rows() * d) {}
+  double* in_row(uint32_t r) { return &in[size_t{r} * dim]; }
+  double* out_row(uint32_t r) { return &out[size_t{r} * dim]; }
+
+  /// word2vec.c's example: `h` against the centre (label 1) and kNoise twice (label 0), one
+  /// target after the other; returns the error that goes to the context rows.
+  std::vector<double> example(const std::vector<double>& h, uint32_t centre, double lr) {
+    std::vector<double> err(dim, 0.0);
+    const uint32_t targets[3] = {centre, kNoise, kNoise};
+    for (int k = 0; k < 3; ++k) {
+      double* o = out_row(targets[k]);
+      double f = 0;
+      for (uint32_t d = 0; d < dim; ++d) f += h[d] * o[d];
+      const double g = ((k == 0 ? 1.0 : 0.0) - sigmoid(f)) * lr;
+      for (uint32_t d = 0; d < dim; ++d) err[d] += g * o[d];
+      for (uint32_t d = 0; d < dim; ++d) o[d] += g * h[d];
+    }
+    return err;
+  }
+};
+
+void expect_tables_near(const Model& got, Tables& want, uint32_t vocab) {
+  for (uint32_t i = 0; i < vocab * want.dim; ++i) {
+    ASSERT_NEAR(got.input.data()[i], want.in[i], 1e-6) << "input " << i;
+    ASSERT_NEAR(got.output.data()[i], want.out[i], 1e-6) << "output " << i;
+  }
+}
+
+// Skip-gram pairs: the context word's input row against the centre's output row (word2vec.c),
+// the learning rate of the centre's position.
 TEST(TrainSentence, SkipGramUpdatesContextInputAgainstCentreOutput) {
   const uint32_t dim = 8, vocab = 40;
   Fixture f({3, 17}, vocab, ModelKind::kSkipGram, dim);
-  Model want{HostTable(vocab, dim, "in", ""), HostTable(vocab, dim, "out", "")};
-  std::copy_n(f.model.input.data(), vocab * dim, want.input.data());
-  std::copy_n(f.model.output.data(), vocab * dim, want.output.data());
-
-  const LrSchedule sched = make_schedule(f.data.params);
+  Tables want(f.model, dim);
+  const double alpha = f.data.params.alpha;
   const uint32_t ids[2] = {3, 17};
   for (uint32_t i = 0; i < 2; ++i) {
-    const uint32_t j = 1 - i;
-    const uint32_t slot = j + 1 - i;  // j − i + window
-    uint32_t targets[3];
-    const uint32_t n = detail::draw_targets(ids[i], i, 0, slot, f.data.params.seed, 2,
-                                            f.noise.entries().data(), vocab, targets);
-    std::vector<float> err(dim, 0.0f);
-    float* h = want.input.row(ids[j]);
-    detail::sgns_update(h, err.data(), want.output.data(), targets, n, dim, sched.at(i), false);
+    const uint32_t j = 1 - i;  // the only context word in a window of 1
+    double* h = want.in_row(ids[j]);
+    // word2vec.c's schedule over the run's 2 words: α · (1 − position / (2 + 1)).
+    const double lr = alpha * (1.0 - i / 3.0);
+    const std::vector<double> err = want.example(std::vector<double>(h, h + dim), ids[i], lr);
     for (uint32_t d = 0; d < dim; ++d) h[d] += err[d];
   }
 
@@ -177,35 +213,35 @@ TEST(TrainSentence, SkipGramUpdatesContextInputAgainstCentreOutput) {
   EXPECT_EQ(stats.words, 2u);
   EXPECT_EQ(stats.trained, 2u);
   EXPECT_EQ(stats.loss_terms, 2u);
-  for (uint32_t i = 0; i < vocab * dim; ++i) {
-    ASSERT_FLOAT_EQ(f.model.input.data()[i], want.input.data()[i]) << i;
-    ASSERT_FLOAT_EQ(f.model.output.data()[i], want.output.data()[i]) << i;
-  }
+  expect_tables_near(f.model, want, vocab);
 }
 
-// CBOW: the mean of the window's input rows predicts the centre; the error goes to every row.
+// CBOW: the mean of the window's input rows predicts the centre; the whole error goes to every
+// row of the window (word2vec.c). The middle word has two context words, so a sum instead of the
+// mean, or a share of the error per row, would show.
 TEST(TrainSentence, CbowUsesTheMeanOfTheWindow) {
   const uint32_t dim = 5, vocab = 30;
-  Fixture f({4, 9, 21}, vocab, ModelKind::kCbow, dim);
-  std::vector<float> in0(f.model.input.data(), f.model.input.data() + vocab * dim);
-  std::vector<float> out0(f.model.output.data(), f.model.output.data() + vocab * dim);
+  const std::vector<uint32_t> ids = {4, 9, 21};
+  Fixture f(ids, vocab, ModelKind::kCbow, dim);
+  Tables want(f.model, dim);
+  const double alpha = f.data.params.alpha;
+  for (uint32_t i = 0; i < 3; ++i) {
+    std::vector<uint32_t> context;
+    if (i > 0) context.push_back(ids[i - 1]);
+    if (i < 2) context.push_back(ids[i + 1]);
+    std::vector<double> h(dim, 0.0);
+    for (uint32_t r : context)
+      for (uint32_t d = 0; d < dim; ++d) h[d] += want.in_row(r)[d] / context.size();
+    const std::vector<double> err = want.example(h, ids[i], alpha * (1.0 - i / 4.0));
+    for (uint32_t r : context)
+      for (uint32_t d = 0; d < dim; ++d) want.in_row(r)[d] += err[d];
+  }
 
-  // Only the middle word has two context words; check its example by hand, after the first.
   SpanStats stats;
   detail::train_sentence_cpu(f.data, f.model, 0, 0, 3, &stats);
+  EXPECT_EQ(stats.trained, 3u);
   EXPECT_EQ(stats.loss_terms, 3u);
-  // Rows outside the sentence and its negatives keep their input values.
-  for (uint32_t r = 0; r < vocab; ++r) {
-    if (r == 4 || r == 9 || r == 21) continue;
-    for (uint32_t d = 0; d < dim; ++d) ASSERT_EQ(f.model.input.row(r)[d], in0[r * dim + d]);
-  }
-  // The centre rows of all three examples moved in the output table.
-  for (uint32_t r : {4u, 9u, 21u}) {
-    float moved = 0;
-    for (uint32_t d = 0; d < dim; ++d)
-      moved += std::fabs(f.model.output.row(r)[d] - out0[r * dim + d]);
-    EXPECT_GT(moved, 0.0f) << r;
-  }
+  expect_tables_near(f.model, want, vocab);
 }
 
 }  // namespace

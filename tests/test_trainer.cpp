@@ -1,12 +1,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 
 #include "error.hpp"
+#include "eval/analogy.hpp"
+#include "eval/similarity.hpp"
+#include "io/embeddings.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 #include "vocab.hpp"
@@ -36,6 +41,55 @@ Config small_config(const TempDir& dir, const std::string& out) {
   Config c = testing_util::small_cpu_config(dir, out, 16, 3);
   c.sample = 0;
   return c;
+}
+
+/// Everything written to a temporary FILE*, read back.
+std::string contents(std::FILE* f) {
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  return out;
+}
+
+// --eval-analogies and --eval-similarity during training: one line after each epoch, and the
+// last one gives what `pagedw2v eval` gives for the exported vectors.
+TEST(Trainer, EvaluatesAfterEveryEpoch) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(1000, 4));
+  write_file(dir.file("questions.txt"),
+             ": topics\nt1 t2 u1 u2\nt3 t4 u3 u4\nu5 u6 t5 t6\nt1 t7 u1 nosuchword\n");
+  write_file(dir.file("pairs.tsv"), "t1\tt2\t9\nt3\tu3\t1\nu4\tu5\t8\nt6\tu6\t2\nt8\tu9\t1.5\n");
+  Config c = small_config(dir, "a");
+  c.eval_analogies = dir.file("questions.txt");
+  c.eval_similarity = dir.file("pairs.tsv");
+  c.quiet = false;  // the evaluation goes to the log
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> log(std::tmpfile(), &std::fclose);
+  ASSERT_NE(log, nullptr);
+  run_training(c, log.get());
+  const std::string text = contents(log.get());
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("evaluation:") != std::string::npos) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 3u) << text;
+  for (size_t e = 0; e < lines.size(); ++e) {
+    EXPECT_EQ(lines[e].rfind("epoch " + std::to_string(e + 1) + " evaluation: analogies ", 0), 0u)
+        << lines[e];
+  }
+  const LoadedEmbeddings trained = load_embeddings(dir.file("a"));
+  const AnalogyReport a = evaluate_analogies(trained, dir.file("questions.txt"), 30000);
+  const SimilarityReport s = evaluate_similarity(trained, dir.file("pairs.tsv"));
+  EXPECT_EQ(a.evaluated(), 3u);
+  char want[200];
+  std::snprintf(want, sizeof want,
+                "epoch 3 evaluation: analogies %.2f%% (%llu/%llu) similarity spearman %.4f",
+                a.accuracy_pct(), static_cast<unsigned long long>(a.correct),
+                static_cast<unsigned long long>(a.evaluated()), s.spearman);
+  EXPECT_EQ(lines.back(), want);
 }
 
 TEST(Trainer, OneThreadIsBitIdenticalRunToRun) {

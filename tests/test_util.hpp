@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the tests: temporary directories and files, small training settings.
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +86,14 @@ inline bool python_has(const std::string& modules) {
   return std::system(("/usr/bin/python3 -c 'import " + modules + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
+/// Whether this is a CI run (the CI variable set, as CI services and .ci/run set it): there the
+/// interop tests' Python packages are installed (scripts/python_deps.sh), so a test that would
+/// skip for want of them fails instead.
+inline bool ci_run() {
+  const char* v = std::getenv("CI");
+  return v != nullptr && *v != '\0' && std::string(v) != "0" && std::string(v) != "false";
+}
+
 /// Runs `script` with /usr/bin/python3 inside `dir`; returns std::system's status.
 inline int run_python(const TempDir& dir, const std::string& script) {
   write_file(dir.file("check.py"), script);
@@ -97,3 +106,16 @@ inline std::string bytes_of(const float* p, size_t n) {
 }
 
 }  // namespace pagedw2v::testing_util
+
+/// Skips the test when /usr/bin/python3 cannot import `modules` (comma-separated), or fails it
+/// when CI is set.
+#define PAGEDW2V_REQUIRE_PYTHON(modules)                                             \
+  do {                                                                               \
+    if (!::pagedw2v::testing_util::python_has(modules)) {                            \
+      if (::pagedw2v::testing_util::ci_run()) {                                      \
+        GTEST_FAIL() << "CI is set but /usr/bin/python3 cannot import " << (modules) \
+                     << " (scripts/python_deps.sh installs them)";                   \
+      }                                                                              \
+      GTEST_SKIP() << "/usr/bin/python3 cannot import " << (modules);                \
+    }                                                                                \
+  } while (0)

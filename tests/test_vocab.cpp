@@ -7,12 +7,20 @@
 
 #include "error.hpp"
 #include "test_util.hpp"
+#include "tokenizer.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
 namespace {
 
 using testing_util::TempDir;
+
+VocabOptions opts(uint64_t min_count, uint64_t max_vocab) {
+  VocabOptions o;
+  o.min_count = min_count;
+  o.max_vocab = max_vocab;
+  return o;
+}
 
 TEST(Vocab, CountsSortsAndAppliesMinCount) {
   const std::string text = "b a c a b a\nd a b\n e";  // a:4 b:3 c:1 d:1 e:1
@@ -31,7 +39,7 @@ TEST(Vocab, CountsSortsAndAppliesMinCount) {
 }
 
 TEST(Vocab, TiesKeepFirstOccurrenceOrder) {
-  const Vocab v = Vocab::count("z y x z y x w", VocabOptions{1, 0});
+  const Vocab v = Vocab::count("z y x z y x w", opts(1, 0));
   ASSERT_EQ(v.size(), 4u);
   EXPECT_EQ(v.word(0), "z");
   EXPECT_EQ(v.word(1), "y");
@@ -40,7 +48,7 @@ TEST(Vocab, TiesKeepFirstOccurrenceOrder) {
 }
 
 TEST(Vocab, MaxVocabPrunesTheRarest) {
-  const Vocab v = Vocab::count("a a a a b b b c c d", VocabOptions{1, 2});
+  const Vocab v = Vocab::count("a a a a b b b c c d", opts(1, 2));
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(v.word(1), "b");
   EXPECT_EQ(v.total_count(), 7u);
@@ -48,7 +56,7 @@ TEST(Vocab, MaxVocabPrunesTheRarest) {
 
 TEST(Vocab, LongWordsAreTruncatedTo100Bytes) {
   const std::string longw(250, 'q');
-  const Vocab v = Vocab::count(longw + " " + longw.substr(0, 120), VocabOptions{1, 0});
+  const Vocab v = Vocab::count(longw + " " + longw.substr(0, 120), opts(1, 0));
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v.word(0).size(), 100u);
   EXPECT_EQ(v.count(0), 2u);
@@ -58,7 +66,7 @@ TEST(Vocab, AnyBytesAreWords) {
   std::mt19937 rng(7);
   std::string text(1 << 16, '\0');
   for (char& c : text) c = static_cast<char>(rng());
-  const Vocab v = Vocab::count(text, VocabOptions{1, 0});
+  const Vocab v = Vocab::count(text, opts(1, 0));
   EXPECT_GT(v.size(), 0u);
   uint64_t sum = 0;
   for (uint32_t i = 0; i < v.size(); ++i) {
@@ -71,7 +79,7 @@ TEST(Vocab, AnyBytesAreWords) {
 TEST(Vocab, ManyDistinctWordsSurviveRehashing) {
   std::string text;
   for (int i = 0; i < 50000; ++i) text += "w" + std::to_string(i % 20000) + " ";
-  const Vocab v = Vocab::count(text, VocabOptions{1, 0});
+  const Vocab v = Vocab::count(text, opts(1, 0));
   ASSERT_EQ(v.size(), 20000u);
   for (int i = 0; i < 20000; i += 997) {
     const int64_t id = v.find("w" + std::to_string(i));
@@ -80,9 +88,90 @@ TEST(Vocab, ManyDistinctWordsSurviveRehashing) {
   }
 }
 
+/// Whether `s` is valid UTF-8 (Python would decode it).
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t bad = 0;
+    const size_t k =
+        detail::utf8_char(reinterpret_cast<const unsigned char*>(s.data()) + i, s.size() - i, &bad);
+    if (k == 0) return false;
+    i += k;
+  }
+  return true;
+}
+
+TEST(Vocab, LongWordsAreCutAtACharacterBoundary) {
+  std::string cjk;
+  for (int i = 0; i < 40; ++i) cjk += "\xe8\xaa\x9e";  // 語, 3 bytes
+  const std::string ascii98(98, 'a');
+  const Vocab v =
+      Vocab::count(cjk + " " + ascii98 + "\xc3\xa9 a" + ascii98 + "\xc3\xa9", opts(1, 0));
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v.word(0), cjk.substr(0, 99));     // 33 whole characters
+  EXPECT_EQ(v.word(1), ascii98 + "\xc3\xa9");  // exactly 100 bytes: kept whole
+  EXPECT_EQ(v.word(2), "a" + ascii98);         // 'é' would end at byte 101
+}
+
+TEST(Vocab, InvalidUtf8IsRepairedAsPythonDecodesIt) {
+  // Each input with bytes.decode("utf-8", "replace").encode() of it.
+  const std::pair<std::string, std::string> cases[] = {
+      {"caf\xe9", "caf\xef\xbf\xbd"},  // Latin-1
+      {"\xff\xfe", "\xef\xbf\xbd\xef\xbf\xbd"},
+      {"x\xc0\xaf", "x\xef\xbf\xbd\xef\xbf\xbd"},  // overlong '/'
+      {"y\x80", "y\xef\xbf\xbd"},
+      {"\xed\xa0\x80z", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz"},                // a surrogate
+      {"\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},  // > U+10FFFF
+      {"t\xe6\x97", "t\xef\xbf\xbd"},  // a character cut short
+  };
+  for (const auto& [raw, repaired] : cases) {
+    const Vocab v = Vocab::count(raw, opts(1, 0));
+    ASSERT_EQ(v.size(), 1u);
+    EXPECT_EQ(v.word(0), repaired);
+  }
+  // 60 Latin-1 bytes grow to 180: the word is cut at 33 replacement characters.
+  const Vocab v = Vocab::count(std::string(60, '\xe9'), opts(1, 0));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v.word(0).size(), 99u);
+  EXPECT_TRUE(valid_utf8(v.word(0)));
+}
+
+TEST(Vocab, EveryWordOfRandomBytesIsValidUtf8) {
+  std::mt19937_64 rng(testing_util::fresh_seed());
+  std::string text(1 << 18, '\0');
+  for (char& c : text) c = static_cast<char>(rng() % 4 == 0 ? ' ' : rng());
+  for (uint32_t threads : {1u, 3u}) {
+    VocabOptions o = opts(1, 0);
+    o.threads = threads;
+    const Vocab v = Vocab::count(text, o);
+    ASSERT_GT(v.size(), 100u);
+    for (const std::string& w : v.words()) {
+      ASSERT_TRUE(valid_utf8(w));
+      ASSERT_LE(w.size(), kMaxWordBytes);
+    }
+  }
+}
+
+TEST(Vocab, LowercaseIsOptIn) {
+  const std::string text =
+      "The THE the \xc3\x80\xc3\x89\xc3\x8e \xce\xa9mega \xd0\x9f\xd0\xa0\xd0\x98 \xd0\x80\xd0\x81 "
+      "\xc4\x80\xc4\xb9\xc5\xb8\xc5\xbd \xe8\xaa\x9e";
+  const Vocab kept = Vocab::count(text, opts(1, 0));
+  EXPECT_EQ(kept.size(), 9u);
+  VocabOptions o = opts(1, 0);
+  o.text.lowercase = true;
+  const Vocab lower = Vocab::count(text, o);
+  EXPECT_EQ(lower.words(),
+            (std::vector<std::string>{"the", "\xc3\xa0\xc3\xa9\xc3\xae", "\xcf\x89mega",
+                                      "\xd0\xbf\xd1\x80\xd0\xb8", "\xd1\x90\xd1\x91",
+                                      "\xc4\x81\xc4\xba\xc3\xbf\xc5\xbe", "\xe8\xaa\x9e"}));
+  EXPECT_EQ(lower.count(0), 3u);
+  EXPECT_EQ(Vocab::count_serial(text, o).words(), lower.words());
+}
+
 TEST(Vocab, TsvRoundTrip) {
   TempDir dir;
-  const Vocab v = Vocab::count("the cat the dog the cat é\xff", VocabOptions{1, 0});
+  const Vocab v = Vocab::count("the cat the dog the cat é\xff", opts(1, 0));
   v.save_tsv(dir.file("vocab.tsv"));
   const Vocab w = Vocab::load_tsv(dir.file("vocab.tsv"));
   ASSERT_EQ(w.size(), v.size());

@@ -24,7 +24,6 @@ namespace {
 using testing_util::bytes_of;
 using testing_util::entries;
 using testing_util::fresh_seed;
-using testing_util::python_has;
 using testing_util::read_file;
 using testing_util::run_python;
 using testing_util::TempDir;
@@ -252,8 +251,7 @@ TEST(Word2vec, FailedWritesLeaveNoFile) {
 }
 
 TEST(Word2vecPython, GensimReadsOurFiles) {
-  if (!python_has("numpy, gensim"))
-    GTEST_SKIP() << "python3 with numpy and gensim is not available";
+  PAGEDW2V_REQUIRE_PYTHON("numpy, gensim");
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const TempDir dir;
@@ -292,8 +290,7 @@ for name, binary in [('v.bin', True), ('v.txt', False)]:
 }
 
 TEST(Word2vecPython, ReadsFilesGensimWrote) {
-  if (!python_has("numpy, gensim"))
-    GTEST_SKIP() << "python3 with numpy and gensim is not available";
+  PAGEDW2V_REQUIRE_PYTHON("numpy, gensim");
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const TempDir dir;

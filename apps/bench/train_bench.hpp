@@ -35,6 +35,9 @@ struct TrainBenchResult {
   uint64_t words = 0;         ///< words trained, all epochs
   uint32_t vocab = 0;
   double prepare_seconds = 0;  ///< read, vocabulary, encoding, samplers, model init
+  double read_seconds = 0;     ///< of prepare: the corpus mapped (and repeated)
+  double vocab_seconds = 0;    ///< of prepare: counting words (a synthetic corpus: making it)
+  double encode_seconds = 0;   ///< of prepare: word ids, blocks, samplers
   double setup_seconds = 0;    ///< backend creation (CUDA: allocation and uploads)
   double train_seconds = 0;    ///< the epochs
   double sync_seconds = 0;     ///< tables back to the host

@@ -2,14 +2,55 @@
 // What every subcommand does with its command line: one parse, one error line, --help.
 
 #include <cstdint>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "error.hpp"
 
 namespace pagedw2v::app {
+
+inline constexpr const char* kVectorsHelp =
+    "vectors: a run directory, or a file told by its content: .npy (vocab.tsv beside it), "
+    "embeddings.h5, word2vec binary or text (gensim's too), fastText .vec, GloVe text, or any "
+    "of the last four gzip-compressed";
+inline constexpr const char* kVectorsFormatHelp =
+    "read --vectors as this format instead of telling it by content: npy, h5, bin, txt "
+    "(word2vec text and fastText .vec), glove (text without the \"V D\" header) or auto";
+
+/// cxxopts' message with ASCII quotes instead of its typographic ones.
+inline std::string ascii_quotes(std::string text) {
+  for (const char* curly : {"\u2018", "\u2019"}) {
+    for (size_t at = text.find(curly); at != std::string::npos; at = text.find(curly, at)) {
+      text.replace(at, std::strlen(curly), "'");
+    }
+  }
+  return text;
+}
+
+/// The long option names `options` knows.
+inline std::vector<std::string> long_option_names(const cxxopts::Options& options) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups()) {
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      for (const std::string& name : o.l) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+/// The unknown-option error: the nearest valid option, and where the list is.
+inline std::string unknown_option_message(const cxxopts::Options& options,
+                                          const std::string& given) {
+  const std::string dashes = given.size() == 1 ? "-" : "--";
+  std::string message = "unknown option '" + dashes + given + "'";
+  const std::string suggestion = suggest_option(given, long_option_names(options));
+  if (!suggestion.empty()) message += " (did you mean " + suggestion + "?)";
+  return message + "; `" + options.program() + " --help` lists the options";
+}
 
 /// Parses `argv` into `*args`. A cxxopts error or a stray argument becomes one UsageError line.
 /// Returns false when --help was asked for, after printing the help to stdout.
@@ -17,8 +58,16 @@ inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
                                cxxopts::ParseResult* args) {
   try {
     *args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    // "Option 'x' does not exist": the name sits between the quotes.
+    const std::string what = ascii_quotes(e.what());
+    const size_t open = what.find('\'');
+    const size_t close = what.find('\'', open + 1);
+    if (open == std::string::npos || close == std::string::npos) throw UsageError(what);
+    throw UsageError(unknown_option_message(options, what.substr(open + 1, close - open - 1)));
   } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(e.what());
+    throw UsageError(ascii_quotes(e.what()) + "; `" + options.program() +
+                     " --help` lists the options");
   }
   if (args->count("help")) {
     std::cout << options.help() << std::flush;
@@ -28,6 +77,26 @@ inline bool parse_command_line(cxxopts::Options& options, int argc, char** argv,
     throw UsageError("unexpected argument '" + args->unmatched().front() + "'");
   }
   return true;
+}
+
+/// `--corpus a.txt b.gz dir/`: the arguments that follow --corpus's value, up to the next option,
+/// are more corpus inputs; they are joined into that value (one per line), so that the parser
+/// sees one value. Returns the arguments to parse.
+inline std::vector<std::string> gather_corpus_inputs(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    out.push_back(a);
+    if (a == "--corpus" && i + 1 < argc) {
+      out.emplace_back(argv[++i]);
+    } else if (a.rfind("--corpus=", 0) != 0) {
+      continue;
+    }
+    while (i + 1 < argc && (argv[i + 1][0] != '-' || std::string(argv[i + 1]) == "-")) {
+      out.back() += "\n" + std::string(argv[++i]);
+    }
+  }
+  return out;
 }
 
 /// Adds the training options (config.hpp's table) to `options`, except those `skip` names.

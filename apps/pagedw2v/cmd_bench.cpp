@@ -3,12 +3,14 @@
 // `pagedw2v bench transfer`: the shape of SpeedTorch's benchmark, then run_transfer_bench()
 // (CUDA builds only).
 #include <algorithm>
+#include <cstdio>
 #include <cxxopts.hpp>
 #include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "bench/ingest_bench.hpp"
 #include "bench/train_bench.hpp"
 #ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
 #include "bench/transfer_bench.hpp"
@@ -25,7 +27,7 @@ namespace {
 constexpr const char* kBenchUsage =
     "usage: `pagedw2v bench train --corpus FILE [--repeat N] [--device cuda|cpu]`, "
     "`bench train --synthetic VOCAB,WORDS,ZIPF [--device cuda|cpu]` or "
-    "`bench transfer [--rows N] [--dim D] [--table-rows N]`";
+    "`bench transfer [--rows N] [--dim D] [--table-rows N]` or `bench ingest --corpus FILE...`";
 
 /// "0,0.5,0.75" as numbers in [0, 1]; "none" or "" as no numbers.
 std::vector<double> parse_shares(const std::string& text) {
@@ -111,11 +113,46 @@ int cmd_bench_transfer(int argc, char** argv) {
 #endif
 }
 
+int cmd_bench_ingest(int argc, char** argv) {
+  cxxopts::Options options("pagedw2v bench ingest",
+                           "Time reading a corpus into a vocabulary and encoding it.");
+  options.custom_help("--corpus FILE... [--threads N] [--repeat N] [--min-count N] [--lowercase]");
+  options.add_options()("repeat", "timed runs (the fastest is printed)",
+                        cxxopts::value<uint32_t>()->default_value("3"))(
+      "reference", "also time the one-thread reference count and encoding")("h,help",
+                                                                            "print this help");
+  add_train_options(options, [](const std::string& name) {
+    return name != "corpus" && name != "threads" && name != "min-count" && name != "max-vocab" &&
+           name != "lowercase";
+  });
+  std::vector<std::string> arg_text = gather_corpus_inputs(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : arg_text) arg_ptrs.push_back(a.data());
+  cxxopts::ParseResult args;
+  if (!parse_command_line(options, static_cast<int>(arg_ptrs.size()), arg_ptrs.data(), &args)) {
+    return 0;
+  }
+  IngestBenchOptions bench;
+  apply_train_flags(bench.config, args);
+  bench.repeat = args["repeat"].as<uint32_t>();
+  bench.reference = args.count("reference") > 0;
+  run_ingest_bench(bench, stdout);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf(
+        "%s\n\n`pagedw2v bench train --help` and `pagedw2v bench transfer --help` list the "
+        "options of each.\n",
+        kBenchUsage);
+    return 0;
+  }
   if (argc >= 2 && std::string(argv[1]) == "transfer")
     return cmd_bench_transfer(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "ingest") return cmd_bench_ingest(argc - 1, argv + 1);
   if (argc < 2 || std::string(argv[1]) != "train") throw UsageError(kBenchUsage);
   cxxopts::Options options("pagedw2v bench train",
                            "Time training on a corpus: words/s, time split, GPU memory, table "

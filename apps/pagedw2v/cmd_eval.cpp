@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -13,46 +14,15 @@
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
 #include "io/embeddings.hpp"
+#include "utf8.hpp"
 
 namespace pagedw2v::app {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(ch));
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // JSON has no NaN: an undefined correlation is null.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+nlohmann::ordered_json json_number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
 }
 
 void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
@@ -60,33 +30,43 @@ void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
                 const std::optional<AnalogyReport>& analogies,
                 const std::optional<std::string>& similarity_path,
                 const std::optional<SimilarityReport>& similarity) {
-  std::string out = "{\"vectors\":" + json_string(vectors) +
-                    ",\"rows\":" + std::to_string(emb.rows) + ",\"dim\":" + std::to_string(emb.dim);
+  nlohmann::ordered_json out = {
+      {"vectors", vectors}, {"format", emb.format}, {"rows", emb.rows}, {"dim", emb.dim}};
   if (analogies) {
     const AnalogyReport& r = *analogies;
-    out += ",\"analogies\":{\"file\":" + json_string(*analogies_path) +
-           ",\"restrict_vocab\":" + std::to_string(r.restrict_vocab) + ",\"sections\":[";
-    for (size_t i = 0; i < r.sections.size(); ++i) {
-      const AnalogySection& s = r.sections[i];
-      out += std::string(i ? "," : "") + "{\"name\":" + json_string(s.name) +
-             ",\"correct\":" + std::to_string(s.correct) +
-             ",\"incorrect\":" + std::to_string(s.incorrect) + ",\"oov\":" + std::to_string(s.oov) +
-             ",\"accuracy_pct\":" + json_number(s.accuracy_pct()) + "}";
+    nlohmann::ordered_json sections = nlohmann::ordered_json::array();
+    for (const AnalogySection& s : r.sections) {
+      sections.push_back({{"name", s.name},
+                          {"correct", s.correct},
+                          {"incorrect", s.incorrect},
+                          {"oov", s.oov},
+                          {"accuracy_pct", json_number(s.accuracy_pct())}});
     }
-    out += "],\"correct\":" + std::to_string(r.correct) +
-           ",\"incorrect\":" + std::to_string(r.incorrect) +
-           ",\"accuracy_pct\":" + json_number(r.accuracy_pct()) +
-           ",\"questions\":" + std::to_string(r.questions) + ",\"oov\":" + std::to_string(r.oov) +
-           ",\"oov_pct\":" + json_number(r.oov_pct()) + "}";
+    out["analogies"] = {{"file", *analogies_path},
+                        {"restrict_vocab", r.restrict_vocab},
+                        {"sections", sections},
+                        {"correct", r.correct},
+                        {"incorrect", r.incorrect},
+                        {"accuracy_pct", json_number(r.accuracy_pct())},
+                        {"questions", r.questions},
+                        {"oov", r.oov},
+                        {"nonfinite_rows", r.nonfinite_rows},
+                        {"oov_pct", json_number(r.oov_pct())}};
   }
   if (similarity) {
     const SimilarityReport& r = *similarity;
-    out += ",\"similarity\":{\"file\":" + json_string(*similarity_path) +
-           ",\"pairs\":" + std::to_string(r.pairs) + ",\"oov\":" + std::to_string(r.oov) +
-           ",\"oov_pct\":" + json_number(r.oov_pct()) + ",\"spearman\":" + json_number(r.spearman) +
-           ",\"pearson\":" + json_number(r.pearson) + "}";
+    out["similarity"] = {{"file", *similarity_path},
+                         {"pairs", r.pairs},
+                         {"oov", r.oov},
+                         {"nonfinite_rows", r.nonfinite_rows},
+                         {"oov_pct", json_number(r.oov_pct())},
+                         {"spearman", json_number(r.spearman)},
+                         {"pearson", json_number(r.pearson)}};
   }
-  std::cout << out << "}\n" << std::flush;
+  // Section names and paths are bytes: any that are not UTF-8 become U+FFFD, so the output stays
+  // valid JSON.
+  std::cout << out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n"
+            << std::flush;
 }
 
 void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
@@ -113,6 +93,12 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
     std::printf("  Skipped (out-of-vocabulary words): %llu of %llu questions (%.1f%%)\n",
                 static_cast<unsigned long long>(r.oov),
                 static_cast<unsigned long long>(r.questions), r.oov_pct());
+    if (r.nonfinite_rows > 0) {
+      std::printf(
+          "  Left out: %llu rows with NaN or infinite values (their words count as "
+          "out-of-vocabulary)\n",
+          static_cast<unsigned long long>(r.nonfinite_rows));
+    }
   }
   if (similarity) {
     const SimilarityReport& r = *similarity;
@@ -121,6 +107,12 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
         "  Spearman %.4f  Pearson %.4f  (%llu pairs; out-of-vocabulary %.1f%%, %llu pairs)\n",
         r.spearman, r.pearson, static_cast<unsigned long long>(r.pairs), r.oov_pct(),
         static_cast<unsigned long long>(r.oov));
+    if (r.nonfinite_rows > 0) {
+      std::printf(
+          "  Left out: %llu rows with NaN or infinite values (their words count as "
+          "out-of-vocabulary)\n",
+          static_cast<unsigned long long>(r.nonfinite_rows));
+    }
   }
   std::fflush(stdout);
 }
@@ -132,11 +124,12 @@ int cmd_eval(int argc, char** argv) {
                            "Word-analogy accuracy and word-pair similarity of saved vectors.");
   options.custom_help(
       "--vectors PATH [--analogies FILE] [--similarity FILE] [--restrict N] [--json]");
-  options.add_options()(
-      "vectors", "vectors: a run directory, .npy (vocab.tsv beside it), .h5, or word2vec .bin/.txt",
-      cxxopts::value<std::string>())("analogies", "analogy questions (questions-words.txt format)",
-                                     cxxopts::value<std::string>())(
-      "similarity", "word pairs with scores, tab-separated (WordSim-353 format)",
+  options.add_options()("vectors", kVectorsHelp, cxxopts::value<std::string>())(
+      "vectors-format", kVectorsFormatHelp, cxxopts::value<std::string>()->default_value("auto"))(
+      "analogies", "analogy questions (questions-words.txt format)", cxxopts::value<std::string>())(
+      "similarity",
+      "word pairs with scores (WordSim-353 format): word, word, score a line, separated by tabs "
+      "or by spaces",
       cxxopts::value<std::string>())("restrict", "answer analogies among the N most frequent words",
                                      cxxopts::value<std::string>()->default_value("30000"))(
       "json", "print one JSON object instead of text")("h,help", "print this help");
@@ -155,7 +148,8 @@ int cmd_eval(int argc, char** argv) {
   if (args.count("similarity")) similarity_path = args["similarity"].as<std::string>();
 
   const std::string vectors = args["vectors"].as<std::string>();
-  const LoadedEmbeddings emb = load_embeddings(vectors);
+  const VectorsFormat format = parse_vectors_format(args["vectors-format"].as<std::string>());
+  const LoadedEmbeddings emb = load_embeddings(vectors, format);
   std::optional<AnalogyReport> analogies;
   std::optional<SimilarityReport> similarity;
   if (analogies_path) analogies = evaluate_analogies(emb, *analogies_path, restrict_vocab);

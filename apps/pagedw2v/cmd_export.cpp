@@ -1,32 +1,132 @@
-// `pagedw2v export`: the export files of any checkpoint.
+// `pagedw2v export`: the export files of a checkpoint, or any readable vectors in other formats.
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "error.hpp"
+#include "io/embeddings.hpp"
 #include "io/export.hpp"
 #include "train/checkpoint.hpp"
 
 namespace pagedw2v::app {
 
+namespace {
+
+/// The files export_model() writes for `formats` (export.hpp's layout), vocab.tsv first.
+std::vector<std::string> written_files(const std::string& dir, const ExportOptions& options) {
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  std::vector<std::string> files = {base + "vocab.tsv"};
+  for (const std::string& format : options.formats) {
+    if (format == "npy") {
+      files.push_back(base + "vectors.npy");
+      if (options.save_context) files.push_back(base + "context_vectors.npy");
+    } else if (format == "h5") {
+      files.push_back(base + "embeddings.h5");
+    } else if (format == "bin") {
+      files.push_back(base + "vectors.bin");
+    } else if (format == "txt") {
+      files.push_back(base + "vectors.txt");
+    }
+  }
+  return files;
+}
+
+std::string file_size(uint64_t bytes);
+
+void print_written(const std::string& dir, const ExportOptions& options, uint64_t rows,
+                   uint32_t dim) {
+  std::printf("exported %llu words of dimension %u:\n", static_cast<unsigned long long>(rows), dim);
+  for (const std::string& path : written_files(dir, options)) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    std::printf("  %s  %s\n", path.c_str(), file_size(static_cast<uint64_t>(st.st_size)).c_str());
+  }
+  std::fflush(stdout);
+}
+
+std::string file_size(uint64_t bytes) {
+  char buf[32];
+  if (bytes < 1000) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  } else if (bytes < 1000 * 1000) {
+    std::snprintf(buf, sizeof buf, "%.1f kB", bytes / 1e3);
+  } else if (bytes < uint64_t{1000} * 1000 * 1000) {
+    std::snprintf(buf, sizeof buf, "%.1f MB", bytes / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);
+  }
+  return buf;
+}
+
+/// The vectors of `emb` as a model whose input table holds them (there is no output table).
+Model model_of(const LoadedEmbeddings& emb) {
+  Model model;
+  model.input = HostTable(emb.rows, emb.dim, "the vectors", "");
+  model.input.copy_from(emb.vectors.data());
+  return model;
+}
+
+}  // namespace
+
 int cmd_export(int argc, char** argv) {
-  cxxopts::Options options("pagedw2v export", "Write the vectors of a checkpoint.");
-  options.custom_help("--checkpoint FILE --output DIR [--format npy,h5,bin,txt]");
+  cxxopts::Options options("pagedw2v export",
+                           "Write the vectors of a checkpoint, or convert vectors from any format "
+                           "pagedw2v reads (run directory, .npy, embeddings.h5, word2vec .bin or "
+                           ".txt, fastText .vec, GloVe, gzip-compressed text) to the formats "
+                           "--format names.");
+  options.custom_help(
+      "(--checkpoint FILE | --vectors PATH) --output DIR [--format npy,h5,bin,txt]");
   options.add_options()("checkpoint", "checkpoint file (e.g. RUN/checkpoints/latest.h5)",
-                        cxxopts::value<std::string>())("output", "directory to write to",
+                        cxxopts::value<std::string>())("vectors", kVectorsHelp,
                                                        cxxopts::value<std::string>())(
-      "format", "output formats, comma-separated (default: npy,h5,bin,txt)",
-      cxxopts::value<std::string>())("save-context", "also export the output (context) vectors")(
+      "vectors-format", kVectorsFormatHelp, cxxopts::value<std::string>()->default_value("auto"))(
+      "output", "directory to write to", cxxopts::value<std::string>())(
+      "format",
+      "output formats, comma-separated (default: npy,h5,bin,txt); vectors.npy, embeddings.h5 "
+      "and vectors.bin take 4 bytes a value (the last two also hold the words), vectors.txt "
+      "about 10",
+      cxxopts::value<std::string>())(
+      "save-context", "also export the output (context) vectors (--checkpoint only)")(
       "h,help", "print this help");
   cxxopts::ParseResult args;
   if (!parse_command_line(options, argc, argv, &args)) return 0;
-  if (!args.count("checkpoint")) throw UsageError("--checkpoint is required");
+  const bool from_checkpoint = args.count("checkpoint") > 0;
+  const bool from_vectors = args.count("vectors") > 0;
+  if (from_checkpoint == from_vectors) {
+    throw UsageError(from_checkpoint ? "give --checkpoint or --vectors, not both"
+                                     : "--checkpoint FILE or --vectors PATH is required");
+  }
   if (!args.count("output")) throw UsageError("--output is required");
   ExportOptions export_options;
   if (args.count("format"))
     export_options.formats = parse_formats(args["format"].as<std::string>());
   export_options.save_context = args.count("save-context") > 0;
+  const std::string output = args["output"].as<std::string>();
+
+  if (from_vectors) {
+    if (export_options.save_context) {
+      throw UsageError("--save-context needs --checkpoint: vector files hold no context vectors");
+    }
+    const VectorsFormat format = parse_vectors_format(args["vectors-format"].as<std::string>());
+    const std::string source = args["vectors"].as<std::string>();
+    LoadedEmbeddings emb = load_embeddings(source, format);
+    std::vector<uint64_t> counts = emb.counts;
+    if (counts.size() != emb.rows) counts.assign(emb.rows, 0);  // the format stores none
+    const Vocab vocab = Vocab::from_words(std::move(emb.words), std::move(counts));
+    const Model model = model_of(emb);
+    export_options.attributes = {{"source", source}, {"source_format", emb.format}};
+    export_model(output, vocab, model, export_options);
+    print_written(output, export_options, emb.rows, emb.dim);
+    return 0;
+  }
+
   const Checkpoint ck = load_checkpoint(args["checkpoint"].as<std::string>());
   export_options.attributes = {{"checkpoint", args["checkpoint"].as<std::string>()},
                                {"words_trained", static_cast<int64_t>(ck.position.words_done)}};
@@ -35,7 +135,8 @@ int cmd_export(int argc, char** argv) {
       export_options.attributes.push_back({spec.name, spec.get(ck.config)});
     }
   }
-  export_model(args["output"].as<std::string>(), ck.vocab, ck.model, export_options);
+  export_model(output, ck.vocab, ck.model, export_options);
+  print_written(output, export_options, ck.vocab.size(), ck.model.input.dim());
   return 0;
 }
 

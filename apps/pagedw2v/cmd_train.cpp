@@ -5,20 +5,34 @@
 #include <cxxopts.hpp>
 #include <iostream>
 
+#include <unistd.h>
+
 #include "cli.hpp"
 #include "commands.hpp"
 #include "config.hpp"
 #include "error.hpp"
 #include "train/trainer.hpp"
+#include "train_setup.hpp"
 
 namespace pagedw2v::app {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_stop_count{0};
 
 extern "C" void on_stop_signal(int sig) {
-  // A second signal while the checkpoint is being written ends the process the default way.
-  if (g_stop_signal.exchange(sig) != 0) {
+  // The first signal asks for a stop at the next safe point, with a checkpoint. A second one
+  // while that checkpoint is being written only says that it is awaited; a third ends the
+  // process the default way.
+  const int count = g_stop_count.fetch_add(1) + 1;
+  int expected = 0;
+  g_stop_signal.compare_exchange_strong(expected, sig);
+  if (count == 2) {
+    static const char kNote[] =
+        "pagedw2v: writing the checkpoint before stopping; signal again to stop at once\n";
+    const ssize_t ignored = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
+    (void)ignored;
+  } else if (count >= 3) {
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }
@@ -28,17 +42,23 @@ extern "C" void on_stop_signal(int sig) {
 
 int cmd_train(int argc, char** argv) {
   cxxopts::Options options("pagedw2v train", "Train word vectors from a corpus file.");
-  options.custom_help("--corpus FILE --output DIR [--config FILE.toml] [options]");
+  options.custom_help("--corpus FILE... --output DIR [--config FILE.toml] [options]");
   options.add_options()("config", "TOML file with any of the options below (flags win)",
                         cxxopts::value<std::string>())("h,help", "print this help");
   add_train_options(options, [](const std::string&) { return false; });
 
+  std::vector<std::string> arg_text = gather_corpus_inputs(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : arg_text) arg_ptrs.push_back(a.data());
   cxxopts::ParseResult args;
-  if (!parse_command_line(options, argc, argv, &args)) return 0;
+  if (!parse_command_line(options, static_cast<int>(arg_ptrs.size()), arg_ptrs.data(), &args)) {
+    return 0;
+  }
 
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
   apply_train_flags(config, args);
+  prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "", stderr);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   run_training(config, stderr, &g_stop_signal);

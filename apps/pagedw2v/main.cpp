@@ -1,11 +1,14 @@
 // pagedw2v: word2vec (skip-gram and CBOW with negative sampling) on CPUs and GPUs.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
+#include "config.hpp"
 #include "error.hpp"
 
 namespace {
@@ -17,12 +20,30 @@ constexpr const char* kUsage =
     "  train    train vectors from a corpus file\n"
     "  similar  print the nearest neighbours of words\n"
     "  eval     word analogies and word-pair similarity\n"
-    "  export   write the vectors of a checkpoint\n"
+    "  export   convert vectors, or a checkpoint's, to other formats\n"
     "  bench    bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
     "           bench train --synthetic VOCAB,WORDS,ZIPF: the same on a generated Zipf corpus\n"
     "           bench transfer: move rows between a pinned host table and the GPU (CUDA builds)\n"
+    "           bench ingest --corpus FILE: time counting the vocabulary and encoding\n"
     "\n"
-    "`pagedw2v <command> --help` lists a command's options.\n";
+    "`pagedw2v <command> --help` lists a command's options; `pagedw2v --version` prints the\n"
+    "version.\n"
+    "\n"
+    "exit status: 0 done, 1 runtime error (a file that cannot be read or written, no memory),\n"
+    "2 usage error (a bad flag or value), 130 stopped by SIGINT and 143 by SIGTERM (train writes\n"
+    "a checkpoint first).\n";
+
+/// `train`'s arguments with word2vec.c's single-dash flags rewritten, and the note saying so.
+int train_with_word2vec_flags(int argc, char** argv) {
+  const std::vector<std::string> given(argv + 1, argv + argc);
+  std::string note;
+  std::vector<std::string> args = pagedw2v::translate_word2vec_flags(given, &note);
+  if (!note.empty()) std::fprintf(stderr, "pagedw2v: %s\n", note.c_str());
+  std::vector<char*> pointers = {argv[0]};
+  for (std::string& a : args) pointers.push_back(a.data());
+  pointers.push_back(nullptr);
+  return pagedw2v::app::cmd_train(static_cast<int>(args.size() + 1), pointers.data());
+}
 
 int dispatch(int argc, char** argv) {
   if (argc < 2) {
@@ -34,12 +55,23 @@ int dispatch(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  if (cmd == "train") return pagedw2v::app::cmd_train(argc - 1, argv + 1);
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("pagedw2v %s (TOML configs: %s)\n", pagedw2v::version(),
+                pagedw2v::toml_configs_supported() ? "yes" : "no");
+    return 0;
+  }
+  if (cmd == "train") return train_with_word2vec_flags(argc - 1, argv + 1);
   if (cmd == "similar") return pagedw2v::app::cmd_similar(argc - 1, argv + 1);
   if (cmd == "eval") return pagedw2v::app::cmd_eval(argc - 1, argv + 1);
   if (cmd == "export") return pagedw2v::app::cmd_export(argc - 1, argv + 1);
   if (cmd == "bench") return pagedw2v::app::cmd_bench(argc - 1, argv + 1);
-  throw pagedw2v::UsageError("unknown command '" + cmd + "' (try `pagedw2v --help`)");
+  const size_t name_start = cmd.find_first_not_of('-');
+  const std::string hint = pagedw2v::suggest_option(
+      name_start == std::string::npos ? std::string() : cmd.substr(name_start),
+      {"train", "similar", "eval", "export", "bench", "help", "version"});
+  throw pagedw2v::UsageError("unknown command '" + cmd + "'" +
+                             (hint.empty() ? "" : " (did you mean " + hint.substr(2) + "?)") +
+                             "; `pagedw2v --help` lists the commands");
 }
 
 /// Prints `what` as the one error line: a message that spans lines (a usage text, a file name
@@ -60,6 +92,9 @@ void print_error(const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file past `ulimit -f` is then a write error (EFBIG) that removes its temporary file and
+  // ends the command with one line, not a death by SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return dispatch(argc, argv);
   } catch (const pagedw2v::Interrupted& e) {

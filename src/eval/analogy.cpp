@@ -6,12 +6,15 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <string_view>
 #include <thread>
 
 #include "error.hpp"
 #include "eval/neighbors.hpp"
 #include "mapped_file.hpp"
+#include "utf8.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 
@@ -59,7 +62,8 @@ std::string section_name(std::string_view line) {
   size_t end = line.size();
   while (end > begin && is_python_space(static_cast<unsigned char>(line[end - 1]))) --end;
   while (begin < end && is_python_space(static_cast<unsigned char>(line[begin]))) ++begin;
-  return std::string(line.substr(begin, end - begin));
+  // Names are printed in JSON reports, which must be UTF-8.
+  return valid_utf8(line.substr(begin, end - begin));
 }
 
 // The best kCandidates rows of one score column, best first; ties keep the lower row.
@@ -111,10 +115,14 @@ AnalogyReport evaluate_analogies(const LoadedEmbeddings& embeddings,
   const auto index = case_folded_index(embeddings, limit);
   // canon[r]: the row that stands for row r's word once case is folded.
   std::vector<uint32_t> canon(limit);
-  for (uint64_t r = 0; r < limit; ++r) canon[r] = index.at(fold_case(embeddings.words[r]));
+  for (uint64_t r = 0; r < limit; ++r) {
+    const auto it = index.find(fold_case(embeddings.words[r]));
+    canon[r] = it != index.end() ? it->second : static_cast<uint32_t>(r);
+  }
 
   AnalogyReport report;
   report.restrict_vocab = limit;
+  report.nonfinite_rows = nonfinite_rows(embeddings, limit);
   std::vector<Question> questions;
   {
     const MappedFile file(questions_path);
@@ -196,11 +204,14 @@ AnalogyReport evaluate_analogies(const LoadedEmbeddings& embeddings,
   };
   const size_t threads =
       std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), batches);
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  if (batches > 0) worker();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  if (batches > 0) run_workers(static_cast<uint32_t>(threads), [&](uint32_t) { worker(); });
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::bad_alloc&) {
+      throw Error("not enough memory to answer the analogy questions");
+    }
+  }
 
   for (size_t i = 0; i < questions.size(); ++i) {
     AnalogySection& section = report.sections[questions[i].section];

@@ -32,6 +32,7 @@ struct AnalogyReport {
   uint64_t questions = 0;       ///< well-formed question lines (four words)
   uint64_t oov = 0;             ///< of those, skipped for a word outside the restricted vocabulary
   uint64_t restrict_vocab = 0;  ///< rows searched: min(restrict_vocab, rows)
+  uint64_t nonfinite_rows = 0;  ///< of those, rows left out for a NaN or an infinity
 
   uint64_t evaluated() const { return correct + incorrect; }
   /// Total accuracy in percent over the evaluated questions; 0 when none was evaluated.
@@ -45,7 +46,8 @@ struct AnalogyReport {
 /// a, b and c (and their case variants) excluded; the answer is right when it equals d ignoring
 /// case. Words are matched case-insensitively (ASCII); when two rows differ only in case, the
 /// first (more frequent) one stands for both. Questions with a word outside the first
-/// `restrict_vocab` rows are skipped and counted; lines without four words are ignored.
+/// `restrict_vocab` rows are skipped and counted; lines without four words are ignored. Rows that
+/// hold a NaN or an infinity are left out and counted: their words count as unknown.
 /// `restrict_vocab` 0 means all rows. Runs on all hardware threads.
 /// Throws Error when the file cannot be read or a question comes before the first header.
 AnalogyReport evaluate_analogies(const LoadedEmbeddings& embeddings,

@@ -34,6 +34,36 @@ bool parse_score(std::string_view field, double& value) {
   return stop == text.c_str() + text.size();
 }
 
+// "word<TAB>word<TAB>score" as gensim reads it; a line without exactly two tabs may instead hold
+// three fields separated by runs of spaces or tabs.
+bool split_pair_line(std::string_view line, std::string_view* a, std::string_view* b,
+                     std::string_view* score) {
+  const size_t tab1 = line.find('\t');
+  const size_t tab2 = tab1 == std::string_view::npos ? tab1 : line.find('\t', tab1 + 1);
+  if (tab2 != std::string_view::npos && line.find('\t', tab2 + 1) == std::string_view::npos) {
+    *a = line.substr(0, tab1);
+    *b = line.substr(tab1 + 1, tab2 - tab1 - 1);
+    *score = line.substr(tab2 + 1);
+    return true;
+  }
+  std::string_view fields[3];
+  size_t count = 0;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i == start) break;
+    if (count == 3) return false;
+    fields[count++] = line.substr(start, i - start);
+  }
+  if (count != 3) return false;
+  *a = fields[0];
+  *b = fields[1];
+  *score = fields[2];
+  return true;
+}
+
 // Average ranks (1-based) with ties sharing the mean of their positions.
 std::vector<double> average_ranks(const std::vector<double>& v) {
   std::vector<size_t> order(v.size());
@@ -73,7 +103,14 @@ double pearson_correlation(const std::vector<double>& x, const std::vector<doubl
 
 double spearman_correlation(const std::vector<double>& x, const std::vector<double>& y) {
   if (x.size() != y.size()) return std::numeric_limits<double>::quiet_NaN();
-  return pearson_correlation(average_ranks(x), average_ranks(y));
+  std::vector<double> fx;
+  std::vector<double> fy;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isnan(y[i])) continue;
+    fx.push_back(x[i]);
+    fy.push_back(y[i]);
+  }
+  return pearson_correlation(average_ranks(fx), average_ranks(fy));
 }
 
 SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
@@ -84,6 +121,7 @@ SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
   const uint32_t dim = embeddings.dim;
 
   SimilarityReport report;
+  report.nonfinite_rows = nonfinite_rows(embeddings, limit);
   std::vector<double> gold;
   std::vector<double> model;
   const MappedFile file(pairs_path);
@@ -98,15 +136,12 @@ SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (!line.empty() && line.front() == '#') continue;
 
-    const size_t tab1 = line.find('\t');
-    const size_t tab2 = tab1 == std::string_view::npos ? tab1 : line.find('\t', tab1 + 1);
-    if (tab2 == std::string_view::npos || line.find('\t', tab2 + 1) != std::string_view::npos) {
-      continue;
-    }
+    std::string_view first, second, third;
+    if (!split_pair_line(line, &first, &second, &third)) continue;
     double score = 0.0;
-    if (!parse_score(line.substr(tab2 + 1), score)) continue;
-    const auto a = index.find(fold_case(line.substr(0, tab1)));
-    const auto b = index.find(fold_case(line.substr(tab1 + 1, tab2 - tab1 - 1)));
+    if (!parse_score(third, score)) continue;
+    const auto a = index.find(fold_case(first));
+    const auto b = index.find(fold_case(second));
     if (a == index.end() || b == index.end()) {
       ++report.oov;
       continue;
@@ -124,7 +159,7 @@ SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
   }
   if (gold.empty()) {
     throw Error(pairs_path + ": no word pair to evaluate (" + std::to_string(report.oov) +
-                " pairs with unknown words, no other well-formed 'word<TAB>word<TAB>score' line)");
+                " pairs with unknown words, no other well-formed 'word word score' line)");
   }
   report.pairs = gold.size();
   report.spearman = spearman_correlation(gold, model);

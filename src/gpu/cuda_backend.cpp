@@ -516,7 +516,7 @@ class CudaBackend final : public Backend {
     a.schedule = make_schedule(p);
     a.epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
     a.counters = counters_.data();
-    a.max_warps = options_.serial ? 1 : 0;
+    a.max_warps = options_.serial || options_.ordered ? 1 : 0;
     if (optimizer_) {
       a.input_grad = input_grad_.data();
       a.output_grad = output_grad_.data();
@@ -818,6 +818,9 @@ class CudaBackend final : public Backend {
       Stage& s = stage_of(n);
       const cudaStream_t cs = compute_of(n);
       PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, s.gathered.get(), 0));
+      if (options_.ordered && n > first_number_) {
+        PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, stage_of(n - 1).trained.get(), 0));
+      }
       SgnsArgs a = base_args(epoch);
       a.tokens = s.tokens.data();
       a.token_rows = s.rows.data();

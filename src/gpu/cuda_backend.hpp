@@ -34,6 +34,10 @@ struct CudaBackendOptions {
   /// One warp trains the sentences of a launch in order (SgnsArgs::max_warps = 1): a run is then
   /// deterministic, which the paged-versus-resident equivalence test needs.
   bool serial = false;
+  /// One warp per launch as with `serial`, but with the training streams and eviction depth of
+  /// a default run: each launch waits for the launch before it on the other stream. The run is
+  /// deterministic, so the paged pipeline as users run it can be compared bit for bit.
+  bool ordered = false;
   /// Paged: multiprocessors the training kernel leaves to the row moves that run beside it (the
   /// moves take three blocks of 8 warps on each). The default is the best measured
   /// (kernels/PERFORMANCE.md, "paged").

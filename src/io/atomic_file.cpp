@@ -1,15 +1,25 @@
 #include "io/atomic_file.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <random>
+#include <system_error>
 
 #include "error.hpp"
 
 namespace pagedw2v {
 namespace {
+
+constexpr const char* kTempMarker = ".tmp-";
 
 std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -18,24 +28,105 @@ std::string dir_of(const std::string& path) {
 }
 
 void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) return;
   ::fsync(fd);
   ::close(fd);
 }
 
+/// Six characters no other process can guess, different on every call.
+std::string random_tag() {
+  static const uint64_t base = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  static std::atomic<uint64_t> counter{0};
+  uint64_t x = base + 0x9E3779B97F4A7C15ull * (counter.fetch_add(1) + 1);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string tag;
+  for (int i = 0; i < 6; ++i) {
+    tag += kChars[x % 62];
+    x /= 62;
+  }
+  return tag;
+}
+
+std::string temp_candidate(const std::string& path) {
+  return path + "." + random_tag() + kTempMarker + std::to_string(::getpid());
+}
+
+/// Creates a temporary file beside `path` exclusively; returns its descriptor and sets `*name`.
+int create_temp(const std::string& path, std::string* name) {
+  for (int attempt = 0;; ++attempt) {
+    *name = temp_candidate(path);
+    const int fd =
+        ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST || attempt >= 16) {
+      throw Error("cannot write '" + path + "': " + std::strerror(errno));
+    }
+  }
+}
+
+bool process_alive(long pid) {
+  if (pid <= 0) return false;
+  if (pid == ::getpid()) return true;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
 }  // namespace
 
 std::string temp_name_for(const std::string& path) {
-  return path + ".tmp-" + std::to_string(::getpid());
+  std::string name;
+  ::close(create_temp(path, &name));
+  return name;
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), temp_path_(temp_name_for(path_)) {
-  file_ = std::fopen(temp_path_.c_str(), "wb");
-  if (file_ == nullptr) {
-    throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
+bool is_temp_name(const std::string& name, long* pid) {
+  const size_t at = name.rfind(kTempMarker);
+  if (at == std::string::npos || at == 0) return false;
+  const size_t digits = at + std::strlen(kTempMarker);
+  if (digits == name.size() || name.size() - digits > 10) return false;
+  long value = 0;
+  for (size_t i = digits; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return false;
+    value = value * 10 + (name[i] - '0');
   }
-  std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  if (pid != nullptr) *pid = value;
+  return true;
+}
+
+size_t remove_stale_temps(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    long pid = 0;
+    if (is_temp_name(e->d_name, &pid) && !process_alive(pid)) stale.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  size_t removed = 0;
+  for (const std::string& name : stale) {
+    std::error_code ec;
+    // remove_all does not follow a link: a planted link is removed, not what it points at.
+    if (std::filesystem::remove_all(dir + "/" + name, ec) > 0 && !ec) ++removed;
+  }
+  return removed;
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  const int fd = create_temp(path_, &temp_path_);
+  file_ = ::fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    std::remove(temp_path_.c_str());
+    throw Error("cannot write '" + path_ + "': " + std::strerror(err));
+  }
+  std::setvbuf(file_, nullptr, _IOFBF, 4 << 20);
 }
 
 AtomicFile::~AtomicFile() {
@@ -66,7 +157,7 @@ void AtomicFile::commit() {
 }
 
 void commit_file(const std::string& temp_path, const std::string& path) {
-  const int fd = ::open(temp_path.c_str(), O_RDWR);
+  const int fd = ::open(temp_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
@@ -80,6 +171,70 @@ void commit_file(const std::string& temp_path, const std::string& path) {
     throw Error("cannot rename onto '" + path + "': " + std::strerror(err));
   }
   fsync_path(dir_of(path), O_RDONLY | O_DIRECTORY);
+}
+
+void replace_symlink(const std::string& target, const std::string& link) {
+  for (int attempt = 0;; ++attempt) {
+    const std::string temp = temp_candidate(link);
+    // symlink() never follows or replaces an existing entry: it is exclusive by itself.
+    if (::symlink(target.c_str(), temp.c_str()) == 0) {
+      if (std::rename(temp.c_str(), link.c_str()) != 0) {
+        const int err = errno;
+        std::remove(temp.c_str());
+        throw Error("cannot update '" + link + "': " + std::strerror(err));
+      }
+      return;
+    }
+    if (errno != EEXIST || attempt >= 16) {
+      throw Error("cannot update '" + link + "': " + std::strerror(errno));
+    }
+  }
+}
+
+void make_directories(const std::string& dir) {
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || (dir[i] == '/' && i > 0)) {
+      const std::string partial = dir.substr(0, i);
+      if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+        throw Error("cannot create directory '" + partial + "': " + std::strerror(errno));
+      }
+    }
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error("cannot create directory '" + dir + "': a file of that name exists");
+  }
+}
+
+OutputLock::OutputLock(const std::string& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) throw Error("cannot open output directory '" + dir + "': " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      throw Error(
+          "output directory '" + dir +
+          "' is in use by another pagedw2v process; wait for it or choose another --output");
+    }
+    throw Error("cannot lock output directory '" + dir + "': " + std::strerror(err));
+  }
+}
+
+OutputLock::~OutputLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+OutputLock::OutputLock(OutputLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+OutputLock& OutputLock::operator=(OutputLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
 }
 
 }  // namespace pagedw2v

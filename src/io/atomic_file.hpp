@@ -1,23 +1,29 @@
 #pragma once
 /// @file atomic_file.hpp
-/// Writing a file so that readers see either the old file or the complete new one: the bytes go
-/// to `PATH.tmp-PID`, are flushed and fsync'ed, and only then renamed onto PATH. If the writer is
-/// destroyed before commit() (an exception, a full disk), the temporary file is removed.
+/// Writing files so that readers see either the old file or the complete new one, in directories
+/// that others may share.
+///
+/// Temporary files are named `PATH.RANDOM.tmp-PID` and created exclusively (O_CREAT | O_EXCL |
+/// O_NOFOLLOW), so a file or link planted beside PATH is never written through. The bytes are
+/// flushed and fsync'ed, and only then renamed onto PATH. If the writer is destroyed before
+/// commit() (an exception, a full disk), the temporary file is removed. The `.tmp-PID` suffix lets
+/// a later run in the same directory find what a killed run left behind (remove_stale_temps).
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace pagedw2v {
 
 class AtomicFile {
  public:
-  /// Opens the temporary file; throws Error naming `path` when it cannot be created.
+  /// Creates the temporary file; throws Error naming `path` when it cannot be created.
   explicit AtomicFile(std::string path);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  /// The stream to write to (buffered, 1 MiB).
+  /// The stream to write to (buffered, 4 MiB; larger writes go straight to the file).
   std::FILE* stream() { return file_; }
   /// Name of the temporary file (for libraries that write by name, such as HDF5).
   const std::string& temp_path() const { return temp_path_; }
@@ -38,7 +44,44 @@ class AtomicFile {
 /// written by name by another library. Throws Error on failure (and removes `temp_path`).
 void commit_file(const std::string& temp_path, const std::string& path);
 
-/// A temporary name beside `path` for a file about to replace it.
+/// Creates an empty temporary file beside `path` (exclusively, never through a link) and returns
+/// its name, for a file about to replace `path`. The caller removes it or commits it. Throws Error
+/// naming `path` when it cannot be created.
 std::string temp_name_for(const std::string& path);
+
+/// Whether a directory entry's name is a temporary name of this scheme (`….tmp-DIGITS`); sets
+/// `*pid` to the process that made it.
+bool is_temp_name(const std::string& name, long* pid = nullptr);
+
+/// Removes the temporary files (and temporary directories, with what they hold) in `dir` that were
+/// left by processes that no longer run; those of a live process are kept. Returns how many
+/// entries were removed. Call it while holding the directory's OutputLock.
+size_t remove_stale_temps(const std::string& dir);
+
+/// Points the symbolic link `link` at `target` atomically: a new link under a temporary name is
+/// renamed over the old one. Throws Error on failure.
+void replace_symlink(const std::string& target, const std::string& link);
+
+/// Creates `dir` and its parents where missing; throws Error naming the part that cannot be
+/// created or is not a directory.
+void make_directories(const std::string& dir);
+
+/// An exclusive advisory lock (flock) on a directory, held for the object's life, so that two runs
+/// cannot write into one output directory at once.
+class OutputLock {
+ public:
+  OutputLock() = default;
+  /// Takes the lock without waiting; throws Error("output directory 'DIR' is in use by another
+  /// pagedw2v process") when another process holds it.
+  explicit OutputLock(const std::string& dir);
+  ~OutputLock();
+  OutputLock(OutputLock&& other) noexcept;
+  OutputLock& operator=(OutputLock&& other) noexcept;
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace pagedw2v

@@ -1,14 +1,18 @@
 #include "io/embeddings.hpp"
 
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
+#include <utility>
 
 #include "error.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
 #include "io/word2vec_format.hpp"
+#include "mapped_file.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
@@ -53,38 +57,169 @@ LoadedEmbeddings load_npy(const std::string& npy_path, const std::string& vocab_
   e.vectors = std::move(m.data);
   e.rows = m.rows;
   e.dim = m.cols;
+  e.format = "npy with vocab.tsv";
   return e;
 }
 
-LoadedEmbeddings load_file(const std::string& path) {
-  if (ends_with(path, ".npy")) return load_npy(path, dir_of(path) + "/vocab.tsv");
-  if (ends_with(path, ".h5") || ends_with(path, ".hdf5")) return read_embeddings_h5(path);
-  if (ends_with(path, ".bin")) return read_word2vec(path, true);
-  if (ends_with(path, ".txt")) return read_word2vec(path, false);
-  throw UsageError("cannot tell the format of '" + path +
-                   "' (expected a run directory or a .npy, .h5, .bin or .txt file)");
+constexpr std::string_view kNpyMagic("\x93NUMPY", 6);
+constexpr std::string_view kHdf5Magic("\x89HDF\r\n\x1a\n", 8);
+constexpr std::string_view kGzipMagic("\x1f\x8b", 2);
+
+bool starts_with(std::string_view bytes, std::string_view prefix) {
+  return bytes.substr(0, prefix.size()) == prefix;
 }
 
-LoadedEmbeddings load_directory(const std::string& dir) {
+/// HDF5's signature lies at offset 0, or after a user block at 512, 1024, 2048, ... bytes.
+bool is_hdf5(std::string_view bytes) {
+  if (starts_with(bytes, kHdf5Magic)) return true;
+  for (size_t at = 512; at + kHdf5Magic.size() <= bytes.size() && at <= (size_t{1} << 30);
+       at *= 2) {
+    if (bytes.substr(at, kHdf5Magic.size()) == kHdf5Magic) return true;
+  }
+  return false;
+}
+
+/// The whole of a gzip file, decompressed.
+std::string gunzip(const std::string& path) {
+  gzFile in = ::gzopen(path.c_str(), "rb");
+  if (in == nullptr) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = ::gzread(in, buf, sizeof buf);
+    if (n < 0) {
+      int code = 0;
+      const std::string why = ::gzerror(in, &code);
+      ::gzclose(in);
+      throw Error("cannot read '" + path + "': gzip: " + why);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  // gzread stops at a truncated member without an error; gzclose_r reports it.
+  const int rc = ::gzclose(in);
+  if (rc != Z_OK) {
+    throw Error("cannot read '" + path +
+                "': gzip: " + (rc == Z_BUF_ERROR ? std::string("truncated") : "damaged"));
+  }
+  return out;
+}
+
+Word2vecLayout layout_of(VectorsFormat format) {
+  switch (format) {
+    case VectorsFormat::kBin:
+      return Word2vecLayout::kBinary;
+    case VectorsFormat::kTxt:
+      return Word2vecLayout::kText;
+    case VectorsFormat::kGlove:
+      return Word2vecLayout::kHeaderlessText;
+    default:
+      return Word2vecLayout::kUnknown;
+  }
+}
+
+std::string layout_name(Word2vecLayout layout) {
+  switch (layout) {
+    case Word2vecLayout::kBinary:
+      return "word2vec binary";
+    case Word2vecLayout::kText:
+      return "word2vec text";
+    case Word2vecLayout::kHeaderlessText:
+      return "GloVe text";
+    default:
+      return "unknown";
+  }
+}
+
+const char* const kWhatWeRead =
+    "a .npy (with vocab.tsv), HDF5, word2vec binary or text, fastText .vec or GloVe text file, "
+    "or one of the last four gzip-compressed";
+
+LoadedEmbeddings load_words_and_vectors(std::string_view bytes, const std::string& path,
+                                        VectorsFormat format, bool gzip) {
+  Word2vecLayout layout = layout_of(format);
+  if (format == VectorsFormat::kAuto) {
+    if (gzip && (starts_with(bytes, kNpyMagic) || starts_with(bytes, kHdf5Magic))) {
+      throw Error("cannot read '" + path +
+                  "': a compressed .npy or HDF5 file; decompress it first (gunzip)");
+    }
+    layout = sniff_word2vec(bytes);
+    if (layout == Word2vecLayout::kUnknown) {
+      throw Error("cannot tell the format of '" + path + "': expected " + kWhatWeRead +
+                  " (--vectors-format names one)");
+    }
+  }
+  LoadedEmbeddings e = parse_word2vec(bytes, path, layout);
+  e.format = layout_name(layout) + (gzip ? " (gzip)" : "");
+  return e;
+}
+
+LoadedEmbeddings load_file(const std::string& path, VectorsFormat format) {
+  if (format == VectorsFormat::kNpy) return load_npy(path, dir_of(path) + "/vocab.tsv");
+  if (format == VectorsFormat::kH5) {
+    LoadedEmbeddings e = read_embeddings_h5(path);
+    e.format = "HDF5";
+    return e;
+  }
+  std::string head;
+  {
+    const MappedFile file(path);
+    head = std::string(file.view().substr(0, 8));
+    if (!starts_with(head, kGzipMagic)) {
+      if (format == VectorsFormat::kAuto && starts_with(head, kNpyMagic)) {
+        return load_npy(path, dir_of(path) + "/vocab.tsv");
+      }
+      if (format == VectorsFormat::kAuto && is_hdf5(file.view())) {
+        return load_file(path, VectorsFormat::kH5);
+      }
+      return load_words_and_vectors(file.view(), path, format, false);
+    }
+  }
+  const std::string bytes = gunzip(path);
+  return load_words_and_vectors(bytes, path, format, true);
+}
+
+LoadedEmbeddings load_directory(const std::string& dir, VectorsFormat format) {
   const std::string base = ends_with(dir, "/") ? dir : dir + "/";
-  if (kind_of(base + "vectors.npy") == Kind::kFile && kind_of(base + "vocab.tsv") == Kind::kFile) {
+  if ((format == VectorsFormat::kAuto || format == VectorsFormat::kNpy) &&
+      kind_of(base + "vectors.npy") == Kind::kFile && kind_of(base + "vocab.tsv") == Kind::kFile) {
     return load_npy(base + "vectors.npy", base + "vocab.tsv");
   }
-  for (const char* name : {"embeddings.h5", "vectors.bin", "vectors.txt"}) {
-    if (kind_of(base + name) == Kind::kFile) return load_file(base + name);
+  const std::pair<const char*, VectorsFormat> files[] = {{"embeddings.h5", VectorsFormat::kH5},
+                                                         {"vectors.bin", VectorsFormat::kBin},
+                                                         {"vectors.txt", VectorsFormat::kTxt},
+                                                         {"vectors.vec", VectorsFormat::kTxt}};
+  for (const auto& [name, kind] : files) {
+    if ((format == VectorsFormat::kAuto || format == kind) && kind_of(base + name) == Kind::kFile) {
+      return load_file(base + name, format);
+    }
   }
   throw Error("'" + dir +
               "' holds no embeddings (expected vectors.npy with vocab.tsv, embeddings.h5, "
-              "vectors.bin or vectors.txt)");
+              "vectors.bin, vectors.txt or vectors.vec)");
 }
 
 }  // namespace
 
-LoadedEmbeddings load_embeddings(const std::string& path) {
+VectorsFormat parse_vectors_format(const std::string& name) {
+  if (name == "auto") return VectorsFormat::kAuto;
+  if (name == "npy") return VectorsFormat::kNpy;
+  if (name == "h5" || name == "hdf5") return VectorsFormat::kH5;
+  if (name == "bin") return VectorsFormat::kBin;
+  if (name == "txt" || name == "vec" || name == "word2vec") return VectorsFormat::kTxt;
+  if (name == "glove") return VectorsFormat::kGlove;
+  throw UsageError(
+      "--vectors-format: expected auto, npy, h5, bin, txt (word2vec or fastText "
+      ".vec) or glove, got '" +
+      name + "'");
+}
+
+LoadedEmbeddings load_embeddings(const std::string& path, VectorsFormat format) {
   int err = 0;
   const Kind kind = kind_of(path, &err);
   if (kind == Kind::kMissing) throw Error("cannot read '" + path + "': " + std::strerror(err));
-  LoadedEmbeddings e = kind == Kind::kDirectory ? load_directory(path) : load_file(path);
+  LoadedEmbeddings e =
+      kind == Kind::kDirectory ? load_directory(path, format) : load_file(path, format);
   if (e.words.size() != e.rows || e.vectors.size() != e.rows * e.dim ||
       (!e.counts.empty() && e.counts.size() != e.rows)) {
     throw Error("'" + path + "': the words and the matrix disagree in rows");

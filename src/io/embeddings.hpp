@@ -16,18 +16,37 @@ struct LoadedEmbeddings {
   std::vector<float> vectors;    ///< `rows × dim`, row-major
   uint64_t rows = 0;
   uint32_t dim = 0;
+  std::string format;  ///< what was read, e.g. "word2vec binary" or "GloVe text (gzip)"
 
   const float* row(uint64_t r) const { return vectors.data() + r * dim; }
 };
 
+/// The file formats load_embeddings() reads; kAuto tells them by content.
+enum class VectorsFormat {
+  kAuto,
+  kNpy,    ///< `.npy` matrix with `vocab.tsv` beside it
+  kH5,     ///< `embeddings.h5` or a checkpoint
+  kBin,    ///< word2vec binary with its "V D" header (also gensim's)
+  kTxt,    ///< word2vec text with its header (also gensim's and fastText's `.vec`)
+  kGlove,  ///< text rows without a header (GloVe)
+};
+
+/// "auto", "npy", "h5", "bin", "txt" (also "vec", "word2vec") or "glove"; throws UsageError
+/// naming `--vectors-format` otherwise.
+VectorsFormat parse_vectors_format(const std::string& name);
+
 /// Loads embeddings from `path`, which is either a run directory or a single file.
 ///
 /// A directory is searched in this order: `vectors.npy` with `vocab.tsv`, `embeddings.h5`,
-/// `vectors.bin`, `vectors.txt`. A file is read by its extension: `.npy` (with `vocab.tsv` in the
-/// same directory), `.h5`, `.bin` (word2vec binary) or `.txt` (word2vec text).
+/// `vectors.bin`, `vectors.txt`, `vectors.vec`. A file is told by its content, whatever its name:
+/// a numpy array (with `vocab.tsv` in the same directory), HDF5, a word2vec binary or text file
+/// with the "V D" header (gensim's and fastText's `.vec` among them), or text rows without the
+/// header (GloVe); any of the last three may be gzip-compressed. `format` other than kAuto
+/// reads the file as that format instead.
 ///
-/// Throws Error when nothing can be read or the words and the matrix disagree in rows, and
-/// UsageError when a file's extension names no known format.
-LoadedEmbeddings load_embeddings(const std::string& path);
+/// Throws Error when nothing can be read, the content is none of these, or the words and the
+/// matrix disagree in rows.
+LoadedEmbeddings load_embeddings(const std::string& path,
+                                 VectorsFormat format = VectorsFormat::kAuto);
 
 }  // namespace pagedw2v

@@ -1,10 +1,22 @@
 #include "io/export.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <system_error>
+#include <thread>
 
 #include "error.hpp"
+#include "io/atomic_file.hpp"
+#include "io/hdf5_lock.hpp"
 #include "io/npy.hpp"
 #include "io/word2vec_format.hpp"
 
@@ -15,7 +27,8 @@ constexpr const char* kFormats[] = {"npy", "h5", "bin", "txt"};
 
 void check_format(const std::string& name) {
   if (std::find(std::begin(kFormats), std::end(kFormats), name) == std::end(kFormats)) {
-    throw UsageError("--format: unknown format '" + name + "' (expected npy, h5, bin, txt)");
+    throw UsageError("--format: unknown format '" + name +
+                     "' (expected npy, h5, bin, txt or none)");
   }
 }
 
@@ -23,20 +36,102 @@ bool wants(const ExportOptions& options, const char* format) {
   return std::find(options.formats.begin(), options.formats.end(), format) != options.formats.end();
 }
 
-void make_directory(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create directory '" + dir + "': " + ec.message());
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw Error("cannot create directory '" + dir + "': a file of that name exists");
+/// Runs the tasks at once, one thread each (one after another where no thread can be started);
+/// rethrows the first failure after all have ended.
+void run_all(const std::vector<std::function<void()>>& tasks) {
+  std::vector<std::exception_ptr> errors(tasks.size());
+  auto run = [&](size_t i) {
+    try {
+      tasks[i]();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  size_t started = 0;
+  try {
+    for (; started + 1 < tasks.size(); ++started) threads.emplace_back(run, started);
+  } catch (const std::system_error&) {
+    // No more threads: the rest run here.
+  }
+  for (size_t i = started; i < tasks.size(); ++i) run(i);
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
 }
 
 }  // namespace
 
+StagedFiles::StagedFiles(std::string dir) : dir_(std::move(dir)) {
+  if (dir_.empty()) dir_ = ".";
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  make_directories(dir_);
+  // A directory made exclusively by mkdir, readable only by us: nothing can be planted in it.
+  const std::string probe = temp_name_for(dir_ + "/export");
+  std::remove(probe.c_str());
+  if (::mkdir(probe.c_str(), 0700) != 0) {
+    throw Error("cannot write to '" + dir_ + "': " + std::strerror(errno));
+  }
+  staging_ = probe;
+}
+
+StagedFiles::~StagedFiles() {
+  if (committed_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(staging_, ec);
+}
+
+std::string StagedFiles::path_for(const std::string& name) {
+  if (std::find(names_.begin(), names_.end(), name) == names_.end()) names_.push_back(name);
+  return staging_ + "/" + name;
+}
+
+void StagedFiles::add(const std::string& name, const std::string& contents) {
+  AtomicFile out(path_for(name));
+  out.write(contents);
+  out.commit();
+}
+
+std::vector<std::string> StagedFiles::commit(const std::vector<std::string>& stale) {
+  std::vector<std::string> paths;
+  for (const std::string& name : stale) {
+    if (std::find(names_.begin(), names_.end(), name) != names_.end()) continue;
+    const std::string path = dir_ + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && std::remove(path.c_str()) != 0) {
+      throw Error("cannot remove the older '" + path + "': " + std::strerror(errno));
+    }
+  }
+  for (const std::string& name : names_) {
+    const std::string path = dir_ + "/" + name;
+    if (std::rename((staging_ + "/" + name).c_str(), path.c_str()) != 0) {
+      throw Error("cannot rename onto '" + path + "': " + std::strerror(errno));
+    }
+    paths.push_back(path);
+  }
+  committed_ = true;
+  std::error_code ec;
+  std::filesystem::remove_all(staging_, ec);
+  const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  return paths;
+}
+
+const std::vector<std::string>& export_file_names() {
+  static const std::vector<std::string> names = {
+      "vocab.tsv",   "vectors.npy",         "context_vectors.npy", "embeddings.h5",
+      "vectors.bin", "context_vectors.bin", "vectors.txt",         "context_vectors.txt"};
+  return names;
+}
+
 std::vector<std::string> parse_formats(const std::string& csv) {
   std::vector<std::string> formats;
   size_t start = 0;
+  bool none = false;
   while (start <= csv.size()) {
     size_t end = csv.find(',', start);
     if (end == std::string::npos) end = csv.size();
@@ -45,7 +140,9 @@ std::vector<std::string> parse_formats(const std::string& csv) {
     name = first == std::string::npos
                ? ""
                : name.substr(first, name.find_last_not_of(" \t") + 1 - first);
-    if (!name.empty()) {
+    if (name == "none") {
+      none = true;
+    } else if (!name.empty()) {
       check_format(name);
       if (std::find(formats.begin(), formats.end(), name) == formats.end()) {
         formats.push_back(name);
@@ -53,14 +150,20 @@ std::vector<std::string> parse_formats(const std::string& csv) {
     }
     start = end + 1;
   }
-  if (formats.empty()) {
-    throw UsageError("--format: expected at least one of npy, h5, bin, txt");
+  if (none && !formats.empty()) {
+    throw UsageError("--format: 'none' cannot be combined with other formats");
+  }
+  if (formats.empty() && !none) {
+    throw UsageError("--format: expected at least one of npy, h5, bin, txt (or none)");
   }
   return formats;
 }
 
-void export_model(const std::string& dir, const Vocab& vocab, const Model& model,
-                  const ExportOptions& options) {
+namespace {
+
+/// Throws for a request that cannot be written, before anything is.
+void check_request(const std::string& dir, const Vocab& vocab, const Model& model,
+                   const ExportOptions& options) {
   for (const std::string& name : options.formats) check_format(name);
   if (model.input.rows() != vocab.size()) {
     throw Error("cannot export to '" + dir + "': the vocabulary has " +
@@ -72,24 +175,56 @@ void export_model(const std::string& dir, const Vocab& vocab, const Model& model
     throw Error("cannot export to '" + dir +
                 "': the context vectors and the vectors differ in shape");
   }
+}
 
-  make_directory(dir);
-  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  vocab.save_tsv(base + "vocab.tsv");
-  if (wants(options, "npy")) {
-    write_npy(base + "vectors.npy", model.input.data(), model.input.rows(), model.input.dim(),
-              model.input.stride());
-    if (options.save_context) {
-      write_npy(base + "context_vectors.npy", model.output.data(), model.output.rows(),
-                model.output.dim(), model.output.stride());
+}  // namespace
+
+void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
+                  const ExportOptions& options) {
+  check_request(files.dir(), vocab, model, options);
+  if (options.formats.empty()) return;
+
+  // Paths are named here, in a fixed order, so that the list commit() returns does not depend on
+  // which thread finishes first.
+  std::vector<std::function<void()>> tasks;
+  const std::string vocab_path = files.path_for("vocab.tsv");
+  tasks.push_back([&vocab, vocab_path] { vocab.save_tsv(vocab_path); });
+  auto table_task = [&](const char* format, const char* name, const HostTable& table) {
+    const std::string path = files.path_for(name);
+    if (std::strcmp(format, "npy") == 0) {
+      tasks.push_back([&table, path] {
+        write_npy(path, table.data(), table.rows(), table.dim(), table.stride());
+      });
+    } else if (std::strcmp(format, "bin") == 0) {
+      tasks.push_back([&vocab, &table, path] { write_word2vec_bin(path, vocab, table); });
+    } else {
+      tasks.push_back([&vocab, &table, path] { write_word2vec_txt(path, vocab, table); });
     }
+  };
+  for (const char* format : {"npy", "bin", "txt"}) {
+    if (!wants(options, format)) continue;
+    const std::string suffix = std::string(".") + format;
+    table_task(format, ("vectors" + suffix).c_str(), model.input);
+    if (options.save_context)
+      table_task(format, ("context_vectors" + suffix).c_str(), model.output);
   }
   if (wants(options, "h5")) {
-    write_embeddings_h5(base + "embeddings.h5", vocab, model.input,
-                        options.save_context ? &model.output : nullptr, options.attributes);
+    const std::string path = files.path_for("embeddings.h5");
+    tasks.push_back([&, path] {
+      const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
+      write_embeddings_h5(path, vocab, model.input, options.save_context ? &model.output : nullptr,
+                          options.attributes);
+    });
   }
-  if (wants(options, "bin")) write_word2vec_bin(base + "vectors.bin", vocab, model.input);
-  if (wants(options, "txt")) write_word2vec_txt(base + "vectors.txt", vocab, model.input);
+  run_all(tasks);
+}
+
+std::vector<std::string> export_model(const std::string& dir, const Vocab& vocab,
+                                      const Model& model, const ExportOptions& options) {
+  check_request(dir, vocab, model, options);
+  StagedFiles files(dir);
+  write_export(files, vocab, model, options);
+  return files.commit(export_file_names());
 }
 
 }  // namespace pagedw2v

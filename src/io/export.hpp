@@ -2,14 +2,20 @@
 /// @file export.hpp
 /// Writing a trained model to a run directory:
 ///
-///     DIR/vocab.tsv             word<TAB>count, one line per row (always)
+///     DIR/vocab.tsv             word<TAB>count, one line per row (with any format)
 ///     DIR/vectors.npy           [V, D] float32 input vectors            (format "npy")
 ///     DIR/context_vectors.npy   [V, D] float32 output vectors           ("npy" + save_context)
-///     DIR/embeddings.h5         vectors, vocabulary, attributes          (format "h5")
+///     DIR/embeddings.h5         vectors (+ /context_vectors), vocabulary, attributes ("h5")
 ///     DIR/vectors.bin           word2vec.c binary                        (format "bin")
+///     DIR/context_vectors.bin   the output vectors, word2vec.c binary    ("bin" + save_context)
 ///     DIR/vectors.txt           word2vec.c text                          (format "txt")
+///     DIR/context_vectors.txt   the output vectors, word2vec.c text      ("txt" + save_context)
 ///
-/// Every file is written to a temporary name and renamed into place when complete.
+/// The files of one export are a set: they are all written under a temporary directory inside DIR
+/// (`DIR/export.RANDOM.tmp-PID/`) and moved into DIR only when every one is complete, and the
+/// export files of other formats that an older export left in DIR are removed then, so DIR never
+/// holds a new vocab.tsv beside older vectors. A failure leaves DIR as it was. The formats are
+/// written at the same time, one thread each.
 
 #include <string>
 #include <vector>
@@ -21,22 +27,60 @@
 namespace pagedw2v {
 
 struct ExportOptions {
-  /// Any of "npy", "h5", "bin", "txt".
+  /// Any of "npy", "h5", "bin", "txt"; empty for none (no file at all).
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
-  /// Also write the output (context) vectors: context_vectors.npy and /context_vectors.
+  /// Also write the output (context) vectors, in every format asked for.
   bool save_context = false;
   /// Stored on the root group of embeddings.h5.
   std::vector<Attribute> attributes;
 };
 
-/// Creates `dir` (and its parents) when needed and writes the files above. Throws Error when the
-/// directory cannot be created or a file cannot be written, and UsageError for an unknown format.
-void export_model(const std::string& dir, const Vocab& vocab, const Model& model,
+/// Files that are written under a temporary directory inside `dir` and moved into `dir` together.
+/// Destroyed before commit(), it removes the temporary directory and all it holds.
+class StagedFiles {
+ public:
+  /// Creates `dir` (and its parents) when needed and the temporary directory in it; throws Error
+  /// naming the directory when either cannot be created.
+  explicit StagedFiles(std::string dir);
+  ~StagedFiles();
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  /// Where to write the file `name` (no directory part) so that commit() moves it into dir().
+  std::string path_for(const std::string& name);
+  /// The names staged so far, in order.
+  const std::vector<std::string>& names() const { return names_; }
+  /// Writes `contents` as the file `name`.
+  void add(const std::string& name, const std::string& contents);
+  /// Moves every staged file into dir(), removes `stale` names that are not part of this set,
+  /// fsyncs the directory and returns the final paths in the order they were staged.
+  std::vector<std::string> commit(const std::vector<std::string>& stale = {});
+
+ private:
+  std::string dir_;
+  std::string staging_;
+  std::vector<std::string> names_;
+  bool committed_ = false;
+};
+
+/// The names of every file an export may write (vocab.tsv, vectors.npy, …).
+const std::vector<std::string>& export_file_names();
+
+/// Writes the export files of `model` (above) into `files`, all formats at once; the caller
+/// commits. Throws Error when a file cannot be written, UsageError for an unknown format.
+void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
                   const ExportOptions& options);
 
-/// Parses `--format`'s comma-separated list ("npy,h5"), dropping repeats. Throws
-/// UsageError("--format: unknown format 'x' (expected npy, h5, bin, txt)") for an unknown name
-/// and UsageError when the list is empty.
+/// Creates `dir` (and its parents) when needed, writes the files above and commits them as a set.
+/// Returns the paths written. Throws Error when the directory cannot be created or a file cannot
+/// be written (nothing in `dir` changes then), and UsageError for an unknown format.
+std::vector<std::string> export_model(const std::string& dir, const Vocab& vocab,
+                                      const Model& model, const ExportOptions& options);
+
+/// Parses `--format`'s comma-separated list ("npy,h5"), dropping repeats; "none" alone is the
+/// empty list. Throws UsageError("--format: unknown format 'x' (expected npy, h5, bin, txt or
+/// none)") for an unknown name and UsageError when the list is empty.
 std::vector<std::string> parse_formats(const std::string& csv);
 
 }  // namespace pagedw2v

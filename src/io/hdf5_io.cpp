@@ -1,17 +1,23 @@
 #include "io/hdf5_io.hpp"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
+#include "config.hpp"
 #include "error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/checksum.hpp"
+#include "io/isolated_call.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -211,9 +217,114 @@ class VlenReclaim {
   void* buf_;
 };
 
-bool has_link(const Checker& h5, hid_t location, const char* name) {
-  return h5.check(H5Lexists(location, name, H5P_DEFAULT), std::string("cannot look up ") + name) >
-         0;
+// The user block at the start of our files holds one line, written after libhdf5 closed the file:
+//     pagedw2v-xxh64 <16 hex digits> <file size>\n
+// the XXH64 of every byte after the user block. libhdf5 and h5py skip the user block.
+constexpr hsize_t kUserBlockBytes = 512;
+constexpr char kIntegrityTag[] = "pagedw2v-xxh64 ";
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  operator int() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+void write_integrity_record(const Checker& h5, const std::string& temp) {
+  Fd fd(::open(temp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (fd < 0) h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) h5.fail(std::string("cannot stat the file: ") + std::strerror(errno));
+  const auto size = static_cast<uint64_t>(st.st_size);
+  char signature[8] = {};
+  if (size < kUserBlockBytes + sizeof signature ||
+      ::pread(fd, signature, sizeof signature, kUserBlockBytes) != sizeof signature ||
+      std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof signature) != 0) {
+    h5.fail("the file has no user block to hold its checksum");
+  }
+  const uint64_t hash = xxh64_of_file(fd, kUserBlockBytes, size - kUserBlockBytes, temp);
+  char line[96];
+  const int n =
+      std::snprintf(line, sizeof line, "%s%016" PRIx64 " %" PRIu64 "\n", kIntegrityTag, hash, size);
+  if (::pwrite(fd, line, static_cast<size_t>(n), 0) != n) {
+    h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
+  }
+  if (::close(fd.release()) != 0) {
+    h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
+  }
+}
+
+// A dataset's storage as the file declares it, checked before anything is allocated for it:
+// no storage outside the file (external raw data, virtual datasets), no filter but the standard
+// ones, and no more values than the bytes that hold them can give.
+void check_storage(const Checker& h5, hid_t set, const std::string& label, uint64_t file_size) {
+  const std::string what = "cannot read " + label;
+  Hid plist = h5.make(H5Dget_create_plist(set), H5Pclose, what);
+  const H5D_layout_t layout = H5Pget_layout(plist);
+  if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT) {
+    h5.fail(label + " keeps its data outside the file, which this program does not read");
+  }
+  if (h5.check(H5Pget_external_count(plist), what) > 0) {
+    h5.fail(label + " keeps its data in external files, which this program does not read");
+  }
+  const int nfilters = h5.check(H5Pget_nfilters(plist), what);
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0;
+    size_t nvalues = 0;
+    unsigned config = 0;
+    const H5Z_filter_t id = H5Pget_filter2(plist, static_cast<unsigned>(i), &flags, &nvalues,
+                                           nullptr, 0, nullptr, &config);
+    if (id != H5Z_FILTER_DEFLATE && id != H5Z_FILTER_SHUFFLE && id != H5Z_FILTER_FLETCHER32) {
+      h5.fail(label + " is stored through filter " + std::to_string(id) +
+              ", which this program does not read (only deflate, shuffle and fletcher32)");
+    }
+  }
+  Hid type = h5.make(H5Dget_type(set), H5Tclose, what);
+  Hid space = h5.make(H5Dget_space(set), H5Sclose, what);
+  const hssize_t points = H5Sget_simple_extent_npoints(space);
+  if (points < 0) h5.fail(what);
+  const size_t type_size = H5Tget_size(type);
+  if (type_size == 0) h5.fail(what);
+  const long double declared = static_cast<long double>(points) * type_size;
+  const auto stored = static_cast<long double>(H5Dget_storage_size(set));
+  if (stored > static_cast<long double>(file_size)) {
+    h5.fail(label + " declares more storage than the file holds");
+  }
+  // deflate packs at most 1032 bytes into one, so compressed data is bounded by its storage too.
+  const long double most = nfilters > 0 ? stored * 1032.0L : stored;
+  if (declared > most) h5.fail(label + " holds less data than its shape needs");
+}
+
+// Whether the dataset `name` ("a/b/c") exists, each step a hard link: soft and external links
+// would make the file name another object or another file, so they are refused.
+bool has_dataset(const Checker& h5, hid_t location, const std::string& name) {
+  size_t end = 0;
+  while (end != std::string::npos) {
+    end = name.find('/', end + 1);
+    const std::string step = name.substr(0, end);
+    const std::string what = "cannot look up /" + step;
+    if (h5.check(H5Lexists(location, step.c_str(), H5P_DEFAULT), what) <= 0) return false;
+#if H5_VERSION_GE(1, 12, 0)
+    H5L_info2_t info{};
+    h5.check(H5Lget_info2(location, step.c_str(), &info, H5P_DEFAULT), what);
+#else
+    H5L_info_t info{};
+    h5.check(H5Lget_info(location, step.c_str(), &info, H5P_DEFAULT), what);
+#endif
+    if (info.type != H5L_TYPE_HARD) {
+      h5.fail("/" + step + " is a link to another object or file, which this program does not " +
+              "follow");
+    }
+  }
+  return true;
 }
 
 // The extent of a 1-D or 2-D dataset; fails unless it has `rank` dimensions.
@@ -277,21 +388,30 @@ std::vector<std::string> read_strings(const Checker& h5, hid_t set, uint64_t n,
   return out;
 }
 
-void require_file(const std::string& path) {
+uint64_t require_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw Error("cannot read '" + path + "': " + std::strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) throw Error("cannot read '" + path + "': not a regular file");
+  return static_cast<uint64_t>(st.st_size);
 }
 
-Hid open_for_reading(const Checker& h5, const std::string& path) {
-  require_file(path);
+// An open file and its size, the bound of every size it declares.
+struct OpenFile {
+  Hid file;
+  uint64_t size = 0;
+};
+
+OpenFile open_for_reading(const Checker& h5, const std::string& path) {
+  OpenFile f;
+  f.size = require_file(path);
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 == 0) h5.fail("not an HDF5 file");
   h5.check(is_hdf5, "cannot open the file");
-  return h5.make(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
-                 "cannot open the file");
+  f.file =
+      h5.make(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose, "cannot open the file");
+  return f;
 }
 
 // Called by H5Aiterate2 from C: must not throw, so it only collects the names.
@@ -305,7 +425,7 @@ herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* data) {
 }
 
 // Appends the attribute `name` of `object` to `out` when it is a scalar number or string.
-void read_attribute(const Checker& h5, hid_t object, const std::string& name,
+void read_attribute(const Checker& h5, hid_t object, const std::string& name, uint64_t file_size,
                     std::vector<Attribute>& out) {
   const std::string what = "cannot read attribute '" + name + "'";
   Hid attr = h5.make(H5Aopen(object, name.c_str(), H5P_DEFAULT), H5Aclose, what);
@@ -334,6 +454,7 @@ void read_attribute(const Checker& h5, hid_t object, const std::string& name,
         out.push_back({name, std::string(s != nullptr ? s : "")});
       } else {
         const size_t size = H5Tget_size(type);
+        if (size == 0 || size > file_size) h5.fail(what + " (its size is damaged)");
         std::string s(size, '\0');
         Hid mem_type = h5.make(H5Tcopy(H5T_C_S1), H5Tclose, what);
         h5.check(H5Tset_size(mem_type, size), what);
@@ -368,7 +489,9 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
   const std::string temp = temp_name_for(path);
   TempFile temp_file(temp);
   {
-    Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+    Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
+    h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
+    Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, create, H5P_DEFAULT), H5Fclose,
                        "cannot create the file");
     write_matrix(h5, file, "vectors", vectors);
     if (context != nullptr) write_matrix(h5, file, "context_vectors", *context);
@@ -411,22 +534,87 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
 
     Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
     for (const Attribute& attribute : attributes) write_attribute(h5, root, attribute);
+    // Every file records the version that wrote it (unless the caller copies an older file's).
+    bool has_version = false;
+    for (const Attribute& a : attributes) has_version = has_version || a.name == kVersionAttribute;
+    if (!has_version) write_attribute(h5, root, {kVersionAttribute, std::string(version())});
     h5.check(root.close(), "cannot write the attributes");
     h5.check(file.close(), "cannot close the file");
   }
+  write_integrity_record(h5, temp);
   temp_file.release();
   commit_file(temp, path);
 }
 
-LoadedEmbeddings read_embeddings_h5(const std::string& path) {
+void seal_h5_file(const std::string& path) {
+  write_integrity_record(Checker("cannot write '" + path + "': "), path);
+}
+
+H5Integrity h5_integrity(const std::string& path) {
+  const std::string prefix = "cannot read '" + path + "': ";
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd < 0) throw Error(prefix + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(prefix + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(prefix + "not a regular file");
+  char line[64] = {};
+  const ssize_t got = ::pread(fd, line, sizeof line - 1, 0);
+  const size_t tag = sizeof kIntegrityTag - 1;
+  if (got < static_cast<ssize_t>(tag) || std::memcmp(line, kIntegrityTag, tag) != 0) {
+    return H5Integrity::kNone;
+  }
+  const char* p = line + tag;
+  char* end = nullptr;
+  uint64_t want_hash = 0;
+  uint64_t want_size = 0;
+  bool ok = std::strspn(p, "0123456789abcdef") == 16 && p[16] == ' ';
+  if (ok) {
+    want_hash = std::strtoull(p, &end, 16);
+    p += 17;
+    ok = std::strspn(p, "0123456789") > 0 && std::strspn(p, "0123456789") <= 20;
+  }
+  if (ok) {
+    errno = 0;
+    want_size = std::strtoull(p, &end, 10);
+    ok = errno == 0 && *end == '\n';
+  }
+  if (!ok) throw Error(prefix + "the file is damaged (its checksum record cannot be read)");
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size != want_size || size < kUserBlockBytes) {
+    throw Error(prefix + "the file is damaged (" + std::to_string(size) + " bytes, written with " +
+                std::to_string(want_size) + ")");
+  }
+  if (xxh64_of_file(fd, kUserBlockBytes, size - kUserBlockBytes, path) != want_hash) {
+    throw Error(prefix + "the file is damaged (its checksum does not match its contents)");
+  }
+  return H5Integrity::kVerified;
+}
+
+void vet_h5_file(const std::string& path, const std::function<void()>& trial) {
+  if (h5_integrity(path) == H5Integrity::kVerified) return;
+  const uint64_t size = require_file(path);
+  IsolationLimits limits;
+  // Time and memory in proportion to the file: a parse needs about one pass over its bytes, and
+  // the values it holds (compression is refused beyond deflate's bound).
+  limits.seconds = 5.0 + static_cast<double>(size) / 50e6;
+  limits.memory_bytes = (uint64_t{1} << 30) + 4 * size;
+  run_isolated("cannot read '" + path + "': ", limits, trial);
+}
+
+LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
+  if (check == H5Check::kVet) {
+    vet_h5_file(path, [&] { (void)read_embeddings_h5(path, H5Check::kAlreadyVetted); });
+  }
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
-  Hid file = open_for_reading(h5, path);
+  OpenFile open = open_for_reading(h5, path);
+  Hid& file = open.file;
 
   LoadedEmbeddings e;
-  if (!has_link(h5, file, "vectors")) h5.fail("no /vectors dataset");
+  if (!has_dataset(h5, file, "vectors")) h5.fail("no /vectors dataset");
   {
     Hid set = h5.make(H5Dopen2(file, "vectors", H5P_DEFAULT), H5Dclose, "cannot open /vectors");
+    check_storage(h5, set, "/vectors", open.size);
     Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read /vectors");
     if (H5Tget_class(type) != H5T_FLOAT) h5.fail("/vectors is not floating point");
     const std::vector<hsize_t> dims = extent(h5, set, 2, "/vectors");
@@ -436,15 +624,6 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path) {
     }
     e.rows = dims[0];
     e.dim = static_cast<uint32_t>(dims[1]);
-    // An unchunked dataset stores every value, so a shape its storage cannot hold is a damaged
-    // file, caught before allocating for it. (Chunked data may be compressed: no such bound.)
-    Hid plist = h5.make(H5Dget_create_plist(set), H5Pclose, "cannot read /vectors");
-    if (H5Pget_layout(plist) != H5D_CHUNKED) {
-      const long double want = static_cast<long double>(e.rows) * e.dim * H5Tget_size(type);
-      if (static_cast<long double>(H5Dget_storage_size(set)) < want) {
-        h5.fail("/vectors holds less data than its shape needs");
-      }
-    }
     resize_or_fail(h5, e.vectors, e.rows * e.dim, "/vectors");
     if (!e.vectors.empty()) {
       h5.check(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.vectors.data()),
@@ -452,12 +631,11 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path) {
     }
   }
 
-  if (!has_link(h5, file, "vocab") || !has_link(h5, file, "vocab/words")) {
-    h5.fail("no /vocab/words dataset");
-  }
+  if (!has_dataset(h5, file, "vocab/words")) h5.fail("no /vocab/words dataset");
   {
     Hid set =
         h5.make(H5Dopen2(file, "vocab/words", H5P_DEFAULT), H5Dclose, "cannot open /vocab/words");
+    check_storage(h5, set, "/vocab/words", open.size);
     const std::vector<hsize_t> dims = extent(h5, set, 1, "/vocab/words");
     if (dims[0] != e.rows) {
       h5.fail("/vocab/words has " + std::to_string(dims[0]) + " words but /vectors " +
@@ -466,9 +644,10 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path) {
     e.words = read_strings(h5, set, dims[0], "/vocab/words");
   }
 
-  if (has_link(h5, file, "vocab/counts")) {
+  if (has_dataset(h5, file, "vocab/counts")) {
     Hid set =
         h5.make(H5Dopen2(file, "vocab/counts", H5P_DEFAULT), H5Dclose, "cannot open /vocab/counts");
+    check_storage(h5, set, "/vocab/counts", open.size);
     Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read /vocab/counts");
     if (H5Tget_class(type) != H5T_INTEGER) h5.fail("/vocab/counts does not hold integers");
     const std::vector<hsize_t> dims = extent(h5, set, 1, "/vocab/counts");
@@ -493,10 +672,14 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path) {
 }
 
 std::vector<Attribute> read_attributes_h5(const std::string& path,
-                                          const std::vector<std::string>& only) {
+                                          const std::vector<std::string>& only, H5Check check) {
+  if (check == H5Check::kVet) {
+    vet_h5_file(path, [&] { (void)read_attributes_h5(path, only, H5Check::kAlreadyVetted); });
+  }
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
-  Hid file = open_for_reading(h5, path);
+  OpenFile open = open_for_reading(h5, path);
+  Hid& file = open.file;
   Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
   std::vector<std::string> names;
   if (only.empty()) {
@@ -513,19 +696,25 @@ std::vector<Attribute> read_attributes_h5(const std::string& path,
     }
   }
   std::vector<Attribute> out;
-  for (const std::string& name : names) read_attribute(h5, root, name, out);
+  for (const std::string& name : names) read_attribute(h5, root, name, open.size, out);
   return out;
 }
 
-void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out) {
+void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out,
+                    H5Check check) {
+  if (check == H5Check::kVet) {
+    vet_h5_file(path, [&] { read_matrix_h5(path, name, out, H5Check::kAlreadyVetted); });
+  }
   const uint64_t rows = out.rows();
   const uint32_t dim = out.dim();
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
-  Hid file = open_for_reading(h5, path);
+  OpenFile open = open_for_reading(h5, path);
+  Hid& file = open.file;
   const std::string label = "/" + name;
-  if (!has_link(h5, file, name.c_str())) h5.fail("no " + label + " dataset");
+  if (!has_dataset(h5, file, name)) h5.fail("no " + label + " dataset");
   Hid set = h5.make(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, "cannot open " + label);
+  check_storage(h5, set, label, open.size);
   Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read " + label);
   if (H5Tget_class(type) != H5T_FLOAT) h5.fail(label + " is not floating point");
   const std::vector<hsize_t> dims = extent(h5, set, 2, label);

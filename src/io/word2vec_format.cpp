@@ -1,14 +1,17 @@
 #include "io/word2vec_format.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <vector>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "mapped_file.hpp"
 #include "tokenizer.hpp"
+#include "utf8.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -182,14 +185,114 @@ void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostT
 
 LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {
   const MappedFile file(path);
-  Reader in(path, file.view(), binary);
+  return parse_word2vec(file.view(), path,
+                        binary ? Word2vecLayout::kBinary : Word2vecLayout::kText);
+}
+
+namespace {
+
+// The fields of the first line of `bytes` (at most `limit` bytes looked at), split at blanks.
+std::vector<std::string_view> first_line_fields(std::string_view bytes, size_t limit,
+                                                size_t* line_end) {
+  const size_t newline = bytes.find('\n');
+  const size_t end = std::min(newline == std::string_view::npos ? bytes.size() : newline, limit);
+  *line_end = newline == std::string_view::npos ? bytes.size() : newline + 1;
+  std::vector<std::string_view> fields;
+  size_t i = 0;
+  while (i < end) {
+    while (i < end && is_blank(bytes[i])) ++i;
+    const size_t start = i;
+    while (i < end && !is_blank(bytes[i])) ++i;
+    if (i > start) fields.push_back(bytes.substr(start, i - start));
+  }
+  return fields;
+}
+
+bool is_unsigned(std::string_view f, uint64_t* value) {
+  const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), *value);
+  return !f.empty() && ec == std::errc() && end == f.data() + f.size();
+}
+
+bool is_float(std::string_view f) {
+  if (!f.empty() && f.front() == '+') f.remove_prefix(1);
+  float v = 0;
+  const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+  return !f.empty() && ec == std::errc() && end == f.data() + f.size();
+}
+
+// A word followed by numbers only: a row of a text file.
+bool is_text_row(const std::vector<std::string_view>& fields, uint64_t dim) {
+  if (fields.size() < 2 || (dim > 0 && fields.size() != dim + 1)) return false;
+  for (size_t i = 1; i < fields.size(); ++i) {
+    if (!is_float(fields[i])) return false;
+  }
+  return true;
+}
+
+constexpr size_t kSniffBytes = size_t{1} << 20;
+
+}  // namespace
+
+Word2vecLayout sniff_word2vec(std::string_view bytes) {
+  size_t header_end = 0;
+  const std::vector<std::string_view> first = first_line_fields(bytes, kSniffBytes, &header_end);
+  uint64_t rows = 0;
+  uint64_t dim = 0;
+  if (first.size() == 2 && is_unsigned(first[0], &rows) && is_unsigned(first[1], &dim) && dim > 0) {
+    const std::string_view rest = bytes.substr(header_end);
+    if (rows == 0 || rest.empty()) return Word2vecLayout::kText;
+    size_t unused = 0;
+    // A text row of the announced dimension; anything else after a header is binary.
+    if (is_text_row(first_line_fields(rest, kSniffBytes, &unused), dim)) {
+      return Word2vecLayout::kText;
+    }
+    // A binary row: a word without blanks or line breaks, a space, then dim floats.
+    const size_t space = rest.find(' ');
+    if (space != std::string_view::npos && space > 0 && space < kSniffBytes &&
+        rest.substr(0, space).find_first_of("\n\t\r") == std::string_view::npos) {
+      return Word2vecLayout::kBinary;
+    }
+    return Word2vecLayout::kUnknown;
+  }
+  if (is_text_row(first, 0)) return Word2vecLayout::kHeaderlessText;
+  return Word2vecLayout::kUnknown;
+}
+
+LoadedEmbeddings parse_word2vec(std::string_view bytes, const std::string& path,
+                                Word2vecLayout layout) {
+  const bool binary = layout == Word2vecLayout::kBinary;
+  if (layout == Word2vecLayout::kUnknown) {
+    throw Error("cannot read '" + path + "': not word2vec, GloVe or fastText vectors");
+  }
+  Reader in(path, bytes, binary);
   if (in.at_end()) in.fail_unnumbered("empty file (expected the header \"V D\")");
 
-  const uint64_t rows = in.unsigned_field("V");
-  const uint64_t dim = in.unsigned_field("D");
-  in.end_line();
+  uint64_t rows = 0;
+  uint64_t dim = 0;
+  if (layout == Word2vecLayout::kHeaderlessText) {
+    // GloVe: no header; the first line gives the dimension, the non-blank lines the rows.
+    size_t unused = 0;
+    const std::vector<std::string_view> first = first_line_fields(bytes, bytes.size(), &unused);
+    if (first.size() < 2) in.fail("expected a word and its values");
+    dim = first.size() - 1;
+    size_t pos = 0;
+    while (pos < bytes.size()) {
+      size_t end = bytes.find('\n', pos);
+      if (end == std::string_view::npos) end = bytes.size();
+      for (size_t i = pos; i < end; ++i) {
+        if (!is_blank(bytes[i])) {
+          ++rows;
+          break;
+        }
+      }
+      pos = end + 1;
+    }
+  } else {
+    rows = in.unsigned_field("V");
+    dim = in.unsigned_field("D");
+    in.end_line();
+  }
   if (dim > std::numeric_limits<uint32_t>::max()) in.fail_unnumbered("dimension too large");
-
   // Every row takes at least this many bytes, so the header cannot ask for more memory than the
   // file could fill.
   const uint64_t min_row = binary ? 2 + dim * sizeof(float) : 1 + 2 * dim;
@@ -209,6 +312,13 @@ LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {
       in.set_row(r + 1);
       const std::string_view w = in.binary_word();
       if (w.empty()) in.fail("empty word");
+      // A word written with a space in it shifts every later row: its next part and the vector
+      // bytes then read as words, which gensim (UTF-8, strict) refuses as well.
+      bool control = false;
+      for (const char c : w) control = control || static_cast<unsigned char>(c) < 0x20;
+      if (control || !is_valid_utf8(w)) {
+        in.fail("the word is not UTF-8 text (a word with a space, or a damaged row)");
+      }
       e.words.emplace_back(w);
       const char* row = in.take(dim * sizeof(float));
       if (dim > 0) std::memcpy(out, row, dim * sizeof(float));

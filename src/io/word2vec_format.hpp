@@ -7,8 +7,11 @@
 ///     text:    "V D\n", then per word: word ' ' v1 ' ' … vD '\n'
 ///
 /// Text values are written with the fewest digits that read back to the same float32.
+///
+/// The text format is also fastText's `.vec`; GloVe writes it without the header line.
 
 #include <string>
+#include <string_view>
 
 #include "host_table.hpp"
 #include "io/embeddings.hpp"
@@ -29,5 +32,22 @@ void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostT
 /// end in "\r\n" or trailing spaces. Counts are not stored, so `counts` is empty. Throws Error
 /// naming `path` on malformed or truncated input.
 LoadedEmbeddings read_word2vec(const std::string& path, bool binary);
+
+/// The layouts of a file of words and vectors.
+enum class Word2vecLayout {
+  kBinary,          ///< word2vec.c `-binary 1`, gensim's binary: header, then float32 rows
+  kText,            ///< word2vec.c `-binary 0`, gensim's text, fastText's `.vec`: header, text rows
+  kHeaderlessText,  ///< GloVe: text rows without the "V D" header
+  kUnknown,
+};
+
+/// Tells the layout from the first bytes: a "V D" header followed by a text row of D values is
+/// text, followed by anything else binary; a first line of a word and numbers is headerless text.
+Word2vecLayout sniff_word2vec(std::string_view bytes);
+
+/// Reads `bytes` laid out as `layout`, with the tolerance of read_word2vec(); `path` names the
+/// file in messages. A headerless file takes its dimension from the first line.
+LoadedEmbeddings parse_word2vec(std::string_view bytes, const std::string& path,
+                                Word2vecLayout layout);
 
 }  // namespace pagedw2v

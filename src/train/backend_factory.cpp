@@ -21,6 +21,25 @@ bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, Optimi
   return false;
 }
 
+void check_device(DeviceKind device) {
+  if (device != DeviceKind::kCuda) return;
+#ifdef PAGEDW2V_HAVE_CUDA
+  if (!cuda_device_available()) {
+    throw Error("--device cuda: no CUDA device is available (use --device cpu)");
+  }
+#else
+  throw UsageError("--device cuda: this build has no CUDA backend (use --device cpu)");
+#endif
+}
+
+DeviceKind resolve_device(DeviceKind device) {
+  if (device != DeviceKind::kAuto) return device;
+#ifdef PAGEDW2V_HAVE_CUDA
+  if (cuda_device_available()) return DeviceKind::kCuda;
+#endif
+  return DeviceKind::kCpu;
+}
+
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
                                       uint32_t threads, const GpuOptions& gpu) {
 #ifdef PAGEDW2V_HAVE_CUDA

@@ -17,6 +17,13 @@ namespace pagedw2v {
 bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
                           const GpuOptions& gpu);
 
+/// Checks, before any work, that `device` can be used: throws what make_backend() would throw
+/// for --device cuda in a build without CUDA or on a machine without a GPU.
+void check_device(DeviceKind device);
+
+/// The device `device` resolves to on this machine: kAuto becomes kCuda or kCpu.
+DeviceKind resolve_device(DeviceKind device);
+
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
                                       uint32_t threads, const GpuOptions& gpu = {});

@@ -6,22 +6,39 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <mutex>
+#include <system_error>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/hdf5_lock.hpp"
 #include "string_index.hpp"
+#include "tokenizer.hpp"
 
 namespace pagedw2v {
 namespace {
 
 constexpr const char* kOptionPrefix = "option.";
 
-/// Options a checkpoint records: the model's and the schedule's.
+/// Options a checkpoint records: the model's, the schedule's, and how the run used the CPU (a
+/// resumed run keeps its thread count and determinism).
 bool recorded(const OptionSpec& spec) {
-  return spec.is_model || spec.name == "corpus" || spec.name == "epochs";
+  return spec.is_model || spec.name == "corpus" || spec.name == "epochs" ||
+         spec.name == "threads" || spec.name == "deterministic";
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 const Attribute* find(const std::vector<Attribute>& attrs, const std::string& name) {
@@ -40,12 +57,62 @@ int64_t int_attr(const std::vector<Attribute>& attrs, const std::string& name,
   return std::get<int64_t>(a->value);
 }
 
+/// An integer attribute that must lie in [0, most].
+uint64_t bounded_attr(const std::vector<Attribute>& attrs, const std::string& name, uint64_t most,
+                      const std::string& path) {
+  const int64_t v = int_attr(attrs, name, path);
+  if (v < 0 || static_cast<uint64_t>(v) > most) {
+    throw Error("checkpoint '" + path + "' is damaged: '" + name + "' is " + std::to_string(v) +
+                ", outside 0.." + std::to_string(most));
+  }
+  return static_cast<uint64_t>(v);
+}
+
 /// The dataset of state table `k` of the input or output table.
 std::string state_dataset(const char* table, uint32_t k) {
   return std::string("optimizer/") + table + "_" + std::to_string(k);
 }
 
+/// Bytes of the tables and optimizer state of `model`.
+uint64_t model_bytes(const Model& model) {
+  uint64_t bytes = model.input.bytes() + model.output.bytes();
+  for (const HostTable& t : model.input_state) bytes += t.bytes();
+  for (const HostTable& t : model.output_state) bytes += t.bytes();
+  return bytes;
+}
+
+/// Memory the system could give without swapping (MemAvailable); 0 where it does not say.
+uint64_t available_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "MemAvailable:", 13) == 0) {
+      kib = std::strtoull(line + 13, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
+/// Whether a copy of `model` fits in available memory with a quarter to spare: Linux grants more
+/// than it has, so an allocation that succeeds can still end in the OOM killer.
+bool snapshot_fits(const Model& model) {
+  const uint64_t need = model_bytes(model);
+  const uint64_t available = available_memory();
+  return available == 0 || need + need / 4 <= available;
+}
+
 }  // namespace
+
+bool checkpoint_records(const std::string& name) {
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == name) return recorded(spec);
+  }
+  return false;
+}
 
 CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
   CorpusFingerprint f;
@@ -89,17 +156,21 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
     state.push_back({state_dataset("input", k), &model.input_state[k]});
     state.push_back({state_dataset("output", k), &model.output_state[k]});
   }
+  const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
   write_embeddings_h5(path, vocab, model.input, &model.output, attrs, state);
 }
 
-Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+namespace {
+
+Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+  const H5Check vetted = H5Check::kAlreadyVetted;
   std::vector<std::string> names = {"format",       "format_version",   "epoch",
                                     "block",        "words_done",       "lr",
                                     "corpus_words", "corpus_sentences", "corpus_hash"};
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) names.push_back(kOptionPrefix + spec.name);
   }
-  const std::vector<Attribute> attrs = read_attributes_h5(path, names);
+  const std::vector<Attribute> attrs = read_attributes_h5(path, names, vetted);
   const Attribute* version = find(attrs, "format_version");
   if (version == nullptr || find(attrs, "format") == nullptr) {
     throw Error("'" + path + "' is not a pagedw2v checkpoint");
@@ -121,19 +192,50 @@ Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& int
     }
   }
   ck.config.given.clear();
-  ck.position.epoch = static_cast<uint32_t>(int_attr(attrs, "epoch", path));
-  ck.position.block = static_cast<uint64_t>(int_attr(attrs, "block", path));
-  ck.position.words_done = static_cast<uint64_t>(int_attr(attrs, "words_done", path));
-  ck.corpus.words = static_cast<uint64_t>(int_attr(attrs, "corpus_words", path));
-  ck.corpus.sentences = static_cast<uint64_t>(int_attr(attrs, "corpus_sentences", path));
+  // Every position is checked against what the run could have reached: a damaged number must
+  // not skip epochs or reach the output.
+  constexpr uint64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  ck.corpus.words = bounded_attr(attrs, "corpus_words", kMaxInt64, path);
+  ck.corpus.sentences = bounded_attr(attrs, "corpus_sentences", ck.corpus.words, path);
   ck.corpus.hash = static_cast<uint64_t>(int_attr(attrs, "corpus_hash", path));
+  ck.position.epoch = static_cast<uint32_t>(bounded_attr(attrs, "epoch", ck.config.epochs, path));
+  ck.position.block = bounded_attr(
+      attrs, "block", ck.position.epoch == ck.config.epochs ? 0 : ck.corpus.sentences, path);
+  const unsigned __int128 most_words =
+      static_cast<unsigned __int128>(ck.position.epoch + 1) * ck.corpus.words;
+  ck.position.words_done =
+      bounded_attr(attrs, "words_done",
+                   most_words > kMaxInt64 ? kMaxInt64 : static_cast<uint64_t>(most_words), path);
   if (const Attribute* lr = find(attrs, "lr"); lr && std::holds_alternative<double>(lr->value)) {
-    ck.lr = static_cast<float>(std::get<double>(lr->value));
+    const double value = std::get<double>(lr->value);
+    if (!std::isfinite(value) || value < 0 || value > std::numeric_limits<float>::max()) {
+      throw Error("checkpoint '" + path + "' is damaged: 'lr' is " + std::to_string(value));
+    }
+    ck.lr = static_cast<float>(value);
   }
 
-  LoadedEmbeddings e = read_embeddings_h5(path);
+  LoadedEmbeddings e = read_embeddings_h5(path, vetted);
   if (e.counts.size() != e.rows || e.dim != ck.config.dim || e.rows == 0) {
     throw Error("checkpoint '" + path + "' is damaged: vocabulary and tables disagree");
+  }
+  // The counts are those of the corpus's words: together no more than the corpus holds (a
+  // damaged count must not size the corpus's buffers).
+  unsigned __int128 counted = 0;
+  for (const uint64_t c : e.counts) counted += c;
+  if (counted > ck.corpus.words) {
+    throw Error("checkpoint '" + path + "' is damaged: its word counts add up to more than the " +
+                std::to_string(ck.corpus.words) + " words of its corpus");
+  }
+  // Exports write one word per line and separate words with spaces: a word that holds neither
+  // and is not empty is what the corpus reader makes.
+  for (size_t i = 0; i < e.words.size(); ++i) {
+    const std::string& w = e.words[i];
+    bool bad = w.empty() || w.size() > kMaxWordBytes;
+    for (const char c : w) bad = bad || is_space_byte(static_cast<unsigned char>(c));
+    if (bad) {
+      throw Error("checkpoint '" + path + "' is damaged: word " + std::to_string(i) +
+                  " is empty, too long or holds whitespace");
+    }
   }
   ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
   const std::string hint = "this checkpoint needs more memory than is free";
@@ -143,26 +245,59 @@ Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& int
   const OptimizerKind kind = ck.config.optimizer;
   ck.model =
       allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind), hint);
-  read_matrix_h5(path, "vectors", ck.model.input);
-  read_matrix_h5(path, "context_vectors", ck.model.output);
+  read_matrix_h5(path, "vectors", ck.model.input, vetted);
+  read_matrix_h5(path, "context_vectors", ck.model.output, vetted);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
-    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k]);
-    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k]);
+    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k], vetted);
+    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k], vetted);
   }
   return ck;
 }
 
-CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep)
-    : dir_(std::move(run_dir) + "/checkpoints"), keep_(std::max<uint32_t>(1, keep)) {
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+  // One vetting for the whole load: a file without our integrity record is loaded once in a
+  // child process first (hdf5_io.hpp).
+  vet_h5_file(path, [&] { (void)read_checkpoint(path, {}); });
+  return read_checkpoint(path, interleave);
+}
+
+void check_resume_position(const TrainPosition& position, uint64_t blocks,
+                           const std::string& path) {
+  if (position.block > 0 && position.block >= blocks) {
+    throw Error("checkpoint '" + path + "' is damaged: it stands at block " +
+                std::to_string(position.block) + " of an epoch of " + std::to_string(blocks) +
+                " blocks");
+  }
+}
+
+std::optional<uint64_t> checkpoint_words(const std::string& name, uint64_t words_per_epoch) {
+  const bool epoch = name.rfind("epoch-", 0) == 0;
+  const size_t prefix = epoch ? 6 : name.rfind("step-", 0) == 0 ? 5 : 0;
+  if (prefix == 0 || name.size() <= prefix + 3 || name.compare(name.size() - 3, 3, ".h5") != 0) {
+    return std::nullopt;
+  }
+  const std::string digits = name.substr(prefix, name.size() - prefix - 3);
+  if (digits.size() > 19) return std::nullopt;
+  uint64_t value = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return epoch ? value * words_per_epoch : value;
+}
+
+CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep, uint64_t words_per_epoch)
+    : dir_(std::move(run_dir) + "/checkpoints"),
+      keep_(std::max<uint32_t>(1, keep)),
+      words_per_epoch_(words_per_epoch) {
   if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
     throw Error("cannot create '" + dir_ + "': " + std::strerror(errno));
   }
-  // A run killed while writing leaves its temporary file behind; no writer is active now.
-  if (DIR* d = ::opendir(dir_.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      if (std::strstr(e->d_name, ".tmp-") != nullptr) std::remove((dir_ + "/" + e->d_name).c_str());
-    }
-    ::closedir(d);
+  struct stat st {};
+  if (::lstat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    throw Error("cannot create '" + dir_ + "': a file of that name exists");
   }
 }
 
@@ -174,35 +309,134 @@ std::string CheckpointDir::write(bool end_of_epoch, const Config& config, const 
   const std::string path = dir_ + "/" + name;
   save_checkpoint(path, config, vocab, model, position, corpus, lr);
   // latest.h5 is a relative link, replaced atomically by renaming a new link over it.
-  const std::string link = dir_ + "/latest.h5";
-  const std::string temp = temp_name_for(link);
-  std::remove(temp.c_str());
-  if (::symlink(name.c_str(), temp.c_str()) != 0 || std::rename(temp.c_str(), link.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temp.c_str());
-    throw Error("cannot update '" + link + "': " + std::strerror(err));
-  }
-  prune();
+  replace_symlink(name, dir_ + "/latest.h5");
+  prune(name, position.words_done);
   return path;
 }
 
-void CheckpointDir::prune() {
+void CheckpointDir::prune(const std::string& written, uint64_t words) {
   DIR* d = ::opendir(dir_.c_str());
   if (d == nullptr) return;
-  // Newest first by modification time; the name breaks ties.
-  std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> files;
+  // By the position each file holds, never by file times (clocks and copies lie). Files of a
+  // position past the one just written belong to a continuation that this run replaces.
+  std::vector<std::pair<uint64_t, std::string>> older;
+  std::vector<std::string> ahead;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    const bool ours = (name.rfind("epoch-", 0) == 0 || name.rfind("step-", 0) == 0) &&
-                      name.size() > 3 && name.compare(name.size() - 3, 3, ".h5") == 0;
-    if (!ours) continue;
+    if (name == written) continue;
+    const std::optional<uint64_t> at = checkpoint_words(name, words_per_epoch_);
+    if (!at) continue;
     struct stat st {};
     if (::lstat((dir_ + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    files.push_back({{st.st_mtim.tv_sec, st.st_mtim.tv_nsec}, name});
+    if (*at > words) {
+      ahead.push_back(name);
+    } else {
+      older.push_back({*at, name});
+    }
   }
   ::closedir(d);
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a > b; });
-  for (size_t i = keep_; i < files.size(); ++i) std::remove((dir_ + "/" + files[i].second).c_str());
+  // Furthest first; at one position an epoch file before a step file.
+  std::sort(older.begin(), older.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return a.second < b.second;
+  });
+  for (size_t i = keep_ - 1; i < older.size(); ++i) {
+    std::remove((dir_ + "/" + older[i].second).c_str());
+  }
+  for (const std::string& name : ahead) std::remove((dir_ + "/" + name).c_str());
+}
+
+CheckpointWriter::CheckpointWriter(CheckpointDir& dir, const Config& config, const Vocab& vocab,
+                                   const CorpusFingerprint& corpus)
+    : dir_(dir), config_(config), vocab_(vocab), corpus_(corpus) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (worker_.joinable()) worker_.join();
+}
+
+const std::string& CheckpointWriter::wait() {
+  if (worker_.joinable()) {
+    const auto t = Clock::now();
+    worker_.join();
+    caller_seconds_ += seconds_since(t);
+  }
+  if (error_) {
+    const std::exception_ptr e = error_;
+    error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  return last_path_;
+}
+
+void CheckpointWriter::write_file(bool end_of_epoch, const Model& model,
+                                  const TrainPosition& position, float lr) {
+  const auto t = Clock::now();
+  last_path_ = dir_.write(end_of_epoch, config_, vocab_, model, position, corpus_, lr);
+  write_seconds_ += seconds_since(t);
+  ++written_;
+}
+
+void CheckpointWriter::start(bool end_of_epoch, const Model& model, const TrainPosition& position,
+                             float lr) {
+  done_ = false;
+  try {
+    worker_ = std::thread([this, end_of_epoch, &model, position, lr] {
+      try {
+        write_file(end_of_epoch, model, position, lr);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      done_ = true;
+    });
+  } catch (const std::system_error&) {
+    // No thread to be had: write here.
+    done_ = true;
+    write_now(end_of_epoch, model, position, lr);
+  }
+}
+
+void CheckpointWriter::write_now(bool end_of_epoch, const Model& model,
+                                 const TrainPosition& position, float lr) {
+  wait();
+  const auto t = Clock::now();
+  write_file(end_of_epoch, model, position, lr);
+  caller_seconds_ += seconds_since(t);
+}
+
+void CheckpointWriter::write_in_place(bool end_of_epoch, const Model& model,
+                                      const TrainPosition& position, float lr) {
+  wait();
+  start(end_of_epoch, model, position, lr);
+}
+
+void CheckpointWriter::write_snapshot(bool end_of_epoch, const Model& model,
+                                      const TrainPosition& position, float lr) {
+  wait();
+  const auto t = Clock::now();
+  if (snapshot_.input.rows() != model.input.rows()) {
+    if (!snapshot_fits(model)) {
+      caller_seconds_ += seconds_since(t);
+      write_now(end_of_epoch, model, position, lr);
+      return;
+    }
+    try {
+      snapshot_ = allocate_model(model.input.rows(), model.input.dim(), config_.optimizer, false,
+                                 "the checkpoint snapshot");
+    } catch (const Error&) {
+      // Not enough memory for a copy: this checkpoint is written from the tables, here.
+      caller_seconds_ += seconds_since(t);
+      write_now(end_of_epoch, model, position, lr);
+      return;
+    }
+  }
+  model.input.copy_to(snapshot_.input.data());
+  model.output.copy_to(snapshot_.output.data());
+  for (size_t k = 0; k < model.input_state.size(); ++k) {
+    model.input_state[k].copy_to(snapshot_.input_state[k].data());
+    model.output_state[k].copy_to(snapshot_.output_state[k].data());
+  }
+  caller_seconds_ += seconds_since(t);
+  start(end_of_epoch, snapshot_, position, lr);
 }
 
 }  // namespace pagedw2v

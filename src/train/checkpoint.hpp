@@ -11,16 +11,21 @@
 ///                                         none for sgd), in the order optimizer.hpp lists them
 ///
 /// and root attributes: `format_version`, every training parameter (the optimizer's kind and
-/// hyper-parameters among them, as `option.optimizer`, `option.lr`, …), the corpus path and its
+/// hyper-parameters among them, as `option.optimizer`, `option.lr`, …), the thread count and
+/// --deterministic (a resumed run keeps them unless told otherwise), the corpus path and its
 /// fingerprint, and the position (`epoch`, `block` — the next work block of that epoch —
 /// `words_done`, `lr`). Every random draw is Philox keyed by (seed, token position, epoch), so the
 /// seed and the position are the complete random state of every thread and stream.
 /// Files are written to a temporary name, fsync'ed and renamed: a crash at any moment leaves the
 /// previous checkpoint intact.
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backend.hpp"
@@ -40,6 +45,9 @@ struct TrainPosition {
   uint64_t block = 0;
   uint64_t words_done = 0;
 };
+
+/// Whether a checkpoint records option `name` (a resumed run takes it from there).
+bool checkpoint_records(const std::string& name);
 
 /// What identifies the encoded corpus a run trains on.
 struct CorpusFingerprint {
@@ -64,7 +72,8 @@ struct Checkpoint {
   float lr = 0.0f;
 };
 
-/// Writes a checkpoint to `path` atomically (temporary name, fsync, rename).
+/// Writes a checkpoint to `path` atomically (temporary name, fsync, rename). Safe to call from
+/// any thread: HDF5 writes of the process are serialised.
 void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
                      const Model& model, const TrainPosition& position,
                      const CorpusFingerprint& corpus, float lr);
@@ -73,25 +82,96 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
 /// interleaved (allocate_model).
 using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, OptimizerKind kind)>;
 
-/// Reads a checkpoint; throws Error with one clear line for a missing, truncated, non-HDF5 or
-/// newer-format file. The tables are interleaved when `interleave` says so (default: apart).
+/// Reads a checkpoint; throws Error with one clear line for a missing, truncated, damaged,
+/// non-HDF5 or newer-format file, a position outside what its run could reach, and a word that is
+/// empty or holds whitespace. The file is vetted first (hdf5_io.hpp: its checksum, or a trial
+/// load in a child process). The tables are interleaved when `interleave` says so (default:
+/// apart).
 Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {});
 
-/// The `checkpoints/` directory of a run: names files, keeps the newest `keep`, and points the
-/// `latest.h5` link at the newest complete one.
+/// Throws Error unless `position` (read from checkpoint `path`) lies inside an epoch of `blocks`
+/// work blocks: the check that needs the corpus, which load_checkpoint does not read.
+void check_resume_position(const TrainPosition& position, uint64_t blocks, const std::string& path);
+
+/// The `checkpoints/` directory of a run: names files, keeps the `keep` that hold the furthest
+/// positions, and points the `latest.h5` link at the newest complete one.
 class CheckpointDir {
  public:
-  CheckpointDir(std::string run_dir, uint32_t keep);
+  /// `words_per_epoch` orders `epoch-N.h5` (N epochs done) against `step-WORDS.h5` by position.
+  CheckpointDir(std::string run_dir, uint32_t keep, uint64_t words_per_epoch);
   const std::string& path() const { return dir_; }
   /// Writes `epoch-N.h5` (after epoch N) or `step-WORDS.h5` and returns its path.
   std::string write(bool end_of_epoch, const Config& config, const Vocab& vocab, const Model& model,
                     const TrainPosition& position, const CorpusFingerprint& corpus, float lr);
 
  private:
-  void prune();
+  void prune(const std::string& written, uint64_t words);
 
   std::string dir_;
   uint32_t keep_;
+  uint64_t words_per_epoch_;
+};
+
+/// The words trained at the position a checkpoint file name stands for (`epoch-N.h5` →
+/// N × words_per_epoch, `step-W.h5` → W); nothing for any other name.
+std::optional<uint64_t> checkpoint_words(const std::string& name, uint64_t words_per_epoch);
+
+/// Writes a run's checkpoints off the training thread. One write runs at a time: a new request
+/// first waits for the one in progress. A snapshot write copies the tables (and optimizer state)
+/// into a second model kept for the run, which costs the tables' size in host memory once, and
+/// writes the copy while training goes on; when that memory cannot be had, it writes on the
+/// calling thread instead. An error of a background write is thrown by the next call.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(CheckpointDir& dir, const Config& config, const Vocab& vocab,
+                   const CorpusFingerprint& corpus);
+  /// Waits for the write in progress (its error is dropped: call wait() to see it).
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  /// Copies `model` and writes the copy in the background; `model` may change once this returns.
+  void write_snapshot(bool end_of_epoch, const Model& model, const TrainPosition& position,
+                      float lr);
+  /// Writes `model` itself in the background: it must not change until wait() returns. For the
+  /// last checkpoint of a run, which then overlaps with the export.
+  void write_in_place(bool end_of_epoch, const Model& model, const TrainPosition& position,
+                      float lr);
+  /// Writes `model` on this thread.
+  void write_now(bool end_of_epoch, const Model& model, const TrainPosition& position, float lr);
+  /// Waits for the write in progress and throws its error; returns the newest checkpoint's path
+  /// (empty before the first).
+  const std::string& wait();
+  /// Whether a background write is in progress.
+  bool busy() const { return worker_.joinable() && !done_.load(); }
+  /// Waits for the write in progress (as wait()), then frees the snapshot's memory.
+  void release_snapshot() {
+    wait();
+    snapshot_ = Model();
+  }
+
+  /// Seconds the caller spent on checkpoints (copies, waits and writes on its thread).
+  double caller_seconds() const { return caller_seconds_; }
+  /// Seconds spent writing checkpoint files, on any thread.
+  double write_seconds() const { return write_seconds_; }
+  uint32_t written() const { return written_; }
+
+ private:
+  void start(bool end_of_epoch, const Model& model, const TrainPosition& position, float lr);
+  void write_file(bool end_of_epoch, const Model& model, const TrainPosition& position, float lr);
+
+  CheckpointDir& dir_;
+  const Config& config_;
+  const Vocab& vocab_;
+  CorpusFingerprint corpus_;
+  Model snapshot_;
+  std::thread worker_;
+  std::atomic<bool> done_{true};
+  std::exception_ptr error_;
+  std::string last_path_;
+  double caller_seconds_ = 0;
+  double write_seconds_ = 0;
+  uint32_t written_ = 0;
 };
 
 }  // namespace pagedw2v

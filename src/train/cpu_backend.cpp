@@ -10,6 +10,7 @@
 #include "negative_pool.hpp"
 #include "optimizer.hpp"
 #include "train/sgns_cpu.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 namespace detail {
@@ -394,9 +395,15 @@ class CpuBackend final : public Backend {
     if (nthreads <= 1) {
       work(0);
     } else {
-      std::vector<std::thread> pool;
-      for (uint32_t t = 0; t < nthreads; ++t) pool.emplace_back(work, t);
-      for (auto& th : pool) th.join();
+      // A worker that fails (out of memory) ends the others at their next block.
+      run_workers(nthreads, [&](uint32_t t) {
+        try {
+          work(t);
+        } catch (...) {
+          next = last_block;
+          throw;
+        }
+      });
     }
     SpanStats total;
     for (const auto& s : stats) total += s;

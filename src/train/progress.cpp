@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace pagedw2v {
@@ -21,12 +22,13 @@ std::string format_eta(double seconds) {
 
 }  // namespace
 
-Progress::Progress(std::FILE* out, uint64_t total_words, uint64_t done_words)
+Progress::Progress(std::FILE* out, uint64_t total_words, uint64_t done_words, uint32_t epochs)
     : out_(out),
       tty_(out != nullptr && ::isatty(fileno(out))),
       total_(total_words),
       start_words_(done_words),
       done_(done_words),
+      epochs_(epochs),
       smoothed_loss_(std::nan("")),
       start_(std::chrono::steady_clock::now()),
       last_print_(start_) {}
@@ -51,11 +53,33 @@ void Progress::update(uint64_t done_words, double span_loss, uint64_t span_terms
   const double rate = secs > 0 ? static_cast<double>(done_ - start_words_) / secs : 0.0;
   const double pct = total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;
   const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : NAN;
-  std::fprintf(out_, "%sepoch %u  %5.1f%%  %8.0f words/s  loss %.4f  lr %.6f  eta %s%s",
-               tty_ ? "\r" : "", epoch + 1, pct, rate, smoothed_loss_, lr,
-               format_eta(eta).c_str(), tty_ ? "\033[K" : "\n");
+  double epoch_pct = NAN;
+  if (epochs_ > 0 && total_ > 0) {
+    const double per_epoch = static_cast<double>(total_) / epochs_;
+    epoch_pct = 100.0 * (static_cast<double>(done_) - per_epoch * epoch) / per_epoch;
+    epoch_pct = std::min(100.0, std::max(0.0, epoch_pct));
+  }
+  std::fprintf(out_, "%s%s%s", tty_ ? "\r" : "",
+               line(epoch + 1, epochs_, epoch_pct, pct, rate, smoothed_loss_, lr, eta).c_str(),
+               tty_ ? "\033[K" : "\n");
   std::fflush(out_);
   line_open_ = tty_;
+}
+
+std::string Progress::line(uint32_t epoch, uint32_t epochs, double epoch_pct, double run_pct,
+                           double words_per_second, double loss, float lr, double eta_seconds) {
+  char buf[256];
+  std::string out;
+  if (epochs > 0) {
+    std::snprintf(buf, sizeof buf, "epoch %u/%u  %5.1f%% of epoch  %5.1f%% of run", epoch, epochs,
+                  epoch_pct, run_pct);
+  } else {
+    std::snprintf(buf, sizeof buf, "epoch %u  %5.1f%% of run", epoch, run_pct);
+  }
+  out = buf;
+  std::snprintf(buf, sizeof buf, "  %8.0f words/s  loss %.4f  lr %.6f  eta %s", words_per_second,
+                loss, lr, format_eta(eta_seconds).c_str());
+  return out + buf;
 }
 
 void Progress::finish() {

@@ -1,6 +1,10 @@
 #pragma once
 /// @file progress.hpp
-/// The training progress line on stderr: % done, words/s, smoothed loss, learning rate, ETA.
+/// The training progress line on stderr: the epoch out of how many, how far the epoch and the
+/// whole run are, words/s, smoothed loss, learning rate and the run's ETA:
+///
+///     epoch 2/5   31.0% of epoch   46.2% of run   405123 words/s  loss 2.3456  lr 0.013  eta 00:07
+///
 /// On a terminal one line is redrawn in place; otherwise a line is printed every few seconds.
 
 #include <chrono>
@@ -12,13 +16,17 @@ namespace pagedw2v {
 
 class Progress {
  public:
-  /// `total_words` is the whole run's words (epochs × words per epoch); `done_words` where a
-  /// resumed run starts. `out == nullptr` silences it (--quiet).
-  Progress(std::FILE* out, uint64_t total_words, uint64_t done_words = 0);
+  /// `total_words` is the whole run's words (`epochs` × words per epoch); `done_words` where a
+  /// resumed run starts. `out == nullptr` silences it (--quiet). Without `epochs` (0) the line
+  /// shows the epoch's number and the run's progress only.
+  Progress(std::FILE* out, uint64_t total_words, uint64_t done_words = 0, uint32_t epochs = 0);
+
+  /// The progress line for these figures (without the terminal's redraw codes).
+  static std::string line(uint32_t epoch, uint32_t epochs, double epoch_pct, double run_pct,
+                          double words_per_second, double loss, float lr, double eta_seconds);
 
   /// Reports that training reached `done_words`, with the loss over the last span.
-  void update(uint64_t done_words, double span_loss, uint64_t span_terms, float lr,
-              uint32_t epoch);
+  void update(uint64_t done_words, double span_loss, uint64_t span_terms, float lr, uint32_t epoch);
   /// Ends the progress line (so the next output starts on its own line).
   void finish();
   /// Mean loss per example, smoothed over recent spans; NaN before the first span.
@@ -30,6 +38,7 @@ class Progress {
   std::FILE* out_;
   bool tty_;
   uint64_t total_, start_words_, done_ = 0;
+  uint32_t epochs_;
   double smoothed_loss_;
   std::chrono::steady_clock::time_point start_, last_print_;
   bool line_open_ = false;

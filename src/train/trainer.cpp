@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
 
@@ -16,15 +18,22 @@
 #include "error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
+#include "io/atomic_file.hpp"
 #include "io/embeddings.hpp"
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
+#include "text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
+#include "train/run_check.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
+
+#ifndef PAGEDW2V_VERSION
+#define PAGEDW2V_VERSION "unknown"
+#endif
 
 namespace pagedw2v {
 namespace {
@@ -55,24 +64,91 @@ void prepare_output_dir(const std::string& dir) {
   }
 }
 
-/// The settings of a resumed run: the model's from the checkpoint, the rest from the request.
-Config merge_for_resume(const Config& saved, const Config& requested) {
-  Config merged = requested;
-  for (const OptionSpec& spec : train_options()) {
-    const bool given = requested.given.count(spec.name) > 0;
-    if (spec.is_model) {
-      const std::string have = spec.get(saved);
-      if (given && spec.get(requested) != have) {
-        throw UsageError("--" + spec.name + " cannot change when resuming (the checkpoint has " +
-                         have + ")");
+constexpr const char* kRunRecord = "run.json";
+
+/// The names in `dir` that `keep` accepts.
+std::vector<std::string> entries(const std::string& dir, bool (*keep)(const std::string&)) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (keep(e->d_name)) names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_run_file(const std::string& name) {
+  const auto& names = export_file_names();
+  return name == kRunRecord || std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool is_checkpoint_file(const std::string& name) {
+  return name == "latest.h5" || checkpoint_words(name, 1).has_value();
+}
+
+bool same_file(const struct stat& a, const std::string& path) {
+  struct stat b {};
+  return ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+bool same_directory(const std::string& a, const std::string& b) {
+  struct stat sa {};
+  return ::stat(a.c_str(), &sa) == 0 && S_ISDIR(sa.st_mode) && same_file(sa, b);
+}
+
+std::string dir_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Refuses an output directory whose files the run would replace without being told to: its own
+/// corpus (always), another run's export files or checkpoints (unless --overwrite; a run resumed
+/// from a checkpoint of this directory continues that run). With --overwrite, the other run's
+/// checkpoints go now, so that they never mix with this run's; its export files are replaced
+/// together at the end.
+void claim_output(const Config& config, const std::string& resume_from) {
+  const std::string& out = config.output;
+  const std::string checkpoints = out + "/checkpoints";
+  const std::vector<std::string> run_files = entries(out, is_run_file);
+  const std::vector<std::string> checkpoint_files = entries(checkpoints, is_checkpoint_file);
+
+  struct stat corpus {};
+  if (!config.corpus.empty() && ::stat(config.corpus.c_str(), &corpus) == 0) {
+    std::vector<std::string> written;
+    for (const std::string& n : export_file_names()) written.push_back(out + "/" + n);
+    written.push_back(out + "/" + kRunRecord);
+    for (const std::string& n : checkpoint_files) written.push_back(checkpoints + "/" + n);
+    for (const std::string& path : written) {
+      if (same_file(corpus, path)) {
+        throw Error("corpus '" + config.corpus + "' is '" + path +
+                    "', a file this run writes; choose another --output");
       }
-      spec.set(merged, have);
-    } else if ((spec.name == "corpus" || spec.name == "epochs") && !given) {
-      spec.set(merged, spec.get(saved));
     }
   }
-  merged.given = requested.given;
-  return merged;
+  const bool continues = !resume_from.empty() && same_directory(dir_of(resume_from), checkpoints);
+  if (continues || (run_files.empty() && checkpoint_files.empty())) return;
+  if (!config.overwrite) {
+    std::string list;
+    size_t shown = 0;
+    for (const std::string& n : run_files) {
+      if (shown++ < 3) list += (list.empty() ? "" : ", ") + n;
+    }
+    for (const std::string& n : checkpoint_files) {
+      if (shown++ < 3) list += (list.empty() ? "" : ", ") + ("checkpoints/" + n);
+    }
+    if (shown > 3) list += ", …";
+    throw Error("output '" + out + "' holds the files of another run (" + list +
+                "); choose another --output, or add --overwrite to replace them");
+  }
+  for (const std::string& n : checkpoint_files) {
+    const std::string path = checkpoints + "/" + n;
+    if (path != resume_from && std::remove(path.c_str()) != 0) {
+      throw Error("cannot remove the older '" + path + "': " + std::strerror(errno));
+    }
+  }
 }
 
 bool same_vocabulary(const Vocab& a, const Vocab& b) {
@@ -91,14 +167,20 @@ LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
   return e;
 }
 
-void evaluate_epoch(const Config& config, const Vocab& vocab, const Model& model, uint32_t epoch,
-                    std::FILE* out) {
-  if (out == nullptr || (config.eval_analogies.empty() && config.eval_similarity.empty())) return;
+std::optional<EpochEvaluation> evaluate_epoch(const Config& config, const Vocab& vocab,
+                                              const Model& model, uint32_t epoch, std::FILE* out) {
+  if (config.eval_analogies.empty() && config.eval_similarity.empty()) return std::nullopt;
   const LoadedEmbeddings e = as_embeddings(vocab, model.input);
+  EpochEvaluation result;
+  result.epoch = epoch;
   std::string line = "epoch " + std::to_string(epoch) + " evaluation:";
   char buf[160];
   if (!config.eval_analogies.empty()) {
     const AnalogyReport r = evaluate_analogies(e, config.eval_analogies, 30000);
+    result.has_analogies = true;
+    result.analogy_accuracy_pct = r.accuracy_pct();
+    result.analogy_correct = r.correct;
+    result.analogy_evaluated = r.evaluated();
     std::snprintf(buf, sizeof buf, " analogies %.2f%% (%llu/%llu)", r.accuracy_pct(),
                   static_cast<unsigned long long>(r.correct),
                   static_cast<unsigned long long>(r.evaluated()));
@@ -106,17 +188,131 @@ void evaluate_epoch(const Config& config, const Vocab& vocab, const Model& model
   }
   if (!config.eval_similarity.empty()) {
     const SimilarityReport r = evaluate_similarity(e, config.eval_similarity);
+    result.has_similarity = true;
+    result.similarity_spearman = r.spearman;
     std::snprintf(buf, sizeof buf, " similarity spearman %.4f", r.spearman);
     line += buf;
   }
-  std::fprintf(out, "%s\n", line.c_str());
-  std::fflush(out);
+  if (out != nullptr) {
+    std::fprintf(out, "%s\n", line.c_str());
+    std::fflush(out);
+  }
+  return result;
+}
+
+/// A number as JSON has it: NaN and infinities become null.
+nlohmann::ordered_json number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+}
+
+/// The record of a finished run (run.json).
+std::string run_record(const Config& config, const TrainSummary& s, const std::string& backend,
+                       uint32_t threads, const std::vector<std::string>& files) {
+  using json = nlohmann::ordered_json;
+  json settings = json::object();
+  for (const OptionSpec& spec : train_options()) settings[spec.name] = spec.get(config);
+  const StageTimes& t = s.times;
+  json evaluations = json::array();
+  for (const EpochEvaluation& e : s.evaluations) {
+    json entry = {{"epoch", e.epoch}};
+    if (e.has_analogies) {
+      entry["analogies"] = {{"accuracy_pct", number(e.analogy_accuracy_pct)},
+                            {"correct", e.analogy_correct},
+                            {"evaluated", e.analogy_evaluated}};
+    }
+    if (e.has_similarity) entry["similarity"] = {{"spearman", number(e.similarity_spearman)}};
+    evaluations.push_back(entry);
+  }
+  json losses = json::array();
+  for (const double l : s.epoch_loss) losses.push_back(number(l));
+  const json record = {
+      {"pagedw2v_version", PAGEDW2V_VERSION},
+      {"settings", settings},
+      {"device", s.device},
+      {"backend", backend},
+      {"threads", threads},
+      {"vocabulary", {{"words", s.vocab_size}, {"corpus_tokens", s.corpus_tokens}}},
+      {"words_per_epoch", s.words_per_epoch},
+      {"words_trained", s.words},
+      {"words_trained_by_this_command", s.words_trained_now},
+      {"words_per_second",
+       number(s.train_seconds > 0 ? static_cast<double>(s.words_trained_now) / s.train_seconds
+                                  : 0.0)},
+      {"loss_per_epoch", losses},
+      {"final_loss", number(s.final_loss)},
+      {"seconds",
+       {{"read", t.read},
+        {"vocabulary", t.vocabulary},
+        {"encoding", t.encoding},
+        {"setup", t.setup},
+        {"training", t.training},
+        {"checkpoints", t.checkpoints},
+        {"checkpoint_writing", t.checkpoint_writing},
+        {"evaluation", t.evaluation},
+        {"export", t.export_files},
+        {"total", t.total}}},
+      {"evaluation", evaluations},
+      {"checkpoint", s.last_checkpoint.empty() ? json() : json(s.last_checkpoint)},
+      {"files", files},
+  };
+  // Paths and words are bytes, not always UTF-8: invalid sequences become U+FFFD.
+  return record.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+/// `text` quoted for a POSIX shell where it needs it.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::strchr("-_./=:,+@%", c) != nullptr;
+  });
+  if (plain) return text;
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }
 
 }  // namespace
 
+std::string resume_command(const Config& config, const std::string& checkpoint) {
+  std::string command = "pagedw2v train --output " + shell_word(config.output);
+  for (const OptionSpec& spec : train_options()) {
+    if (config.given.count(spec.name) == 0 || checkpoint_records(spec.name) ||
+        spec.name == "resume" || spec.name == "output") {
+      continue;
+    }
+    const std::string value = spec.get(config);
+    command += spec.is_flag ? " --" + spec.name + "=" + shell_word(value)
+                            : " --" + spec.name + " " + shell_word(value);
+  }
+  return command + " --resume " + shell_word(checkpoint);
+}
+
+Config merge_for_resume(const Config& saved, const Config& requested) {
+  Config merged = requested;
+  // The thread count and determinism go together: given either, the request decides both.
+  const bool cpu_given =
+      requested.given.count("threads") > 0 || requested.given.count("deterministic") > 0;
+  for (const OptionSpec& spec : train_options()) {
+    const bool given = requested.given.count(spec.name) > 0;
+    if (spec.is_model) {
+      const std::string have = spec.get(saved);
+      if (given && spec.get(requested) != have) {
+        throw UsageError("--" + spec.name + " cannot change when resuming (the checkpoint has " +
+                         have + ")");
+      }
+      spec.set(merged, have);
+    } else if ((spec.name == "corpus" || spec.name == "epochs") && !given) {
+      spec.set(merged, spec.get(saved));
+    } else if ((spec.name == "threads" || spec.name == "deterministic") && !cpu_given) {
+      spec.set(merged, spec.get(saved));
+    }
+  }
+  merged.given = requested.given;
+  return merged;
+}
+
 TrainSummary run_training(const Config& requested, std::FILE* log, const std::atomic<int>* stop) {
   const auto t0 = Clock::now();
+  StageTimes times;
   std::optional<Checkpoint> ck;
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
@@ -126,32 +322,49 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   const Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
+  if (config.keep_checkpoints == 0 && config.checkpoint_interval > 0) {
+    throw UsageError("--checkpoint-interval needs --keep-checkpoints 1 or more");
+  }
   std::FILE* out = config.quiet ? nullptr : log;
   prepare_output_dir(config.output);
+  const OutputLock lock(config.output);
+  remove_stale_temps(config.output);
+  remove_stale_temps(config.output + "/checkpoints");
+  claim_output(config, requested.resume);
   if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);
+  times.setup += seconds_since(t0);
 
-  MappedFile text(config.corpus);
-  Vocab saved_vocab;
+  auto t = Clock::now();
+  const CorpusText text = CorpusText::open(corpus_paths(config));
+  times.read = seconds_since(t);
+  t = Clock::now();
+  Vocab counted;
   if (ck) {
     if (requested.given.count("corpus")) {
-      VocabOptions vocab_options;
-      vocab_options.min_count = config.min_count;
-      vocab_options.max_vocab = config.max_vocab;
-      if (!same_vocabulary(Vocab::count(text.view(), vocab_options), ck->vocab)) {
+      if (!same_vocabulary(count_vocabulary(text.parts(), config), ck->vocab)) {
         throw Error("corpus '" + config.corpus +
                     "' does not give the vocabulary of the checkpoint; resume with the corpus it "
                     "was trained on");
       }
     }
-    saved_vocab = std::move(ck->vocab);
+    counted = std::move(ck->vocab);
+  } else if (!config.vocab_file.empty()) {
+    counted = read_vocabulary(config);
+  } else {
+    // An empty vocabulary is counted again, and reported, by make_training_set.
+    counted = count_vocabulary(text.parts(), config);
   }
-  const TrainingSet set = make_training_set(text.view(), config, std::move(saved_vocab));
+  times.vocabulary = seconds_since(t);
+  t = Clock::now();
+  const TrainingSet set = make_training_set(text.parts(), config, std::move(counted));
   const Vocab& vocab = set.vocab;
+  if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   const CorpusFingerprint corpus_id = fingerprint(set.corpus);
   if (ck && !(corpus_id == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
   }
+  times.encoding = seconds_since(t);
   if (out) {
     std::fprintf(out,
                  "vocabulary: %u words (min-count %llu); %llu words/epoch in %llu sentences "
@@ -160,6 +373,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                  static_cast<unsigned long long>(set.corpus.size()),
                  static_cast<unsigned long long>(set.corpus.sentences()), seconds_since(t0));
   }
+  t = Clock::now();
   const TrainData data = set.train_data(config);
   const TrainParams& p = data.params;
 
@@ -181,35 +395,38 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                            hint);
     init_model(model, config.seed);
   }
+  const uint32_t threads = config.effective_threads();
   std::unique_ptr<Backend> backend =
-      make_backend(config.device, model, data, config.effective_threads(), config.gpu_options());
+      make_backend(config.device, model, data, threads, config.gpu_options());
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
-  CheckpointDir checkpoints(config.output, config.keep_checkpoints);
+  CheckpointDir checkpoints(config.output, config.keep_checkpoints, p.words_per_epoch);
+  CheckpointWriter writer(checkpoints, config, vocab, corpus_id);
+  times.setup += seconds_since(t);
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
   const LrSchedule schedule = make_schedule(p, data.optimizer);
-  Progress progress(out, total_words, pos.words_done);
+  Progress progress(out, total_words, pos.words_done, p.epochs);
   const uint64_t nblocks = set.block_count();
+  if (!requested.resume.empty()) check_resume_position(pos, nblocks, requested.resume);
   const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
   const auto t_train = Clock::now();
   const uint64_t words_at_start = pos.words_done;
+  uint64_t examples = 0;
   auto last_checkpoint = Clock::now();
-  std::string last_path;
   double side_seconds = 0;  // checkpoints and evaluation, not counted as training time
-  auto write_checkpoint = [&](bool end_of_epoch) {
-    const auto t = Clock::now();
-    backend->sync_to_host();
-    last_path = checkpoints.write(end_of_epoch, config, vocab, model, pos, corpus_id,
-                                  schedule.at(pos.words_done));
-    last_checkpoint = Clock::now();
-    side_seconds += seconds_since(t);
-  };
+  const bool keep_any = config.keep_checkpoints > 0;
+  TrainSummary summary;
 
   for (uint32_t epoch = pos.epoch; epoch < p.epochs; ++epoch) {
+    double epoch_loss = 0;
+    uint64_t epoch_terms = 0;
     for (uint64_t b = pos.block; b < nblocks; b += span_blocks) {
       const uint64_t e = std::min(nblocks, b + span_blocks);
       const SpanStats s = backend->train(epoch, b, e);
       pos = {epoch, e, pos.words_done + s.words};
+      examples += s.loss_terms;
+      epoch_loss += s.loss;
+      epoch_terms += s.loss_terms;
       progress.update(pos.words_done, s.loss, s.loss_terms, schedule.at(pos.words_done), epoch);
       if (!std::isfinite(s.loss)) {
         progress.finish();
@@ -220,28 +437,56 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       const int sig = stop != nullptr ? stop->load() : 0;
       if (sig != 0) {
         progress.finish();
-        write_checkpoint(false);
+        // Nothing trains after this checkpoint: it is written from the tables, here.
+        backend->sync_to_host();
+        writer.write_now(false, model, pos, schedule.at(pos.words_done));
+        const std::string& path = writer.wait();
         throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
                                    std::to_string(pos.words_done) +
-                                   " words; resume with --resume " + last_path);
+                                   " words; resume with: " + resume_command(config, path));
       }
-      if (config.checkpoint_interval > 0 && e < nblocks &&
+      // A timed checkpoint waits while the previous one is still being written.
+      if (config.checkpoint_interval > 0 && e < nblocks && !writer.busy() &&
           seconds_since(last_checkpoint) >= config.checkpoint_interval) {
-        write_checkpoint(false);
+        const auto tc = Clock::now();
+        backend->sync_to_host();
+        writer.write_snapshot(false, model, pos, schedule.at(pos.words_done));
+        last_checkpoint = Clock::now();
+        side_seconds += seconds_since(tc);
       }
     }
     pos = {epoch + 1, 0, pos.words_done};
-    write_checkpoint(true);
+    summary.epoch_loss.push_back(epoch_terms > 0 ? epoch_loss / static_cast<double>(epoch_terms)
+                                                 : 0.0);
+    const bool last = epoch + 1 == p.epochs;
+    if (keep_any || last) {
+      const auto tc = Clock::now();
+      backend->sync_to_host();
+      if (keep_any && !last) writer.write_snapshot(true, model, pos, schedule.at(pos.words_done));
+      last_checkpoint = Clock::now();
+      side_seconds += seconds_since(tc);
+    }
     if (!config.eval_analogies.empty() || !config.eval_similarity.empty()) {
       progress.finish();
-      const auto t = Clock::now();
-      evaluate_epoch(config, vocab, model, epoch + 1, out);
-      side_seconds += seconds_since(t);
+      const auto te = Clock::now();
+      if (auto r = evaluate_epoch(config, vocab, model, epoch + 1, out)) {
+        summary.evaluations.push_back(*r);
+      }
+      times.evaluation += seconds_since(te);
+      side_seconds += seconds_since(te);
     }
   }
-  const double train_seconds = seconds_since(t_train) - side_seconds;
+  times.training = seconds_since(t_train) - side_seconds;
   progress.finish();
+  check_run_outcome(examples, model);
 
+  // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
+  // while the export files are.
+  const auto t_export = Clock::now();
+  writer.release_snapshot();
+  if (keep_any) {
+    writer.write_in_place(true, model, pos, schedule.at(pos.words_done));
+  }
   ExportOptions export_options;
   export_options.formats = config.formats;
   export_options.save_context = config.save_context;
@@ -260,6 +505,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       {"corpus", config.corpus},
       {"words_trained", static_cast<int64_t>(pos.words_done)},
       {"optimizer", to_string(config.optimizer)},
+      {"pagedw2v_version", std::string(PAGEDW2V_VERSION)},
   };
   if (config.optimizer != OptimizerKind::kSgd) {
     const OptimizerParams& o = data.optimizer;
@@ -276,28 +522,53 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       }
     }
   }
-  export_model(config.output, vocab, model, export_options);
+  StagedFiles staged(config.output);
+  write_export(staged, vocab, model, export_options);
+  summary.last_checkpoint = writer.wait();
+  times.export_files = seconds_since(t_export);
+  times.checkpoints = writer.caller_seconds();
+  times.checkpoint_writing = writer.write_seconds();
 
-  TrainSummary summary;
   summary.vocab_size = vocab.size();
+  summary.corpus_tokens = vocab.corpus_tokens();
+  summary.words_per_epoch = p.words_per_epoch;
   summary.words = pos.words_done;
-  summary.train_seconds = train_seconds;
-  summary.total_seconds = seconds_since(t0);
+  summary.words_trained_now = pos.words_done - words_at_start;
+  summary.train_seconds = times.training;
   summary.final_loss = progress.smoothed_loss();
   summary.device = backend->name();
-  summary.last_checkpoint = last_path;
+  // run.json goes in with the export files; its own writing is not timed.
+  std::vector<std::string> files;
+  for (const std::string& n : staged.names()) files.push_back(staged.dir() + "/" + n);
+  files.push_back(staged.dir() + "/" + kRunRecord);
+  times.total = seconds_since(t0);
+  summary.times = times;
+  summary.total_seconds = times.total;
+  staged.add(kRunRecord, run_record(config, summary, backend->describe(), threads, files));
+  summary.files = staged.commit(export_file_names());
+
   if (out) {
-    const uint64_t trained = pos.words_done - words_at_start;
+    const uint64_t trained = summary.words_trained_now;
     std::fprintf(out,
                  "trained %llu words in %.2f s on %s: %.0f words/s (%.2f s in all, loss %.4f)\n",
-                 static_cast<unsigned long long>(trained), train_seconds, summary.device.c_str(),
-                 train_seconds > 0 ? static_cast<double>(trained) / train_seconds : 0.0,
-                 summary.total_seconds, summary.final_loss);
+                 static_cast<unsigned long long>(trained), times.training, summary.device.c_str(),
+                 times.training > 0 ? static_cast<double>(trained) / times.training : 0.0,
+                 times.total, summary.final_loss);
+    std::fprintf(out,
+                 "time: read %.2f s, vocabulary %.2f s, encoding %.2f s, setup %.2f s, training "
+                 "%.2f s, checkpoints %.2f s (%.2f s written in the background), evaluation "
+                 "%.2f s, export %.2f s\n",
+                 times.read, times.vocabulary, times.encoding, times.setup, times.training,
+                 times.checkpoints, times.checkpoint_writing, times.evaluation, times.export_files);
     if (words_at_start > 0) {
       std::fprintf(out, "resumed at word %llu: %llu words trained in all\n",
                    static_cast<unsigned long long>(words_at_start),
                    static_cast<unsigned long long>(pos.words_done));
     }
+    std::string wrote;
+    for (const std::string& f : summary.files) wrote += "\n  " + f;
+    if (!summary.last_checkpoint.empty()) wrote += "\n  " + summary.last_checkpoint;
+    std::fprintf(out, "wrote:%s\n", wrote.c_str());
   }
   return summary;
 }

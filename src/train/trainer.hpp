@@ -1,31 +1,86 @@
 #pragma once
 /// @file trainer.hpp
 /// A training run from a corpus file to the exported vectors: vocabulary, encoding, sampling
-/// tables, model, backend, epochs with progress, export.
+/// tables, model, backend, epochs with progress, checkpoints, export and the run record.
+///
+/// What a run writes, and when:
+///   - at the start it takes a lock on the output directory (a second run with the same --output
+///     is refused), removes what killed runs left there (temporary files of processes that no
+///     longer run), and refuses an output that holds another run's files unless --overwrite, or
+///     that would overwrite its own corpus;
+///   - after each epoch (and each --checkpoint-interval) a checkpoint: the tables are copied and
+///     the copy is written by a background thread while training goes on;
+///   - at the end the last checkpoint is written from the tables while the export files are
+///     written (no copy), then the export files and run.json are moved into the output directory
+///     together.
 
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 
 namespace pagedw2v {
 
+/// Where the time of a `train` command went, in seconds.
+struct StageTimes {
+  double read = 0;         ///< opening and mapping the corpus (its pages are read while counting)
+  double vocabulary = 0;   ///< counting words (or loading the checkpoint's)
+  double encoding = 0;     ///< the corpus as word ids, blocks and sampling tables
+  double setup = 0;        ///< checkpoint loading, tables, initial values, backend (GPU upload)
+  double training = 0;     ///< the epochs alone
+  double checkpoints = 0;  ///< training stopped for checkpoints (table copies, waits)
+  double checkpoint_writing = 0;  ///< writing checkpoint files, mostly in the background
+  double evaluation = 0;          ///< --eval-analogies / --eval-similarity after each epoch
+  double export_files = 0;        ///< writing the export files (and the end of the last checkpoint)
+  double total = 0;               ///< the whole run
+};
+
+/// One epoch's evaluation (--eval-analogies, --eval-similarity).
+struct EpochEvaluation {
+  uint32_t epoch = 0;
+  bool has_analogies = false;
+  double analogy_accuracy_pct = 0;
+  uint64_t analogy_correct = 0;
+  uint64_t analogy_evaluated = 0;
+  bool has_similarity = false;
+  double similarity_spearman = 0;
+};
+
 struct TrainSummary {
   uint64_t vocab_size = 0;
-  uint64_t words = 0;        ///< in-vocabulary words trained over, all epochs
-  double train_seconds = 0;  ///< the epochs alone
-  double total_seconds = 0;  ///< vocabulary, encoding, training and export
-  double final_loss = 0;     ///< smoothed loss per example at the end
+  uint64_t corpus_tokens = 0;      ///< tokens in the corpus, before --min-count
+  uint64_t words_per_epoch = 0;    ///< in-vocabulary words of one epoch
+  uint64_t words = 0;              ///< in-vocabulary words trained over, all epochs
+  uint64_t words_trained_now = 0;  ///< by this command (less than `words` when resumed)
+  double train_seconds = 0;        ///< the epochs alone
+  double total_seconds = 0;        ///< vocabulary, encoding, training and export
+  double final_loss = 0;           ///< smoothed loss per example at the end
+  std::vector<double> epoch_loss;  ///< mean loss per example of each epoch trained now
+  std::vector<EpochEvaluation> evaluations;
+  StageTimes times;
   std::string device;
-  std::string last_checkpoint;  ///< path of the newest checkpoint written
+  std::string last_checkpoint;     ///< path of the newest checkpoint written
+  std::vector<std::string> files;  ///< the export files and run.json, as written
 };
 
 /// Runs `config` end to end (or continues `config.resume`); progress goes to `log` unless
 /// config.quiet. When `*stop` becomes non-zero (a signal number, set by a signal handler), training
-/// stops at the next safe point, writes a checkpoint and throws Interrupted.
+/// stops at the next safe point, writes a checkpoint and throws Interrupted, whose message ends
+/// with the command that continues the run.
 TrainSummary run_training(const Config& config, std::FILE* log = stderr,
                           const std::atomic<int>* stop = nullptr);
+
+/// The command line that continues a run stopped at `checkpoint`: `pagedw2v train --output DIR`,
+/// the options that `config` was given and a checkpoint does not record, and `--resume
+/// CHECKPOINT` last. Arguments are quoted for a POSIX shell where they need it.
+std::string resume_command(const Config& config, const std::string& checkpoint);
+
+/// The settings of a resumed run: the model's, the corpus, the epochs, the thread count and
+/// --deterministic from the checkpoint's `saved` settings unless `requested` gives them (model
+/// settings cannot change: UsageError); the rest from `requested`.
+Config merge_for_resume(const Config& saved, const Config& requested);
 
 }  // namespace pagedw2v

@@ -30,21 +30,53 @@ TrainData TrainingSet::train_data(const Config& config) const {
   return data;
 }
 
-TrainingSet make_training_set(std::string_view text, const Config& config, Vocab vocab) {
+Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config) {
+  VocabOptions options;
+  options.min_count = config.min_count;
+  options.max_vocab = config.max_vocab;
+  options.text = config.text_options();
+  options.threads = config.effective_threads();
+  Vocab vocab = Vocab::count(parts, options);
   if (vocab.empty()) {
-    VocabOptions options;
-    options.min_count = config.min_count;
-    options.max_vocab = config.max_vocab;
-    vocab = Vocab::count(text, options);
-    if (vocab.empty()) {
-      throw Error(vocab.corpus_tokens() == 0
-                      ? "corpus '" + config.corpus + "' holds no words"
-                      : "no word of corpus '" + config.corpus + "' occurs at least --min-count (" +
-                            std::to_string(config.min_count) + ") times; lower --min-count");
-    }
+    throw Error(vocab.corpus_tokens() == 0
+                    ? "corpus '" + config.corpus + "' holds no words"
+                    : "no word of corpus '" + config.corpus + "' occurs at least --min-count (" +
+                          std::to_string(config.min_count) + ") times; lower --min-count");
   }
-  EncodedCorpus corpus = encode_corpus(text, vocab);
+  return vocab;
+}
+
+Vocab read_vocabulary(const Config& config) {
+  const Vocab file = Vocab::load_tsv(config.vocab_file);
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  for (uint32_t i = 0; i < file.size(); ++i) {
+    if (config.max_vocab > 0 && words.size() >= config.max_vocab) break;
+    if (file.count(i) < config.min_count) continue;
+    words.push_back(file.word(i));
+    counts.push_back(file.count(i));
+  }
+  if (words.empty()) {
+    throw Error("vocabulary '" + config.vocab_file +
+                "' holds no word counted at least --min-count (" +
+                std::to_string(config.min_count) + ") times");
+  }
+  return Vocab::from_words(std::move(words), std::move(counts));
+}
+
+TrainingSet make_training_set(const std::vector<std::string_view>& parts, const Config& config,
+                              Vocab vocab) {
+  if (vocab.empty()) vocab = count_vocabulary(parts, config);
+  EncodeOptions options;
+  options.text = config.text_options();
+  options.threads = config.effective_threads();
+  EncodedCorpus corpus = encode_corpus(parts, vocab, options);
+  vocab.drop_lookup();
   return make_training_set(std::move(vocab), std::move(corpus), config);
+}
+
+TrainingSet make_training_set(std::string_view text, const Config& config, Vocab vocab) {
+  return make_training_set(std::vector<std::string_view>{text}, config, std::move(vocab));
 }
 
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config) {

@@ -28,9 +28,20 @@ struct TrainingSet {
   TrainData train_data(const Config& config) const;
 };
 
-/// Counts the vocabulary of `text` with `config`'s limits (or takes `vocab` when it is not
-/// empty, as a resumed run does), encodes the text and builds the samplers. Throws Error when no
-/// word is left to train on.
+/// The vocabulary of `parts` (the corpus files' texts, in order) with `config`'s limits, text
+/// options and threads. Throws Error when no word is left to train on.
+Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config);
+
+/// The vocabulary of `config.vocab_file` (word<TAB>count lines, rows in file order) less the words
+/// below --min-count, at most --max-vocab of them. Throws Error when none is left.
+Vocab read_vocabulary(const Config& config);
+
+/// Counts the vocabulary of `parts` (or takes `vocab` when it is not empty, as a resumed run
+/// does), encodes the text with `config`'s threads and builds the samplers.
+TrainingSet make_training_set(const std::vector<std::string_view>& parts, const Config& config,
+                              Vocab vocab = {});
+
+/// make_training_set() of one text.
 TrainingSet make_training_set(std::string_view text, const Config& config, Vocab vocab = {});
 
 /// The set of a vocabulary and a corpus encoded with it (a synthetic one, say): blocks and

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -21,17 +20,6 @@
 #include "tokenizer.hpp"
 #include "train/checkpoint.hpp"
 #include "vocab.hpp"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define PAGEDW2V_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PAGEDW2V_UNDER_ASAN 1
-#endif
-#endif
-#ifndef PAGEDW2V_UNDER_ASAN
-#define PAGEDW2V_UNDER_ASAN 0
-#endif
 
 namespace pagedw2v::fuzz {
 
@@ -110,33 +98,6 @@ inline std::vector<std::string> regression_inputs(const std::filesystem::path& d
   }
   std::sort(files.begin(), files.end());
   return files;
-}
-
-/// Kept inputs that still break the program, by file name, with where and how. The tests skip
-/// them; an entry goes when its fix lands.
-inline const std::map<std::string, std::string>& known_failures() {
-  static const std::map<std::string, std::string> known = {
-#if PAGEDW2V_UNDER_ASAN
-    // The Release build refuses these files with one line; AddressSanitizer sees libhdf5 itself.
-    {"hdf5-attribute-table-overflow.h5",
-     "under AddressSanitizer: libhdf5 1.10.8 reads past a buffer in H5O__attr_exists while "
-     "looking up an attribute of this damaged file (load_checkpoint in "
-     "src/train/checkpoint.cpp)"},
-    {"hdf5-open-leak.h5",
-     "under LeakSanitizer: H5Fopen fails on this file but libhdf5 1.10.8 keeps 104 bytes of "
-     "it"},
-#endif
-    {"hdf5-vlen-attribute-segv.h5",
-     "libhdf5 1.10.8 SEGV in H5HG_read reading a variable-length string attribute (H5Aread "
-     "from read_attribute in src/io/hdf5_io.cpp)"},
-    {"hdf5-vlen-attribute-memcpy.h5",
-     "libhdf5 1.10.8 wild memcpy in H5HG_read reading a variable-length string attribute "
-     "(H5Aread from read_attribute in src/io/hdf5_io.cpp)"},
-    {"hdf5-vlen-attribute-hang.h5",
-     "libhdf5 1.10.8 never returns from H5HG_read/H5C_protect reading a variable-length "
-     "string attribute (H5Aread from read_attribute in src/io/hdf5_io.cpp)"},
-  };
-  return known;
 }
 
 }  // namespace pagedw2v::fuzz

@@ -1,0 +1,134 @@
+#include "train_setup.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "error.hpp"
+#include "io/hdf5_io.hpp"
+#include "train/backend_factory.hpp"
+
+namespace pagedw2v::app {
+namespace {
+
+constexpr const char* kOptionPrefix = "option.";
+
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return ec ? path : p.lexically_normal().string();
+}
+
+/// The options a checkpoint recorded, or nothing when it cannot be read (the trainer then
+/// reports that with its own message).
+std::vector<Attribute> recorded_options(const std::string& checkpoint) {
+  std::vector<std::string> names;
+  for (const OptionSpec& spec : train_options()) names.push_back(kOptionPrefix + spec.name);
+  try {
+    return read_attributes_h5(checkpoint, names);
+  } catch (const Error&) {
+    return {};
+  }
+}
+
+/// `config` as a resumed run will have it: the model's settings (and the corpus and epochs
+/// when not given) from the checkpoint.
+void apply_recorded(Config& config, const std::vector<Attribute>& recorded) {
+  for (const Attribute& a : recorded) {
+    const auto* value = std::get_if<std::string>(&a.value);
+    if (value == nullptr) continue;
+    const std::string name = a.name.substr(std::strlen(kOptionPrefix));
+    for (const OptionSpec& spec : train_options()) {
+      if (spec.name != name) continue;
+      const bool keep_given = !spec.is_model && config.given.count(name) > 0;
+      if (keep_given || (!spec.is_model && name != "corpus" && name != "epochs")) break;
+      try {
+        spec.set(config, *value);
+      } catch (const UsageError&) {
+        // A value this version no longer accepts: the trainer reports it.
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+std::string settings_summary(const Config& config, const std::string& config_file, bool resumed) {
+  std::string s = "settings: " + to_string(config.model) + ", dim " + option_value(config, "dim") +
+                  ", window " + option_value(config, "window") + ", negative " +
+                  option_value(config, "negative") + ", sample " + option_value(config, "sample") +
+                  ", min-count " + option_value(config, "min-count");
+  if (config.max_vocab > 0) s += ", max-vocab " + option_value(config, "max-vocab");
+  if (config.optimizer == OptimizerKind::kSgd) {
+    char alpha[32];
+    std::snprintf(alpha, sizeof alpha, "%g", static_cast<double>(config.effective_alpha()));
+    s += std::string(", alpha ") + alpha + (config.alpha > 0 ? "" : " (auto)");
+  } else {
+    s += ", optimizer " + option_value(config, "optimizer") + ", lr " + option_value(config, "lr");
+  }
+  if (config.negative_pool > 0) s += ", negative-pool " + option_value(config, "negative-pool");
+  s += ", epochs " + option_value(config, "epochs") + ", seed " + option_value(config, "seed");
+  s += ", threads " + std::to_string(config.effective_threads());
+  const std::string device = to_string(config.device);
+  const std::string resolved = to_string(resolve_device(config.device));
+  s += ", device " + (device == resolved ? device : device + " (" + resolved + ")");
+  if (resolve_device(config.device) == DeviceKind::kCuda) {
+    s += ", placement " + option_value(config, "placement") + ", gpu-memory " +
+         option_value(config, "gpu-memory");
+  }
+  s += ", formats " + option_value(config, "format");
+  std::string from = "defaults";
+  if (!config_file.empty()) from += " < " + config_file;
+  if (!config.given.empty()) from += " < flags";
+  if (resumed) from += "; the model's from the checkpoint";
+  return s + " [" + from + "]";
+}
+
+void prepare_training(Config& config, const std::string& config_file, std::FILE* log) {
+  if (!config.corpus.empty()) {
+    // Every input absolute, so a checkpoint resumes from anywhere; standard input stays "-".
+    std::string paths;
+    for (const std::string& path : corpus_paths(config)) {
+      paths += (paths.empty() ? "" : "\n") + (path == "-" ? path : absolute_path(path));
+    }
+    config.corpus = paths;
+  }
+  check_device(config.device);
+
+  Config shown = config;
+  if (!config.resume.empty()) {
+    const std::vector<Attribute> recorded = recorded_options(config.resume);
+    apply_recorded(shown, recorded);
+    if (config.given.count("corpus") == 0 && !recorded.empty() && !shown.corpus.empty()) {
+      // Checkpoints of earlier versions hold the corpus path as it was typed.
+      if (::access(shown.corpus.c_str(), R_OK) != 0) {
+        throw Error("cannot open '" + shown.corpus + "', the corpus path that checkpoint '" +
+                    config.resume + "' recorded: " + std::strerror(errno) +
+                    "; --corpus FILE gives its path here");
+      }
+    }
+  }
+
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (config.threads > 0 && cores > 0 && config.threads > cores) {
+    std::fprintf(stderr,
+                 "pagedw2v: warning: --threads %u is more than the %u cores of this machine; "
+                 "training is not faster for it\n",
+                 config.threads, cores);
+  }
+  // The settings are printed only when they make a run (the trainer validates them again).
+  validate(shown);
+  if (!config.quiet && log != nullptr) {
+    std::fprintf(log, "%s\n", settings_summary(shown, config_file, !config.resume.empty()).c_str());
+    std::fflush(log);
+  }
+}
+
+}  // namespace pagedw2v::app

@@ -1,0 +1,25 @@
+#pragma once
+/// @file isolated_call.hpp
+/// Running a parse of an untrusted file in a child process, so that a library that crashes or
+/// hangs on it (libhdf5 on a damaged file) ends with one clear error instead of the process.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace pagedw2v {
+
+/// Limits for an isolated call.
+struct IsolationLimits {
+  double seconds = 5.0;       ///< wall-clock time before the child is killed
+  uint64_t memory_bytes = 0;  ///< address space the child may add (0: no limit)
+};
+
+/// Runs `fn` in a forked child. Returns when `fn` returned there. Throws Error(prefix + message)
+/// with the message of an Error that `fn` threw there, and Error(prefix + "…") when the child
+/// died by a signal, ran out of memory, exceeded the time limit or could not be started. The
+/// child's stderr is discarded; it ends with _exit (no atexit handlers, no stdio flush).
+void run_isolated(const std::string& prefix, const IsolationLimits& limits,
+                  const std::function<void()>& fn);
+
+}  // namespace pagedw2v

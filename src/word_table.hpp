@@ -1,0 +1,123 @@
+#pragma once
+/// @file word_table.hpp
+/// The hash table one counting thread fills: word -> (dense id in first-occurrence order, value).
+/// A slot holds the hash tag, the length, the first 16 bytes of the word and the value, so that a
+/// probe for a word of up to 16 bytes reads one cache line and nothing else; longer words finish
+/// the comparison in the table's own key arena (never in the corpus, which may be gone or far).
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "string_index.hpp"
+
+namespace pagedw2v {
+namespace detail {
+
+class WordTable {
+ public:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  static constexpr size_t kHeadBytes = 16;
+
+  struct Slot {
+    uint64_t value;  ///< a count while counting, a vocabulary row while encoding
+    uint32_t id;     ///< kNone: empty
+    uint32_t tag;    ///< hash bits 40..63 << 8 | length (words are at most 255 bytes)
+    char head[kHeadBytes];
+  };
+  static_assert(sizeof(Slot) == 32, "two slots per cache line");
+
+  explicit WordTable(size_t expected = 1 << 12) { rehash(capacity_for(expected)); }
+
+  size_t size() const { return offsets_.size() - 1; }
+  std::string_view key(uint32_t id) const {
+    return std::string_view(arena_.data() + offsets_[id], offsets_[id + 1] - offsets_[id]);
+  }
+  uint64_t hash(uint32_t id) const { return hashes_[id]; }
+
+  static uint32_t tag_of(uint64_t h, size_t len) {
+    return static_cast<uint32_t>(h >> 40) << 8 | static_cast<uint32_t>(len);
+  }
+  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
+
+  /// The slot of `w` (hash `h`), inserting it with value 0 and the next id when absent.
+  Slot& insert(std::string_view w, uint64_t h) {
+    char head[kHeadBytes] = {};
+    std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
+    const uint32_t tag = tag_of(h, w.size());
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.id == kNone) {
+        if ((size() + 1) * 2 > slots_.size()) {
+          rehash(slots_.size() * 2);
+          return insert(w, h);
+        }
+        s.id = static_cast<uint32_t>(size());
+        s.tag = tag;
+        s.value = 0;
+        std::memcpy(s.head, head, kHeadBytes);
+        arena_.append(w.data(), w.size());
+        offsets_.push_back(arena_.size());
+        hashes_.push_back(h);
+        return s;
+      }
+      if (s.tag == tag && same_key(s, head, w)) return s;
+    }
+  }
+
+  /// The slot of `w` (hash `h`), or nullptr.
+  const Slot* find(std::string_view w, uint64_t h) const {
+    char head[kHeadBytes] = {};
+    std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
+    const uint32_t tag = tag_of(h, w.size());
+    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.id == kNone) return nullptr;
+      if (s.tag == tag && same_key(s, head, w)) return &s;
+    }
+  }
+
+  /// Calls f(slot) for every occupied slot.
+  template <class F>
+  void for_each(F&& f) {
+    for (Slot& s : slots_) {
+      if (s.id != kNone) f(s);
+    }
+  }
+
+ private:
+  static size_t capacity_for(size_t n) {
+    size_t c = 64;
+    while (c < n * 2) c <<= 1;
+    return c;
+  }
+  bool same_key(const Slot& s, const char* head, std::string_view w) const {
+    if (std::memcmp(s.head, head, kHeadBytes) != 0) return false;
+    if (w.size() <= kHeadBytes) return true;
+    return std::memcmp(arena_.data() + offsets_[s.id] + kHeadBytes, w.data() + kHeadBytes,
+                       w.size() - kHeadBytes) == 0;
+  }
+  void rehash(size_t capacity) {
+    std::vector<Slot> old(capacity);
+    old.swap(slots_);
+    for (Slot& s : slots_) s.id = kNone;
+    mask_ = capacity - 1;
+    for (const Slot& s : old) {
+      if (s.id == kNone) continue;
+      size_t i = hashes_[s.id] & mask_;
+      while (slots_[i].id != kNone) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  std::string arena_;                    ///< the words, in id order
+  std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
+  std::vector<uint64_t> hashes_;         ///< by id, for rehashing
+};
+
+}  // namespace detail
+}  // namespace pagedw2v

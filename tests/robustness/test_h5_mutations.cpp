@@ -1,0 +1,210 @@
+// One-byte mutations of our own embeddings.h5 and of a checkpoint, fed to `similar`, `eval`,
+// `export` and `train --resume`: every run ends by itself within 10 s, and every failure is one
+// clear line. The same mutations of a copy without the integrity record (what a file written by
+// another program looks like) go through the parse in a child process.
+//
+// PAGEDW2V_H5_MUTATIONS (default 60; 30 for the copies without the record) sets the mutations per
+// file, PAGEDW2V_H5_MUTATION_SEED the seed (printed, so that a failure can be replayed);
+// tests/fuzz/mutate_h5.sh runs 10,000.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../test_util.hpp"
+#include "run_binary.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::clear_failure_problem;
+using testing_util::fresh_seed;
+using testing_util::read_file;
+using testing_util::run_binary;
+using testing_util::RunResult;
+using testing_util::TempDir;
+using testing_util::write_file;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kMaxSeconds = 30;  // sanitized builds run several times slower
+#else
+constexpr double kMaxSeconds = 10;
+#endif
+
+uint64_t env_number(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+/// A trained run shared by the tests: its embeddings.h5, its first checkpoint, and the files
+/// the commands read.
+class Mutations : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    std::mt19937 rng(7);
+    std::string corpus;
+    for (int s = 0; s < 200; ++s) {
+      for (int w = 0; w < 12; ++w) corpus += "w" + std::to_string(rng() % 40) + " ";
+      corpus += "\n";
+    }
+    write_file(dir_->file("corpus.txt"), corpus);
+    write_file(dir_->file("pairs.tsv"), "w1\tw2\t3.5\nw3\tw4\t1.0\nw5\tw6\t7.0\nw7\tw8\t2.0\n");
+    const RunResult trained = run_binary(
+        {"train", "--corpus", dir_->file("corpus.txt"), "--output", dir_->file("run"), "--dim", "4",
+         "--min-count", "1", "--epochs", "2", "--threads", "1", "--format", "h5", "--quiet"},
+        dir_->path());
+    ASSERT_EQ(trained.code, 0) << trained.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+
+  /// Counts of outcomes by command.
+  struct Tally {
+    std::map<std::string, uint64_t> ok, refused, bad;
+    double slowest = 0;
+  };
+
+  /// Mutates `original` `n` times, one byte each, and runs `commands` (with "{}" for the file) on
+  /// every mutant. A run must succeed or fail with one line within kMaxSeconds.
+  static Tally mutate(const std::string& original,
+                      const std::vector<std::vector<std::string>>& commands, uint64_t n,
+                      uint64_t seed) {
+    const std::string bytes = read_file(original);
+    EXPECT_FALSE(bytes.empty());
+    std::mt19937_64 rng(seed);
+    Tally tally;
+    const TempDir work;
+    const std::string mutant = work.file("mutant.h5");
+    for (uint64_t i = 0; i < n && !bytes.empty(); ++i) {
+      std::string m = bytes;
+      const size_t at = rng() % m.size();
+      const auto flip = static_cast<unsigned char>(1 + rng() % 255);
+      m[at] = static_cast<char>(static_cast<unsigned char>(m[at]) ^ flip);
+      write_file(mutant, m);
+      for (const auto& command : commands) {
+        std::vector<std::string> args;
+        for (const std::string& a : command) {
+          if (a == "{}") {
+            args.push_back(mutant);
+          } else if (a.rfind("@", 0) == 0) {
+            args.push_back(work.file(a.substr(1)));
+          } else if (a.rfind("%", 0) == 0) {
+            args.push_back(dir_->file(a.substr(1)));
+          } else {
+            args.push_back(a);
+          }
+        }
+        std::filesystem::remove_all(work.file("out"));
+        const RunResult r = run_binary(args, work.path(), 4 * kMaxSeconds);
+        tally.slowest = std::max(tally.slowest, r.seconds);
+        const std::string& name = command[0];
+        if (r.exited && r.code == 0 && r.err.empty() && !r.timed_out && r.seconds <= kMaxSeconds) {
+          ++tally.ok[name];
+          continue;
+        }
+        const std::string problem = r.seconds > kMaxSeconds
+                                        ? "took " + std::to_string(r.seconds) + " s: " + r.command
+                                        : clear_failure_problem(r, 1);
+        if (problem.empty()) {
+          ++tally.refused[name];
+        } else {
+          ++tally.bad[name];
+          ADD_FAILURE() << "byte " << at << " ^ " << int{flip} << " (seed " << seed << ", mutation "
+                        << i << "): " << problem;
+        }
+      }
+    }
+    return tally;
+  }
+
+  static void report(const char* what, const Tally& t, uint64_t n, uint64_t seed) {
+    std::printf("%s: %llu mutations (seed %llu), slowest run %.2f s\n", what,
+                static_cast<unsigned long long>(n), static_cast<unsigned long long>(seed),
+                t.slowest);
+    std::map<std::string, bool> names;
+    for (const auto* m : {&t.ok, &t.refused, &t.bad}) {
+      for (const auto& [name, count] : *m) names[name] = true;
+    }
+    for (const auto& [name, unused] : names) {
+      auto get = [&](const std::map<std::string, uint64_t>& m) {
+        const auto it = m.find(name);
+        return static_cast<unsigned long long>(it == m.end() ? 0 : it->second);
+      };
+      std::printf("  %-8s ok %llu, refused with one line %llu, crashed/hung/unclear %llu\n",
+                  name.c_str(), get(t.ok), get(t.refused), get(t.bad));
+    }
+    std::fflush(stdout);
+  }
+
+  /// A copy of `path` without its integrity record: a file as another program writes it.
+  static std::string foreign_copy(const std::string& path, const std::string& name) {
+    std::string bytes = read_file(path);
+    for (size_t i = 0; i < 64 && i < bytes.size(); ++i) bytes[i] = '\0';
+    write_file(dir_->file(name), bytes);
+    return dir_->file(name);
+  }
+
+  static const std::vector<std::vector<std::string>>& reading_commands() {
+    static const std::vector<std::vector<std::string>> c = {
+        {"similar", "--vectors", "{}", "w1", "w2"},
+        {"eval", "--vectors", "{}", "--similarity", "%pairs.tsv", "--json"},
+    };
+    return c;
+  }
+  static const std::vector<std::vector<std::string>>& checkpoint_commands() {
+    static const std::vector<std::vector<std::string>> c = {
+        {"similar", "--vectors", "{}", "w1", "w2"},
+        {"eval", "--vectors", "{}", "--similarity", "%pairs.tsv", "--json"},
+        {"export", "--checkpoint", "{}", "--output", "@out", "--format", "npy"},
+        {"train", "--resume", "{}", "--output", "@out", "--quiet", "--format", "npy"},
+    };
+    return c;
+  }
+
+  static TempDir* dir_;
+};
+
+TempDir* Mutations::dir_ = nullptr;
+
+TEST_F(Mutations, OfEmbeddingsH5EndCleanly) {
+  const uint64_t n = env_number("PAGEDW2V_H5_MUTATIONS", 60);
+  const uint64_t seed = env_number("PAGEDW2V_H5_MUTATION_SEED", fresh_seed());
+  const Tally t = mutate(dir_->file("run/embeddings.h5"), reading_commands(), n, seed);
+  report("embeddings.h5", t, n, seed);
+  // Nearly every byte lies under the checksum: most mutants are refused.
+  EXPECT_GT(t.refused.at("similar"), n / 2);
+}
+
+TEST_F(Mutations, OfACheckpointEndCleanly) {
+  const uint64_t n = env_number("PAGEDW2V_H5_MUTATIONS", 60);
+  const uint64_t seed = env_number("PAGEDW2V_H5_MUTATION_SEED", fresh_seed());
+  const Tally t = mutate(dir_->file("run/checkpoints/epoch-1.h5"), checkpoint_commands(), n, seed);
+  report("checkpoint", t, n, seed);
+  EXPECT_GT(t.refused.at("train"), n / 2);
+}
+
+// Without the record every mutant reaches libhdf5, in a child process.
+TEST_F(Mutations, OfFilesWithoutChecksumEndCleanly) {
+  const uint64_t n = env_number("PAGEDW2V_H5_FOREIGN_MUTATIONS", 30);
+  const uint64_t seed = env_number("PAGEDW2V_H5_MUTATION_SEED", fresh_seed());
+  const std::string embeddings = foreign_copy(dir_->file("run/embeddings.h5"), "foreign.h5");
+  const std::string checkpoint =
+      foreign_copy(dir_->file("run/checkpoints/epoch-1.h5"), "foreign-checkpoint.h5");
+  // Unmutated, they still load.
+  EXPECT_EQ(run_binary({"similar", "--vectors", embeddings, "w1"}, dir_->path()).code, 0);
+  const Tally a = mutate(embeddings, reading_commands(), n, seed);
+  report("embeddings.h5 without checksum", a, n, seed);
+  const Tally b = mutate(checkpoint, checkpoint_commands(), n, seed + 1);
+  report("checkpoint without checksum", b, n, seed + 1);
+}
+
+}  // namespace
+}  // namespace pagedw2v

@@ -1,0 +1,126 @@
+// The real binary on the corpus inputs people have: the same corpus as one plain file, gzip,
+// zstd, standard input, several files and a directory trains the same vectors (--deterministic),
+// and --save-vocab / --vocab give the vocabulary back.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "test_util.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::read_file;
+using testing_util::TempDir;
+using testing_util::write_file;
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+/// Runs `pagedw2v train` with `corpus_args` (already quoted) and a small deterministic setting;
+/// returns the exit status. `stdin_file` feeds standard input when not empty.
+int train(const TempDir& dir, const std::string& corpus_args, const std::string& out,
+          const std::string& extra = "", const std::string& stdin_file = "") {
+  std::string cmd = std::string(PAGEDW2V_BINARY) + " train --corpus " + corpus_args + " --output " +
+                    quote(dir.file(out)) +
+                    " --quiet --deterministic --device cpu --dim 8 --epochs 1 --min-count 2 "
+                    "--format npy,txt " +
+                    extra + (stdin_file.empty() ? " < /dev/null" : " < " + quote(stdin_file)) +
+                    " 2> " + quote(dir.file(out + ".err"));
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+bool tool(const std::string& cmd) { return std::system((cmd + " 2>/dev/null").c_str()) == 0; }
+
+class IngestCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937_64 rng(testing_util::fresh_seed());
+    for (int line = 0; line < 3000; ++line) {
+      std::string& text = line < 1500 ? a_ : b_;
+      for (int i = 0, n = 1 + static_cast<int>(rng() % 20); i < n; ++i) {
+        text += "w" + std::to_string(std::min(rng() % 800, rng() % 800)) + " ";
+      }
+      text += "\n";
+    }
+    write_file(dir_.file("plain.txt"), a_ + b_);
+    ASSERT_EQ(train(dir_, quote(dir_.file("plain.txt")), "ref"), 0)
+        << read_file(dir_.file("ref.err"));
+    ref_ = read_file(dir_.file("ref/vectors.npy"));
+    ASSERT_GT(ref_.size(), 1000u);
+  }
+  void expect_same(const std::string& out) {
+    EXPECT_EQ(read_file(dir_.file(out + "/vocab.tsv")), read_file(dir_.file("ref/vocab.tsv")))
+        << out;
+    EXPECT_EQ(read_file(dir_.file(out + "/vectors.npy")), ref_) << out;
+  }
+
+  TempDir dir_;
+  std::string a_, b_, ref_;
+};
+
+TEST_F(IngestCli, CompressedFilesTrainTheSameVectors) {
+  ASSERT_TRUE(tool("gzip -c " + quote(dir_.file("plain.txt")) + " > " + quote(dir_.file("c.gz"))));
+  ASSERT_EQ(train(dir_, quote(dir_.file("c.gz")), "gz"), 0) << read_file(dir_.file("gz.err"));
+  expect_same("gz");
+  if (!tool("zstd -q -c " + quote(dir_.file("plain.txt")) + " > " + quote(dir_.file("c.zst")))) {
+    GTEST_SKIP() << "no zstd tool to make the .zst file";
+  }
+  ASSERT_EQ(train(dir_, quote(dir_.file("c.zst")), "zst"), 0) << read_file(dir_.file("zst.err"));
+  expect_same("zst");
+}
+
+TEST_F(IngestCli, StandardInputTrainsTheSameVectors) {
+  ASSERT_EQ(train(dir_, "-", "stdin", "", dir_.file("plain.txt")), 0)
+      << read_file(dir_.file("stdin.err"));
+  expect_same("stdin");
+}
+
+TEST_F(IngestCli, SeveralFilesAndADirectoryTrainTheSameVectors) {
+  write_file(dir_.file("a.txt"), a_);
+  write_file(dir_.file("b.txt"), b_);
+  ASSERT_EQ(train(dir_, quote(dir_.file("a.txt")) + " " + quote(dir_.file("b.txt")), "two"), 0)
+      << read_file(dir_.file("two.err"));
+  expect_same("two");
+  ASSERT_EQ(::mkdir(dir_.file("d").c_str(), 0755), 0);
+  write_file(dir_.file("d/1.txt"), a_);
+  ASSERT_TRUE(tool("gzip -c " + quote(dir_.file("b.txt")) + " > " + quote(dir_.file("d/2.gz"))));
+  ASSERT_EQ(train(dir_, quote(dir_.file("d")), "dir"), 0) << read_file(dir_.file("dir.err"));
+  expect_same("dir");
+}
+
+TEST_F(IngestCli, SavedVocabularyTrainsTheSameVectors) {
+  ASSERT_EQ(train(dir_, quote(dir_.file("plain.txt")), "save",
+                  "--save-vocab " + quote(dir_.file("v.tsv"))),
+            0);
+  EXPECT_EQ(read_file(dir_.file("v.tsv")), read_file(dir_.file("ref/vocab.tsv")));
+  ASSERT_EQ(
+      train(dir_, quote(dir_.file("plain.txt")), "given", "--vocab " + quote(dir_.file("v.tsv"))),
+      0)
+      << read_file(dir_.file("given.err"));
+  expect_same("given");
+}
+
+TEST_F(IngestCli, BadInputIsOneLineAndExitOne) {
+  ASSERT_TRUE(tool("gzip -c " + quote(dir_.file("plain.txt")) + " > " + quote(dir_.file("c.gz"))));
+  const std::string gz = read_file(dir_.file("c.gz"));
+  write_file(dir_.file("cut.gz"), gz.substr(0, gz.size() / 2));
+  ASSERT_TRUE(
+      tool("bzip2 -c " + quote(dir_.file("plain.txt")) + " > " + quote(dir_.file("c.bz2"))));
+  for (const char* name : {"cut.gz", "c.bz2"}) {
+    EXPECT_EQ(train(dir_, quote(dir_.file(name)), "bad"), 1) << name;
+    const std::string err = read_file(dir_.file("bad.err"));
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find(name), std::string::npos) << err;
+    struct stat st {};
+    EXPECT_NE(::stat(dir_.file("bad/vectors.npy").c_str(), &st), 0);
+  }
+}
+
+}  // namespace
+}  // namespace pagedw2v

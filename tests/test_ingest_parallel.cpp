@@ -1,0 +1,194 @@
+// The parallel vocabulary count and encoding against the one-thread reference: same words,
+// counts, order, ids, tokens and sentence cuts for any thread count.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "corpus.hpp"
+#include "test_util.hpp"
+#include "text_chunks.hpp"
+#include "vocab.hpp"
+
+namespace pagedw2v {
+namespace {
+
+struct Shape {
+  const char* name;
+  std::string (*make)(std::mt19937_64& rng);
+};
+
+std::string word_of(uint64_t i) { return "w" + std::to_string(i); }
+
+/// Many words with equal counts whose first occurrences lie in different chunks.
+std::string ties(std::mt19937_64& rng) {
+  std::string t;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<int> ids(3000);
+    for (int i = 0; i < 3000; ++i) ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (int i = 0; i < 3000; ++i) t += word_of(ids[i]) + (i % 9 == 8 ? "\n" : " ");
+  }
+  return t;
+}
+
+/// Lines of 0 to 3000 words (cut at 1000), empty lines and runs of spaces, no final newline.
+std::string long_and_empty_lines(std::mt19937_64& rng) {
+  std::string t;
+  for (int line = 0; line < 60; ++line) {
+    const int words = line % 7 == 0 ? 0 : static_cast<int>(rng() % 3000);
+    for (int i = 0; i < words; ++i) {
+      t += word_of(std::min<uint64_t>(rng() % 500, rng() % 500));
+      t += rng() % 13 == 0 ? " \t  " : " ";
+    }
+    t += line % 5 == 0 ? "\n\n\n" : "\r\n";
+  }
+  t += "tail words without newline";
+  return t;
+}
+
+/// Long words (cut at 100 bytes), multi-byte characters and invalid bytes.
+std::string long_words_and_utf8(std::mt19937_64& rng) {
+  const std::string pieces[] = {std::string(150, 'x'),
+                                std::string(120, 'x') + "y",
+                                "日本語のテキストは空白なしで長く続きます日本語のテキストは空白な"
+                                "しで長く続きます",
+                                "caf\xe9",
+                                "\xff\xfe",
+                                "Straße",
+                                "a"};
+  std::string t;
+  for (int i = 0; i < 5000; ++i) t += pieces[rng() % 7] + (rng() % 11 == 0 ? "\n" : " ");
+  return t;
+}
+
+/// A handful of words, fewer bytes than the threads would like (chunks inside a line).
+std::string tiny(std::mt19937_64& rng) {
+  std::string t = "b a c a b a d a b e";
+  if (rng() % 2) t += "\n";
+  return t;
+}
+
+/// One 200 kB line.
+std::string one_line(std::mt19937_64& rng) {
+  std::string t;
+  while (t.size() < 200000) t += word_of(rng() % 2000) + " ";
+  return t;
+}
+
+const Shape kShapes[] = {{"ties", ties},
+                         {"long_and_empty_lines", long_and_empty_lines},
+                         {"long_words_and_utf8", long_words_and_utf8},
+                         {"tiny", tiny},
+                         {"one_line", one_line}};
+
+class ParallelIngest : public ::testing::TestWithParam<Shape> {};
+
+void expect_same_vocab(const Vocab& a, const Vocab& b) {
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.words(), b.words());
+  EXPECT_EQ(a.counts(), b.counts());
+  EXPECT_EQ(a.corpus_tokens(), b.corpus_tokens());
+}
+
+TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::string text = GetParam().make(rng);
+  for (bool lowercase : {false, true}) {
+    for (uint64_t min_count : {1, 3}) {
+      VocabOptions vo;
+      vo.min_count = min_count;
+      vo.text.lowercase = lowercase;
+      const Vocab ref = Vocab::count_serial(text, vo);
+      EncodeOptions eo;
+      eo.text = vo.text;
+      const EncodedCorpus ref_corpus = encode_corpus_serial(text, ref, eo);
+      for (uint32_t threads : {1u, 2u, 3u, 4u, 7u, 16u, 64u}) {
+        SCOPED_TRACE("threads " + std::to_string(threads));
+        vo.threads = threads;
+        const Vocab v = Vocab::count(text, vo);
+        expect_same_vocab(v, ref);
+        eo.threads = threads;
+        const EncodedCorpus c = encode_corpus({text}, v, eo);
+        EXPECT_EQ(c.tokens, ref_corpus.tokens);
+        EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+      }
+    }
+  }
+}
+
+TEST_P(ParallelIngest, PartsAreTextsJoinedByNewlines) {
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 4; ++i) texts.push_back(GetParam().make(rng));
+  texts.insert(texts.begin() + 2, "");  // an empty file
+  texts[0] += "no-newline-at-the-end";
+  std::string joined;
+  std::vector<std::string_view> parts;
+  for (const std::string& t : texts) {
+    joined += t + "\n";
+    parts.push_back(t);
+  }
+  VocabOptions vo;
+  vo.min_count = 1;
+  const Vocab ref = Vocab::count_serial(joined, vo);
+  const EncodedCorpus ref_corpus = encode_corpus_serial(joined, ref, EncodeOptions{});
+  for (uint32_t threads : {1u, 2u, 5u, 32u}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    vo.threads = threads;
+    expect_same_vocab(Vocab::count(parts, vo), ref);
+    EncodeOptions eo;
+    eo.threads = threads;
+    const EncodedCorpus c = encode_corpus(parts, ref, eo);
+    EXPECT_EQ(c.tokens, ref_corpus.tokens);
+    EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ingest, ParallelIngest, ::testing::ValuesIn(kShapes),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(SplitText, ChunksCoverThePartsOnceAndCutOnlyBeforeSpaces) {
+  std::mt19937_64 rng(testing_util::fresh_seed());
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<std::string> texts(1 + rng() % 4);
+    for (std::string& t : texts) {
+      const size_t len = rng() % 40;
+      for (size_t i = 0; i < len; ++i) t += "ab \n"[rng() % 4];
+    }
+    std::vector<std::string_view> parts(texts.begin(), texts.end());
+    const size_t n = 1 + rng() % 12;
+    const std::vector<TextChunk> chunks = split_text(parts, n);
+    ASSERT_EQ(chunks.size(), n);
+    size_t part = 0, off = 0;
+    for (const TextChunk& chunk : chunks) {
+      for (const TextSegment& seg : chunk) {
+        while (part < parts.size() && off == parts[part].size() &&
+               seg.text.data() != parts[part].data() + off) {
+          ++part;
+          off = 0;
+        }
+        ASSERT_LT(part, parts.size());
+        ASSERT_EQ(seg.text.data(), parts[part].data() + off) << "trial " << trial;
+        if (off > 0 && !seg.text.empty()) {
+          EXPECT_TRUE(is_space_byte(static_cast<unsigned char>(seg.text[0])));
+        }
+        off += seg.text.size();
+        EXPECT_EQ(seg.ends_part, off == parts[part].size());
+      }
+    }
+    while (part < parts.size() && off == parts[part].size()) {
+      ++part;
+      off = 0;
+    }
+    EXPECT_EQ(part, parts.size()) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace pagedw2v
