@@ -1,0 +1,159 @@
+#include "gpu/device_tables.hpp"
+
+#include <algorithm>
+
+#include "kernels/cuda_check.hpp"
+#include "kernels/optimizer_step.hpp"
+
+namespace pagedw2v {
+
+DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
+                           cudaStream_t stream)
+    : model_(model),
+      dim_(model.input.dim()),
+      stride_(stride),
+      nstate_(state_tables(kind)),
+      optimizer_(kind != OptimizerKind::kSgd),
+      device_rows_(device_rows) {
+  const std::string shape =
+      " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
+  const size_t table = static_cast<size_t>(device_rows_) * stride_;
+  input_ = DeviceBuffer<float>(table, "the input vectors" + shape);
+  output_ = DeviceBuffer<float>(table, "the output vectors" + shape);
+  for (uint32_t k = 0; k < nstate_; ++k) {
+    input_state_.emplace_back(table, "optimizer state of the input vectors" + shape);
+    output_state_.emplace_back(table, "optimizer state of the output vectors" + shape);
+  }
+  if (optimizer_) {
+    input_grad_ = DeviceBuffer<float>(table, "input gradients" + shape);
+    output_grad_ = DeviceBuffer<float>(table, "output gradients" + shape);
+    touched_input_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
+    touched_output_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
+    step_rows_[0] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
+    step_rows_[1] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
+    step_count_ = DeviceBuffer<uint32_t>(2, "optimizer step counts");
+    step_temp_bytes_ = select_marked_ids_temp_bytes(device_rows_);
+    step_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(step_temp_bytes_, 1), "scratch");
+  }
+  zero_async(input_, stream);
+  zero_async(output_, stream);
+  for (auto& t : input_state_) zero_async(t, stream);
+  for (auto& t : output_state_) zero_async(t, stream);
+  if (optimizer_) {
+    zero_async(input_grad_, stream);
+    zero_async(output_grad_, stream);
+    zero_async(touched_input_, stream);
+    zero_async(touched_output_, stream);
+  }
+}
+
+size_t DeviceTables::bytes() const {
+  return input_.bytes() * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) +
+         (optimizer_ ? touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 + step_temp_.bytes()
+                     : 0);
+}
+
+void DeviceTables::set_gradient_args(SgnsArgs& a) {
+  if (!optimizer_) return;
+  a.input_grad = input_grad_.data();
+  a.output_grad = output_grad_.data();
+  a.touched_input = touched_input_.data();
+  a.touched_output = touched_output_.data();
+}
+
+void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
+  copy_rows(model_.input, input_.data(), kind, stream);
+  copy_rows(model_.output, output_.data(), kind, stream);
+  for (uint32_t k = 0; k < nstate_; ++k) {
+    copy_rows(model_.input_state[k], input_state_[k].data(), kind, stream);
+    copy_rows(model_.output_state[k], output_state_[k].data(), kind, stream);
+  }
+}
+
+void DeviceTables::copy_rows(HostTable& host, float* dev, cudaMemcpyKind kind,
+                             cudaStream_t stream) {
+  const uint64_t n = host.rows();
+  if (n == 0) return;
+  const size_t row = dim_ * sizeof(float), host_pitch = host.stride() * sizeof(float);
+  const size_t dev_pitch = stride_ * sizeof(float);
+  const bool to_host = kind == cudaMemcpyDeviceToHost;
+  const uint64_t rows_per_copy = std::max<uint64_t>(1, (uint64_t{256} << 20) / host_pitch);
+  for (uint64_t r = 0; r < n; r += rows_per_copy) {
+    const uint64_t m = std::min(rows_per_copy, n - r);
+    float* h = host.row(r);
+    float* d = dev + r * stride_;
+    if (to_host) {
+      PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(h, host_pitch, d, dev_pitch, row, m, kind, stream));
+    } else {
+      PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(d, dev_pitch, h, host_pitch, row, m, kind, stream));
+    }
+  }
+  PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
+}
+
+void DeviceTables::pin_host() {
+  const std::string hint =
+      "free host memory or raise the locked-memory limit (ulimit -l), or use "
+      "--placement resident";
+  std::vector<void*> blocks;
+  auto pin = [&](const HostTable& t, const char* what) {
+    if (std::find(blocks.begin(), blocks.end(), t.block()) != blocks.end()) return;
+    blocks.push_back(t.block());
+    pinned_.emplace_back(t.block(), t.block_bytes(), what, hint);
+  };
+  pin(model_.input, "input vectors");
+  pin(model_.output, "output vectors");
+  for (uint32_t k = 0; k < nstate_; ++k) {
+    pin(model_.input_state[k], "optimizer state");
+    pin(model_.output_state[k], "optimizer state");
+  }
+}
+
+MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n,
+                                 uint32_t dev_base) {
+  MoveArgs m;
+  auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
+    m.tables[m.table_count++] = PagedTable{host.data(), dev.data()};
+  };
+  add(model_.input, input_);
+  add(model_.output, output_);
+  for (uint32_t k = 0; k < nstate_; ++k) {
+    add(model_.input_state[k], input_state_[k]);
+    add(model_.output_state[k], output_state_[k]);
+  }
+  m.dim = dim_;
+  m.stride = stride_;
+  m.host_stride = static_cast<uint32_t>(model_.input.stride());
+  m.host_rows = host_rows;
+  m.dev_rows = dev_rows;
+  m.dev_base = dev_base;
+  m.n = n;
+  return m;
+}
+
+void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t step, float lr,
+                                  cudaStream_t stream) {
+  for (int t = 0; t < 2; ++t) {
+    uint8_t* touched = t == 0 ? touched_input_.data() : touched_output_.data();
+    launch_select_marked_ids(touched, device_rows_, step_rows_[t].data(), step_count_.data() + t,
+                             step_temp_.data(), step_temp_bytes_, stream);
+    OptimizerStepArgs s;
+    s.table = t == 0 ? input_.data() : output_.data();
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      s.state[k] = t == 0 ? input_state_[k].data() : output_state_[k].data();
+    }
+    s.stride = stride_;
+    s.dim = dim_;
+    s.rows = step_rows_[t].data();
+    s.grads = t == 0 ? input_grad_.data() : output_grad_.data();
+    s.grad_stride = stride_;
+    s.count = device_rows_;
+    s.d_count = step_count_.data() + t;
+    s.grads_by_row = true;
+    s.zero_grads = true;
+    launch_optimizer_step(optimizer, step, lr, s, stream);
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(touched, 0, device_rows_, stream));
+  }
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,322 @@
+#include "gpu/paged_pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/paging.hpp"
+
+namespace pagedw2v {
+
+namespace {
+
+/// How far behind the newest piece one may still be training: a cache slot is evicted only
+/// once every piece up to kDepth behind the one that evicts it has trained
+/// (kernels/paging.hpp). With two launches sharing the GPU each lasts about two pieces' time,
+/// so a depth of 2 would make every row move wait for the launch just before it. With one
+/// training stream (an optimizer, or serial runs) pieces train one after the other, and a depth
+/// of 2 lets a piece's moves run while the piece before it trains: the cache then holds two
+/// pieces' rows instead of three, which for an optimizer's whole super-batches decides whether
+/// they overlap at all.
+constexpr uint32_t kDepth = 3;
+constexpr uint32_t kDepthOneStream = 2;
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
+                             const CudaBackendOptions& options, DeviceTables& tables,
+                             SgnsLauncher& launcher, Stream& compute, CudaBackendReport& report)
+    : data_(data),
+      options_(options),
+      tables_(tables),
+      launcher_(launcher),
+      report_(report),
+      rows_(data.keep->size()),
+      hot_(plan.hot_rows),
+      batch_blocks_(plan.batch_blocks),
+      pool_size_(data.params.negative_pool),
+      optimizer_(data.optimizer.kind != OptimizerKind::kSgd),
+      compute_(compute),
+      cache_(rows_, plan.hot_rows, plan.cache_rows, plan.max_list, plan.scratch_bytes,
+             compute.get()) {
+  move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
+  bytes_ = cache_.bytes() + move_claims_.bytes();
+  const uint64_t max_list = plan.max_list, pool_entries = plan.max_pools * pool_size_;
+  const uint64_t max_tokens = plan.max_piece_tokens;
+  const uint64_t max_sentences = plan.max_piece_sentences;
+  for (Stage& s : stages_) {
+    s.tokens = DeviceBuffer<uint32_t>(max_tokens, "super-batch tokens");
+    s.rows = DeviceBuffer<uint32_t>(max_tokens, "super-batch rows");
+    s.starts = DeviceBuffer<uint64_t>(max_sentences + 1, "super-batch sentences");
+    s.list = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
+    s.fresh = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
+    s.evicted = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
+    s.fresh_rows = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
+    s.pool = DeviceBuffer<uint32_t>(pool_entries, "the negative pools");
+    s.pool_rows = DeviceBuffer<uint32_t>(pool_entries, "the negative pool rows");
+    s.sentence_pool = DeviceBuffer<uint32_t>(std::max<uint64_t>(max_sentences, 1), "pool numbers");
+    s.counts = DeviceBuffer<uint32_t>(3, "row counts");
+    s.next_sentence = DeviceBuffer<unsigned long long>(1, "a work counter");
+    // The corpus is copied a piece at a time through pinned staging, so the copies are
+    // asynchronous (the corpus itself stays pageable: registering part of a page of the heap
+    // would make copies of its neighbours fail).
+    s.host_tokens = PinnedBuffer<uint32_t>(max_tokens, "super-batch tokens");
+    s.host_starts = PinnedBuffer<uint64_t>(max_sentences + 1, "super-batch sentences");
+    s.host_sentence_pool =
+        PinnedBuffer<uint32_t>(std::max<uint64_t>(max_sentences, 1), "pool numbers");
+    bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() * 4 +
+              s.pool.bytes() + s.pool_rows.bytes() + s.sentence_pool.bytes() + s.counts.bytes();
+  }
+  host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
+  tables_.pin_host();
+}
+
+cudaStream_t PagedPipeline::compute_of(uint64_t number) {
+  return two_training_streams() && number % 2 == 1 ? compute2_.get() : compute_.get();
+}
+
+bool PagedPipeline::two_training_streams() const { return !optimizer_ && !options_.serial; }
+
+MoveArgs PagedPipeline::moves(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n,
+                              uint32_t dev_base, MoveStream claim) {
+  MoveArgs m = tables_.move_args(host_rows, dev_rows, n, dev_base);
+  m.claim = move_claims_.data() + claim;
+  return m;
+}
+
+void PagedPipeline::hot_rows_to_host() {
+  // By the move kernel: pinned tables are registered slab by slab, and a copy-engine copy must
+  // not span two registrations.
+  launch_move_rows(MoveKind::kToHost,
+                   moves(nullptr, nullptr, static_cast<uint32_t>(hot_), 0, kMoveOnCompute),
+                   compute_.get());
+  compute_.synchronize();
+}
+
+void PagedPipeline::reload_from_host() {
+  launch_move_rows(MoveKind::kToDevice,
+                   moves(nullptr, nullptr, static_cast<uint32_t>(hot_), 0, kMoveOnCompute),
+                   compute_.get());
+  compute_.synchronize();
+  // Cached rows are stale now: the next piece reads every cold row from the host.
+  cache_.invalidate(compute_.get());
+}
+
+bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
+  if (cursor_ >= span_end_) return false;
+  const cudaStream_t st = prep_.get();
+  Stage& s = stage_of(number);
+  // The buffers of this stage were last used by number − kPagedStages.
+  if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
+  const auto host_start = std::chrono::steady_clock::now();
+  piece_times_.emplace_back();
+  PieceTimes& times = piece_times_.back();
+  times.prep0.record(st);
+  const auto& blocks = *data_.blocks;
+  const auto& starts = data_.corpus->sentence_starts;
+  const uint64_t block = static_cast<uint64_t>(
+      std::upper_bound(blocks.begin(), blocks.end(), cursor_) - blocks.begin() - 1);
+  const uint64_t super_batch = block / batch_blocks_;
+  const uint64_t batch_end_block =
+      std::min<uint64_t>((super_batch + 1) * batch_blocks_, span_last_block_);
+  // The piece is sentences [cursor_, piece_end): the rest of the super-batch, or less.
+  uint64_t piece_end = std::min<uint64_t>(blocks[batch_end_block], span_end_);
+  const uint64_t batch_end = piece_end;
+  if (fit_sentences_ > 0) piece_end = std::min(piece_end, cursor_ + fit_sentences_);
+  bool split = false;
+  uint32_t depth = two_training_streams() ? kDepth : kDepthOneStream;
+  uint32_t* counts = s.counts.data();
+  uint32_t* host_counts = host_counts_.data();
+  for (;;) {
+    const uint64_t first_token = starts[cursor_], end_token = starts[piece_end];
+    const uint64_t piece_tokens = end_token - first_token, piece_sentences = piece_end - cursor_;
+    s.wait_host_copies();
+    std::copy_n(data_.corpus->tokens.data() + first_token, piece_tokens, s.host_tokens.data());
+    std::copy_n(starts.data() + cursor_, piece_sentences + 1, s.host_starts.data());
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), s.host_tokens.data(), piece_tokens * 4,
+                                      cudaMemcpyHostToDevice, st));
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), s.host_starts.data(),
+                                      (piece_sentences + 1) * 8, cudaMemcpyHostToDevice, st));
+    cache_.mark_cold(s.tokens.data(), piece_tokens, st);
+    launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
+    cache_.mark_cold(s.pool.data(), s.pools * pool_size_, st);
+    cache_.find(s.list.data(), s.fresh.data(), counts, number, depth, st);
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(host_counts, counts, 12, cudaMemcpyDeviceToHost, st));
+    const auto wait_start = std::chrono::steady_clock::now();
+    prep_.synchronize();
+    prepare_blocked_seconds_ += seconds_since(wait_start);
+    const uint32_t cold_rows = host_counts[0], new_rows = host_counts[1];
+    const uint32_t free_slots = host_counts[2];
+    // The piece fits when its new rows find free slots.
+    if (new_rows <= free_slots) {
+      s.cold = cold_rows;
+      s.fresh_n = new_rows;
+      s.token_base = first_token;
+      s.tokens_n = piece_tokens;
+      refs_ += piece_tokens + s.pools * pool_size_;
+      // A piece that fit at the size of the last split: try a little more next time.
+      if (!split && fit_sentences_ > 0 && piece_end < batch_end) {
+        fit_sentences_ += fit_sentences_ / 8 + 1;
+      }
+      pcie_corpus_bytes_ += piece_tokens * 4 + (piece_sentences + 1) * 8;
+      break;
+    }
+    cache_.clear_marks(s.list.data(), cold_rows, st);
+    // An optimizer steps once per piece, so its pieces are whole super-batches, as resident
+    // training steps: one is never split. A piece that cannot be split (that, or a single
+    // sentence) which the slots of the pieces still training leave no room for waits until
+    // they have trained, and every slot but its own is free.
+    if ((piece_sentences <= 1 || optimizer_) && depth > 1) {
+      compute_.synchronize();
+      compute2_.synchronize();
+      depth = 1;
+      ++report_.drains;
+      continue;
+    }
+    const std::string room = std::to_string(free_slots) + " of " + std::to_string(cache_.slots()) +
+                             " slots); raise --gpu-memory or lower ";
+    if (optimizer_) {
+      throw Error("paged tables with --optimizer " + to_string(data_.optimizer.kind) +
+                  ": a super-batch touches " + std::to_string(cold_rows) +
+                  " rows, more than the GPU row cache can take (" + room + "--batch-words");
+    }
+    if (piece_sentences <= 1) {
+      throw Error("paged tables: one sentence and the negative pool touch " +
+                  std::to_string(cold_rows) + " rows, more than the GPU row cache can take now (" +
+                  room + "--negative-pool");
+    }
+    // Rows grow about linearly with the sentences at this size: aim at 90 % of what fits,
+    // and start the next pieces at that size too.
+    const double fit = 0.9 * double(free_slots) / std::max(1.0, double(new_rows));
+    const uint64_t take = std::max<uint64_t>(
+        1, std::min<uint64_t>(piece_sentences - 1, uint64_t(double(piece_sentences) * fit)));
+    piece_end = cursor_ + take;
+    fit_sentences_ = take;
+    split = true;
+    ++report_.splits;
+  }
+  s.number = number;
+  s.first_sentence = cursor_;
+  s.last_sentence = piece_end;
+  s.super_batch = super_batch;
+  cache_.take(s.fresh.data(), s.fresh_n, s.list.data(), s.cold, number, s.evicted.data(),
+              s.fresh_rows.data(), st);
+  cache_.map(s.tokens.data(), s.tokens_n, s.rows.data(), st);
+  cache_.map(s.pool.data(), s.pools * pool_size_, s.pool_rows.data(), st);
+  s.prepped.record(st);
+  times.prep1.record(st);
+  // Move the rows on their own stream, once every piece that may have used the evicted slots
+  // (up to number − depth, on either training stream) has trained: each evicted row goes back
+  // as its slot's new row comes in.
+  const cudaStream_t gs = gather_.get();
+  PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, s.prepped.get(), 0));
+  for (uint64_t back = depth; back <= depth + 1; ++back) {
+    if (number >= first_number_ + back) {
+      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(gs, stage_of(number - back).trained.get(), 0));
+    }
+  }
+  MoveArgs swap = moves(s.fresh.data(), s.fresh_rows.data(), s.fresh_n, static_cast<uint32_t>(hot_),
+                        kMoveOnGather);
+  swap.out_rows = s.evicted.data();
+  // About three blocks of 8 warps fit beside training on each multiprocessor it leaves free.
+  swap.max_blocks = 3 * std::max<uint32_t>(1, options_.paging_sms);
+  times.move0.record(gs);
+  launch_move_rows(MoveKind::kSwap, swap, gs);
+  times.move1.record(gs);
+  s.gathered.record(gs);
+  prepare_host_seconds_ += seconds_since(host_start);
+  cursor_ = piece_end;
+  ++report_.super_batches;
+  report_.cold_rows += s.cold;
+  report_.rows_from_host += s.fresh_n;
+  return true;
+}
+
+void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t last_block) {
+  const auto& blocks = *data_.blocks;
+  cursor_ = blocks[first_block];
+  span_end_ = blocks[last_block];
+  span_last_block_ = last_block;
+  first_number_ = next_number_;
+  for (Stage& s : stages_) s.trained_recorded = false;
+  piece_times_.clear();
+  span_start_.record(compute_.get());
+  uint64_t n = first_number_;
+  for (bool more = prepare(epoch, n); more; more = prepare(epoch, ++n)) {
+    Stage& s = stage_of(n);
+    const cudaStream_t cs = compute_of(n);
+    PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, s.gathered.get(), 0));
+    if (options_.ordered && n > first_number_) {
+      PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, stage_of(n - 1).trained.get(), 0));
+    }
+    SgnsArgs a = launcher_.base_args(epoch);
+    a.tokens = s.tokens.data();
+    a.token_rows = s.rows.data();
+    a.token_base = s.token_base;
+    a.sentence_starts = s.starts.data();
+    a.sentences = s.last_sentence - s.first_sentence;
+    a.pool = s.pool.data();
+    a.pool_rows = s.pool_rows.data();
+    a.pool_size = pool_size_;
+    a.sentence_pool = s.sentence_pool.data();
+    a.reserved_sms = options_.paging_sms;
+    a.next_sentence = s.next_sentence.data();
+    launcher_.train_piece(a, epoch, s.super_batch, s.token_base, cs);
+    s.trained.record(cs);
+    s.trained_recorded = true;
+  }
+  next_number_ = n;
+  // Flush: every cached row a piece of this span may have changed goes back to the host, so
+  // that checkpoints and exports read current tables; the rows stay cached.
+  PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+  if (next_number_ > first_number_) {
+    const cudaStream_t st = prep_.get();
+    cache_.flush(moves(nullptr, nullptr, 0, static_cast<uint32_t>(hot_), kMoveOnPrep),
+                 first_number_, st);
+    prep_.synchronize();
+  }
+}
+
+void PagedPipeline::report_span() {
+  std::vector<std::pair<double, double>> busy;
+  for (const auto& t : launcher_.timing()) {
+    busy.emplace_back(t.first.elapsed_ms_since(span_start_),
+                      t.second.elapsed_ms_since(span_start_));
+  }
+  std::sort(busy.begin(), busy.end());
+  double covered = 0, end = -1e300;
+  for (const auto& [a, b] : busy) {
+    if (a > end) {
+      covered += b - a;
+      end = b;
+    } else if (b > end) {
+      covered += b - end;
+      end = b;
+    }
+  }
+  report_.kernel_busy_seconds += covered * 1e-3;
+  for (const PieceTimes& t : piece_times_) {
+    report_.prep_seconds += t.prep1.elapsed_ms_since(t.prep0) * 1e-3;
+    report_.move_seconds += t.move1.elapsed_ms_since(t.move0) * 1e-3;
+  }
+  piece_times_.clear();
+  report_.prepare_host_seconds = prepare_host_seconds_;
+  report_.prepare_blocked_seconds = prepare_blocked_seconds_;
+
+  const PagingCounters c = cache_.counters();
+  report_.row_lookups = refs_;
+  report_.cold_lookups = c.refs_cold;
+  report_.rows_to_host = c.to_host;
+  const uint32_t nstate = state_tables(data_.optimizer.kind);
+  const uint64_t row_bytes = uint64_t{data_.params.dim} * sizeof(float) * (2 + 2 * nstate);
+  report_.pcie_bytes = (report_.rows_from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,117 @@
+#pragma once
+/// @file paged_pipeline.hpp
+/// Paged training as a pipeline of pieces (whole super-batches, or parts of one when the cache
+/// cannot take its rows): collecting piece n + 1 and moving its rows overlap the training of
+/// n, n − 1 (with sgd the launches of consecutive pieces overlap too, on two streams). Owns the
+/// ring of stages (each piece's buffers and pinned staging), the streams beside the compute
+/// stream, the events that order them, the row cache (row_cache.hpp), the moves' claim
+/// counters, and the paging part of the report.
+///
+/// May not touch: the tables' allocation (device_tables.hpp), the placement and sizes (it
+/// takes them from the plan, gpu_plan.hpp), the launch arguments (sgns_launcher.hpp).
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "backend.hpp"
+#include "gpu/cuda_backend.hpp"
+#include "gpu/device_buffer.hpp"
+#include "gpu/device_tables.hpp"
+#include "gpu/gpu_plan.hpp"
+#include "gpu/row_cache.hpp"
+#include "gpu/sgns_launcher.hpp"
+#include "gpu/stream.hpp"
+
+namespace pagedw2v {
+
+class PagedPipeline {
+ public:
+  /// Allocates the cache and the stages as `plan` sizes them, and pins the host tables. Runs
+  /// its first launches on `compute` and the sgd pieces of odd number on a second stream.
+  PagedPipeline(const TrainData& data, const GpuPlan& plan, const CudaBackendOptions& options,
+                DeviceTables& tables, SgnsLauncher& launcher, Stream& compute,
+                CudaBackendReport& report);
+
+  /// Device bytes of the cache and the stages.
+  size_t bytes() const { return bytes_; }
+
+  /// Trains blocks [first_block, last_block) of `epoch`, then writes back every cached row the
+  /// span may have changed (the rows stay cached). Returns when the device is idle.
+  void train_span(uint32_t epoch, uint64_t first_block, uint64_t last_block);
+
+  /// Copies the hot rows to the host and waits.
+  void hot_rows_to_host();
+  /// Copies the hot rows from the host, forgets every cached row, and waits.
+  void reload_from_host();
+
+  /// Adds the span's times (device time collecting pieces and moving rows, how long at least
+  /// one training launch was in flight) and the counters to the report.
+  void report_span();
+
+ private:
+  /// The streams that launch row moves, each with its own claim counter (MoveArgs::claim):
+  /// moves on one stream run one after the other, moves on different streams may overlap.
+  enum MoveStream { kMoveOnCompute, kMoveOnGather, kMoveOnPrep, kMoveStreams };
+
+  /// The buffers of one piece in flight; pieces rotate through kPagedStages of them.
+  struct Stage : PoolBuffers {
+    DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool_rows, counts;
+    DeviceBuffer<unsigned long long> next_sentence;  ///< the launch's work counter
+    PinnedBuffer<uint32_t> host_tokens;
+    PinnedBuffer<uint64_t> host_starts;
+    DeviceBuffer<uint64_t> starts;
+    Event prepped{false}, gathered{false}, trained{false};
+    bool trained_recorded = false;
+    // The piece it holds.
+    uint64_t number = 0;
+    uint64_t first_sentence = 0, last_sentence = 0;
+    uint64_t super_batch = 0;
+    uint64_t token_base = 0, tokens_n = 0;
+    uint32_t cold = 0;     ///< distinct cold rows
+    uint32_t fresh_n = 0;  ///< of those, rows read from the host
+  };
+
+  /// When a piece's collection and its row moves ran on the device.
+  struct PieceTimes {
+    Event prep0, prep1, move0, move1;
+  };
+
+  /// Collects the next piece (from sentence cursor_) as piece `number` on the prep stream and
+  /// moves its rows on the gather stream. Returns false when the span is done.
+  bool prepare(uint32_t epoch, uint64_t number);
+  Stage& stage_of(uint64_t number) { return stages_[number % kPagedStages]; }
+  /// The training stream of piece `number`.
+  cudaStream_t compute_of(uint64_t number);
+  /// Two training streams when nothing orders the pieces (sgd, not serial); else one.
+  bool two_training_streams() const;
+  /// A row move over every table on the stream whose claim counter is `claim`.
+  MoveArgs moves(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n, uint32_t dev_base,
+                 MoveStream claim);
+
+  const TrainData& data_;
+  CudaBackendOptions options_;
+  DeviceTables& tables_;
+  SgnsLauncher& launcher_;
+  CudaBackendReport& report_;
+  uint64_t rows_ = 0, hot_ = 0, batch_blocks_ = 1;
+  uint32_t pool_size_ = 0;
+  bool optimizer_ = false;
+  Stream& compute_;
+  Stream compute2_, prep_, gather_;
+  RowCache cache_;
+  DeviceBuffer<unsigned long long> move_claims_;  ///< one claim counter per MoveStream
+  std::array<Stage, kPagedStages> stages_;
+  PinnedBuffer<uint32_t> host_counts_;
+  size_t bytes_ = 0;
+
+  std::vector<PieceTimes> piece_times_;
+  Event span_start_;
+  double prepare_host_seconds_ = 0, prepare_blocked_seconds_ = 0;
+  uint64_t next_number_ = 0, first_number_ = 0;
+  uint64_t cursor_ = 0, span_end_ = 0, span_last_block_ = 0;
+  uint64_t refs_ = 0, pcie_corpus_bytes_ = 0;
+  uint64_t fit_sentences_ = 0;  ///< sentences a piece took when one last had to be split
+};
+
+}  // namespace pagedw2v

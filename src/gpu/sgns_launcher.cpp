@@ -1,0 +1,135 @@
+#include "gpu/sgns_launcher.hpp"
+
+#include <algorithm>
+
+#include "error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/pool_draw.hpp"
+#include "params.hpp"
+
+namespace pagedw2v {
+
+SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp,
+                           DeviceTables& tables, cudaStream_t stream)
+    : data_(data),
+      tables_(tables),
+      paged_(plan.paged),
+      single_warp_(single_warp),
+      stride_(sgns_row_stride(data.params.dim)),
+      rows_(data.keep->size()),
+      keep_count_(plan.keep_count),
+      batch_blocks_(plan.batch_blocks),
+      pool_blocks_(std::max<uint32_t>(1, data.params.pool_blocks)),
+      max_pools_(plan.max_pools) {
+  keep_ = DeviceBuffer<float>(keep_count_, "the subsampling table");
+  counters_ = DeviceBuffer<SgnsCounters>(1, "training counters");
+  if (keep_count_ > 0) {
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(keep_.data(), data_.keep->data(), keep_.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
+  }
+  if (paged_) {
+    // Only the pools draw from the noise table: few draws a piece, read from pinned host
+    // memory, leave its GPU memory to table rows.
+    host_noise_ = PinnedBuffer<AliasEntry>(rows_, "the negative-sampling table");
+    std::copy(data_.noise->entries().begin(), data_.noise->entries().end(), host_noise_.data());
+  } else {
+    noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
+    if (rows_ > 0) {
+      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), data_.noise->entries().data(),
+                                        noise_.bytes(), cudaMemcpyHostToDevice, stream));
+    }
+  }
+}
+
+SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
+  const TrainParams& p = data_.params;
+  SgnsArgs a;
+  a.model = p.model;
+  a.input = tables_.input();
+  a.output = tables_.output();
+  a.stride = stride_;
+  a.vocab = static_cast<uint32_t>(rows_);
+  a.keep = keep_.data();
+  a.keep_count = static_cast<uint32_t>(keep_count_);
+  a.noise = noise_.data();
+  a.seed = p.seed;
+  a.epoch = epoch;
+  a.window = p.window;
+  a.negative = p.negative;
+  a.schedule = make_schedule(p);
+  a.epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
+  a.counters = counters_.data();
+  a.max_warps = single_warp_ ? 1 : 0;
+  tables_.set_gradient_args(a);
+  return a;
+}
+
+void SgnsLauncher::reset_counters(cudaStream_t stream) {
+  PAGEDW2V_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, sizeof(SgnsCounters), stream));
+}
+
+void SgnsLauncher::launch_timed(const SgnsArgs& a, cudaStream_t stream) {
+  timing_.emplace_back();
+  timing_.back().first.record(stream);
+  launch_sgns(a, stream);
+  timing_.back().second.record(stream);
+}
+
+void SgnsLauncher::train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t super_batch,
+                               uint64_t first_token, cudaStream_t stream) {
+  launch_timed(a, stream);
+  if (data_.optimizer.kind == OptimizerKind::kSgd) return;
+  const TrainParams& p = data_.params;
+  const uint64_t blocks_per_epoch = data_.blocks->size() - 1;
+  const uint64_t batches_per_epoch = (blocks_per_epoch + batch_blocks_ - 1) / batch_blocks_;
+  const uint64_t step = uint64_t{epoch} * batches_per_epoch + super_batch + 1;
+  const float lr = make_schedule(p, data_.optimizer)
+                       .at(static_cast<uint64_t>(epoch) * p.words_per_epoch + first_token);
+  tables_.step_optimizer(data_.optimizer, step, lr, stream);
+}
+
+void SgnsLauncher::draw_pools(uint32_t epoch, uint64_t first, uint64_t last, PoolBuffers& out,
+                              cudaStream_t stream) {
+  const auto& blocks = *data_.blocks;
+  auto block_of = [&](uint64_t sentence) {
+    return static_cast<uint64_t>(std::upper_bound(blocks.begin(), blocks.end(), sentence) -
+                                 blocks.begin() - 1);
+  };
+  uint64_t block = block_of(first);
+  const uint64_t first_period = block / pool_blocks_;
+  const uint64_t last_period = block_of(last - 1) / pool_blocks_;
+  out.pools = last_period - first_period + 1;
+  if (out.pools > max_pools_) {
+    throw Error("CUDA backend: a piece spans more pool periods than planned");
+  }
+  const uint32_t pool_size = data_.params.negative_pool;
+  launch_draw_pools(data_.params.seed, epoch, first_period, out.pools,
+                    paged_ ? host_noise_.data() : noise_.data(), static_cast<uint32_t>(rows_),
+                    pool_size, out.pool.data(), stream);
+  out.wait_host_copies();
+  uint32_t* numbers = out.host_sentence_pool.data();
+  for (uint64_t t = first; t < last; ++t) {
+    while (block + 1 < blocks.size() && blocks[block + 1] <= t) ++block;
+    numbers[t - first] = static_cast<uint32_t>(block / pool_blocks_ - first_period);
+  }
+  PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(out.sentence_pool.data(), numbers, (last - first) * 4,
+                                    cudaMemcpyHostToDevice, stream));
+  out.host_copied.record(stream);
+  out.host_copy_recorded = true;
+}
+
+SgnsCounters SgnsLauncher::read_counters(cudaStream_t stream) {
+  SgnsCounters host{};
+  PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(&host, counters_.data(), sizeof(SgnsCounters),
+                                    cudaMemcpyDeviceToHost, stream));
+  PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
+  return host;
+}
+
+double SgnsLauncher::kernel_seconds() const {
+  double seconds = 0;
+  for (const auto& t : timing_) seconds += t.second.elapsed_ms_since(t.first) * 1e-3;
+  return seconds;
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,94 @@
+#pragma once
+/// @file sgns_launcher.hpp
+/// The training launches both placements share. Owns the samplers on the device (the
+/// subsampling table; the noise table, in pinned host memory when paged), the training
+/// counters, the launches' timing events, the arguments every launch starts from, the
+/// negative pools a piece draws, and the optimizer step after each super-batch.
+///
+/// May not touch: which rows lie where (row_cache.hpp), the tables' allocation and copies
+/// (device_tables.hpp), the order of pieces and streams (cuda_backend.cpp,
+/// paged_pipeline.hpp: the caller passes the stream of every call).
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "backend.hpp"
+#include "gpu/device_buffer.hpp"
+#include "gpu/device_tables.hpp"
+#include "gpu/gpu_plan.hpp"
+#include "gpu/stream.hpp"
+#include "kernels/sgns.hpp"
+
+namespace pagedw2v {
+
+/// The negative pools of one piece and the pinned staging of its pool numbers.
+struct PoolBuffers {
+  DeviceBuffer<uint32_t> pool;           ///< pools × pool size entries, one pool after the other
+  DeviceBuffer<uint32_t> sentence_pool;  ///< each sentence's pool, counted from the first
+  uint64_t pools = 0;                    ///< pool periods the piece spans
+  // Pinned host staging of what is copied to the device per piece; written again only once
+  // the copies that read it have finished (host_copied).
+  PinnedBuffer<uint32_t> host_sentence_pool;
+  Event host_copied{false};
+  bool host_copy_recorded = false;
+
+  /// Waits until the copies from the pinned host staging have finished.
+  void wait_host_copies() {
+    if (host_copy_recorded) host_copied.synchronize();
+    host_copy_recorded = false;
+  }
+};
+
+class SgnsLauncher {
+ public:
+  /// Uploads the samplers of `data` on `stream` as `plan` sizes them. `single_warp`: one warp
+  /// trains the sentences of a launch in order (SgnsArgs::max_warps = 1).
+  SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, DeviceTables& tables,
+               cudaStream_t stream);
+
+  size_t bytes() const { return keep_.bytes() + noise_.bytes() + counters_.bytes(); }
+
+  /// What every launch of `epoch` reads: tables, samplers, schedule, counters.
+  SgnsArgs base_args(uint32_t epoch);
+
+  /// Zeroes the training counters before a span.
+  void reset_counters(cudaStream_t stream);
+  /// Launches `a` on `stream` between two timing events.
+  void launch_timed(const SgnsArgs& a, cudaStream_t stream);
+  /// Trains one piece of super-batch `super_batch` (its first token `first_token`) and, with an
+  /// optimizer, applies its step.
+  void train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t super_batch, uint64_t first_token,
+                   cudaStream_t stream);
+  /// Draws the pools of every period that sentences [first, last) touch into `out.pool`, one
+  /// after the other, and gives each sentence its pool's number (out.sentence_pool) on `stream`.
+  void draw_pools(uint32_t epoch, uint64_t first, uint64_t last, PoolBuffers& out,
+                  cudaStream_t stream);
+
+  /// The counters of the span, read on `stream` (waits for it).
+  SgnsCounters read_counters(cudaStream_t stream);
+  /// The start and end events of each launch since the last clear_timing().
+  const std::vector<std::pair<Event, Event>>& timing() const { return timing_; }
+  /// GPU time inside the launches since the last clear_timing(), in seconds.
+  double kernel_seconds() const;
+  void clear_timing() { timing_.clear(); }
+
+ private:
+  const TrainData& data_;
+  DeviceTables& tables_;
+  bool paged_ = false, single_warp_ = false;
+  uint32_t stride_ = 0;
+  uint64_t rows_ = 0;
+  uint64_t keep_count_ = 0;  ///< words whose keep probability is below 1, and those before
+  uint32_t batch_blocks_ = 1, pool_blocks_ = 1;
+  uint64_t max_pools_ = 1;
+  DeviceBuffer<float> keep_;
+  DeviceBuffer<AliasEntry> noise_;
+  PinnedBuffer<AliasEntry> host_noise_;  ///< paged: the noise table, read by the pool draws
+  DeviceBuffer<SgnsCounters> counters_;
+  std::vector<std::pair<Event, Event>> timing_;
+};
+
+}  // namespace pagedw2v
