@@ -11,6 +11,7 @@
 
 #include "byte_size.hpp"
 #include "error.hpp"
+#include "gpu/gpu_plan.hpp"
 
 #ifdef PAGEDW2V_HAVE_TOML
 #include <toml++/toml.h>
@@ -470,11 +471,8 @@ void validate(const Config& config) {
     throw UsageError("--corpus is required (or --resume CHECKPOINT)");
   }
   if (config.output.empty()) throw UsageError("--output is required");
-  if (config.placement == Placement::kPaged && config.negative_pool == 0 &&
-      config.device != DeviceKind::kCpu) {
-    throw UsageError(
-        "--placement paged needs --negative-pool N (negatives drawn from a pool shared by "
-        "--pool-words words, e.g. 1024)");
+  if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu) {
+    require_pool_for_paging(config.negative_pool, "--placement paged");
   }
   // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
   if (config.deterministic &&

@@ -51,18 +51,12 @@ std::string gib(double bytes) {
   return buf;
 }
 
-/// The budget of `gpu`: --gpu-memory, or what the device has free minus a margin.
-uint64_t query_budget(const GpuOptions& gpu) {
-  size_t free_bytes = 0, total_bytes = 0;
-  PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return gpu_budget(gpu.memory_budget, free_bytes);
-}
-
-/// What the plan needs of the current device, queried once per backend.
+/// What the plan needs of the current device under resolved settings `gpu`: no memory query,
+/// the budget is resolved already (resolve_cuda_gpu_options).
 GpuDeviceFacts query_device_facts(const cudaDeviceProp& prop, const GpuOptions& gpu) {
   GpuDeviceFacts facts;
   facts.name = prop.name;
-  facts.budget = query_budget(gpu);
+  facts.budget = gpu.memory_budget;
   facts.host_pointers = gpu_uses_host_pointers();
   facts.scratch_bytes = [](uint64_t select_n, uint32_t order_n, uint32_t key_bits) -> uint64_t {
     return std::max(select_marked_ids_temp_bytes(select_n),
@@ -112,6 +106,9 @@ class CudaBackend final : public Backend {
     }
     per_super_batch_ = p.negative_pool > 0 || data.optimizer.kind != OptimizerKind::kSgd;
 
+    // The caller resolved the settings when it allocated the model; else they are resolved here,
+    // by the same rule, once.
+    options_.gpu = resolve_cuda_gpu_options(rows_, dim, data.optimizer.kind, options_.gpu);
     plan_ = plan_gpu(plan_input(), query_device_facts(prop, options_.gpu));
     report_.budget_bytes = plan_.budget;
     if (plan_.paged) {
@@ -332,16 +329,21 @@ std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data,
   return std::make_unique<CudaBackend>(model, data, options);
 }
 
-bool cuda_tables_paged(uint64_t rows, uint32_t dim, OptimizerKind kind, const GpuOptions& gpu) {
-  switch (gpu.placement) {
-    case Placement::kResident:
-      return false;
-    case Placement::kPaged:
-      return true;
-    case Placement::kAuto:
-      break;
+GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind kind,
+                                    const GpuOptions& gpu) {
+  GpuOptions resolved = gpu;
+  if (resolved.memory_budget == 0) {
+    size_t free_bytes = 0, total_bytes = 0;
+    PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    resolved.memory_budget = gpu_budget(0, free_bytes);
   }
-  return plan_pages_tables(rows, sgns_row_stride(dim), kind, gpu.placement, query_budget(gpu));
+  if (resolved.placement == Placement::kAuto) {
+    resolved.placement = plan_pages_tables(rows, sgns_row_stride(dim), kind, Placement::kAuto,
+                                           resolved.memory_budget)
+                             ? Placement::kPaged
+                             : Placement::kResident;
+  }
+  return resolved;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data) {

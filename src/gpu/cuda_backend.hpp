@@ -82,10 +82,14 @@ struct CudaBackendReport {
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.
 bool cuda_device_available();
 
-/// True when the CUDA backend will page tables of `rows × dim` with optimizer `kind` under
-/// `gpu`'s placement and budget (auto: when they and their state do not fit the budget), so the
-/// host tables are best allocated interleaved (HostTable::interleaved).
-bool cuda_tables_paged(uint64_t rows, uint32_t dim, OptimizerKind kind, const GpuOptions& gpu);
+/// `gpu` with its choices made for tables of `rows × dim` with optimizer `kind` on the current
+/// device: a budget of 0 becomes what the device can give (one memory query), and placement
+/// auto becomes resident or paged (gpu_plan.hpp's rule: paged when the tables and their state
+/// do not fit the budget). Made once per run, before the model is allocated (paged tables are
+/// best allocated interleaved, HostTable::interleaved); the backend then plans under it
+/// without deciding or querying again. Settings already resolved come back unchanged.
+GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind kind,
+                                    const GpuOptions& gpu);
 
 /// Creates the CUDA backend on the current device. Throws Error when no device can be used or
 /// when the tables do not fit in GPU memory, UsageError for shapes the kernels cannot run.

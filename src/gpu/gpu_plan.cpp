@@ -72,6 +72,15 @@ bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, P
   return resident_bytes(rows, row_stride, kind) > budget;
 }
 
+void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
+                             const std::string& remedy) {
+  if (negative_pool > 0) return;
+  throw UsageError(why +
+                   " needs --negative-pool N (negatives drawn from a pool shared by --pool-words "
+                   "words, e.g. --negative-pool 1024)" +
+                   remedy);
+}
+
 uint32_t order_key_bits(uint64_t rows) {
   uint32_t bits = 1;
   while (bits < 32 && (rows >> bits) != 0) ++bits;
@@ -116,13 +125,10 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     }
   }
   const uint32_t pool = in.negative_pool;
-  if (pool == 0) {
-    throw UsageError("paged tables (the tables need " + gib(double(resident_need)) +
-                     ", the GPU budget is " + gib(double(plan.budget)) +
-                     ") need --negative-pool N (negatives drawn from a pool shared by "
-                     "--pool-words words, e.g. "
-                     "--negative-pool 1024), or raise --gpu-memory");
-  }
+  require_pool_for_paging(pool,
+                          "paging the tables (they need " + gib(double(resident_need)) +
+                              ", the GPU budget is " + gib(double(plan.budget)) + ")",
+                          ", or raise --gpu-memory");
   if (!device.host_pointers) {
     throw Error(device.name +
                 " cannot address registered host memory by its host pointer, which paged "

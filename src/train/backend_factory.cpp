@@ -9,16 +9,24 @@
 
 namespace pagedw2v {
 
-bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
-                          const GpuOptions& gpu) {
+GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
+                               const GpuOptions& gpu) {
 #ifdef PAGEDW2V_HAVE_CUDA
   if ((device == DeviceKind::kCuda || device == DeviceKind::kAuto) && cuda_device_available()) {
-    return cuda_tables_paged(rows, dim, kind, gpu);
+    return resolve_cuda_gpu_options(rows, dim, kind, gpu);
   }
 #else
-  (void)device, (void)rows, (void)dim, (void)kind, (void)gpu;
+  (void)device, (void)rows, (void)dim, (void)kind;
 #endif
-  return false;
+  // The CPU backend pages nothing: its tables are allocated apart, whatever --placement says.
+  GpuOptions cpu = gpu;
+  cpu.placement = Placement::kResident;
+  return cpu;
+}
+
+bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
+                          const GpuOptions& gpu) {
+  return resolve_gpu_options(device, rows, dim, kind, gpu).placement == Placement::kPaged;
 }
 
 void check_device(DeviceKind device) {

@@ -11,9 +11,17 @@
 
 namespace pagedw2v {
 
-/// True when make_backend with these settings will page the tables (the CUDA backend, a device
-/// present, paged placement or auto placement with tables beyond the budget): the model is then
-/// best allocated interleaved.
+/// The GPU settings of a run resolved once, before the model is allocated: with the CUDA
+/// backend (`device` cuda, or auto with a GPU present), the budget from one memory query and
+/// placement auto decided for tables of `rows × dim` with optimizer `kind`
+/// (resolve_cuda_gpu_options); for the CPU backend, placement resident (it pages nothing). Allocate
+/// the model interleaved when the placement is paged, and hand the same settings to make_backend,
+/// which then plans under them without deciding again.
+GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
+                               const GpuOptions& gpu);
+
+/// Whether resolve_gpu_options pages the tables: for callers that need only the layout (their
+/// backend resolves the same settings again).
 bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
                           const GpuOptions& gpu);
 

@@ -314,10 +314,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const auto t0 = Clock::now();
   StageTimes times;
   std::optional<Checkpoint> ck;
+  // Placement and GPU budget, resolved once for the model's layout and the backend.
+  std::optional<GpuOptions> gpu;
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
     ck = load_checkpoint(requested.resume, [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
-      return backend_pages_tables(requested.device, rows, dim, kind, requested.gpu_options());
+      gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
+      return gpu->placement == Placement::kPaged;
     });
   }
   const Config config = ck ? merge_for_resume(ck->config, requested) : requested;
@@ -389,15 +392,17 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     ck.reset();
   } else {
     const std::string hint = "lower --dim or --max-vocab";
+    gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
+                              config.gpu_options());
     model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                           backend_pages_tables(config.device, vocab.size(), config.dim,
-                                                config.optimizer, config.gpu_options()),
-                           hint);
+                           gpu->placement == Placement::kPaged, hint);
     init_model(model, config.seed);
   }
   const uint32_t threads = config.effective_threads();
+  GpuOptions gpu_settings = gpu.value_or(config.gpu_options());
+  gpu_settings.deterministic = config.deterministic;  // a resumed run's may be the checkpoint's
   std::unique_ptr<Backend> backend =
-      make_backend(config.device, model, data, threads, config.gpu_options());
+      make_backend(config.device, model, data, threads, gpu_settings);
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
   CheckpointDir checkpoints(config.output, config.keep_checkpoints, p.words_per_epoch);
   CheckpointWriter writer(checkpoints, config, vocab, corpus_id);
