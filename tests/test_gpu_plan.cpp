@@ -158,6 +158,32 @@ TEST(GpuPlan, PagedNeedsANegativePool) {
   EXPECT_THROW(plan_gpu(in, facts(resident_bytes(rows, 64, OptimizerKind::kSgd) - 1)), UsageError);
 }
 
+// One rule, one message: the plan and the settings' validation both say what pages the tables
+// and what to add.
+TEST(GpuPlan, ThePoolRuleSaysWhatPagesAndWhatToAdd) {
+  EXPECT_NO_THROW(require_pool_for_paging(1024, "--placement paged"));
+  try {
+    require_pool_for_paging(0, "--placement paged", "; or else");
+    FAIL() << "accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("--placement paged needs --negative-pool N", 0), 0u) << m;
+    EXPECT_EQ(m.substr(m.size() - 9), "; or else") << m;
+  }
+  const uint64_t rows = 50000;
+  const Shape s = make_shape(rows, 100000, 30, 2);
+  GpuPlanInput in = input(s, rows, 64, OptimizerKind::kSgd, 0, 256, Placement::kAuto);
+  try {
+    plan_gpu(in, facts(resident_bytes(rows, 64, OptimizerKind::kSgd) - 1));
+    FAIL() << "accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("paging the tables (they need ", 0), 0u) << m;
+    EXPECT_NE(m.find("needs --negative-pool N"), std::string::npos) << m;
+    EXPECT_NE(m.find("raise --gpu-memory"), std::string::npos) << m;
+  }
+}
+
 TEST(GpuPlan, PagedNeedsHostPointers) {
   const uint64_t rows = 50000;
   const Shape s = make_shape(rows, 100000, 30, 3);
