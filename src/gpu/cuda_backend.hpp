@@ -4,6 +4,11 @@
 /// gpu/gpu_plan.hpp decides; the corpus resident or streamed (gpu/device_corpus.hpp); fused
 /// training kernels (kernels/sgns.hpp). Host-only header: it names no CUDA type, so the trainer and
 /// the factory compile without the CUDA headers.
+///
+/// Owns: the backend's checks of a run, the resolution of its GPU settings, and the choice
+/// between resident and paged training, which it drives through the parts that own the state
+/// (device_tables.hpp, sgns_launcher.hpp, paged_pipeline.hpp, device_corpus.hpp). May not
+/// touch: kernels' internals, the trainer's order of spans, checkpoints.
 
 #include <cstddef>
 #include <cstdint>

@@ -4,6 +4,9 @@
 /// stays resident for every epoch. Otherwise it is streamed: consecutive chunks of whole
 /// sentences are copied from the host through two pinned staging buffers into two device
 /// buffers on a copy stream, so the upload of chunk k+1 overlaps the training of chunk k.
+///
+/// Owns: the corpus's device copy, its staging and its copy stream. May not touch: the tables,
+/// the launches (the caller trains each chunk it hands over).
 
 #include <cuda_runtime_api.h>
 
