@@ -480,14 +480,12 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
 /// Ids decide subsampling, Philox keys and equality with the centre; rows (SgnsArgs::token_rows,
 /// pool_rows, or the ids) address the tables. Table rows are looked up once per token as it
 /// enters the ring, so the training loop reads a row index from shared memory either way; the
-/// pool is a uniform branch around the negative draws. Measured on an H200 (mix5m × 4, dim 128,
-/// resident, 3 runs each): both cost 0.3 % on skip-gram and 1 % on CBOW against the kernel
-/// without them; making either a template parameter (more kernels) measured slower, 0.5–3 %.
+/// pool is a uniform branch around the negative draws; both cost little, and less than a template
+/// parameter for each (kernels/PERFORMANCE.md, "Kernel choices").
 /// kGrad: gradient mode (SgnsArgs::input_grad); the tables are only read.
 /// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
-/// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads.
-/// Measured on an H200 (skip-gram, dim 128): 2 and 3 are equal within noise, 4 (64 registers,
-/// more spills) is 3 % slower; 3 is used for dim ≤ 128.
+/// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads; 3 is
+/// used for dim ≤ 128 (kernels/PERFORMANCE.md, "Kernel choices").
 template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     sgns_kernel(const SgnsArgs a, const WarpLayout layout) {
