@@ -8,6 +8,7 @@
 
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/device_limits.hpp"
 #include "kernels/row_move.cuh"
 #include "kernels/work_claim.cuh"
 
@@ -17,9 +18,7 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned grid_for(uint64_t items, int per_thread = 1) {
-  int device = 0, sms = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = detail::device_limits().sms;
   const uint64_t want =
       (items + uint64_t{kThreads} * per_thread - 1) / (uint64_t{kThreads} * per_thread);
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, uint64_t(sms) * 16)));
@@ -312,9 +311,7 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
     throw Error("paged tables: bad move arguments");
   }
   constexpr int kBatch = 8;
-  int device = 0, sms = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = detail::device_limits().sms;
   bool aligned = a.dim % 4 == 0 && a.stride % 4 == 0 && host_stride % 4 == 0;
   for (int t = 0; t < a.table_count; ++t) {
     aligned = aligned && ((reinterpret_cast<uintptr_t>(a.tables[t].host) |

@@ -6,6 +6,7 @@
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_draws.cuh"
+#include "kernels/device_limits.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -557,13 +558,10 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
 template <int kV, int kB, bool kGrad, int kMinBlocks>
 void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const WarpLayout layout = make_layout(a.stride, a.window, a.negative);
-  int device = 0, sms = 0, max_smem = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  PAGEDW2V_CUDA_TRY(
-      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  int warps = static_cast<int>(
-      std::min<size_t>(kMaxWarpsPerBlock, static_cast<size_t>(max_smem) / layout.bytes()));
+  const detail::DeviceLimits& device = detail::device_limits();
+  const int sms = device.sms;
+  int warps = static_cast<int>(std::min<size_t>(
+      kMaxWarpsPerBlock, static_cast<size_t>(device.max_shared_optin) / layout.bytes()));
   if (warps < 1) {
     throw UsageError("--window " + std::to_string(a.window) + " with --negative " +
                      std::to_string(a.negative) + " needs more shared memory than the GPU has");
@@ -572,11 +570,9 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(warps) * layout.bytes();
   auto kernel = a.model == ModelKind::kSkipGram ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks>
                                                 : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
-  PAGEDW2V_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem)));
-  int per_sm = 0;
-  PAGEDW2V_CUDA_TRY(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, smem));
+  const void* const key = reinterpret_cast<const void*>(kernel);
+  detail::allow_dynamic_shared(device, key, smem);
+  const int per_sm = detail::blocks_per_sm(device, key, warps * kWarp, smem);
   const uint64_t needed = (a.sentences + warps - 1) / warps;
   // Multiprocessors left free run the paging kernels (gathers, scatters) beside training: the
   // persistent blocks of this kernel would otherwise hold every SM until the launch ends.

@@ -5,6 +5,7 @@
 #include "bench/gather.hpp"
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/device_limits.hpp"
 #include "kernels/row_move.cuh"
 #include "kernels/work_claim.cuh"
 
@@ -82,10 +83,9 @@ __global__ void scatter_thread_per_row_kernel(V* __restrict__ table, uint32_t ro
 template <typename Kernel>
 unsigned grid_for_items(Kernel kernel, uint64_t items, uint64_t items_per_block,
                         int blocks_per_sm = 0) {
-  int device = 0, sms = 0, per_sm = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  PAGEDW2V_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
+  const detail::DeviceLimits& device = detail::device_limits();
+  const int sms = device.sms;
+  int per_sm = detail::blocks_per_sm(device, reinterpret_cast<const void*>(kernel), kThreads, 0);
   if (blocks_per_sm > 0 && blocks_per_sm < per_sm) per_sm = blocks_per_sm;
   const uint64_t want = (items + items_per_block - 1) / items_per_block;
   const uint64_t cap = uint64_t(sms) * static_cast<uint64_t>(per_sm > 0 ? per_sm : 1);
