@@ -6,8 +6,6 @@
 /// still makes, cudaGetDevice, says which device's facts apply; the runtime answers it from
 /// the calling thread's state. Host-only header; thread-safe.
 
-#include <cuda_runtime_api.h>
-
 #include <cstddef>
 
 namespace pagedw2v::detail {
