@@ -290,8 +290,8 @@ TEST(PinnedRegion, LocksSlabsThroughItsLocker) {
   auto s = std::make_shared<FakeState>();
   FakePinBackend locker(s);
   std::vector<char> memory(12 * kMiB);
-  char* const page = reinterpret_cast<char*>(
-      (reinterpret_cast<uintptr_t>(memory.data()) + 4095) & ~uintptr_t{4095});
+  char* const page = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(memory.data()) + 4095) &
+                                             ~uintptr_t{4095});
   std::string error;
   {
     PinnedRegion r = PinnedRegion::try_pin(page + 100, 5 * kMiB, 2 * kMiB, locker, &error);
