@@ -1,8 +1,17 @@
 #pragma once
 /// @file device_draws.cuh
-/// Device-side forms of the CPU backend's random decisions, shared by the training kernel and the
-/// sampler probes so that the tests check the code that trains. Each is the CPU expression
-/// (train/cpu_backend.cpp, train/sgns_cpu.hpp) on the same Philox counters; include from .cu only.
+/// Device-side forms of the CPU backend's random decisions, shared by the training kernel, the
+/// pool kernel and the sampler probes so that the tests check the code that trains. Each is the
+/// CPU expression (train/cpu_backend.cpp, train/sgns_cpu.hpp, negative_pool.hpp) on the same
+/// counters and keys. The random bits come from cuRAND's Philox4x32-10 (curand_Philox4x32_10),
+/// the CPU's from philox.hpp: one function (Salmon et al., SC'11), so the same bits, which
+/// tests/test_cuda_sampler.cpp checks over many counters and keys. Device-only: include from .cu
+/// files.
+
+// cuRAND's Philox4x32-10 itself, the header curand_kernel.h includes for it: the whole of
+// curand_kernel.h would add the other generators' tables (about 400 KB of device data) to every
+// object that includes this file.
+#include <curand_philox4x32_x.h>
 
 #include <cstdint>
 
@@ -11,6 +20,20 @@
 #include "sampler.hpp"
 
 namespace pagedw2v::detail {
+
+/// cuRAND's Philox4x32-10 of counter `c` under `key`: philox4x32(c, key.k0, key.k1) of
+/// philox.hpp, computed by cuRAND.
+__device__ __forceinline__ Philox4 philox_block(const Philox4& c, PhiloxKey key) {
+  const uint4 r =
+      curand_Philox4x32_10(make_uint4(c.v[0], c.v[1], c.v[2], c.v[3]), make_uint2(key.k0, key.k1));
+  return Philox4{{r.x, r.y, r.z, r.w}};
+}
+
+/// philox.hpp's draw() on the GPU: the same counter and key, cuRAND's generator.
+__device__ __forceinline__ Philox4 device_draw(uint64_t seed, uint64_t pos, uint32_t epoch,
+                                               DrawKind kind, uint32_t sub = 0) {
+  return philox_block(draw_counter(pos, epoch, kind, sub), draw_key(seed));
+}
 
 /// Marks a negative that equals the centre word and is therefore skipped.
 inline constexpr uint32_t kSkippedNegative = 0xFFFFFFFFu;
@@ -24,7 +47,7 @@ struct KeepDecision {
 /// shrink drawn from the same Philox block.
 __device__ __forceinline__ KeepDecision subsample_token(uint64_t seed, uint64_t pos, uint32_t epoch,
                                                         float keep_p, uint32_t window) {
-  const Philox4 r = draw(seed, pos, epoch, DrawKind::kSubsample);
+  const Philox4 r = device_draw(seed, pos, epoch, DrawKind::kSubsample);
   KeepDecision d;
   d.keep = !(keep_p < 1.0f && to_unit_float(r.v[0]) >= keep_p);
   d.shrink = window > 0 ? r.v[1] % window : 0;
@@ -34,7 +57,16 @@ __device__ __forceinline__ KeepDecision subsample_token(uint64_t seed, uint64_t 
 /// The Philox block of negative call `call` of (centre at `pos`, context slot `slot`).
 __device__ __forceinline__ Philox4 negative_draw(uint64_t seed, uint64_t pos, uint32_t epoch,
                                                  uint32_t slot, uint32_t call) {
-  return draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
+  return device_draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
+}
+
+/// Entry `k` of the pool of super-batch `super_batch` in `epoch` (negative_pool.hpp's
+/// pool_entry).
+__device__ __forceinline__ uint32_t device_pool_entry(uint64_t seed, uint32_t epoch,
+                                                      uint64_t super_batch, uint32_t k,
+                                                      const AliasEntry* noise, uint32_t vocab) {
+  const Philox4 r = device_draw(seed, pool_position(super_batch, k), epoch, DrawKind::kPool);
+  return alias_draw(noise, vocab, r.v[0], r.v[1]);
 }
 
 /// The two alias-table negatives of Philox block `r`; a negative equal to `centre` comes back as

@@ -4,6 +4,7 @@
 
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/device_limits.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -56,9 +57,7 @@ void launch_optimizer_step(const OptimizerParams& params, uint64_t step, float l
   }
   const uint64_t elements = args.count * args.dim;
   if (elements == 0) return;
-  int device = 0, sms = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = detail::device_limits().sms;
   const uint64_t wanted = (elements + kThreads - 1) / kThreads;
   const unsigned blocks =
       static_cast<unsigned>(std::min<uint64_t>(wanted, static_cast<uint64_t>(sms) * 32));

@@ -1,7 +1,7 @@
 #include "kernels/pool_draw.hpp"
 
 #include "kernels/cuda_check.hpp"
-#include "negative_pool.hpp"
+#include "kernels/device_draws.cuh"
 
 namespace pagedw2v {
 namespace {
@@ -14,7 +14,8 @@ __global__ void draw_pool_kernel(uint64_t seed, uint32_t epoch, uint64_t super_b
                                  uint32_t* out) {
   for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < n;
        k += uint64_t{gridDim.x} * blockDim.x) {
-    out[k] = pool_entry(seed, epoch, super_batch, static_cast<uint32_t>(k), noise, vocab);
+    out[k] =
+        detail::device_pool_entry(seed, epoch, super_batch, static_cast<uint32_t>(k), noise, vocab);
   }
 }
 
@@ -26,7 +27,8 @@ __global__ void draw_pools_kernel(uint64_t seed, uint32_t epoch, uint64_t first,
   const uint64_t total = count * n;
   for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < total;
        k += uint64_t{gridDim.x} * blockDim.x) {
-    out[k] = pool_entry(seed, epoch, first + k / n, static_cast<uint32_t>(k % n), noise, vocab);
+    out[k] = detail::device_pool_entry(seed, epoch, first + k / n, static_cast<uint32_t>(k % n),
+                                       noise, vocab);
   }
 }
 

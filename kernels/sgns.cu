@@ -6,6 +6,7 @@
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_draws.cuh"
+#include "kernels/device_limits.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -480,14 +481,12 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
 /// Ids decide subsampling, Philox keys and equality with the centre; rows (SgnsArgs::token_rows,
 /// pool_rows, or the ids) address the tables. Table rows are looked up once per token as it
 /// enters the ring, so the training loop reads a row index from shared memory either way; the
-/// pool is a uniform branch around the negative draws. Measured on an H200 (mix5m × 4, dim 128,
-/// resident, 3 runs each): both cost 0.3 % on skip-gram and 1 % on CBOW against the kernel
-/// without them; making either a template parameter (more kernels) measured slower, 0.5–3 %.
+/// pool is a uniform branch around the negative draws; both cost little, and less than a template
+/// parameter for each (kernels/PERFORMANCE.md, "Kernel choices").
 /// kGrad: gradient mode (SgnsArgs::input_grad); the tables are only read.
 /// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
-/// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads.
-/// Measured on an H200 (skip-gram, dim 128): 2 and 3 are equal within noise, 4 (64 registers,
-/// more spills) is 3 % slower; 3 is used for dim ≤ 128.
+/// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads; 3 is
+/// used for dim ≤ 128 (kernels/PERFORMANCE.md, "Kernel choices").
 template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     sgns_kernel(const SgnsArgs a, const WarpLayout layout) {
@@ -559,13 +558,10 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
 template <int kV, int kB, bool kGrad, int kMinBlocks>
 void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const WarpLayout layout = make_layout(a.stride, a.window, a.negative);
-  int device = 0, sms = 0, max_smem = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  PAGEDW2V_CUDA_TRY(
-      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  int warps = static_cast<int>(
-      std::min<size_t>(kMaxWarpsPerBlock, static_cast<size_t>(max_smem) / layout.bytes()));
+  const detail::DeviceLimits& device = detail::device_limits();
+  const int sms = device.sms;
+  int warps = static_cast<int>(std::min<size_t>(
+      kMaxWarpsPerBlock, static_cast<size_t>(device.max_shared_optin) / layout.bytes()));
   if (warps < 1) {
     throw UsageError("--window " + std::to_string(a.window) + " with --negative " +
                      std::to_string(a.negative) + " needs more shared memory than the GPU has");
@@ -574,11 +570,9 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(warps) * layout.bytes();
   auto kernel = a.model == ModelKind::kSkipGram ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks>
                                                 : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
-  PAGEDW2V_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem)));
-  int per_sm = 0;
-  PAGEDW2V_CUDA_TRY(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, warps * kWarp, smem));
+  const void* const key = reinterpret_cast<const void*>(kernel);
+  detail::allow_dynamic_shared(device, key, smem);
+  const int per_sm = detail::blocks_per_sm(device, key, warps * kWarp, smem);
   const uint64_t needed = (a.sentences + warps - 1) / warps;
   // Multiprocessors left free run the paging kernels (gathers, scatters) beside training: the
   // persistent blocks of this kernel would otherwise hold every SM until the launch ends.

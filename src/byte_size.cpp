@@ -1,6 +1,7 @@
 #include "byte_size.hpp"
 
 #include <cctype>
+#include <cstdio>
 
 namespace pagedw2v {
 namespace {
@@ -87,6 +88,12 @@ std::string format_byte_size(uint64_t bytes) {
     if (bytes != 0 && bytes % unit == 0) return std::to_string(bytes / unit) + kUnits[k];
   }
   return std::to_string(bytes);
+}
+
+std::string format_gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (uint64_t{1} << 30));
+  return buf;
 }
 
 }  // namespace pagedw2v

@@ -19,4 +19,7 @@ std::optional<uint64_t> parse_byte_size(std::string_view text);
 /// `bytes` as the shortest exact text parse_byte_size reads back: `8GiB`, `3MiB`, `1000`.
 std::string format_byte_size(uint64_t bytes);
 
+/// `bytes` in GiB with two decimals, for messages: `0.50 GiB`, `12.00 GiB`.
+std::string format_gib(uint64_t bytes);
+
 }  // namespace pagedw2v

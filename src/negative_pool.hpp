@@ -1,7 +1,8 @@
 #pragma once
 /// @file negative_pool.hpp
 /// The negative pool (TrainParams::negative_pool), one definition for the CPU backend and the
-/// CUDA kernels (the functions marked PAGEDW2V_HD compile for both).
+/// CUDA kernels (the functions marked PAGEDW2V_HD compile for both; the kernels' forms of the
+/// draws are in kernels/device_draws.cuh, on the same counters).
 ///
 /// Semantics, for a run with seed `seed`, pool size N > 0 and `pool_blocks` blocks per pool
 /// period (TrainParams::pool_blocks; "super-batch" below means that period):
@@ -35,11 +36,16 @@ PAGEDW2V_HD uint64_t super_batch_of(uint64_t block, uint32_t batch_blocks) {
   return block / (batch_blocks > 0 ? batch_blocks : 1u);
 }
 
+/// The draw position of entry `k` of the pool of super-batch `super_batch` (DrawKind::kPool).
+PAGEDW2V_HD uint64_t pool_position(uint64_t super_batch, uint32_t k) {
+  return (super_batch << 32) | k;
+}
+
 /// Entry `k` of the pool of super-batch `super_batch` in `epoch`: an id drawn from the noise
 /// table `noise` of `vocab` entries.
-PAGEDW2V_HD uint32_t pool_entry(uint64_t seed, uint32_t epoch, uint64_t super_batch, uint32_t k,
-                                const AliasEntry* noise, uint32_t vocab) {
-  const Philox4 r = draw(seed, (super_batch << 32) | k, epoch, DrawKind::kPool);
+inline uint32_t pool_entry(uint64_t seed, uint32_t epoch, uint64_t super_batch, uint32_t k,
+                           const AliasEntry* noise, uint32_t vocab) {
+  const Philox4 r = draw(seed, pool_position(super_batch, k), epoch, DrawKind::kPool);
   return alias_draw(noise, vocab, r.v[0], r.v[1]);
 }
 
@@ -51,8 +57,8 @@ PAGEDW2V_HD uint32_t pool_pick(uint32_t r, uint32_t pool_size) {
 
 /// The two pool indices of negative call `call` of (centre at corpus position `pos`, context
 /// slot `slot`) in `epoch`: the picks that stand for negatives 2·call and 2·call + 1.
-PAGEDW2V_HD void pool_pick_pair(uint64_t seed, uint64_t pos, uint32_t epoch, uint32_t slot,
-                                uint32_t call, uint32_t pool_size, uint32_t* k0, uint32_t* k1) {
+inline void pool_pick_pair(uint64_t seed, uint64_t pos, uint32_t epoch, uint32_t slot,
+                           uint32_t call, uint32_t pool_size, uint32_t* k0, uint32_t* k1) {
   const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | call);
   *k0 = pool_pick(r.v[0], pool_size);
   *k1 = pool_pick(r.v[2], pool_size);

@@ -1,9 +1,12 @@
 #pragma once
 /// @file philox.hpp
 /// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), the
-/// counter-based generator cuRAND also ships. It is written once here for host and device so that
-/// the CPU and CUDA backends draw the same numbers for the same (seed, position): a draw depends
-/// on where it is used, never on thread scheduling, which makes resume and CPU/GPU comparison
+/// counter-based generator cuRAND ships, and the counters and keys of every draw. The CPU
+/// computes the generator here (philox4x32, draw); the CUDA kernels compute it with cuRAND's
+/// curand_Philox4x32_10 on the same counters and keys (draw_counter, draw_key; see
+/// kernels/device_draws.cuh), and tests/test_cuda_sampler.cpp checks that both give the same
+/// bits. So both backends draw the same numbers for the same (seed, position): a draw depends on
+/// where it is used, never on thread scheduling, which makes resume and CPU/GPU comparison
 /// exact.
 
 #include <cstdint>
@@ -21,15 +24,16 @@ struct Philox4 {
 };
 
 namespace detail {
-PAGEDW2V_HD uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
+inline uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
   const uint64_t p = static_cast<uint64_t>(a) * b;
   *hi = static_cast<uint32_t>(p >> 32);
   return static_cast<uint32_t>(p);
 }
 }  // namespace detail
 
-/// Four independent 32-bit draws for counter `c` under key `k` (10 rounds).
-PAGEDW2V_HD Philox4 philox4x32(Philox4 c, uint32_t k0, uint32_t k1) {
+/// Four independent 32-bit draws for counter `c` under key `k` (10 rounds). Host only: the
+/// kernels use cuRAND's.
+inline Philox4 philox4x32(Philox4 c, uint32_t k0, uint32_t k1) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
   for (int r = 0; r < 10; ++r) {
@@ -51,13 +55,28 @@ enum class DrawKind : uint32_t {
   kPool = 3,       ///< one entry of a super-batch's negative pool (negative_pool.hpp).
 };
 
-/// The draw for token `pos` (global index in the encoded corpus) in `epoch`. `sub` picks among
-/// several calls for the same token: for negatives, (context slot << 8) | call index.
-PAGEDW2V_HD Philox4 draw(uint64_t seed, uint64_t pos, uint32_t epoch, DrawKind kind,
-                         uint32_t sub = 0) {
-  const Philox4 ctr{{static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32), epoch,
-                     (static_cast<uint32_t>(kind) << 28) ^ sub}};
-  return philox4x32(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+/// The key of every draw of a run: the two halves of its seed.
+struct PhiloxKey {
+  uint32_t k0, k1;
+};
+
+PAGEDW2V_HD PhiloxKey draw_key(uint64_t seed) {
+  return PhiloxKey{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
+}
+
+/// The counter of the draw for token `pos` (global index in the encoded corpus) in `epoch`.
+/// `sub` picks among several calls for the same token: for negatives, (context slot << 8) |
+/// call index.
+PAGEDW2V_HD Philox4 draw_counter(uint64_t pos, uint32_t epoch, DrawKind kind, uint32_t sub = 0) {
+  return Philox4{{static_cast<uint32_t>(pos), static_cast<uint32_t>(pos >> 32), epoch,
+                  (static_cast<uint32_t>(kind) << 28) ^ sub}};
+}
+
+/// The draw for token `pos` in `epoch` (draw_counter) under the run's key (draw_key). Host
+/// only: the kernels' form is device_draw (kernels/device_draws.cuh).
+inline Philox4 draw(uint64_t seed, uint64_t pos, uint32_t epoch, DrawKind kind, uint32_t sub = 0) {
+  const PhiloxKey key = draw_key(seed);
+  return philox4x32(draw_counter(pos, epoch, kind, sub), key.k0, key.k1);
 }
 
 /// Maps 32 random bits to a float in [0, 1) (24 bits of mantissa).

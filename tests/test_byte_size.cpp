@@ -94,6 +94,14 @@ TEST(ByteSize, RejectsWhatIsNotASize) {
   }
 }
 
+TEST(ByteSize, GibForMessages) {
+  EXPECT_EQ(format_gib(0), "0.00 GiB");
+  EXPECT_EQ(format_gib(kGi / 2), "0.50 GiB");
+  EXPECT_EQ(format_gib(12 * kGi), "12.00 GiB");
+  EXPECT_EQ(format_gib(1536 * kMi + kMi), "1.50 GiB");
+  EXPECT_EQ(format_gib(uint64_t{5} << 40), "5120.00 GiB");
+}
+
 TEST(ByteSize, FormatReadsBack) {
   EXPECT_EQ(format_byte_size(0), "0");
   EXPECT_EQ(format_byte_size(1000), "1000");

@@ -6,16 +6,19 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
+#include "negative_pool.hpp"
 #include "philox.hpp"
 #include "philox_probe.hpp"
 #include "sampler.hpp"
 #include "sampler_probe.hpp"
+#include "test_util.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -131,25 +134,29 @@ TEST(CudaMemory, OutOfGpuMemoryIsAClearError) {
   }
 }
 
-// cuRAND's Philox4x32-10 and src/philox.hpp are the same function: for random counters and keys,
-// and for the counters and keys the training draws use, every bit agrees.
+// The kernels draw with cuRAND's Philox4x32-10 (kernels/device_draws.cuh), the CPU with
+// src/philox.hpp: for random counters and keys, and for the counters and keys the training
+// draws use, every bit agrees.
 TEST(CudaSampler, CurandPhiloxGivesTheBitsOfPhiloxHpp) {
   PAGEDW2V_REQUIRE_GPU();
-  std::mt19937_64 rng(20261201);
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
   const size_t n = 1 << 16;
   std::vector<uint32_t> ctr(4 * n), key(2 * n);
   for (auto& c : ctr) c = static_cast<uint32_t>(rng());
   for (auto& k : key) k = static_cast<uint32_t>(rng());
-  // Some with the layout of draw(): (pos, pos >> 32, epoch, kind << 28 ^ sub) keyed by the seed.
-  for (size_t i = 0; i < n / 4; ++i) {
-    const uint64_t pos = rng() % (uint64_t{1} << 40), seed = rng() % 4 ? rng() % 100 : rng();
-    ctr[4 * i] = static_cast<uint32_t>(pos);
-    ctr[4 * i + 1] = static_cast<uint32_t>(pos >> 32);
-    ctr[4 * i + 2] = static_cast<uint32_t>(rng() % 50);
-    ctr[4 * i + 3] = (static_cast<uint32_t>(rng() % 4) << 28) ^ static_cast<uint32_t>(rng() % 4096);
-    key[2 * i] = static_cast<uint32_t>(seed);
-    key[2 * i + 1] = static_cast<uint32_t>(seed >> 32);
+  // Counters and keys at the edges of their words, where a carry or a sign would show.
+  const uint32_t edges[] = {0u, 1u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFEu, 0xFFFFFFFFu};
+  for (size_t i = 0; i < 6 * 6; ++i) {
+    for (int k = 0; k < 4; ++k) ctr[4 * i + k] = edges[(i + k) % 6];
+    key[2 * i] = edges[i % 6];
+    key[2 * i + 1] = edges[i / 6];
   }
+  // Random123's known-answer case: counter and key all ones.
+  const size_t kat_at = 36;
+  for (int k = 0; k < 4; ++k) ctr[4 * kat_at + k] = ~0u;
+  key[2 * kat_at] = key[2 * kat_at + 1] = ~0u;
   const DeviceBuffer<uint32_t> d_ctr = upload(ctr, "counters");
   const DeviceBuffer<uint32_t> d_key = upload(key, "keys");
   DeviceBuffer<uint32_t> d_out(4 * n, "draws");
@@ -162,13 +169,53 @@ TEST(CudaSampler, CurandPhiloxGivesTheBitsOfPhiloxHpp) {
     const Philox4 want = philox4x32(c, key[2 * i], key[2 * i + 1]);
     for (int k = 0; k < 4; ++k) mismatches += out[4 * i + k] != want.v[k];
   }
-  EXPECT_EQ(mismatches, 0u);
-  // The known-answer vector of Random123 (philox4x32_10, counter and key all ones bits).
+  EXPECT_EQ(mismatches, 0u) << "of " << 4 * n << " words";
+  // The known-answer vector of Random123 (philox4x32_10, counter and key all ones bits), from
+  // both.
   const Philox4 kat = philox4x32(Philox4{{~0u, ~0u, ~0u, ~0u}}, ~0u, ~0u);
   EXPECT_EQ(kat.v[0], 0x408f276du);
   EXPECT_EQ(kat.v[1], 0x41c83b0eu);
   EXPECT_EQ(kat.v[2], 0xa20bc7c6u);
   EXPECT_EQ(kat.v[3], 0x6d5451fdu);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(out[4 * kat_at + k], kat.v[k]);
+}
+
+// Every kind of draw the kernels make (device_draw: philox.hpp's counter and key, cuRAND's
+// generator) is the CPU's draw() for the same (seed, position, epoch, kind, sub).
+TEST(CudaSampler, DeviceDrawsAreTheCpuDraws) {
+  PAGEDW2V_REQUIRE_GPU();
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const size_t n = 1 << 16;
+  std::vector<DrawProbe> draws(n);
+  for (size_t i = 0; i < n; ++i) {
+    DrawProbe& d = draws[i];
+    d.seed = i % 3 == 0 ? rng() % 100 : rng();
+    d.kind = static_cast<uint32_t>(i % 4);  // kSubsample, kNegative, kInit, kPool
+    // Corpus positions past 2^32, and pool positions (super-batch << 32 | entry).
+    d.pos = d.kind == static_cast<uint32_t>(DrawKind::kPool)
+                ? pool_position(rng() % (uint64_t{1} << 32), static_cast<uint32_t>(rng()))
+                : rng() % (uint64_t{1} << 40);
+    d.epoch = static_cast<uint32_t>(rng() % 64);
+    d.sub =
+        d.kind == static_cast<uint32_t>(DrawKind::kNegative)
+            ? static_cast<uint32_t>((rng() % 2001) << 8 | rng() % 256)
+            : (d.kind == static_cast<uint32_t>(DrawKind::kInit) ? static_cast<uint32_t>(rng() % 256)
+                                                                : 0u);
+  }
+  const DeviceBuffer<DrawProbe> d_draws = upload(draws, "draws");
+  DeviceBuffer<uint32_t> d_out(4 * n, "bits");
+  PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0xA5, d_out.bytes()));  // poison
+  device_draw_probe(d_draws.data(), n, d_out.data());
+  const std::vector<uint32_t> out = download(d_out);
+  size_t mismatches = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const DrawProbe& d = draws[i];
+    const Philox4 want = draw(d.seed, d.pos, d.epoch, static_cast<DrawKind>(d.kind), d.sub);
+    for (int k = 0; k < 4; ++k) mismatches += out[4 * i + k] != want.v[k];
+  }
+  EXPECT_EQ(mismatches, 0u) << "of " << 4 * n << " words";
 }
 
 }  // namespace

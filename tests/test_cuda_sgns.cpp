@@ -29,6 +29,7 @@
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
+#include "kernels/device_limits.hpp"
 #include "kernels/pool_draw.hpp"
 #include "kernels/sgns.hpp"
 #include "negative_pool.hpp"
@@ -990,6 +991,22 @@ TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
         << "seed " << c.seed << " epoch " << c.epoch << " super-batch " << c.super_batch;
     EXPECT_EQ(got[c.n], 0xA5A5A5A5u) << "wrote past the end";
   }
+}
+
+// Launch shapes come from limits asked of the driver once per device and kept: the driver's
+// own numbers, and the same object at every launch.
+TEST(CudaDeviceLimits, AreTheDriversAndKept) {
+  PAGEDW2V_REQUIRE_GPU();
+  int device = -1, sms = 0, shared = 0;
+  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
+  PAGEDW2V_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  PAGEDW2V_CUDA_TRY(
+      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const detail::DeviceLimits& limits = detail::device_limits();
+  EXPECT_EQ(limits.device, device);
+  EXPECT_EQ(limits.sms, sms);
+  EXPECT_EQ(limits.max_shared_optin, shared);
+  EXPECT_EQ(&detail::device_limits(), &limits);
 }
 
 }  // namespace

@@ -283,6 +283,51 @@ TEST(PinnedAllocator, MoveAndDestructionRelease) {
   EXPECT_TRUE(s->ranges.empty());
 }
 
+// The allocator's tables and training's pinned ranges go through the one PinnedRegion: slabs
+// back to back from the first page, the piece a copy may not cross, a refusal part-way undone
+// and reported with how much had been locked, and one unlock per slab when the region goes.
+TEST(PinnedRegion, LocksSlabsThroughItsLocker) {
+  auto s = std::make_shared<FakeState>();
+  FakePinBackend locker(s);
+  std::vector<char> memory(12 * kMiB);
+  char* const page = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(memory.data()) + 4095) &
+                                             ~uintptr_t{4095});
+  std::string error;
+  {
+    PinnedRegion r = PinnedRegion::try_pin(page + 100, 5 * kMiB, 2 * kMiB, locker, &error);
+    ASSERT_TRUE(r.pinned()) << error;
+    EXPECT_EQ(r.bytes(), 5 * kMiB);
+    EXPECT_EQ(r.piece_bytes(), 2 * kMiB);
+    ASSERT_EQ(s->ranges.size(), 3u);  // 5 MiB + 100 bytes, widened to pages: 2 + 2 + 1 MiB
+    char* next = page;
+    for (const auto& [q, len] : s->ranges) {
+      EXPECT_EQ(q, next);
+      next = static_cast<char*>(q) + len;
+    }
+    EXPECT_GE(next, page + 100 + 5 * kMiB);
+    PinnedRegion moved = std::move(r);
+    EXPECT_FALSE(r.pinned());
+    EXPECT_EQ(s->ranges.size(), 3u);
+  }
+  EXPECT_TRUE(s->ranges.empty());
+  // One piece when asked for slab 0.
+  {
+    PinnedRegion r = PinnedRegion::try_pin(page, 5 * kMiB, 0, locker, &error);
+    ASSERT_TRUE(r.pinned());
+    EXPECT_EQ(s->ranges.size(), 1u);
+    EXPECT_EQ(r.piece_bytes(), 5 * kMiB);
+  }
+  // The third slab does not fit: the first two are unlocked again.
+  s->budget = 5 * kMiB;
+  const PinnedRegion refused = PinnedRegion::try_pin(page, 10 * kMiB, 2 * kMiB, locker, &error);
+  EXPECT_FALSE(refused.pinned());
+  EXPECT_EQ(refused.piece_bytes(), 0u);
+  EXPECT_TRUE(s->ranges.empty());
+  EXPECT_EQ(s->locked, 0u);
+  EXPECT_NE(error.find("fake: out of lockable memory"), std::string::npos) << error;
+  EXPECT_NE(error.find("after 0.00 GiB were locked"), std::string::npos) << error;
+}
+
 TEST(PinnedAllocatorCuda, SlabbedTableIsOneDeviceRange) {
   PAGEDW2V_REQUIRE_GPU();
   PinnedAllocatorOptions o;

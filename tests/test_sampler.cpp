@@ -43,6 +43,26 @@ TEST(Philox, DrawsDependOnEveryPartOfTheKey) {
   EXPECT_NE(a.v[0], draw(1, 10ull << 32, 0, DrawKind::kNegative, 3).v[0]);
 }
 
+// The counter and key of a draw are the contract with the kernels, which feed the same words to
+// cuRAND's generator (kernels/device_draws.cuh): position low and high word, epoch, kind << 28
+// ^ sub; the seed's low and high word.
+TEST(Philox, DrawCounterAndKeyLayout) {
+  const Philox4 c = draw_counter((uint64_t{0x12345678} << 32) | 0x9abcdef0u, 77,
+                                 DrawKind::kNegative, (5u << 8) | 2u);
+  EXPECT_EQ(c.v[0], 0x9abcdef0u);
+  EXPECT_EQ(c.v[1], 0x12345678u);
+  EXPECT_EQ(c.v[2], 77u);
+  EXPECT_EQ(c.v[3], 0x10000502u);
+  EXPECT_EQ(draw_counter(3, 0, DrawKind::kPool).v[3], 0x30000000u);
+  const PhiloxKey k = draw_key(0xfedcba9876543210ull);
+  EXPECT_EQ(k.k0, 0x76543210u);
+  EXPECT_EQ(k.k1, 0xfedcba98u);
+  const Philox4 r = draw(0xfedcba9876543210ull, (uint64_t{0x12345678} << 32) | 0x9abcdef0u, 77,
+                         DrawKind::kNegative, (5u << 8) | 2u);
+  const Philox4 want = philox4x32(c, k.k0, k.k1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r.v[i], want.v[i]);
+}
+
 TEST(Philox, UnitFloatsAreUniform) {
   const int n = 200000, bins = 20;
   std::vector<int> hist(bins);

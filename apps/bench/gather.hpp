@@ -22,10 +22,8 @@ namespace pagedw2v {
 /// host table are bound by the GPU's address translation of host pages, not by PCIe, and that
 /// cost grows with how far apart the addresses in flight are: a narrow window that walks the
 /// table in order is what makes the sorted gather fast. Hence few rows in flight (one block of
-/// 8 warps per multiprocessor) and a claim counter (below). H200, 131,072 rows × 128 of a
-/// 5.12 GB table (2026-11-30, kernel alone): with the claim counter 1.48 ms to the GPU; striding
-/// warps 1.66 ms at 1 block per multiprocessor, 1.81 ms at 4; on a 2 GB table every shape takes
-/// 1.31–1.37 ms (kernels/PERFORMANCE.md).
+/// 8 warps per multiprocessor) and a claim counter (below); the measurements are in
+/// kernels/PERFORMANCE.md ("Address translation of host memory").
 struct GatherTuning {
   int unroll = 4;         ///< row pieces a warp loads before it stores any: 1, 2, 4 or 8
   int blocks_per_sm = 1;  ///< most resident blocks per multiprocessor; 0 = as many as fit

@@ -8,8 +8,8 @@
 #include <map>
 #include <mutex>
 #include <utility>
-#include <vector>
 
+#include "byte_size.hpp"
 #include "error.hpp"
 
 namespace pagedw2v {
@@ -21,28 +21,21 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 size_t round_up(size_t n, size_t unit) { return unit == 0 ? n : (n + unit - 1) / unit * unit; }
 
-std::string gib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
-  return buf;
-}
-
 std::string cuda_error_text(cudaError_t status) {
   return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
 }
 
+/// PinnedRegion's CUDA calls (cuda_host_locker), and the allocations of the other methods.
 class CudaPinBackend final : public detail::PinBackend {
  public:
   bool register_range(void* p, size_t bytes, std::string* error) override {
-    const cudaError_t status =
-        cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    if (status == cudaSuccess) return true;
-    cudaGetLastError();
-    *error = cuda_error_text(status);
-    return false;
+    return detail::cuda_host_locker().register_range(p, bytes, error);
   }
   void unregister_range(void* p) noexcept override {
-    if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+    detail::cuda_host_locker().unregister_range(p);
+  }
+  bool host_pointer_is_device_pointer() noexcept override {
+    return detail::cuda_host_locker().host_pointer_is_device_pointer();
   }
   void* host_alloc(size_t bytes, std::string* error) override {
     void* p = nullptr;
@@ -100,16 +93,6 @@ class CudaPinBackend final : public detail::PinBackend {
     }
     return d;
   }
-  bool host_pointer_is_device_pointer() noexcept override {
-    int device = 0, value = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&value, cudaDevAttrCanUseHostPointerForRegisteredMem, device) !=
-            cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return value != 0;
-  }
 
  private:
   cudaMemPool_t pool_ = nullptr;
@@ -141,9 +124,9 @@ struct PinnedAllocator::Impl {
   enum class Kind { kRegistered, kHostAlloc, kHostPool, kPageable };
   struct Allocation {
     Kind kind;
-    size_t bytes;              ///< what the caller asked for
-    size_t mapped_bytes;       ///< the mapping or cudaHostAlloc size
-    std::vector<void*> slabs;  ///< registered ranges, in order
+    size_t bytes;         ///< what the caller asked for
+    size_t mapped_bytes;  ///< the mapping or cudaHostAlloc size
+    PinnedRegion region;  ///< the locked mapping (kRegistered)
   };
 
   PinnedAllocatorOptions options;
@@ -158,7 +141,7 @@ struct PinnedAllocator::Impl {
   /// allocator) and returns.
   void pin_failed(size_t bytes, const std::string& error) {
     const std::string what =
-        "cannot pin " + gib(bytes) + " of host memory for a table (" + error + ")";
+        "cannot pin " + format_gib(bytes) + " of host memory for a table (" + error + ")";
     if (options.on_failure == PinFailure::kStop) throw Error(what + "; " + options.hint);
     if (!fell_back && options.log != nullptr) {
       std::fprintf(options.log, "pagedw2v: %s; using pageable memory, transfers will be slower\n",
@@ -200,33 +183,26 @@ struct PinnedAllocator::Impl {
   void* allocate_registered(size_t bytes) {
     const auto [base, len] = map_anonymous(bytes);
     if (base == nullptr) return nullptr;
-    const size_t step = options.slab_bytes == 0 || !backend->host_pointer_is_device_pointer()
-                            ? len
-                            : options.slab_bytes;
-    std::vector<void*> slabs;
-    char* const begin = static_cast<char*>(base);
-    for (size_t off = 0; off < len; off += step) {
-      std::string error;
-      if (!backend->register_range(begin + off, std::min(step, len - off), &error)) {
-        for (void* s : slabs) backend->unregister_range(s);
-        try {
-          pin_failed(bytes, error + (off > 0 ? ", after " + gib(off) + " were locked" : ""));
-        } catch (...) {
-          munmap(base, len);
-          throw;
-        }
-        return add(base, {Kind::kPageable, bytes, len, {}});
+    const size_t slab = backend->host_pointer_is_device_pointer() ? options.slab_bytes : 0;
+    std::string error;
+    PinnedRegion region = PinnedRegion::try_pin(base, len, slab, *backend, &error);
+    if (!region.pinned()) {
+      try {
+        pin_failed(bytes, error);
+      } catch (...) {
+        munmap(base, len);
+        throw;
       }
-      slabs.push_back(begin + off);
+      return add(base, {Kind::kPageable, bytes, len, {}});
     }
-    return add(base, {Kind::kRegistered, bytes, len, std::move(slabs)});
+    return add(base, {Kind::kRegistered, bytes, len, std::move(region)});
   }
 
   void release(const void* p, Allocation& a) noexcept {
     void* q = const_cast<void*>(p);
     switch (a.kind) {
       case Kind::kRegistered:
-        for (void* s : a.slabs) backend->unregister_range(s);
+        a.region = PinnedRegion();  // unlocked before it is unmapped
         munmap(q, a.mapped_bytes);
         pinned -= a.bytes;
         break;
@@ -288,7 +264,8 @@ void PinnedAllocator::deallocate(void* p, size_t) noexcept {
 
 std::string PinnedAllocator::name() const {
   const PinnedAllocatorOptions& o = impl_->options;
-  const std::string slab = o.slab_bytes == 0 ? "one piece per table" : gib(o.slab_bytes) + " slabs";
+  const std::string slab =
+      o.slab_bytes == 0 ? "one piece per table" : format_gib(o.slab_bytes) + " slabs";
   switch (o.method) {
     case PinMethod::kHostAlloc:
       return "pinned (cudaHostAlloc, rounded to " + slab + ")";
@@ -325,11 +302,7 @@ size_t PinnedAllocator::piece_bytes(const void* p) const {
   const auto it = impl_->live.find(p);
   if (it == impl_->live.end() || it->second.kind == Impl::Kind::kPageable) return 0;
   const Impl::Allocation& a = it->second;
-  if (a.kind == Impl::Kind::kRegistered && a.slabs.size() > 1) {
-    return static_cast<size_t>(static_cast<const char*>(a.slabs[1]) -
-                               static_cast<const char*>(a.slabs[0]));
-  }
-  return a.mapped_bytes;
+  return a.kind == Impl::Kind::kRegistered ? a.region.piece_bytes() : a.mapped_bytes;
 }
 
 size_t PinnedAllocator::pinned_bytes() const {

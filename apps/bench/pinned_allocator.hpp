@@ -6,16 +6,14 @@
 ///
 /// How a table is pinned (the default, PinMethod::kRegisterSlabs): the table's bytes are reserved
 /// as one anonymous mapping (contiguous, 2 MiB aligned, transparent huge pages requested), then
-/// locked with cudaHostRegister(Mapped | Portable) one slab at a time (1 GiB by default). A table
-/// stays one contiguous range whatever its size, no single driver call has to lock tens of GB at
-/// once, and when locking fails part-way the slabs already locked are released and the same
+/// locked slab by slab (1 GiB by default) by a PinnedRegion (gpu/pinned_region.hpp), the
+/// mechanism that pins training's tables too. A table stays one contiguous range whatever its
+/// size, and when locking fails part-way the slabs already locked are released and the same
 /// mapping is kept as pageable memory. The GPU addresses the table through its host pointer
 /// (Hopper and every recent GPU report cudaDevAttrCanUseHostPointerForRegisteredMem); where a
 /// device does not, the table is registered in one piece so its device pointer is contiguous.
-/// A copy-engine copy (cudaMemcpy*) must stay inside one registration — the driver rejects a
-/// range that spans two (cudaErrorInvalidValue, seen on the H200) — so callers that copy with
-/// DMA split their copies at multiples of piece_bytes() from the table's start; kernels read
-/// across slabs freely.
+/// Callers that copy with DMA split their copies at multiples of piece_bytes() from the table's
+/// start (a copy may not span two registrations); kernels read across slabs freely.
 /// PinMethod::kHostAlloc instead makes one cudaHostAlloc(Mapped | Portable) per table, its size
 /// rounded up to whole slabs; PinMethod::kHostPool allocates from a CUDA memory pool located in
 /// host memory (cudaMemPoolCreate, cudaMemLocationTypeHost) made accessible to the GPU. Both
@@ -32,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "gpu/pinned_region.hpp"
 #include "host_table.hpp"
 
 namespace pagedw2v {
@@ -61,14 +60,11 @@ struct PinnedAllocatorOptions {
 
 namespace detail {
 
-/// The few driver calls the allocator makes. The CUDA implementation is the real one; tests
-/// substitute one that fails on demand, so the failure paths run without a GPU.
-class PinBackend {
+/// The few driver calls the allocator makes: PinnedRegion's locking calls, and the other
+/// methods' allocations. The CUDA implementation is the real one; tests substitute one that
+/// fails on demand, so the failure paths run without a GPU.
+class PinBackend : public HostLocker {
  public:
-  virtual ~PinBackend() = default;
-  /// Locks [p, p + bytes) and maps it for the GPU. On failure returns false and sets *error.
-  virtual bool register_range(void* p, size_t bytes, std::string* error) = 0;
-  virtual void unregister_range(void* p) noexcept = 0;
   /// Pinned, mapped memory; nullptr and *error set on failure.
   virtual void* host_alloc(size_t bytes, std::string* error) = 0;
   virtual void host_free(void* p) noexcept = 0;
@@ -78,9 +74,6 @@ class PinBackend {
   virtual void pool_free(void* p) noexcept = 0;
   /// The GPU address of pinned host memory at `p` (nullptr when there is none).
   virtual void* device_pointer(void* p) noexcept = 0;
-  /// True when registered memory is addressed on the GPU by its host pointer, so slabs
-  /// registered one by one form one contiguous device range.
-  virtual bool host_pointer_is_device_pointer() noexcept = 0;
 };
 
 /// The CUDA runtime's calls on the current device.

@@ -7,33 +7,65 @@
 #include <cstdint>
 #include <utility>
 
+#include "byte_size.hpp"
 #include "error.hpp"
 
 namespace pagedw2v {
 
 namespace {
 
-std::string gib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1u << 30));
-  return buf;
-}
+class CudaHostLocker final : public detail::HostLocker {
+ public:
+  bool register_range(void* p, size_t bytes, std::string* error) override {
+    const cudaError_t status =
+        cudaHostRegister(p, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (status == cudaSuccess) return true;
+    cudaGetLastError();
+    *error = cudaGetErrorString(status);
+    return false;
+  }
+  void unregister_range(void* p) noexcept override {
+    if (cudaHostUnregister(p) != cudaSuccess) cudaGetLastError();
+  }
+  bool host_pointer_is_device_pointer() noexcept override {
+    int device = 0, value = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&value, cudaDevAttrCanUseHostPointerForRegisteredMem, device) !=
+            cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return value != 0;
+  }
+};
 
 }  // namespace
 
+detail::HostLocker& detail::cuda_host_locker() {
+  static CudaHostLocker locker;
+  return locker;
+}
+
 PinnedRegion::PinnedRegion(void* p, size_t bytes, const std::string& what, const std::string& hint,
-                           size_t slab_bytes) {
+                           size_t slab_bytes)
+    : locker_(&detail::cuda_host_locker()) {
   std::string error;
   if (!pin(p, bytes, slab_bytes, &error)) {
-    throw Error("cannot pin the " + what + " (" + gib(bytes) + ") in host memory: " + error + "; " +
-                hint);
+    throw Error("cannot pin the " + what + " (" + format_gib(bytes) + ") in host memory: " + error +
+                "; " + hint);
   }
 }
 
 PinnedRegion PinnedRegion::try_pin(void* p, size_t bytes, size_t slab_bytes) {
-  PinnedRegion r;
   std::string error;
-  r.pin(p, bytes, slab_bytes, &error);
+  return try_pin(p, bytes, slab_bytes, detail::cuda_host_locker(), &error);
+}
+
+PinnedRegion PinnedRegion::try_pin(void* p, size_t bytes, size_t slab_bytes,
+                                   detail::HostLocker& locker, std::string* error) {
+  PinnedRegion r;
+  r.locker_ = &locker;
+  r.pin(p, bytes, slab_bytes, error);
   return r;
 }
 
@@ -46,55 +78,49 @@ bool PinnedRegion::pin(void* p, size_t bytes, size_t slab_bytes, std::string* er
   for (uintptr_t at = begin; at < end; at += step) {
     const size_t len = std::min<size_t>(step, end - at);
     void* slab = reinterpret_cast<void*>(at);
-    const cudaError_t status =
-        cudaHostRegister(slab, len, cudaHostRegisterMapped | cudaHostRegisterPortable);
-    if (status != cudaSuccess) {
-      cudaGetLastError();
-      *error = std::string(cudaGetErrorString(status)) +
-               (at > begin ? " after " + gib(at - begin) + " were locked" : "");
+    if (!locker_->register_range(slab, len, error)) {
+      if (at > begin) *error += " after " + format_gib(at - begin) + " were locked";
       release();
       return false;
     }
     slabs_.push_back(slab);
   }
   bytes_ = bytes;
+  piece_bytes_ = std::min<size_t>(step, end - begin);
   return true;
 }
 
 PinnedRegion::~PinnedRegion() { release(); }
 
 PinnedRegion::PinnedRegion(PinnedRegion&& other) noexcept
-    : slabs_(std::move(other.slabs_)), bytes_(std::exchange(other.bytes_, 0)) {
+    : locker_(other.locker_),
+      slabs_(std::move(other.slabs_)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      piece_bytes_(std::exchange(other.piece_bytes_, 0)) {
   other.slabs_.clear();
 }
 
 PinnedRegion& PinnedRegion::operator=(PinnedRegion&& other) noexcept {
   if (this != &other) {
     release();
+    locker_ = other.locker_;
     slabs_ = std::move(other.slabs_);
     other.slabs_.clear();
     bytes_ = std::exchange(other.bytes_, 0);
+    piece_bytes_ = std::exchange(other.piece_bytes_, 0);
   }
   return *this;
 }
 
 void PinnedRegion::release() noexcept {
-  for (void* s : slabs_) {
-    if (cudaHostUnregister(s) != cudaSuccess) cudaGetLastError();
-  }
+  for (void* s : slabs_) locker_->unregister_range(s);
   slabs_.clear();
   bytes_ = 0;
+  piece_bytes_ = 0;
 }
 
 bool gpu_uses_host_pointers() {
-  int device = 0, value = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&value, cudaDevAttrCanUseHostPointerForRegisteredMem, device) !=
-          cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return value != 0;
+  return detail::cuda_host_locker().host_pointer_is_device_pointer();
 }
 
 }  // namespace pagedw2v
