@@ -279,7 +279,9 @@ TEST_P(CudaMidEpochResume, IsBitForBit) {
     CudaBackendReport report;
     ASSERT_TRUE(cuda_backend_report(*backend, &report));
     EXPECT_EQ(report.paged, paged);
-    if (paged) EXPECT_GT(report.rows_to_host, 0u);
+    if (paged) {
+      EXPECT_GT(report.rows_to_host, 0u);
+    }
   }
   EXPECT_EQ(words, 2 * set.corpus.size());
 

@@ -113,10 +113,12 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   const EncodedCorpus& corpus = set.corpus;
   const TrainData data = set.train_data(config);
   const TrainParams& p = data.params;
+  // Placement decided once (one memory query), as `train` does: the model's layout and the
+  // backend both follow it.
+  const GpuOptions gpu = resolve_gpu_options(config.device, vocab.size(), config.dim,
+                                             config.optimizer, config.gpu_options());
   Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                               backend_pages_tables(config.device, vocab.size(), config.dim,
-                                                    config.optimizer, config.gpu_options()),
-                               "lower --dim");
+                               gpu.placement == Placement::kPaged, "lower --dim");
   init_model(model, config.seed);
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
@@ -131,13 +133,13 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     co.cache_rows = options.cache_rows;
     co.force_stream = options.force_stream;
     co.chunk_tokens = options.chunk_tokens;
-    co.gpu = config.gpu_options();
+    co.gpu = gpu;
     backend = make_cuda_backend(model, data, co);
   }
 #endif
   if (!backend) {
     backend =
-        make_backend(config.device, model, data, config.effective_threads(), config.gpu_options());
+        make_backend(config.device, model, data, config.effective_threads(), gpu);
   }
   r.setup_seconds = seconds_since(t_setup);
   r.device = backend->name();

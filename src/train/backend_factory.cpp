@@ -24,11 +24,6 @@ GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, O
   return cpu;
 }
 
-bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
-                          const GpuOptions& gpu) {
-  return resolve_gpu_options(device, rows, dim, kind, gpu).placement == Placement::kPaged;
-}
-
 void check_device(DeviceKind device) {
   if (device != DeviceKind::kCuda) return;
 #ifdef PAGEDW2V_HAVE_CUDA

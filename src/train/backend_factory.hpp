@@ -20,11 +20,6 @@ namespace pagedw2v {
 GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
                                const GpuOptions& gpu);
 
-/// Whether resolve_gpu_options pages the tables: for callers that need only the layout (their
-/// backend resolves the same settings again).
-bool backend_pages_tables(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
-                          const GpuOptions& gpu);
-
 /// Checks, before any work, that `device` can be used: throws what make_backend() would throw
 /// for --device cuda in a build without CUDA or on a machine without a GPU.
 void check_device(DeviceKind device);
