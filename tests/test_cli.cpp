@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,52 +25,31 @@
 #include "host_table.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
+#include "robustness/run_binary.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {
 namespace {
 
+using testing_util::exists;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
 using Args = std::vector<std::string>;
 
-struct Outcome {
-  int code = -1;  ///< exit status, or -1 when killed by a signal
-  std::string out, err;
-};
+using Outcome = testing_util::RunResult;  ///< its code is -1 when a signal ended the run
 
 /// Runs the binary with `args`, `input` on its standard input, in directory `cwd` (or here).
 Outcome run(const TempDir& dir, const Args& args, const std::string& input = "",
             const std::string& cwd = "") {
   static int serial = 0;
-  const std::string base = dir.file("cli-" + std::to_string(++serial));
-  write_file(base + ".in", input);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int in = ::open((base + ".in").c_str(), O_RDONLY);
-    const int out = ::open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
-    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);  // the CPU backend, as everywhere in this suite
-    std::vector<std::string> storage = {PAGEDW2V_BINARY};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(PAGEDW2V_BINARY, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Outcome o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = read_file(base + ".out");
-  o.err = read_file(base + ".err");
-  return o;
+  testing_util::ProcessOptions options;
+  options.log_name = "cli-" + std::to_string(++serial);
+  options.stdin_path = dir.file(options.log_name + ".in");
+  options.cwd = cwd;
+  write_file(options.stdin_path, input);
+  testing_util::Process p(args, dir.path(), options);
+  return p.wait();
 }
 
 std::string describe(const Args& args, const Outcome& o) {
@@ -753,11 +730,6 @@ std::string small_corpus(uint32_t distinct, int tokens) {
     corpus += "w" + std::to_string(w) + std::string(w % 7, 'x') + (i % 12 ? " " : "\n");
   }
   return corpus;
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
 }
 
 uint64_t file_bytes(const std::string& path) {

@@ -581,7 +581,9 @@ class KernelHarness {
     }
     a.max_warps = mode.serial ? 1 : 0;
     // On the kernel's stream: a cudaMemset runs on the legacy default stream, which the
-    // non-blocking stream does not wait for, so the reset could land while the kernel counts.
+    // non-blocking stream does not wait for. A reset landing after the kernel started would
+    // drop counts and zero next_sentence, the kernel's claim counter, so that sentences train
+    // twice. Nothing but timing orders the two, and other processes on the GPU change it.
     PAGEDW2V_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream_.get()));
     launch_sgns(a, stream_.get());
     stream_.synchronize();

@@ -63,12 +63,16 @@ struct ProcessOptions {
   bool default_sigxfsz = false;
   /// Names of the log files (NAME.stdout, NAME.stderr); empty: a new name for every process.
   std::string log_name;
+  /// The file the child reads as standard input; empty: /dev/null.
+  std::string stdin_path;
+  /// The directory the child runs in; empty: this one.
+  std::string cwd;
 };
 
 /// The binary (PAGEDW2V_BINARY) running as a child process, shown no GPU (the suite checks the
 /// command line on the CPU backend, so that its timings and memory limits are the same on every
-/// machine). Its stdin is /dev/null; stdout and stderr go to files in `log_dir`. Killed when the
-/// object goes before the process has ended.
+/// machine). Its stdin is /dev/null unless the options name a file; stdout and stderr go to files
+/// in `log_dir`. Killed when the object goes before the process has ended.
 class Process {
  public:
   Process(const std::vector<std::string>& args, const std::string& log_dir,
@@ -90,7 +94,8 @@ class Process {
 
     const int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const std::string in_path = options.stdin_path.empty() ? "/dev/null" : options.stdin_path;
+    const int in = ::open(in_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (out < 0 || err < 0 || in < 0) throw std::runtime_error("cannot open the log files");
     ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
     start_ = Clock::now();
@@ -100,6 +105,7 @@ class Process {
       ::dup2(in, 0);
       ::dup2(out, 1);
       ::dup2(err, 2);
+      if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) ::_exit(126);
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
       ::sigaction(SIGINT, &dfl, nullptr);
