@@ -52,6 +52,26 @@ DATA="$ROOT/.cache"
 CORPUS=/tmp/mix5m.txt
 if [[ -f "$DATA/mix5m.txt" ]]; then CORPUS="$DATA/mix5m.txt"; elif [[ -f "$DATA/mix5m.txt.gz" ]]; then
   gunzip -c "$DATA/mix5m.txt.gz" >"$CORPUS"; fi
+# The steps that train on mix5m cannot pass without it: say so once rather than through each run.
+for step in bench quality resume profile; do
+  if has_step $step && [[ ! -s $CORPUS ]]; then
+    note "$step: no corpus ($DATA/mix5m.txt or .txt.gz)"
+    check "$step: no corpus" 1
+  fi
+done
+# A step that was asked for but whose tool is missing fails rather than passing unseen. The CUDA
+# tools may be off PATH: look beside nvcc too.
+cuda_tool() { command -v "$1" || command -v "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")/$1"; }
+SANITIZER=$(cuda_tool compute-sanitizer)
+NCU=$(cuda_tool ncu)
+if has_step memcheck && [[ -z $SANITIZER ]]; then
+  note "memcheck: compute-sanitizer not found"
+  check "memcheck: no compute-sanitizer" 1
+fi
+if has_step profile && [[ -z $NCU ]]; then
+  note "profile: ncu not found"
+  check "profile: no ncu" 1
+fi
 
 # Seconds each GPU test binary may run (H200); a binary not listed gets 120.
 declare -A TEST_LIMIT=([test_cuda_sgns]=300 [test_cuda_paged]=300 [test_cuda_resume]=300
@@ -59,7 +79,8 @@ declare -A TEST_LIMIT=([test_cuda_sgns]=300 [test_cuda_paged]=300 [test_cuda_res
 
 if has_step test; then
   for t in $GPU_TESTS; do
-    timeout "${TEST_LIMIT[$t]:-120}" "$BIN/$t" >"$OUT/$t.log" 2>&1
+    # -k: a binary stuck in a driver call that outlives SIGTERM is killed 10 s later.
+    timeout -k 10 "${TEST_LIMIT[$t]:-120}" "$BIN/$t" >"$OUT/$t.log" 2>&1
     rc=$?
     check "$t" $rc
     note "$t: rc=$rc (limit ${TEST_LIMIT[$t]:-120} s) $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
@@ -77,9 +98,9 @@ if has_step test; then
   fi
 fi
 
-if has_step memcheck && command -v compute-sanitizer >/dev/null; then
+if has_step memcheck && [[ -n $SANITIZER ]]; then
   {
-    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/test_cuda_sgns" \
+    timeout 150 "$SANITIZER" --tool memcheck --error-exitcode 9 "$BIN/test_cuda_sgns" \
       --gtest_filter='*sg_d33*:*sg_d300*:*cbow_d100_w5_n5_s24:*Repeats*:*stream*' \
       >"$OUT/memcheck.log" 2>&1
     rc=$?
@@ -197,8 +218,8 @@ if has_step scale; then
   grep -vE '^RESULT' "$OUT/bench-adam-25m.log" | tail -16 | sed 's/^/    /' | tee -a "$SUMMARY"
 fi
 
-if has_step profile && command -v ncu >/dev/null; then
-  timeout 150 ncu --clock-control none --kernel-name regex:sgns_kernel --launch-skip 1 --launch-count 1 \
+if has_step profile && [[ -n $NCU ]]; then
+  timeout 150 "$NCU" --clock-control none --kernel-name regex:sgns_kernel --launch-skip 1 --launch-count 1 \
     --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
     --section LaunchStats --section WarpStateStats \
     "$BIN/pagedw2v" bench train --corpus "$CORPUS" --repeat 4 --device cuda --epochs 2 \

@@ -12,6 +12,7 @@
 #include "byte_size.hpp"
 #include "error.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "io/export.hpp"
 
 #ifdef PAGEDW2V_HAVE_TOML
 #include <toml++/toml.h>
@@ -62,23 +63,6 @@ bool parse_bool(const std::string& name, const std::string& value) {
   bad_value(name, "true or false", value);
 }
 
-std::vector<std::string> parse_format_list(const std::string& value) {
-  if (value == "none") return {};
-  std::vector<std::string> out;
-  std::stringstream ss(value);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
-    if (item != "npy" && item != "h5" && item != "bin" && item != "txt") {
-      throw UsageError("--format: unknown format '" + item +
-                       "' (expected npy, h5, bin, txt or none)");
-    }
-    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
-  }
-  if (out.empty()) bad_value("format", "a list of npy, h5, bin, txt", value);
-  return out;
-}
-
 std::string num(double v) {
   std::ostringstream os;
   os.precision(17);
@@ -126,7 +110,9 @@ std::vector<OptionSpec> make_train_options() {
   std::vector<OptionSpec> o;
   // name, help, default, is_flag, is_model, set, get
   o.push_back({"corpus",
-               "text corpus: whitespace-separated words, one sentence per line; files (plain, "
+               "text corpus: words separated by space, tab, CR, VT, FF or NUL, case and "
+               "punctuation kept as word2vec does (see --lowercase), words cut at 100 bytes; "
+               "one sentence per line, cut into pieces of at most 1000 words; files (plain, "
                "gzip or zstd), directories of files, or - for standard input; several inputs as "
                "more arguments after the options",
                "", false, false, [](C& c, V v) { c.corpus = v; },
@@ -309,10 +295,18 @@ std::vector<OptionSpec> make_train_options() {
                [](C& c, V v) { c.deterministic = parse_bool("deterministic", v); },
                [](const C& c) { return std::string(c.deterministic ? "true" : "false"); }});
   o.push_back(
-      {"format", "output formats, comma-separated: npy,h5,bin,txt, or none", "npy,h5,bin,txt",
-       false, false, [](C& c, V v) { c.formats = parse_format_list(v); },
+      {"format",
+       "output formats, comma-separated: npy,h5,bin,txt, or none. Bytes on disk for V words of "
+       "dimension D: npy 4*V*D (vectors.npy; vocab.tsv comes with every format), h5 4*V*D + "
+       "about 50 + the word's length a word (embeddings.h5), bin 4*V*D + the word's length + 2 a "
+       "word (vectors.bin), txt about 12*V*D (vectors.txt); uncompressed, no .gz",
+       "npy,h5,bin,txt", false, false, [](C& c, V v) { c.formats = parse_formats(v); },
        [](const C& c) { return c.formats.empty() ? std::string("none") : join(c.formats); }});
-  o.push_back({"save-context", "also export the output (context) vectors", "false", true, false,
+  o.push_back({"save-context",
+               "also export the output (context) vectors, in every format asked for "
+               "(context_vectors.npy, .bin, .txt; /context_vectors in embeddings.h5): twice the "
+               "bytes of each",
+               "false", true, false,
                [](C& c, V v) { c.save_context = parse_bool("save-context", v); },
                [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
   o.push_back({"resume", "continue training from this checkpoint", "", false, false,
@@ -326,7 +320,9 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return std::to_string(c.checkpoint_interval); }});
   o.push_back({"keep-checkpoints",
                "how many checkpoints to keep (0 = none at epoch ends; a stop by a signal still "
-               "writes one)",
+               "writes one). Each holds both tables and the optimizer state: 8*V*D bytes with "
+               "sgd, 16*V*D with adagrad or rmsprop, 24*V*D with adam, adamw, adamax or adadelta "
+               "(V words of dimension D), and about 50 + the word's length a word",
                "3", false, false,
                [](C& c, V v) {
                  c.keep_checkpoints =
@@ -471,6 +467,7 @@ void validate(const Config& config) {
     throw UsageError("--corpus is required (or --resume CHECKPOINT)");
   }
   if (config.output.empty()) throw UsageError("--output is required");
+  check_output_directory_name(config.output);
   if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu) {
     require_pool_for_paging(config.negative_pool, "--placement paged");
   }

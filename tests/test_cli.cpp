@@ -1,73 +1,55 @@
 // The real pagedw2v binary as a word2vec, gensim or fastText user drives it: neighbour and analogy
 // queries (arguments, flags, standard input, JSON), vector files of other tools told by their
 // content, conversion with export, --help and --version, the flags of other tools, and what train
-// prints and records at its start.
+// prints and records at its start, what the output formats and checkpoints cost on disk, and
+// output names that ask for compression.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include <fcntl.h>
-#include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "host_table.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
+#include "robustness/run_binary.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {
 namespace {
 
+using testing_util::exists;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
 using Args = std::vector<std::string>;
 
-struct Outcome {
-  int code = -1;  ///< exit status, or -1 when killed by a signal
-  std::string out, err;
-};
+using Outcome = testing_util::RunResult;  ///< its code is -1 when a signal ended the run
 
 /// Runs the binary with `args`, `input` on its standard input, in directory `cwd` (or here).
 Outcome run(const TempDir& dir, const Args& args, const std::string& input = "",
             const std::string& cwd = "") {
   static int serial = 0;
-  const std::string base = dir.file("cli-" + std::to_string(++serial));
-  write_file(base + ".in", input);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int in = ::open((base + ".in").c_str(), O_RDONLY);
-    const int out = ::open((base + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(in, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(126);
-    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);  // the CPU backend, as everywhere in this suite
-    std::vector<std::string> storage = {PAGEDW2V_BINARY};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(PAGEDW2V_BINARY, argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Outcome o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = read_file(base + ".out");
-  o.err = read_file(base + ".err");
-  return o;
+  testing_util::ProcessOptions options;
+  options.log_name = "cli-" + std::to_string(++serial);
+  options.stdin_path = dir.file(options.log_name + ".in");
+  options.cwd = cwd;
+  write_file(options.stdin_path, input);
+  testing_util::Process p(args, dir.path(), options);
+  return p.wait();
 }
 
 std::string describe(const Args& args, const Outcome& o) {
@@ -78,6 +60,20 @@ std::string describe(const Args& args, const Outcome& o) {
 
 bool contains(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
+}
+
+/// `text` with every run of whitespace made one space: --help as one line, whatever its wrapping.
+std::string flat(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+    if (!space) {
+      out += c;
+    } else if (!out.empty() && out.back() != ' ') {
+      out += ' ';
+    }
+  }
+  return out;
 }
 
 size_t lines(const std::string& text) { return std::count(text.begin(), text.end(), '\n'); }
@@ -676,6 +672,287 @@ TEST(Train, ResumesFromAnotherDirectoryAndNamesTheCheckpointsCorpus) {
   fixed[4] = dir.file("run3");
   const Outcome d = run(dir, fixed, "", "/");
   EXPECT_EQ(d.code, 0) << describe(fixed, d);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tokenization, and what a checkpoint records of it
+
+TEST(Train, TokenizationIsInTheHelpAndLowercaseIsRecorded) {
+  TempDir dir;
+  const Outcome help = run(dir, {"train", "--help"});
+  ASSERT_EQ(help.code, 0);
+  for (const char* said : {"1000 words", "100 bytes", "case", "punctuation", "--lowercase"}) {
+    EXPECT_TRUE(contains(flat(help.out), said)) << said << " in:\n" << help.out;
+  }
+
+  std::mt19937_64 rng(fresh_seed());
+  const char* words[] = {"The", "the", "THE", "Cat", "cat", "dog", "Dog", "w1", "w2", "w3"};
+  std::string corpus;
+  for (int i = 0; i < 3000; ++i) corpus += std::string(words[rng() % 10]) + (i % 10 ? " " : "\n");
+  write_file(dir.file("c.txt"), corpus);
+  const Args args = {
+      "train",     "--corpus", dir.file("c.txt"), "--output", dir.file("run"), "--quiet",
+      "--dim",     "4",        "--epochs",        "1",        "--min-count",   "1",
+      "--threads", "1",        "--format",        "npy",      "--lowercase"};
+  const Outcome r = run(dir, args);
+  ASSERT_EQ(r.code, 0) << describe(args, r);
+  std::set<std::string> vocab;
+  std::istringstream tsv(read_file(dir.file("run/vocab.tsv")));
+  for (std::string line; std::getline(tsv, line);) vocab.insert(line.substr(0, line.find('\t')));
+  EXPECT_EQ(vocab, (std::set<std::string>{"the", "cat", "dog", "w1", "w2", "w3"}));
+
+  const std::string ck = dir.file("run/checkpoints/epoch-1.h5");
+  std::map<std::string, std::string> attrs;
+  for (const Attribute& a : read_attributes_h5(ck)) {
+    if (std::holds_alternative<std::string>(a.value))
+      attrs[a.name] = std::get<std::string>(a.value);
+  }
+  EXPECT_EQ(attrs["option.lowercase"], "true");
+  EXPECT_EQ(attrs[kVersionAttribute], std::string(version()));
+  // The checkpoint fixes it: a resumed run cannot read the corpus another way.
+  const Args changed = {"train",    "--resume", ck,        "--output",         dir.file("run2"),
+                        "--epochs", "2",        "--quiet", "--lowercase=false"};
+  const Outcome c = run(dir, changed);
+  EXPECT_EQ(c.code, 2) << describe(changed, c);
+  EXPECT_TRUE(contains(c.err, "--lowercase")) << c.err;
+  EXPECT_EQ(lines(c.err), 1u) << c.err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Disk: what each format and a checkpoint cost, what export wrote, and compressed names
+
+/// A small corpus over "w0".."w{distinct-1}" with words of different lengths.
+std::string small_corpus(uint32_t distinct, int tokens) {
+  std::mt19937_64 rng(fresh_seed());
+  std::string corpus;
+  for (int i = 0; i < tokens; ++i) {
+    const uint64_t w = rng() % distinct;
+    corpus += "w" + std::to_string(w) + std::string(w % 7, 'x') + (i % 12 ? " " : "\n");
+  }
+  return corpus;
+}
+
+uint64_t file_bytes(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+/// The words of a vocab.tsv, in order.
+std::vector<std::string> vocab_words(const std::string& path) {
+  std::vector<std::string> words;
+  std::istringstream tsv(read_file(path));
+  for (std::string line; std::getline(tsv, line);) words.push_back(line.substr(0, line.find('\t')));
+  return words;
+}
+
+// The figures `train --help` and `export --help` give, against the files a run writes: npy
+// 4·V·D (and its header), bin 4·V·D + each word and 2 bytes (and the "V D" line), h5 4·V·D +
+// about 50 + the word a word, txt about 12·V·D; a checkpoint 8·V·D with sgd and 24·V·D with
+// adam, plus about 50 + the word a word.
+TEST(Disk, HelpGivesWhatEachFormatAndCheckpointCosts) {
+  TempDir dir;
+  const Outcome train_help = run(dir, {"train", "--help"});
+  const Outcome export_help = run(dir, {"export", "--help"});
+  ASSERT_EQ(train_help.code, 0);
+  ASSERT_EQ(export_help.code, 0);
+  for (const std::string& help : {flat(train_help.out), flat(export_help.out)}) {
+    for (const char* figure :
+         {"npy 4*V*D", "h5 4*V*D", "bin 4*V*D", "txt about 12*V*D", "no .gz", "twice"}) {
+      EXPECT_TRUE(contains(help, figure)) << figure << " in:\n" << help;
+    }
+  }
+  for (const char* figure : {"8*V*D bytes with sgd", "16*V*D with adagrad or rmsprop",
+                             "24*V*D with adam, adamw, adamax or adadelta"}) {
+    EXPECT_TRUE(contains(flat(train_help.out), figure)) << figure << " in:\n" << train_help.out;
+  }
+
+  write_file(dir.file("c.txt"), small_corpus(600, 20000));
+  const uint32_t dim = 40;
+  const auto train = [&](const std::string& out, const std::string& optimizer,
+                         const std::string& formats) {
+    const Args args = {"train",
+                       "--corpus",
+                       dir.file("c.txt"),
+                       "--output",
+                       out,
+                       "--quiet",
+                       "--dim",
+                       std::to_string(dim),
+                       "--epochs",
+                       "1",
+                       "--min-count",
+                       "1",
+                       "--threads",
+                       "1",
+                       "--format",
+                       formats,
+                       "--optimizer",
+                       optimizer,
+                       "--keep-checkpoints",
+                       "1"};
+    const Outcome r = run(dir, args);
+    ASSERT_EQ(r.code, 0) << describe(args, r);
+  };
+  train(dir.file("sgd"), "sgd", "npy,h5,bin,txt");
+  train(dir.file("adam"), "adam", "none");
+  const std::vector<std::string> words = vocab_words(dir.file("sgd/vocab.tsv"));
+  const uint64_t v = words.size(), values = v * dim;
+  ASSERT_GT(v, 500u);
+  uint64_t word_bytes = 0;
+  for (const std::string& w : words) word_bytes += w.size();
+  // "About 50 + the word a word", with room for the file's own metadata.
+  const uint64_t per_word_bound = 2 * (50 * v + word_bytes) + 16384;
+
+  const uint64_t npy = file_bytes(dir.file("sgd/vectors.npy"));
+  EXPECT_EQ((npy - 4 * values) % 64, 0u) << npy;  // numpy's header, padded to 64 bytes
+  EXPECT_LE(npy - 4 * values, 192u) << npy;
+  const std::string header = std::to_string(v) + " " + std::to_string(dim) + "\n";
+  EXPECT_EQ(file_bytes(dir.file("sgd/vectors.bin")),
+            header.size() + 4 * values + word_bytes + 2 * v);
+  const uint64_t h5 = file_bytes(dir.file("sgd/embeddings.h5"));
+  EXPECT_GE(h5, 4 * values + word_bytes);
+  EXPECT_LE(h5, 4 * values + per_word_bound);
+  const uint64_t txt = file_bytes(dir.file("sgd/vectors.txt"));
+  EXPECT_GE(txt, 9 * values);
+  EXPECT_LE(txt, 15 * values);
+  for (const auto& [run_dir, per_value] :
+       std::vector<std::pair<std::string, uint64_t>>{{"sgd", 8}, {"adam", 24}}) {
+    SCOPED_TRACE(run_dir);
+    const uint64_t ck = file_bytes(dir.file(run_dir + "/checkpoints/epoch-1.h5"));
+    EXPECT_GE(ck, per_value * values + word_bytes);
+    EXPECT_LE(ck, per_value * values + per_word_bound);
+  }
+}
+
+/// The "  PATH  SIZE" lines that export prints after "exported …:", as paths.
+std::set<std::string> printed_paths(const std::string& out) {
+  std::set<std::string> paths;
+  std::istringstream lines_in(out);
+  std::string line;
+  EXPECT_TRUE(std::getline(lines_in, line) && line.rfind("exported ", 0) == 0) << out;
+  while (std::getline(lines_in, line)) {
+    EXPECT_EQ(line.rfind("  ", 0), 0u) << line;
+    const size_t gap = line.find("  ", 2);
+    EXPECT_NE(gap, std::string::npos) << line;
+    EXPECT_EQ(line.back(), 'B') << line;  // a size: "412 B", "1.3 MB"
+    paths.insert(line.substr(2, gap - 2));
+  }
+  return paths;
+}
+
+std::vector<float> matrix_h5(const std::string& path, const std::string& name, uint64_t rows,
+                             uint32_t dim) {
+  HostTable t(rows, dim, name, "");
+  read_matrix_h5(path, name, t);
+  std::vector<float> values(rows * dim);
+  for (uint64_t r = 0; r < rows; ++r) std::copy_n(t.row(r), dim, &values[r * dim]);
+  return values;
+}
+
+// export prints every file it wrote; --save-context writes the context vectors in every format,
+// each the checkpoint's output table.
+TEST(Disk, ExportPrintsWhatItWroteAndSavesContextInEveryFormat) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), small_corpus(80, 4000));
+  const Args args = {"train",         "--corpus", dir.file("c.txt"), "--output",
+                     dir.file("run"), "--quiet",  "--dim",           "6",
+                     "--epochs",      "1",        "--min-count",     "1",
+                     "--threads",     "1",        "--format",        "none"};
+  const Outcome t = run(dir, args);
+  ASSERT_EQ(t.code, 0) << describe(args, t);
+  const std::string ck = dir.file("run/checkpoints/epoch-1.h5");
+  const std::string e = dir.file("e");
+  const Args x = {"export",         "--checkpoint",  ck, "--output", e, "--format",
+                  "npy,h5,bin,txt", "--save-context"};
+  const Outcome r = run(dir, x);
+  ASSERT_EQ(r.code, 0) << describe(x, r);
+  std::set<std::string> want;
+  for (const char* name :
+       {"vocab.tsv", "vectors.npy", "context_vectors.npy", "embeddings.h5", "vectors.bin",
+        "context_vectors.bin", "vectors.txt", "context_vectors.txt"}) {
+    want.insert(e + "/" + name);
+  }
+  EXPECT_EQ(printed_paths(r.out), want) << r.out;
+  std::set<std::string> present;
+  for (const std::string& name : testing_util::entries(e)) present.insert(e + "/" + name);
+  EXPECT_EQ(present, want);
+
+  const NpyMatrix vectors = read_npy(e + "/vectors.npy");
+  const NpyMatrix context = read_npy(e + "/context_vectors.npy");
+  ASSERT_EQ(context.rows, vectors.rows);
+  ASSERT_EQ(context.cols, 6u);
+  EXPECT_EQ(context.data, matrix_h5(ck, "context_vectors", context.rows, 6));
+  EXPECT_NE(context.data, vectors.data);
+  EXPECT_EQ(matrix_h5(e + "/embeddings.h5", "context_vectors", context.rows, 6), context.data);
+  // The word2vec files read back the same values (the text holds each float's shortest exact
+  // decimal form).
+  for (const char* file : {"context_vectors.bin", "context_vectors.txt"}) {
+    SCOPED_TRACE(file);
+    const std::string back = dir.file(std::string("back-") + file);
+    const Outcome b =
+        run(dir, {"export", "--vectors", e + "/" + file, "--output", back, "--format", "npy"});
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_EQ(read_npy(back + "/vectors.npy").data, context.data);
+  }
+  // Vector files hold no context vectors: said, not silently ignored.
+  const Outcome no_context = run(dir, {"export", "--vectors", e + "/vectors.bin", "--output",
+                                       dir.file("nc"), "--save-context"});
+  EXPECT_EQ(no_context.code, 2);
+  EXPECT_TRUE(contains(no_context.err, "--save-context needs --checkpoint")) << no_context.err;
+  EXPECT_EQ(lines(no_context.err), 1u);
+  EXPECT_FALSE(exists(dir.file("nc")));
+}
+
+// Nothing is written compressed: a gzip format, or an output directory named like a compressed
+// file, is one usage error before anything is read or written.
+TEST(Disk, CompressedOutputIsRefusedWithOneLine) {
+  TempDir dir;
+  write_file(dir.file("c.txt"), small_corpus(40, 2000));
+  const Args train = {"train",         "--corpus", dir.file("c.txt"), "--output",
+                      dir.file("run"), "--quiet",  "--dim",           "4",
+                      "--epochs",      "1",        "--min-count",     "1",
+                      "--threads",     "1",        "--format",        "h5"};
+  const Outcome t = run(dir, train);
+  ASSERT_EQ(t.code, 0) << describe(train, t);
+  const std::string ck = dir.file("run/checkpoints/epoch-1.h5");
+
+  for (const std::string format : {"npy.gz", "h5.gz", "bin.gz", "txt.gz", "gz", "npy,txt.gz"}) {
+    SCOPED_TRACE(format);
+    const std::string out = dir.file("o-" + format);
+    const std::vector<Args> commands = {
+        {"train", "--corpus", dir.file("c.txt"), "--output", out, "--format", format},
+        {"export", "--checkpoint", ck, "--output", out, "--format", format}};
+    for (const Args& args : commands) {
+      const Outcome r = run(dir, args);
+      EXPECT_EQ(r.code, 2) << describe(args, r);
+      EXPECT_EQ(lines(r.err), 1u) << r.err;
+      EXPECT_EQ(r.err.rfind("pagedw2v: --format: '", 0), 0u) << r.err;
+      EXPECT_TRUE(contains(r.err, "compressed")) << r.err;
+      EXPECT_FALSE(exists(out));
+    }
+  }
+  for (const std::string name : {"vectors.npy.gz", "embeddings.h5.gz", "run.gz/"}) {
+    SCOPED_TRACE(name);
+    const std::string out = dir.file(name);
+    const std::vector<Args> commands = {
+        {"train", "--corpus", dir.file("c.txt"), "--output", out},
+        {"export", "--checkpoint", ck, "--output", out, "--format", "npy"}};
+    for (const Args& args : commands) {
+      const Outcome r = run(dir, args);
+      EXPECT_EQ(r.code, 2) << describe(args, r);
+      EXPECT_EQ(lines(r.err), 1u) << r.err;
+      EXPECT_TRUE(contains(r.err, "--output '" + out + "' is named like a compressed file"))
+          << r.err;
+      EXPECT_FALSE(exists(out));
+    }
+  }
+  // A directory of that name that exists already is a directory.
+  ASSERT_EQ(::mkdir(dir.file("old.gz").c_str(), 0755), 0);
+  const Outcome r =
+      run(dir, {"export", "--checkpoint", ck, "--output", dir.file("old.gz"), "--format", "npy"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(exists(dir.file("old.gz/vectors.npy")));
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ TEST(CudaSampler, SubsamplingMatchesCpuDrawsAndRates) {
   DeviceBuffer<uint32_t> d_tokens = upload(tokens, "tokens");
   DeviceBuffer<float> d_keep = upload(keep, "keep");
   DeviceBuffer<uint32_t> d_out(n, "decisions");
-  PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0x5A, d_out.bytes()));  // poison
+  // Poison, on the kernel's stream (it does not wait for the legacy default stream).
+  PAGEDW2V_CUDA_TRY(cudaMemsetAsync(d_out.data(), 0x5A, d_out.bytes(), stream.get()));
   launch_subsample_probe(d_tokens.data(), n, pos0, d_keep.data(), seed, epoch, window, d_out.data(),
                          stream.get());
   stream.synchronize();
@@ -95,7 +96,8 @@ TEST(CudaSampler, NegativesMatchCpuDrawsAndNoiseDistribution) {
   Stream stream;
   DeviceBuffer<AliasEntry> d_noise = upload(noise.entries(), "noise");
   DeviceBuffer<uint32_t> d_out(2 * calls, "negatives");
-  PAGEDW2V_CUDA_TRY(cudaMemset(d_out.data(), 0x5A, d_out.bytes()));  // poison
+  // Poison, on the kernel's stream (it does not wait for the legacy default stream).
+  PAGEDW2V_CUDA_TRY(cudaMemsetAsync(d_out.data(), 0x5A, d_out.bytes(), stream.get()));
   launch_negative_probe(calls, seed, epoch, centre, d_noise.data(), vocab, d_out.data(),
                         stream.get());
   stream.synchronize();

@@ -474,6 +474,7 @@ class KernelHarness {
     }
     PAGEDW2V_CUDA_TRY(cudaMemset(touched_input_.data(), 0, touched_input_.bytes()));
     PAGEDW2V_CUDA_TRY(cudaMemset(touched_output_.data(), 0, touched_output_.bytes()));
+    PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());  // the kernels' stream does not wait for these
   }
 
   uint32_t row(uint32_t id) const { return row_of_.empty() ? id : row_of_[id]; }
@@ -580,7 +581,11 @@ class KernelHarness {
       a.touched_output = touched_output_.data();
     }
     a.max_warps = mode.serial ? 1 : 0;
-    PAGEDW2V_CUDA_TRY(cudaMemset(counters_.data(), 0, counters_.bytes()));
+    // On the kernel's stream: a cudaMemset runs on the legacy default stream, which the
+    // non-blocking stream does not wait for. A reset landing after the kernel started would
+    // drop counts and zero next_sentence, the kernel's claim counter, so that sentences train
+    // twice. Nothing but timing orders the two, and other processes on the GPU change it.
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream_.get()));
     launch_sgns(a, stream_.get());
     stream_.synchronize();
     const SgnsCounters c = testing_util::download(counters_)[0];
@@ -981,7 +986,9 @@ TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
        {Case{1, 0, 0, 1}, Case{1, 0, 0, 1000}, Case{77, 3, 12, 65536},
         Case{0x123456789ull, 9, 0xFFFFFFFFull, 4099}, Case{5, 1, 2, (1u << 20) + 12345}}) {
     DeviceBuffer<uint32_t> out(c.n + 1, "pool");
-    PAGEDW2V_CUDA_TRY(cudaMemset(out.data(), 0xA5, out.bytes()));  // poison, and a guard entry
+    // Poison, and a guard entry; on the kernel's stream, which does not wait for the legacy
+    // default stream that cudaMemset uses.
+    PAGEDW2V_CUDA_TRY(cudaMemsetAsync(out.data(), 0xA5, out.bytes(), stream.get()));
     launch_draw_pool(c.seed, c.epoch, c.super_batch, d_noise.data(), noise.size(), c.n, out.data(),
                      stream.get());
     stream.synchronize();

@@ -19,31 +19,12 @@ namespace pagedw2v::app {
 
 namespace {
 
-/// The files export_model() writes for `formats` (export.hpp's layout), vocab.tsv first.
-std::vector<std::string> written_files(const std::string& dir, const ExportOptions& options) {
-  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
-  std::vector<std::string> files = {base + "vocab.tsv"};
-  for (const std::string& format : options.formats) {
-    if (format == "npy") {
-      files.push_back(base + "vectors.npy");
-      if (options.save_context) files.push_back(base + "context_vectors.npy");
-    } else if (format == "h5") {
-      files.push_back(base + "embeddings.h5");
-    } else if (format == "bin") {
-      files.push_back(base + "vectors.bin");
-    } else if (format == "txt") {
-      files.push_back(base + "vectors.txt");
-    }
-  }
-  return files;
-}
-
 std::string file_size(uint64_t bytes);
 
-void print_written(const std::string& dir, const ExportOptions& options, uint64_t rows,
-                   uint32_t dim) {
+/// What an export wrote: the paths export_model() returned, each with its size.
+void print_written(const std::vector<std::string>& paths, uint64_t rows, uint32_t dim) {
   std::printf("exported %llu words of dimension %u:\n", static_cast<unsigned long long>(rows), dim);
-  for (const std::string& path : written_files(dir, options)) {
+  for (const std::string& path : paths) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) continue;
     std::printf("  %s  %s\n", path.c_str(), file_size(static_cast<uint64_t>(st.st_size)).c_str());
@@ -89,12 +70,15 @@ int cmd_export(int argc, char** argv) {
       "vectors-format", kVectorsFormatHelp, cxxopts::value<std::string>()->default_value("auto"))(
       "output", "directory to write to", cxxopts::value<std::string>())(
       "format",
-      "output formats, comma-separated (default: npy,h5,bin,txt); vectors.npy, embeddings.h5 "
-      "and vectors.bin take 4 bytes a value (the last two also hold the words), vectors.txt "
-      "about 10",
+      "output formats, comma-separated (default: npy,h5,bin,txt). Bytes on disk for V words of "
+      "dimension D: npy 4*V*D (vectors.npy; vocab.tsv comes with every format), h5 4*V*D + "
+      "about 50 + the word's length a word (embeddings.h5), bin 4*V*D + the word's length + 2 "
+      "a word (vectors.bin), txt about 12*V*D (vectors.txt); uncompressed, no .gz",
       cxxopts::value<std::string>())(
-      "save-context", "also export the output (context) vectors (--checkpoint only)")(
-      "h,help", "print this help");
+      "save-context",
+      "also export the output (context) vectors, in every format asked for "
+      "(context_vectors.npy, .bin, .txt; /context_vectors in embeddings.h5): twice the bytes of "
+      "each. --checkpoint only: vector files hold no context vectors")("h,help", "print this help");
   cxxopts::ParseResult args;
   if (!parse_command_line(options, argc, argv, &args)) return 0;
   const bool from_checkpoint = args.count("checkpoint") > 0;
@@ -109,6 +93,7 @@ int cmd_export(int argc, char** argv) {
     export_options.formats = parse_formats(args["format"].as<std::string>());
   export_options.save_context = args.count("save-context") > 0;
   const std::string output = args["output"].as<std::string>();
+  check_output_directory_name(output);
 
   if (from_vectors) {
     if (export_options.save_context) {
@@ -122,8 +107,7 @@ int cmd_export(int argc, char** argv) {
     const Vocab vocab = Vocab::from_words(std::move(emb.words), std::move(counts));
     const Model model = model_of(emb);
     export_options.attributes = {{"source", source}, {"source_format", emb.format}};
-    export_model(output, vocab, model, export_options);
-    print_written(output, export_options, emb.rows, emb.dim);
+    print_written(export_model(output, vocab, model, export_options), emb.rows, emb.dim);
     return 0;
   }
 
@@ -135,8 +119,8 @@ int cmd_export(int argc, char** argv) {
       export_options.attributes.push_back({spec.name, spec.get(ck.config)});
     }
   }
-  export_model(output, ck.vocab, ck.model, export_options);
-  print_written(output, export_options, ck.vocab.size(), ck.model.input.dim());
+  print_written(export_model(output, ck.vocab, ck.model, export_options), ck.vocab.size(),
+                ck.model.input.dim());
   return 0;
 }
 

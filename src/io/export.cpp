@@ -25,7 +25,23 @@ namespace {
 
 constexpr const char* kFormats[] = {"npy", "h5", "bin", "txt"};
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 void check_format(const std::string& name) {
+  if (name == "gz" || name == "gzip" || ends_with(name, ".gz")) {
+    const std::string base = name.substr(0, name.find('.'));
+    if (base == "npy" || base == "h5") {
+      throw UsageError("--format: '" + name +
+                       "': .npy and HDF5 files are written uncompressed (numpy and h5py map "
+                       "them; a gzip of the whole file is read by neither); use " +
+                       base);
+    }
+    throw UsageError("--format: '" + name + "': no format is written compressed; write " +
+                     (base == "bin" || base == "txt" ? base : std::string("bin or txt")) +
+                     " and gzip the file afterwards (similar, eval and export read .gz)");
+  }
   if (std::find(std::begin(kFormats), std::end(kFormats), name) == std::end(kFormats)) {
     throw UsageError("--format: unknown format '" + name +
                      "' (expected npy, h5, bin, txt or none)");
@@ -157,6 +173,18 @@ std::vector<std::string> parse_formats(const std::string& csv) {
     throw UsageError("--format: expected at least one of npy, h5, bin, txt (or none)");
   }
   return formats;
+}
+
+void check_output_directory_name(const std::string& dir) {
+  std::string name = dir;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  if (!ends_with(name, ".gz")) return;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return;
+  throw UsageError("--output '" + dir +
+                   "' is named like a compressed file, but it is the directory the files "
+                   "(vocab.tsv, vectors.npy, ...) are written into, uncompressed; name a "
+                   "directory");
 }
 
 namespace {

@@ -80,7 +80,13 @@ std::vector<std::string> export_model(const std::string& dir, const Vocab& vocab
 
 /// Parses `--format`'s comma-separated list ("npy,h5"), dropping repeats; "none" alone is the
 /// empty list. Throws UsageError("--format: unknown format 'x' (expected npy, h5, bin, txt or
-/// none)") for an unknown name and UsageError when the list is empty.
+/// none)") for an unknown name, UsageError saying that no file is written compressed for a
+/// compressed one ("txt.gz", "npy.gz"), and UsageError when the list is empty.
 std::vector<std::string> parse_formats(const std::string& csv);
+
+/// Throws UsageError when `dir`, the directory an export goes to (`--output`), is named like a
+/// compressed file ("vectors.npy.gz") and is not an existing directory: the export files are
+/// written into a directory, uncompressed.
+void check_output_directory_name(const std::string& dir);
 
 }  // namespace pagedw2v

@@ -31,215 +31,40 @@
 #include "../fuzz/fuzz_inputs.hpp"
 #include "../test_util.hpp"
 #include "io/hdf5_io.hpp"
+#include "run_binary.hpp"
 
 namespace pagedw2v {
 namespace {
 
+using testing_util::describe;
+using testing_util::exists;
+using testing_util::fails_cleanly;
+using testing_util::Process;
 using testing_util::read_file;
 using testing_util::TempDir;
+using testing_util::wait_until;
+using testing_util::with;
 using testing_util::write_file;
 using Clock = std::chrono::steady_clock;
 using Args = std::vector<std::string>;
+using Outcome = testing_util::RunResult;
 
-constexpr const char* kBinary = PAGEDW2V_BINARY;
 constexpr double kTimeoutSeconds = 60;
 
 // ---------------------------------------------------------------------------------------------
-// Running the binary
+// Running the binary (run_binary.hpp)
 
-/// How a run of the binary ended.
-struct Outcome {
-  std::string command;
-  bool exited = false;  ///< ended through exit(), not by a signal
-  int code = -1;        ///< exit status when `exited`
-  int signal = 0;       ///< the signal that ended it otherwise
-  bool timed_out = false;
-  std::string err;  ///< all it wrote to stderr
-  std::string out;  ///< all it wrote to stdout
-};
-
-/// `err` less the notes of an ASan build (run with allocator_may_return_null=1) that it refused an
-/// allocation, as the program asked for (`--dim 100000000`). The program's own message follows.
-std::string without_refused_allocation_notes(const std::string& err) {
-  std::string kept;
-  size_t start = 0;
-  while (start < err.size()) {
-    size_t end = err.find('\n', start);
-    end = end == std::string::npos ? err.size() : end + 1;
-    const std::string line = err.substr(start, end - start);
-    const bool note =
-        line.rfind("==", 0) == 0 &&
-        line.find("==WARNING: AddressSanitizer failed to allocate 0x") != std::string::npos;
-    if (!note) kept += line;
-    start = end;
-  }
-  return kept;
-}
-
-/// The binary running as a child process; stdout and stderr go to files in `log_dir`. With
-/// `max_file_bytes` >= 0 the child may not write larger files (RLIMIT_FSIZE, SIGXFSZ ignored),
-/// so a write past the limit fails with EFBIG as on a full disk.
-class Process {
- public:
-  Process(const Args& args, const std::string& log_dir, long max_file_bytes = -1) {
-    static int serial = 0;
-    const std::string log = log_dir + "/run-" + std::to_string(++serial);
-    err_path_ = log + ".stderr";
-    out_path_ = log + ".stdout";
-    command_ = "pagedw2v";
-    for (const std::string& a : args) command_ += " " + a;
-
-    std::vector<std::string> argv_storage = {kBinary};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    const int out =
-        ::open((log + ".stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (out < 0 || err < 0 || in < 0) throw std::runtime_error("cannot open the log files");
-    // The suite checks the command line on the CPU backend, so that its timings and memory limits
-    // are the same on every machine: the binary is shown no GPU.
-    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // Only async-signal-safe calls between fork and exec.
-      ::dup2(in, 0);
-      ::dup2(out, 1);
-      ::dup2(err, 2);
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      ::sigaction(SIGINT, &dfl, nullptr);
-      ::sigaction(SIGTERM, &dfl, nullptr);
-      if (max_file_bytes >= 0) {
-        struct sigaction ign {};
-        ign.sa_handler = SIG_IGN;
-        ::sigaction(SIGXFSZ, &ign, nullptr);
-        const struct rlimit limit = {static_cast<rlim_t>(max_file_bytes),
-                                     static_cast<rlim_t>(max_file_bytes)};
-        ::setrlimit(RLIMIT_FSIZE, &limit);
-      }
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::execv(kBinary, argv.data());
-      ::_exit(127);
-    }
-    ::close(out);
-    ::close(err);
-    ::close(in);
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-  }
-
-  ~Process() {
-    if (!reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  pid_t pid() const { return pid_; }
-  const std::string& command() const { return command_; }
-
-  /// True until the process has ended (it is then reaped).
-  bool running() {
-    if (reaped_) return false;
-    const pid_t r = ::waitpid(pid_, &status_, WNOHANG);
-    if (r == pid_) reaped_ = true;
-    return !reaped_;
-  }
-
-  void send(int sig) { ::kill(pid_, sig); }
-
-  /// Waits for the end; after `timeout_seconds` kills the process and says so.
-  Outcome wait(double timeout_seconds = kTimeoutSeconds) {
-    Outcome o;
-    o.command = command_;
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
-    while (running()) {
-      if (Clock::now() > deadline) {
-        o.timed_out = true;
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status_, 0);
-        reaped_ = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    o.exited = WIFEXITED(status_);
-    o.code = o.exited ? WEXITSTATUS(status_) : -1;
-    o.signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
-    o.err = without_refused_allocation_notes(read_file(err_path_));
-    o.out = read_file(out_path_);
-    return o;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int status_ = 0;
-  bool reaped_ = false;
-  std::string command_;
-  std::string err_path_;
-  std::string out_path_;
-};
-
-/// Runs the binary to its end.
+/// Runs the binary to its end. With `max_file_bytes` >= 0 the child may not write larger files
+/// (RLIMIT_FSIZE, SIGXFSZ ignored), so a write past the limit fails with EFBIG as on a full disk.
 Outcome run(const TempDir& dir, const Args& args, long max_file_bytes = -1) {
-  Process p(args, dir.path(), max_file_bytes);
-  return p.wait();
-}
-
-/// Polls `done` every 200 µs while `p` runs; false when `p` ends first or time runs out.
-bool wait_until(Process& p, const std::function<bool()>& done, double timeout_seconds = 30) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    if (!p.running()) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return false;
+  testing_util::ProcessOptions options;
+  options.max_file_bytes = max_file_bytes;
+  Process p(args, dir.path(), options);
+  return p.wait(kTimeoutSeconds);
 }
 
 // ---------------------------------------------------------------------------------------------
 // What a run must look like
-
-std::string describe(const Outcome& r) {
-  std::string s = "`" + r.command + "` ";
-  if (r.timed_out) s += "timed out, ";
-  s += r.exited ? "exited " + std::to_string(r.code) : "died of signal " + std::to_string(r.signal);
-  return s + "; stderr:\n" + r.err;
-}
-
-/// A report that only a crash, an uncaught exception or a sanitizer would print.
-bool has_crash_report(const std::string& err) {
-  for (const char* marker : {"terminate called", "Sanitizer", "runtime error:", "Segmentation",
-                             "core dumped", "HDF5-DIAG"}) {
-    if (err.find(marker) != std::string::npos) return true;
-  }
-  return false;
-}
-
-/// Exit status `code`, and exactly one line "pagedw2v: …" on stderr that contains `needle`.
-::testing::AssertionResult fails_cleanly(const Outcome& r, int code,
-                                         const std::string& needle = "") {
-  if (r.timed_out || !r.exited) return ::testing::AssertionFailure() << describe(r);
-  if (r.code != code) {
-    return ::testing::AssertionFailure() << "expected exit " << code << ": " << describe(r);
-  }
-  if (r.err.rfind("pagedw2v: ", 0) != 0 || r.err.back() != '\n' ||
-      r.err.find('\n') != r.err.size() - 1) {
-    return ::testing::AssertionFailure() << "expected one line 'pagedw2v: …': " << describe(r);
-  }
-  if (has_crash_report(r.err)) return ::testing::AssertionFailure() << describe(r);
-  if (r.err.find(needle) == std::string::npos) {
-    return ::testing::AssertionFailure() << "expected '" << needle << "' in: " << describe(r);
-  }
-  return ::testing::AssertionSuccess();
-}
 
 /// Exit 0 and, as every run here is --quiet, nothing on stderr.
 ::testing::AssertionResult succeeds(const Outcome& r) {
@@ -263,11 +88,6 @@ bool has_crash_report(const std::string& err) {
     }
   }
   return ::testing::AssertionSuccess();
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
 }
 
 int64_t int_attribute(const std::string& h5_path, const std::string& name) {
@@ -305,17 +125,6 @@ uint64_t fresh_seed() { return std::random_device{}(); }
 Args small_run(const std::string& corpus, const std::string& output) {
   return {"train", "--corpus",    corpus, "--output",  output, "--quiet",  "--dim", "4", "--epochs",
           "1",     "--min-count", "1",    "--threads", "2",    "--format", "npy"};
-}
-
-/// Sets `--name value` in `args`, replacing the value when the option is there already.
-Args with(Args args, const std::string& name, const std::string& value) {
-  const auto it = std::find(args.begin(), args.end(), "--" + name);
-  if (it != args.end() && it + 1 != args.end()) {
-    *(it + 1) = value;
-  } else {
-    args.insert(args.end(), {"--" + name, value});
-  }
-  return args;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -23,151 +23,36 @@
 #include <vector>
 
 #include "../test_util.hpp"
+#include "run_binary.hpp"
 
 namespace pagedw2v {
 namespace {
 
+using testing_util::describe;
+using testing_util::exists;
+using testing_util::fails_cleanly;
+using testing_util::Process;
 using testing_util::read_file;
 using testing_util::TempDir;
+using testing_util::wait_until;
+using testing_util::with;
 using testing_util::write_file;
-using Clock = std::chrono::steady_clock;
 using Args = std::vector<std::string>;
+using Outcome = testing_util::RunResult;
 
-constexpr const char* kBinary = PAGEDW2V_BINARY;
-
-struct Outcome {
-  bool exited = false;
-  int code = -1;
-  int signal = 0;
-  std::string err;
-};
-
-/// The binary as a child process, shown no GPU; stderr goes to a file. `max_file_bytes` >= 0
-/// sets RLIMIT_FSIZE with SIGXFSZ left at its default action, as in a shell with `ulimit -f`.
-class Process {
- public:
-  Process(const Args& args, const std::string& log_dir, long max_file_bytes = -1) {
-    static int serial = 0;
-    err_path_ = log_dir + "/outputs-" + std::to_string(++serial) + ".stderr";
-    std::vector<std::string> storage = {kBinary};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(in, 0);
-      ::dup2(in, 1);
-      ::dup2(err, 2);
-      struct sigaction dfl {};
-      dfl.sa_handler = SIG_DFL;
-      for (const int sig : {SIGINT, SIGTERM, SIGXFSZ}) ::sigaction(sig, &dfl, nullptr);
-      if (max_file_bytes >= 0) {
-        const struct rlimit limit = {static_cast<rlim_t>(max_file_bytes),
-                                     static_cast<rlim_t>(max_file_bytes)};
-        ::setrlimit(RLIMIT_FSIZE, &limit);
-      }
-      sigset_t none;
-      sigemptyset(&none);
-      ::sigprocmask(SIG_SETMASK, &none, nullptr);
-      ::execv(kBinary, argv.data());
-      ::_exit(127);
-    }
-    ::close(err);
-    ::close(in);
-  }
-  ~Process() {
-    if (!reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  bool running() {
-    if (!reaped_ && ::waitpid(pid_, &status_, WNOHANG) == pid_) reaped_ = true;
-    return !reaped_;
-  }
-  void send(int sig) { ::kill(pid_, sig); }
-  Outcome wait(double timeout_seconds = 120) {
-    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
-    while (running()) {
-      if (Clock::now() > deadline) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, &status_, 0);
-        reaped_ = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    Outcome o;
-    o.exited = WIFEXITED(status_);
-    o.code = o.exited ? WEXITSTATUS(status_) : -1;
-    o.signal = WIFSIGNALED(status_) ? WTERMSIG(status_) : 0;
-    o.err = read_file(err_path_);
-    return o;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int status_ = 0;
-  bool reaped_ = false;
-  std::string err_path_;
-};
-
+/// Runs the binary to its end. `max_file_bytes` >= 0 sets RLIMIT_FSIZE with SIGXFSZ left at its
+/// default action, as in a shell with `ulimit -f`.
 Outcome run(const TempDir& dir, const Args& args, long max_file_bytes = -1) {
-  Process p(args, dir.path(), max_file_bytes);
+  testing_util::ProcessOptions options;
+  options.max_file_bytes = max_file_bytes;
+  options.default_sigxfsz = true;
+  Process p(args, dir.path(), options);
   return p.wait();
-}
-
-/// Polls `done` while `p` runs; false when `p` ends first or time runs out.
-bool wait_until(Process& p, const std::function<bool()>& done, double timeout_seconds = 60) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
-  while (Clock::now() < deadline) {
-    if (done()) return true;
-    if (!p.running()) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return false;
-}
-
-/// Sets `--name value` in `args`, replacing the value when the option is there already.
-Args with(Args args, const std::string& name, const std::string& value) {
-  const auto it = std::find(args.begin(), args.end(), "--" + name);
-  if (it != args.end() && it + 1 != args.end()) {
-    *(it + 1) = value;
-  } else {
-    args.insert(args.end(), {"--" + name, value});
-  }
-  return args;
-}
-
-std::string describe(const Outcome& r) {
-  return (r.exited ? "exited " + std::to_string(r.code) : "signal " + std::to_string(r.signal)) +
-         "; stderr:\n" + r.err;
-}
-
-::testing::AssertionResult fails_cleanly(const Outcome& r, int code, const std::string& needle) {
-  if (!r.exited || r.code != code || r.err.rfind("pagedw2v: ", 0) != 0 ||
-      r.err.find('\n') != r.err.size() - 1 || r.err.find(needle) == std::string::npos) {
-    return ::testing::AssertionFailure()
-           << "expected exit " << code << " and one line with '" << needle << "': " << describe(r);
-  }
-  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult succeeds(const Outcome& r) {
   if (!r.exited || r.code != 0) return ::testing::AssertionFailure() << describe(r);
   return ::testing::AssertionSuccess();
-}
-
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
 }
 
 /// Files under `dir` (recursively) whose names say they are temporary or partial.
