@@ -17,14 +17,30 @@ struct EncodedChunk {
   std::vector<uint64_t> line_ends;
 };
 
-/// The vocabulary as one lookup table: word -> row.
-detail::WordTable lookup_table(const Vocab& vocab) {
-  detail::WordTable table(vocab.size());
-  for (uint32_t row = 0; row < vocab.size(); ++row) {
-    const std::string& w = vocab.word(row);
-    if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
-    table.insert(w, detail::hash_bytes(w)).value = row;
-  }
+/// The vocabulary as one lookup table, word -> row, built by `threads` threads (one per shard).
+detail::ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
+  const size_t n = std::max<uint32_t>(threads, 1);
+  const uint32_t rows = vocab.size();
+  std::vector<uint64_t> hashes(rows);
+  run_parallel(n, [&](size_t t) {
+    for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
+      hashes[row] = detail::hash_bytes(vocab.word(static_cast<uint32_t>(row)));
+    }
+  });
+  detail::ShardedWordTable table(n, 0);
+  const size_t shards = table.shard_count();
+  run_parallel(std::min(n, shards), [&](size_t worker) {
+    for (size_t p = worker; p < shards; p += n) {
+      detail::WordTable& shard = table.shard(p);
+      shard.reserve(rows / shards + rows / shards / 8 + 64);
+      for (uint32_t row = 0; row < rows; ++row) {
+        if (table.shard_of(hashes[row]) != p) continue;
+        const std::string& w = vocab.word(row);
+        if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
+        shard.insert(w, hashes[row]).value = row;
+      }
+    }
+  });
   return table;
 }
 
@@ -65,9 +81,9 @@ EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t 
 EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vocab& vocab,
                             const EncodeOptions& options) {
   // The table the vocabulary was counted with when there is one; else one built from the words.
-  detail::WordTable built(1);
-  if (vocab.lookup() == nullptr) built = lookup_table(vocab);
-  const detail::WordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
+  detail::ShardedWordTable built;
+  if (vocab.lookup() == nullptr) built = lookup_table(vocab, options.threads);
+  const detail::ShardedWordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
   const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
   const size_t n = chunks.size();
   std::vector<EncodedChunk> out(n);

@@ -14,7 +14,7 @@
 
 namespace pagedw2v {
 namespace detail {
-class WordTable;
+class ShardedWordTable;
 }
 
 struct VocabOptions {
@@ -31,8 +31,9 @@ class Vocab {
   Vocab& operator=(Vocab&&) = default;
 
   /// Counts every word of `text` (see tokenize()) and keeps those the options allow: the text is
-  /// cut into one chunk per thread, each thread counts its chunk into its own table, and the
-  /// tables are merged in chunk order, which keeps first-occurrence order for ties.
+  /// cut into one chunk per thread, each thread counts its chunk into its own tables sharded by
+  /// hash, and each shard is merged (in chunk order) and sorted by a thread of its own; every
+  /// word carries its first occurrence (chunk, rank in the chunk), which breaks count ties.
   static Vocab count(std::string_view text, const VocabOptions& options);
   /// The same over several parts (files) in order, as if they were one text.
   static Vocab count(const std::vector<std::string_view>& parts, const VocabOptions& options);
@@ -58,7 +59,7 @@ class Vocab {
   /// The counting table that made this vocabulary, its values turned into rows (kNone for words
   /// dropped by --min-count or --max-vocab): the encoder's lookup table, or null when the
   /// vocabulary was not counted here. drop_lookup() frees it once the corpus is encoded.
-  const detail::WordTable* lookup() const { return lookup_.get(); }
+  const detail::ShardedWordTable* lookup() const { return lookup_.get(); }
   void drop_lookup() { lookup_.reset(); }
 
   /// Row of `word`, or -1 when it is not in the vocabulary.
@@ -85,7 +86,7 @@ class Vocab {
   // against words_ directly, which a hit needs anyway.
   std::vector<uint32_t> slots_;
   size_t mask_ = 0;
-  std::shared_ptr<detail::WordTable> lookup_;
+  std::shared_ptr<detail::ShardedWordTable> lookup_;
 };
 
 }  // namespace pagedw2v

@@ -392,7 +392,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                            backend_pages_tables(config.device, vocab.size(), config.dim,
                                                 config.optimizer, config.gpu_options()),
                            hint);
-    init_model(model, config.seed);
+    init_model(model, config.seed, config.effective_threads());
   }
   const uint32_t threads = config.effective_threads();
   std::unique_ptr<Backend> backend =
