@@ -598,5 +598,27 @@ INSTANTIATE_TEST_SUITE_P(Kinds, CpuBackendLayout,
                            return to_string(info.param);
                          });
 
+// init_model cuts the rows among threads; the values are keyed by (seed, row, column), so every
+// thread count gives the same bits, interleaved or apart, and the output table is all zero.
+TEST(InitModel, EveryThreadCountGivesTheSameValues) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint64_t rows = 3 * 4096 + 77;
+  const uint32_t dim = 7;
+  Model ref = allocate_model(rows, dim, OptimizerKind::kSgd, false, "");
+  init_model(ref, seed);
+  const std::vector<float> ref_input = values_of(ref.input);
+  for (bool interleaved : {false, true}) {
+    for (uint32_t threads : {2u, 3u, 5u}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      Model m = allocate_model(rows, dim, OptimizerKind::kAdam, interleaved, "");
+      m.output.fill(1.5f);  // poison: init_model must zero it
+      init_model(m, seed, threads);
+      EXPECT_TRUE(same_bits(values_of(m.input), ref_input));
+      for (float x : values_of(m.output)) ASSERT_EQ(x, 0.0f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pagedw2v
