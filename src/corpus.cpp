@@ -44,42 +44,9 @@ detail::ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
   return table;
 }
 
-}  // namespace
-
-EncodedCorpus encode_corpus_serial(std::string_view text, const Vocab& vocab,
-                                   const EncodeOptions& options) {
-  EncodedCorpus c;
-  // Each token takes a byte and a separator: a count from a damaged file cannot ask for more.
-  c.tokens.reserve(std::min<uint64_t>(vocab.total_count(), text.size() / 2 + 1));
-  c.sentence_starts.push_back(0);
-  uint64_t sentence_start = 0;
-  auto end_sentence = [&] {
-    if (c.tokens.size() > sentence_start) {
-      sentence_start = c.tokens.size();
-      c.sentence_starts.push_back(sentence_start);
-    }
-  };
-  tokenize(
-      text, options.text,
-      [&](std::string_view w) {
-        const int64_t id = vocab.find(w);
-        if (id < 0) return;
-        c.tokens.push_back(static_cast<uint32_t>(id));
-        if (c.tokens.size() - sentence_start >= options.max_sentence) end_sentence();
-      },
-      end_sentence);
-  end_sentence();
-  return c;
-}
-
-EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t max_sentence) {
-  EncodeOptions options;
-  options.max_sentence = max_sentence;
-  return encode_corpus(std::vector<std::string_view>{text}, vocab, options);
-}
-
-EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vocab& vocab,
-                            const EncodeOptions& options) {
+/// Encodes by reading the text: each thread tokenises its chunk and looks every word up.
+std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts,
+                                      const Vocab& vocab, const EncodeOptions& options) {
   // The table the vocabulary was counted with when there is one; else one built from the words.
   detail::ShardedWordTable built;
   if (vocab.lookup() == nullptr) built = lookup_table(vocab, options.threads);
@@ -117,6 +84,95 @@ EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vo
       if (seg.ends_part) line_end();
     }
   });
+  return out;
+}
+
+/// Encodes what the count kept: each chunk's codes mapped to rows, words not kept dropped, and
+/// the line ends moved to the counts of the tokens kept. The count's chunks are the unit of work.
+std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted) {
+  const size_t n = counted.chunks.size();
+  std::vector<EncodedChunk> out(n);
+  const uint32_t shift = counted.id_bits;
+  const uint32_t id_mask = shift >= 32 ? 0xFFFFFFFFu : (uint32_t{1} << shift) - 1;
+  run_parallel(n, [&](size_t t) {
+    const detail::CountedText::Chunk& chunk = counted.chunks[t];
+    EncodedChunk& e = out[t];
+    e.tokens.reserve(chunk.codes.size());
+    auto line_end = [&] {
+      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
+        e.line_ends.push_back(e.tokens.size());
+      }
+    };
+    const uint32_t* starts = chunk.shard_start.data();
+    const uint32_t* rows = chunk.rows.data();
+    size_t k = 0;
+    const size_t m = chunk.codes.size();
+    for (size_t i = 0; i < m; ++i) {
+      while (k < chunk.line_ends.size() && chunk.line_ends[k] == i) {
+        line_end();
+        ++k;
+      }
+      const uint32_t code = chunk.codes[i];
+      const uint32_t shard = shift >= 32 ? 0 : code >> shift;
+      const uint32_t row = rows[starts[shard] + (code & id_mask)];
+      if (row != detail::WordTable::kNone) e.tokens.push_back(row);
+    }
+    for (; k < chunk.line_ends.size(); ++k) line_end();
+  });
+  return out;
+}
+
+}  // namespace
+
+EncodedCorpus encode_corpus_serial(std::string_view text, const Vocab& vocab,
+                                   const EncodeOptions& options) {
+  EncodedCorpus c;
+  // Each token takes a byte and a separator: a count from a damaged file cannot ask for more.
+  c.tokens.reserve(std::min<uint64_t>(vocab.total_count(), text.size() / 2 + 1));
+  c.sentence_starts.push_back(0);
+  uint64_t sentence_start = 0;
+  auto end_sentence = [&] {
+    if (c.tokens.size() > sentence_start) {
+      sentence_start = c.tokens.size();
+      c.sentence_starts.push_back(sentence_start);
+    }
+  };
+  tokenize(
+      text, options.text,
+      [&](std::string_view w) {
+        const int64_t id = vocab.find(w);
+        if (id < 0) return;
+        c.tokens.push_back(static_cast<uint32_t>(id));
+        if (c.tokens.size() - sentence_start >= options.max_sentence) end_sentence();
+      },
+      end_sentence);
+  end_sentence();
+  return c;
+}
+
+EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t max_sentence) {
+  EncodeOptions options;
+  options.max_sentence = max_sentence;
+  return encode_corpus(std::vector<std::string_view>{text}, vocab, options);
+}
+
+EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vocab& vocab,
+                            const EncodeOptions& options) {
+  const detail::CountedText* counted = vocab.counted_text();
+  if (counted != nullptr && counted->text.lowercase == options.text.lowercase &&
+      counted->parts.size() == parts.size()) {
+    for (size_t i = 0; i < parts.size() && counted != nullptr; ++i) {
+      if (parts[i].data() != counted->parts[i].data() ||
+          parts[i].size() != counted->parts[i].size()) {
+        counted = nullptr;
+      }
+    }
+  } else {
+    counted = nullptr;
+  }
+  std::vector<EncodedChunk> out =
+      counted != nullptr ? encode_counted(*counted) : encode_text(parts, vocab, options);
+  const size_t n = out.size();
 
   // Sentence cuts, as the one-thread loop makes them: at every line end that closes a non-empty
   // sentence, and every max_sentence tokens within a line.

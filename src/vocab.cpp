@@ -1,6 +1,7 @@
 #include "vocab.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <deque>
 #include <numeric>
@@ -68,6 +69,10 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   const size_t n = std::max<uint32_t>(options.threads, 1);
   const std::vector<TextChunk> chunks = split_text(parts, n);
   const size_t shards = detail::ShardedWordTable(n, 0).shard_count();
+  uint32_t shard_bits = 0;
+  while ((size_t{1} << shard_bits) < shards) ++shard_bits;
+  const uint32_t id_bits = 32 - shard_bits;
+  const uint64_t id_limit = uint64_t{1} << id_bits;
 
   // Each thread counts its chunk into its own shards, and numbers the words it meets first in
   // its chunk in the order it meets them: (chunk, that number) orders first occurrences in the
@@ -76,7 +81,11 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     detail::ShardedWordTable table;
     std::vector<std::vector<uint32_t>> first;  ///< by shard, by id: the word's number
     uint64_t tokens = 0;
+    std::vector<uint32_t> codes;      ///< with keep_tokens
+    std::vector<uint64_t> line_ends;  ///< with keep_tokens
+    bool codes_fit = true;            ///< no shard outgrew the ids a code can hold
   };
+  std::atomic<bool> keep_tokens{options.keep_tokens};
   std::vector<Counted> counted(n);
   run_parallel(n, [&](size_t t) {
     Counted& c = counted[t];
@@ -84,15 +93,35 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     c.first.resize(shards);
     uint32_t next = 0;
     uint64_t seen = 0;
+    if (keep_tokens) {
+      uint64_t bytes = 0;
+      for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+      c.codes.reserve(bytes / 2 + 1);  // at most a token per two bytes; untouched pages cost nothing
+    }
+    auto line_end = [&] {
+      if (c.line_ends.empty() || c.line_ends.back() != c.codes.size()) {
+        c.line_ends.push_back(c.codes.size());
+      }
+    };
     for (const TextSegment& seg : chunks[t]) {
+      const bool keep = keep_tokens;
       detail::scan_words(
           seg.text, options.text, [&](uint64_t h) { c.table.prefetch(h); },
           [&](std::string_view w, uint64_t h) {
             const size_t p = c.table.shard_of(h);
-            if (c.table.shard(p).insert(w, h).value++ == 0) c.first[p].push_back(next++);
+            WordTable::Slot& s = c.table.shard(p).insert(w, h);
+            if (s.value++ == 0) c.first[p].push_back(next++);
+            if (keep) {
+              c.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
+              c.codes_fit = c.codes_fit && s.id + 1 < id_limit;
+            }
             ++seen;
           },
-          [] {});
+          [&] {
+            if (keep) line_end();
+          });
+      if (keep && seg.ends_part) line_end();
+      if (keep && !c.codes_fit) keep_tokens = false;  // the encoder will read the text
     }
     c.tokens = seen;
   });
@@ -112,11 +141,37 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   };
   std::vector<WordTable> merged(shards);
   std::vector<std::vector<Entry>> kept(shards);
+  // With keep_tokens, each chunk's codes are mapped to merged ids here, to rows further down.
+  std::shared_ptr<detail::CountedText> text;
+  if (keep_tokens) {
+    text = std::make_shared<detail::CountedText>();
+    text->parts = parts;
+    text->text = options.text;
+    text->id_bits = id_bits;
+    text->chunks.resize(n);
+    for (size_t t = 0; t < n; ++t) {
+      detail::CountedText::Chunk& chunk = text->chunks[t];
+      chunk.codes = std::move(counted[t].codes);
+      chunk.line_ends = std::move(counted[t].line_ends);
+      chunk.shard_start.resize(shards);
+      uint64_t start = 0;
+      for (size_t p = 0; p < shards; ++p) {
+        chunk.shard_start[p] = static_cast<uint32_t>(start);
+        start += counted[t].table.shard(p).size();
+      }
+      if (start >= kNoRow) throw Error("vocabulary: too many words");
+      chunk.rows.resize(start);
+    }
+  }
   run_parallel(std::min(n, shards), [&](size_t worker) {
     for (size_t p = worker; p < shards; p += n) {
       WordTable all = std::move(counted[0].table.shard(p));
       std::vector<uint64_t> first(counted[0].first[p].begin(), counted[0].first[p].end());
       counted[0].first[p] = {};
+      if (text) {
+        uint32_t* ids = text->chunks[0].rows.data() + text->chunks[0].shard_start[p];
+        for (uint32_t id = 0; id < all.size(); ++id) ids[id] = id;
+      }
       for (size_t t = 1; t < n; ++t) {
         WordTable& table = counted[t].table.shard(p);
         const std::vector<uint32_t>& numbers = counted[t].first[p];
@@ -129,6 +184,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
           WordTable::Slot& s = all.insert(table.key(id), table.hash(id));
           if (s.value == 0) first.push_back(static_cast<uint64_t>(t) << 32 | numbers[id]);
           s.value += counts[id];
+          if (text) text->chunks[t].rows[text->chunks[t].shard_start[p] + id] = s.id;
         }
         table = WordTable(1);
         counted[t].first[p] = {};
@@ -203,6 +259,12 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     }
     for (size_t p = t; p < shards; p += n) {
       merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
+      if (!text) continue;
+      for (detail::CountedText::Chunk& chunk : text->chunks) {
+        const uint32_t end = p + 1 < shards ? chunk.shard_start[p + 1]
+                                            : static_cast<uint32_t>(chunk.rows.size());
+        for (uint32_t i = chunk.shard_start[p]; i < end; ++i) chunk.rows[i] = row_of[p][chunk.rows[i]];
+      }
     }
   });
   auto lookup = std::make_shared<detail::ShardedWordTable>(shards, 0);
@@ -211,6 +273,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
   v.corpus_tokens_ = corpus_tokens;
   v.lookup_ = std::move(lookup);
+  v.counted_text_ = std::move(text);
   return v;
 }
 

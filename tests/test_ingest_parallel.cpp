@@ -128,14 +128,26 @@ TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
       eo.text = vo.text;
       const EncodedCorpus ref_corpus = encode_corpus_serial(text, ref, eo);
       for (uint32_t threads : {1u, 2u, 3u, 4u, 7u, 16u, 64u}) {
-        SCOPED_TRACE("threads " + std::to_string(threads));
-        vo.threads = threads;
-        const Vocab v = Vocab::count(text, vo);
-        expect_same_vocab(v, ref);
-        eo.threads = threads;
-        const EncodedCorpus c = encode_corpus({text}, v, eo);
-        EXPECT_EQ(c.tokens, ref_corpus.tokens);
-        EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+        for (bool keep_tokens : {false, true}) {
+          SCOPED_TRACE("threads " + std::to_string(threads) + (keep_tokens ? ", tokens kept" : ""));
+          vo.threads = threads;
+          vo.keep_tokens = keep_tokens;
+          const Vocab v = Vocab::count(text, vo);
+          expect_same_vocab(v, ref);
+          EXPECT_EQ(v.counted_text() != nullptr, keep_tokens);
+          eo.threads = threads;
+          const EncodedCorpus c = encode_corpus({text}, v, eo);
+          EXPECT_EQ(c.tokens, ref_corpus.tokens);
+          EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+          if (keep_tokens) {
+            // Another text (here a copy) is read, not taken for the one counted.
+            const std::string copy = text;
+            eo.threads = 3;
+            const EncodedCorpus d = encode_corpus({copy}, v, eo);
+            EXPECT_EQ(d.tokens, ref_corpus.tokens);
+            EXPECT_EQ(d.sentence_starts, ref_corpus.sentence_starts);
+          }
+        }
       }
     }
   }
@@ -168,6 +180,14 @@ TEST_P(ParallelIngest, PartsAreTextsJoinedByNewlines) {
     const EncodedCorpus c = encode_corpus(parts, ref, eo);
     EXPECT_EQ(c.tokens, ref_corpus.tokens);
     EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+    vo.keep_tokens = true;
+    const Vocab kept = Vocab::count(parts, vo);
+    vo.keep_tokens = false;
+    ASSERT_NE(kept.counted_text(), nullptr);
+    expect_same_vocab(kept, ref);
+    const EncodedCorpus k = encode_corpus(parts, kept, eo);
+    EXPECT_EQ(k.tokens, ref_corpus.tokens);
+    EXPECT_EQ(k.sentence_starts, ref_corpus.sentence_starts);
   }
 }
 
