@@ -96,7 +96,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     if (keep_tokens) {
       uint64_t bytes = 0;
       for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
-      c.codes.reserve(bytes / 2 + 1);  // at most a token per two bytes; untouched pages cost nothing
+      c.codes.reserve(bytes / 2 +
+                      1);  // at most a token per two bytes; untouched pages cost nothing
     }
     auto line_end = [&] {
       if (c.line_ends.empty() || c.line_ends.back() != c.codes.size()) {
@@ -202,8 +203,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   // The shards' sorted lists merged into rows.
   size_t total_kept = 0;
   for (const auto& e : kept) total_kept += e.size();
-  const size_t rows = options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab)
-                                            : total_kept;
+  const size_t rows =
+      options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab) : total_kept;
   if (rows >= kNoRow) throw Error("vocabulary: too many words");
   std::vector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
   std::vector<uint64_t> row_counts(rows);
@@ -261,9 +262,10 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
       merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
       if (!text) continue;
       for (detail::CountedText::Chunk& chunk : text->chunks) {
-        const uint32_t end = p + 1 < shards ? chunk.shard_start[p + 1]
-                                            : static_cast<uint32_t>(chunk.rows.size());
-        for (uint32_t i = chunk.shard_start[p]; i < end; ++i) chunk.rows[i] = row_of[p][chunk.rows[i]];
+        const uint32_t end =
+            p + 1 < shards ? chunk.shard_start[p + 1] : static_cast<uint32_t>(chunk.rows.size());
+        for (uint32_t i = chunk.shard_start[p]; i < end; ++i)
+          chunk.rows[i] = row_of[p][chunk.rows[i]];
       }
     }
   });

@@ -77,8 +77,8 @@ std::string one_line(std::mt19937_64& rng) {
   return t;
 }
 
-/// A large vocabulary: about 70 k distinct words of 2 to 43 bytes (past a table slot's 16-byte head),
-/// most seen once or twice, so that tables grow many times, every shard holds many words and
+/// A large vocabulary: about 70 k distinct words of 2 to 43 bytes (past a table slot's 16-byte
+/// head), most seen once or twice, so that tables grow many times, every shard holds many words and
 /// count ties are everywhere; a few frequent words are spread over the whole text.
 std::string large_vocabulary(std::mt19937_64& rng) {
   std::string t;

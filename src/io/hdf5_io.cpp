@@ -5,18 +5,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
-#include <atomic>
 #include <limits>
 #include <mutex>
-#include <thread>
-#include <vector>
 #include <stdexcept>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "config.hpp"
 #include "error.hpp"
@@ -182,8 +182,8 @@ void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTab
   const hsize_t dims[2] = {table.rows(), table.dim()};
   Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
   Hid dcpl = h5.make(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, what);
-  const bool direct = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && table.rows() > 0 &&
-                      table.dim() > 0;
+  const bool direct =
+      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && table.rows() > 0 && table.dim() > 0;
   if (direct) {
     h5.check(H5Pset_layout(dcpl, H5D_CONTIGUOUS), what);
     h5.check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), what);
@@ -221,9 +221,9 @@ void write_pending(const Checker& h5, const std::string& temp,
     const HostTable& t = *m.table;
     const uint64_t row_bytes = uint64_t{t.dim()} * sizeof(float);
     const uint64_t bytes = t.rows() * row_bytes;
-    const uint32_t threads = static_cast<uint32_t>(std::clamp<uint64_t>(
-        std::min<uint64_t>(std::thread::hardware_concurrency(), 16), 1,
-        bytes / (uint64_t{32} << 20) + 1));
+    const uint32_t threads = static_cast<uint32_t>(
+        std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 16), 1,
+                             bytes / (uint64_t{32} << 20) + 1));
     try {
       run_workers(threads, [&](uint32_t k) {
         const uint64_t first = t.rows() * k / threads, last = t.rows() * (k + 1) / threads;
@@ -243,8 +243,8 @@ void write_pending(const Checker& h5, const std::string& temp,
           }
           uint64_t done = 0, at = m.offset + r * row_bytes;
           while (done < n * row_bytes) {
-            const ssize_t w = ::pwrite(fd, src + done, n * row_bytes - done,
-                                       static_cast<off_t>(at + done));
+            const ssize_t w =
+                ::pwrite(fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
             if (w < 0 && errno == EINTR) continue;
             if (w <= 0) {
               fail(w < 0 ? std::strerror(errno) : "nothing written");
@@ -588,7 +588,8 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
     if (!extra.empty()) {
       Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the extra tables");
       h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the extra tables");
-      for (const NamedTable& t : extra) write_matrix(h5, file, t.name.c_str(), *t.table, pending, links);
+      for (const NamedTable& t : extra)
+        write_matrix(h5, file, t.name.c_str(), *t.table, pending, links);
     }
 
     Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
