@@ -38,11 +38,11 @@ timed() {  # timed NAME CMD...: runs CMD, prints the end of its output and a RES
   shift
   local tf=$work/time.$$ wall rss_kb=0 t0 t1
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "%e %M" -o "$tf" "$@" 2>&1 | sed -n -E '/^(vocabulary|backend|trained|time):|error/p'
+    /usr/bin/time -f "%e %M" -o "$tf" "$@" 2>&1 | sed -n -E '/^(vocabulary|backend|time):|trained [0-9]|error/p'
     read -r wall rss_kb <"$tf"
   else  # no GNU time: wall clock only
     t0=$(date +%s.%N)
-    "$@" 2>&1 | sed -n -E '/^(vocabulary|backend|trained|time):|error/p'
+    "$@" 2>&1 | sed -n -E '/^(vocabulary|backend|time):|trained [0-9]|error/p'
     t1=$(date +%s.%N)
     wall=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")
   fi
