@@ -4,7 +4,8 @@
 # and, when given word2vec.c's source, word2vec C on the same file with the same settings.
 # Usage: scripts/bench_end_to_end.sh WORKDIR [--device cuda|cpu] [--threads N] [--word2vec-c PATH/word2vec.c]
 #        [--nodes N] [--repeat R]
-# Prints one `RESULT` line per command: wall seconds (GNU time), peak RSS, and pagedw2v's summary.
+# Prints one `RESULT` line per command: wall seconds (GNU time), peak RSS, and pagedw2v's summary
+# and `time:` lines (word2vec C prints no such lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: scripts/bench_end_to_end.sh WORKDIR [--device D] [--threads N] [--word2vec-c FILE] [--nodes N] [--repeat R]" >&2; exit 2; }
@@ -37,11 +38,11 @@ timed() {  # timed NAME CMD...: runs CMD, prints the end of its output and a RES
   shift
   local tf=$work/time.$$ wall rss_kb=0 t0 t1
   if [ -x /usr/bin/time ]; then
-    /usr/bin/time -f "%e %M" -o "$tf" "$@" 2>&1 | tail -n 4
+    /usr/bin/time -f "%e %M" -o "$tf" "$@" 2>&1 | sed -n -E '/^(vocabulary|backend|time):|trained [0-9]|error/p'
     read -r wall rss_kb <"$tf"
   else  # no GNU time: wall clock only
     t0=$(date +%s.%N)
-    "$@" 2>&1 | tail -n 4
+    "$@" 2>&1 | sed -n -E '/^(vocabulary|backend|time):|trained [0-9]|error/p'
     t1=$(date +%s.%N)
     wall=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")
   fi

@@ -17,15 +17,109 @@ struct EncodedChunk {
   std::vector<uint64_t> line_ends;
 };
 
-/// The vocabulary as one lookup table: word -> row.
-detail::WordTable lookup_table(const Vocab& vocab) {
-  detail::WordTable table(vocab.size());
-  for (uint32_t row = 0; row < vocab.size(); ++row) {
-    const std::string& w = vocab.word(row);
-    if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
-    table.insert(w, detail::hash_bytes(w)).value = row;
-  }
+/// The vocabulary as one lookup table, word -> row, built by `threads` threads (one per shard).
+detail::ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
+  const size_t n = std::max<uint32_t>(threads, 1);
+  const uint32_t rows = vocab.size();
+  std::vector<uint64_t> hashes(rows);
+  run_parallel(n, [&](size_t t) {
+    for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
+      hashes[row] = detail::hash_bytes(vocab.word(static_cast<uint32_t>(row)));
+    }
+  });
+  detail::ShardedWordTable table(n, 0);
+  const size_t shards = table.shard_count();
+  run_parallel(std::min(n, shards), [&](size_t worker) {
+    for (size_t p = worker; p < shards; p += n) {
+      detail::WordTable& shard = table.shard(p);
+      shard.reserve(rows / shards + rows / shards / 8 + 64);
+      for (uint32_t row = 0; row < rows; ++row) {
+        if (table.shard_of(hashes[row]) != p) continue;
+        const std::string& w = vocab.word(row);
+        if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
+        shard.insert(w, hashes[row]).value = row;
+      }
+    }
+  });
   return table;
+}
+
+/// Encodes by reading the text: each thread tokenises its chunk and looks every word up.
+std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts,
+                                      const Vocab& vocab, const EncodeOptions& options) {
+  // The table the vocabulary was counted with when there is one; else one built from the words.
+  detail::ShardedWordTable built;
+  if (vocab.lookup() == nullptr) built = lookup_table(vocab, options.threads);
+  const detail::ShardedWordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
+  const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
+  const size_t n = chunks.size();
+  std::vector<EncodedChunk> out(n);
+  uint64_t total_bytes = 0;
+  for (std::string_view p : parts) total_bytes += p.size();
+  run_parallel(n, [&](size_t t) {
+    EncodedChunk& e = out[t];
+    // The share of the kept words this chunk's share of the bytes suggests, and some slack.
+    uint64_t bytes = 0;
+    for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+    if (total_bytes > 0) {
+      e.tokens.reserve(static_cast<size_t>(static_cast<double>(vocab.total_count()) * bytes /
+                                           static_cast<double>(total_bytes) * 1.05) +
+                       1024);
+    }
+    auto line_end = [&] {
+      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
+        e.line_ends.push_back(e.tokens.size());
+      }
+    };
+    for (const TextSegment& seg : chunks[t]) {
+      detail::scan_words(
+          seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
+          [&](std::string_view w, uint64_t h) {
+            const detail::WordTable::Slot* s = table.find(w, h);
+            if (s != nullptr && s->value != detail::WordTable::kNone) {
+              e.tokens.push_back(static_cast<uint32_t>(s->value));
+            }
+          },
+          line_end);
+      if (seg.ends_part) line_end();
+    }
+  });
+  return out;
+}
+
+/// Encodes what the count kept: each chunk's codes mapped to rows, words not kept dropped, and
+/// the line ends moved to the counts of the tokens kept. The count's chunks are the unit of work.
+std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted) {
+  const size_t n = counted.chunks.size();
+  std::vector<EncodedChunk> out(n);
+  const uint32_t shift = counted.id_bits;
+  const uint32_t id_mask = shift >= 32 ? 0xFFFFFFFFu : (uint32_t{1} << shift) - 1;
+  run_parallel(n, [&](size_t t) {
+    const detail::CountedText::Chunk& chunk = counted.chunks[t];
+    EncodedChunk& e = out[t];
+    e.tokens.reserve(chunk.codes.size());
+    auto line_end = [&] {
+      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
+        e.line_ends.push_back(e.tokens.size());
+      }
+    };
+    const uint32_t* starts = chunk.shard_start.data();
+    const uint32_t* rows = chunk.rows.data();
+    size_t k = 0;
+    const size_t m = chunk.codes.size();
+    for (size_t i = 0; i < m; ++i) {
+      while (k < chunk.line_ends.size() && chunk.line_ends[k] == i) {
+        line_end();
+        ++k;
+      }
+      const uint32_t code = chunk.codes[i];
+      const uint32_t shard = shift >= 32 ? 0 : code >> shift;
+      const uint32_t row = rows[starts[shard] + (code & id_mask)];
+      if (row != detail::WordTable::kNone) e.tokens.push_back(row);
+    }
+    for (; k < chunk.line_ends.size(); ++k) line_end();
+  });
+  return out;
 }
 
 }  // namespace
@@ -64,43 +158,21 @@ EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab, uint32_t 
 
 EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vocab& vocab,
                             const EncodeOptions& options) {
-  // The table the vocabulary was counted with when there is one; else one built from the words.
-  detail::WordTable built(1);
-  if (vocab.lookup() == nullptr) built = lookup_table(vocab);
-  const detail::WordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
-  const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
-  const size_t n = chunks.size();
-  std::vector<EncodedChunk> out(n);
-  uint64_t total_bytes = 0;
-  for (std::string_view p : parts) total_bytes += p.size();
-  run_parallel(n, [&](size_t t) {
-    EncodedChunk& e = out[t];
-    // The share of the kept words this chunk's share of the bytes suggests, and some slack.
-    uint64_t bytes = 0;
-    for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
-    if (total_bytes > 0) {
-      e.tokens.reserve(static_cast<size_t>(static_cast<double>(vocab.total_count()) * bytes /
-                                           static_cast<double>(total_bytes) * 1.05) +
-                       1024);
-    }
-    auto line_end = [&] {
-      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
-        e.line_ends.push_back(e.tokens.size());
+  const detail::CountedText* counted = vocab.counted_text();
+  if (counted != nullptr && counted->text.lowercase == options.text.lowercase &&
+      counted->parts.size() == parts.size()) {
+    for (size_t i = 0; i < parts.size() && counted != nullptr; ++i) {
+      if (parts[i].data() != counted->parts[i].data() ||
+          parts[i].size() != counted->parts[i].size()) {
+        counted = nullptr;
       }
-    };
-    for (const TextSegment& seg : chunks[t]) {
-      detail::scan_words(
-          seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
-          [&](std::string_view w, uint64_t h) {
-            const detail::WordTable::Slot* s = table.find(w, h);
-            if (s != nullptr && s->value != detail::WordTable::kNone) {
-              e.tokens.push_back(static_cast<uint32_t>(s->value));
-            }
-          },
-          line_end);
-      if (seg.ends_part) line_end();
     }
-  });
+  } else {
+    counted = nullptr;
+  }
+  std::vector<EncodedChunk> out =
+      counted != nullptr ? encode_counted(*counted) : encode_text(parts, vocab, options);
+  const size_t n = out.size();
 
   // Sentence cuts, as the one-thread loop makes them: at every line end that closes a non-empty
   // sentence, and every max_sentence tokens within a line.

@@ -5,22 +5,34 @@
 
 #include "model.hpp"
 #include "philox.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 
-void init_model(Model& model, uint64_t seed) {
+void init_model(Model& model, uint64_t seed, uint32_t threads) {
   const uint32_t dim = model.input.dim();
   const float scale = 1.0f / static_cast<float>(dim);
-  for (uint64_t r = 0; r < model.input.rows(); ++r) {
-    float* row = model.input.row(r);
-    for (uint32_t d = 0; d < dim; d += 4) {
-      const Philox4 x = draw(seed, r, 0, DrawKind::kInit, d >> 2);
-      for (uint32_t k = 0; k < 4 && d + k < dim; ++k) {
-        row[d + k] = (to_unit_float(x.v[k]) - 0.5f) * scale;
+  const uint64_t rows = model.input.rows();
+  // Every value is keyed by (seed, row, column), so the rows can be cut among threads freely;
+  // each thread writes both tables' rows of its range, which touches every page once and from
+  // the thread that fills it.
+  const uint32_t n =
+      static_cast<uint32_t>(std::clamp<uint64_t>(rows / 4096, 1, std::max<uint32_t>(threads, 1)));
+  run_workers(n, [&](uint32_t t) {
+    for (uint64_t r = rows * t / n; r < rows * (t + 1) / n; ++r) {
+      float* row = model.input.row(r);
+      for (uint32_t d = 0; d < dim; d += 4) {
+        const Philox4 x = draw(seed, r, 0, DrawKind::kInit, d >> 2);
+        for (uint32_t k = 0; k < 4 && d + k < dim; ++k) {
+          row[d + k] = (to_unit_float(x.v[k]) - 0.5f) * scale;
+        }
       }
+      if (r < model.output.rows()) std::fill_n(model.output.row(r), model.output.dim(), 0.0f);
     }
+  });
+  for (uint64_t r = rows; r < model.output.rows(); ++r) {
+    std::fill_n(model.output.row(r), model.output.dim(), 0.0f);
   }
-  model.output.fill(0.0f);
 }
 
 Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,

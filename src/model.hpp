@@ -31,8 +31,8 @@ Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool inter
                      const std::string& hint);
 
 /// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
-/// (seed, row), output zero.
-void init_model(Model& model, uint64_t seed);
+/// (seed, row), output zero. `threads` threads share the rows; the values do not depend on it.
+void init_model(Model& model, uint64_t seed, uint32_t threads = 1);
 
 /// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd).
 /// Throws Error naming the tables and the memory they need when it runs out.

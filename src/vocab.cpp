@@ -1,6 +1,7 @@
 #include "vocab.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <deque>
 #include <numeric>
@@ -64,63 +65,217 @@ Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
 }
 
 Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOptions& options) {
-  const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
-  const size_t n = chunks.size();
-  std::vector<detail::WordTable> tables(n);
-  std::vector<uint64_t> tokens(n, 0);
+  using detail::WordTable;
+  const size_t n = std::max<uint32_t>(options.threads, 1);
+  const std::vector<TextChunk> chunks = split_text(parts, n);
+  const size_t shards = detail::ShardedWordTable(n, 0).shard_count();
+  uint32_t shard_bits = 0;
+  while ((size_t{1} << shard_bits) < shards) ++shard_bits;
+  const uint32_t id_bits = 32 - shard_bits;
+  const uint64_t id_limit = uint64_t{1} << id_bits;
+
+  // Each thread counts its chunk into its own shards, and numbers the words it meets first in
+  // its chunk in the order it meets them: (chunk, that number) orders first occurrences in the
+  // whole corpus, whichever shard a word falls in.
+  struct Counted {
+    detail::ShardedWordTable table;
+    std::vector<std::vector<uint32_t>> first;  ///< by shard, by id: the word's number
+    uint64_t tokens = 0;
+    std::vector<uint32_t> codes;      ///< with keep_tokens
+    std::vector<uint64_t> line_ends;  ///< with keep_tokens
+    bool codes_fit = true;            ///< no shard outgrew the ids a code can hold
+  };
+  std::atomic<bool> keep_tokens{options.keep_tokens};
+  std::vector<Counted> counted(n);
   run_parallel(n, [&](size_t t) {
-    detail::WordTable& table = tables[t];
+    Counted& c = counted[t];
+    c.table = detail::ShardedWordTable(shards, size_t{1} << 14);
+    c.first.resize(shards);
+    uint32_t next = 0;
     uint64_t seen = 0;
+    if (keep_tokens) {
+      uint64_t bytes = 0;
+      for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+      c.codes.reserve(bytes / 2 +
+                      1);  // at most a token per two bytes; untouched pages cost nothing
+    }
+    auto line_end = [&] {
+      if (c.line_ends.empty() || c.line_ends.back() != c.codes.size()) {
+        c.line_ends.push_back(c.codes.size());
+      }
+    };
     for (const TextSegment& seg : chunks[t]) {
+      const bool keep = keep_tokens;
       detail::scan_words(
-          seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
+          seg.text, options.text, [&](uint64_t h) { c.table.prefetch(h); },
           [&](std::string_view w, uint64_t h) {
-            ++table.insert(w, h).value;
+            const size_t p = c.table.shard_of(h);
+            WordTable::Slot& s = c.table.shard(p).insert(w, h);
+            if (s.value++ == 0) c.first[p].push_back(next++);
+            if (keep) {
+              c.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
+              c.codes_fit = c.codes_fit && s.id + 1 < id_limit;
+            }
             ++seen;
           },
-          [] {});
+          [&] {
+            if (keep) line_end();
+          });
+      if (keep && seg.ends_part) line_end();
+      if (keep && !c.codes_fit) keep_tokens = false;  // the encoder will read the text
     }
-    tokens[t] = seen;
+    c.tokens = seen;
   });
+  uint64_t corpus_tokens = 0;
+  for (const Counted& c : counted) corpus_tokens += c.tokens;
 
-  // Merge in chunk order into the first table: a word's id there is then its rank of first
-  // occurrence in the whole corpus, as in the one-thread count.
-  detail::WordTable& all = tables[0];
-  uint64_t corpus_tokens = tokens[0];
-  for (size_t t = 1; t < n; ++t) {
-    detail::WordTable& table = tables[t];
-    std::vector<uint64_t> counts(table.size());
-    table.for_each([&](detail::WordTable::Slot& s) { counts[s.id] = s.value; });
-    for (uint32_t id = 0; id < counts.size(); ++id) {
-      all.prefetch(table.hash(id));
-      all.insert(table.key(id), table.hash(id)).value += counts[id];
+  // Shard by shard, in parallel: the chunks' tables merged in chunk order, and the words kept
+  // sorted by count descending, then first occurrence (the one-thread stable sort's order).
+  struct Entry {
+    uint64_t inverted_count;
+    uint64_t first;  ///< chunk << 32 | number in the chunk
+    uint32_t id;
+  };
+  auto before = [](const Entry& a, const Entry& b) {
+    return a.inverted_count != b.inverted_count ? a.inverted_count < b.inverted_count
+                                                : a.first < b.first;
+  };
+  std::vector<WordTable> merged(shards);
+  std::vector<std::vector<Entry>> kept(shards);
+  // With keep_tokens, each chunk's codes are mapped to merged ids here, to rows further down.
+  std::shared_ptr<detail::CountedText> text;
+  if (keep_tokens) {
+    text = std::make_shared<detail::CountedText>();
+    text->parts = parts;
+    text->text = options.text;
+    text->id_bits = id_bits;
+    text->chunks.resize(n);
+    for (size_t t = 0; t < n; ++t) {
+      detail::CountedText::Chunk& chunk = text->chunks[t];
+      chunk.codes = std::move(counted[t].codes);
+      chunk.line_ends = std::move(counted[t].line_ends);
+      chunk.shard_start.resize(shards);
+      uint64_t start = 0;
+      for (size_t p = 0; p < shards; ++p) {
+        chunk.shard_start[p] = static_cast<uint32_t>(start);
+        start += counted[t].table.shard(p).size();
+      }
+      if (start >= kNoRow) throw Error("vocabulary: too many words");
+      chunk.rows.resize(start);
     }
-    corpus_tokens += tokens[t];
-    table = detail::WordTable(1);
   }
-
-  // Count descending, then first occurrence: the order of the one-thread stable sort.
-  std::vector<std::pair<uint64_t, uint32_t>> order;
-  all.for_each([&](detail::WordTable::Slot& s) {
-    if (s.value >= options.min_count) order.emplace_back(~s.value, s.id);
+  run_parallel(std::min(n, shards), [&](size_t worker) {
+    for (size_t p = worker; p < shards; p += n) {
+      WordTable all = std::move(counted[0].table.shard(p));
+      std::vector<uint64_t> first(counted[0].first[p].begin(), counted[0].first[p].end());
+      counted[0].first[p] = {};
+      if (text) {
+        uint32_t* ids = text->chunks[0].rows.data() + text->chunks[0].shard_start[p];
+        for (uint32_t id = 0; id < all.size(); ++id) ids[id] = id;
+      }
+      for (size_t t = 1; t < n; ++t) {
+        WordTable& table = counted[t].table.shard(p);
+        const std::vector<uint32_t>& numbers = counted[t].first[p];
+        std::vector<uint64_t> counts(table.size());
+        table.for_each([&](WordTable::Slot& s) { counts[s.id] = s.value; });
+        constexpr uint32_t kAhead = 8;
+        const auto m = static_cast<uint32_t>(counts.size());
+        for (uint32_t id = 0; id < m; ++id) {
+          if (id + kAhead < m) all.prefetch(table.hash(id + kAhead));
+          WordTable::Slot& s = all.insert(table.key(id), table.hash(id));
+          if (s.value == 0) first.push_back(static_cast<uint64_t>(t) << 32 | numbers[id]);
+          s.value += counts[id];
+          if (text) text->chunks[t].rows[text->chunks[t].shard_start[p] + id] = s.id;
+        }
+        table = WordTable(1);
+        counted[t].first[p] = {};
+      }
+      std::vector<Entry>& entries = kept[p];
+      all.for_each([&](WordTable::Slot& s) {
+        if (s.value >= options.min_count) entries.push_back({~s.value, first[s.id], s.id});
+      });
+      std::sort(entries.begin(), entries.end(), before);
+      merged[p] = std::move(all);
+    }
   });
-  std::sort(order.begin(), order.end());
-  if (options.max_vocab > 0 && order.size() > options.max_vocab) order.resize(options.max_vocab);
+  counted.clear();
 
-  std::vector<std::string> words;
-  std::vector<uint64_t> kept;
-  words.reserve(order.size());
-  kept.reserve(order.size());
-  for (const auto& [inverted, id] : order) {
-    words.emplace_back(all.key(id));
-    kept.push_back(~inverted);
+  // The shards' sorted lists merged into rows.
+  size_t total_kept = 0;
+  for (const auto& e : kept) total_kept += e.size();
+  const size_t rows =
+      options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab) : total_kept;
+  if (rows >= kNoRow) throw Error("vocabulary: too many words");
+  std::vector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
+  std::vector<uint64_t> row_counts(rows);
+  {
+    std::vector<size_t> at(shards, 0);
+    auto later = [&](uint32_t a, uint32_t b) { return before(kept[b][at[b]], kept[a][at[a]]); };
+    std::vector<uint32_t> heap;
+    for (uint32_t p = 0; p < shards; ++p) {
+      if (!kept[p].empty()) heap.push_back(p);
+    }
+    std::make_heap(heap.begin(), heap.end(), later);
+    for (size_t row = 0; row < rows; ++row) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const uint32_t p = heap.back();
+      const Entry& e = kept[p][at[p]++];
+      row_words[row] = {p, e.id};
+      row_counts[row] = ~e.inverted_count;
+      if (at[p] < kept[p].size()) {
+        std::push_heap(heap.begin(), heap.end(), later);
+      } else {
+        heap.pop_back();
+      }
+    }
   }
-  std::vector<uint32_t> row_of(all.size(), detail::WordTable::kNone);
-  for (uint32_t row = 0; row < order.size(); ++row) row_of[order[row].second] = row;
-  all.for_each([&](detail::WordTable::Slot& s) { s.value = row_of[s.id]; });
-  Vocab v = from_words(std::move(words), std::move(kept));
+  kept.clear();
+
+  // The words copied out, every shard's values turned into rows and the vocabulary's own index
+  // filled (from the hashes the shards keep; rows claim slots with compare-and-swap, and the
+  // words are known to be distinct), in parallel.
+  Vocab v;
+  v.words_.resize(rows);
+  std::vector<std::vector<uint32_t>> row_of(shards);
+  for (size_t p = 0; p < shards; ++p) row_of[p].assign(merged[p].size(), WordTable::kNone);
+  for (size_t row = 0; row < rows; ++row) {
+    row_of[row_words[row].first][row_words[row].second] = static_cast<uint32_t>(row);
+  }
+  size_t capacity = 64;
+  while (capacity < rows * 2) capacity <<= 1;
+  v.slots_.assign(capacity, kNoRow);
+  v.mask_ = capacity - 1;
+  run_parallel(n, [&](size_t t) {
+    for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
+      const WordTable& shard = merged[row_words[row].first];
+      const uint32_t id = row_words[row].second;
+      v.words_[row] = shard.key(id);
+      for (size_t i = shard.hash(id) & v.mask_;; i = (i + 1) & v.mask_) {
+        uint32_t empty = kNoRow;
+        if (__atomic_compare_exchange_n(&v.slots_[i], &empty, static_cast<uint32_t>(row), false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+          break;
+        }
+      }
+    }
+    for (size_t p = t; p < shards; p += n) {
+      merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
+      if (!text) continue;
+      for (detail::CountedText::Chunk& chunk : text->chunks) {
+        const uint32_t end =
+            p + 1 < shards ? chunk.shard_start[p + 1] : static_cast<uint32_t>(chunk.rows.size());
+        for (uint32_t i = chunk.shard_start[p]; i < end; ++i)
+          chunk.rows[i] = row_of[p][chunk.rows[i]];
+      }
+    }
+  });
+  auto lookup = std::make_shared<detail::ShardedWordTable>(shards, 0);
+  for (size_t p = 0; p < shards; ++p) lookup->shard(p) = std::move(merged[p]);
+  v.counts_ = std::move(row_counts);
+  v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
   v.corpus_tokens_ = corpus_tokens;
-  v.lookup_ = std::make_shared<detail::WordTable>(std::move(all));
+  v.lookup_ = std::move(lookup);
+  v.counted_text_ = std::move(text);
   return v;
 }
 

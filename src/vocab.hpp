@@ -14,14 +14,33 @@
 
 namespace pagedw2v {
 namespace detail {
-class WordTable;
-}
+class ShardedWordTable;
+
+/// The corpus as the count read it, kept for the encoder so that it need not read the text again:
+/// per chunk, every token as a code (shard << id_bits | id in the chunk's shard), each code's row,
+/// and the token counts at which lines ended.
+struct CountedText {
+  std::vector<std::string_view> parts;  ///< the texts counted (the encoder checks it gets these)
+  TextOptions text;
+  uint32_t id_bits = 32;
+  struct Chunk {
+    std::vector<uint32_t> codes;
+    std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
+    std::vector<uint32_t> rows;         ///< a row, or kNone for a word not kept
+    std::vector<uint64_t> line_ends;    ///< counts of `codes`, ascending, repeats dropped
+  };
+  std::vector<Chunk> chunks;
+};
+}  // namespace detail
 
 struct VocabOptions {
   uint64_t min_count = 5;  ///< drop words seen fewer times
   uint64_t max_vocab = 0;  ///< keep at most this many (the most frequent); 0 = no limit
   TextOptions text;        ///< how words are read (tokenizer.hpp)
   uint32_t threads = 1;    ///< threads that count; the result does not depend on it
+  /// Keep what the count read (4 bytes a token) for encode_corpus() of the same texts, which
+  /// then maps codes to rows instead of reading and looking up every word again.
+  bool keep_tokens = false;
 };
 
 class Vocab {
@@ -31,8 +50,9 @@ class Vocab {
   Vocab& operator=(Vocab&&) = default;
 
   /// Counts every word of `text` (see tokenize()) and keeps those the options allow: the text is
-  /// cut into one chunk per thread, each thread counts its chunk into its own table, and the
-  /// tables are merged in chunk order, which keeps first-occurrence order for ties.
+  /// cut into one chunk per thread, each thread counts its chunk into its own tables sharded by
+  /// hash, and each shard is merged (in chunk order) and sorted by a thread of its own; every
+  /// word carries its first occurrence (chunk, rank in the chunk), which breaks count ties.
   static Vocab count(std::string_view text, const VocabOptions& options);
   /// The same over several parts (files) in order, as if they were one text.
   static Vocab count(const std::vector<std::string_view>& parts, const VocabOptions& options);
@@ -58,8 +78,13 @@ class Vocab {
   /// The counting table that made this vocabulary, its values turned into rows (kNone for words
   /// dropped by --min-count or --max-vocab): the encoder's lookup table, or null when the
   /// vocabulary was not counted here. drop_lookup() frees it once the corpus is encoded.
-  const detail::WordTable* lookup() const { return lookup_.get(); }
-  void drop_lookup() { lookup_.reset(); }
+  const detail::ShardedWordTable* lookup() const { return lookup_.get(); }
+  /// What the count read, when VocabOptions::keep_tokens asked for it (else null).
+  const detail::CountedText* counted_text() const { return counted_text_.get(); }
+  void drop_lookup() {
+    lookup_.reset();
+    counted_text_.reset();
+  }
 
   /// Row of `word`, or -1 when it is not in the vocabulary.
   int64_t find(std::string_view word) const {
@@ -85,7 +110,8 @@ class Vocab {
   // against words_ directly, which a hit needs anyway.
   std::vector<uint32_t> slots_;
   size_t mask_ = 0;
-  std::shared_ptr<detail::WordTable> lookup_;
+  std::shared_ptr<detail::ShardedWordTable> lookup_;
+  std::shared_ptr<detail::CountedText> counted_text_;
 };
 
 }  // namespace pagedw2v

@@ -4,6 +4,8 @@
 /// A slot holds the hash tag, the length, the first 16 bytes of the word and the value, so that a
 /// probe for a word of up to 16 bytes reads one cache line and nothing else; longer words finish
 /// the comparison in the table's own key arena (never in the corpus, which may be gone or far).
+/// ShardedWordTable splits the words over several such tables by hash bits, so that threads can
+/// fill, merge or search the shards independently.
 
 #include <cstdint>
 #include <cstring>
@@ -79,6 +81,13 @@ class WordTable {
     }
   }
 
+  /// The first `capacity` ids reserved for, so that filling that many words does not rehash.
+  void reserve(size_t capacity) {
+    if (capacity * 2 > slots_.size()) rehash(capacity_for(capacity));
+    offsets_.reserve(capacity + 1);
+    hashes_.reserve(capacity);
+  }
+
   /// Calls f(slot) for every occupied slot.
   template <class F>
   void for_each(F&& f) {
@@ -117,6 +126,44 @@ class WordTable {
   std::string arena_;                    ///< the words, in id order
   std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
   std::vector<uint64_t> hashes_;         ///< by id, for rehashing
+};
+
+/// Words spread over 2^k WordTables by hash bits 32..39, which neither a table's slot index
+/// (low bits) nor its tag (bits 40..63) uses. Ids are per shard.
+class ShardedWordTable {
+ public:
+  static constexpr size_t kMaxShards = 256;
+
+  /// `shards` is rounded up to a power of two, at most kMaxShards.
+  explicit ShardedWordTable(size_t shards = 1, size_t expected = 1 << 12) {
+    size_t n = 1;
+    while (n < shards && n < kMaxShards) n <<= 1;
+    mask_ = n - 1;
+    shards_.reserve(n);
+    for (size_t i = 0; i < n; ++i) shards_.emplace_back(expected / n + 1);
+  }
+
+  size_t shard_count() const { return shards_.size(); }
+  size_t shard_of(uint64_t h) const { return (h >> 32) & mask_; }
+  WordTable& shard(size_t i) { return shards_[i]; }
+  const WordTable& shard(size_t i) const { return shards_[i]; }
+  size_t size() const {
+    size_t n = 0;
+    for (const WordTable& t : shards_) n += t.size();
+    return n;
+  }
+
+  void prefetch(uint64_t h) const { shards_[shard_of(h)].prefetch(h); }
+  WordTable::Slot& insert(std::string_view w, uint64_t h) {
+    return shards_[shard_of(h)].insert(w, h);
+  }
+  const WordTable::Slot* find(std::string_view w, uint64_t h) const {
+    return shards_[shard_of(h)].find(w, h);
+  }
+
+ private:
+  std::vector<WordTable> shards_;
+  size_t mask_ = 0;
 };
 
 }  // namespace detail

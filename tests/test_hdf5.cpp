@@ -133,6 +133,32 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Hdf5RoundTrip,
                                          std::make_tuple(1000u, 17u, true),
                                          std::make_tuple(0u, 8u, true)));
 
+// Tables large enough that their values are written by several threads into the closed file,
+// and an interleaved one (rows apart in memory) among them: every value reads back, and the
+// checksum covers them.
+TEST(Hdf5, LargeTablesWrittenByThreadsReadBack) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  const std::string path = dir.file("large.h5");
+  const uint32_t rows = 9001, dim = 1200;
+  const Vocab vocab = random_vocab(rows, seed);
+  const HostTable vectors = random_table(rows, dim, seed + 1);
+  std::vector<HostTable> pair = HostTable::interleaved(rows, dim, 2, "test tables", "");
+  std::mt19937_64 rng(seed + 2);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (uint64_t r = 0; r < rows; ++r) {
+    for (uint32_t d = 0; d < dim; ++d) pair[1].row(r)[d] = u(rng);
+  }
+  write_embeddings_h5(path, vocab, vectors, &pair[1], {});
+  expect_same(read_embeddings_h5(path, H5Check::kVet), vocab, vectors);
+  HostTable context(rows, dim, "context", "");
+  read_matrix_h5(path, "context_vectors", context);
+  for (uint64_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(std::memcmp(context.row(r), pair[1].row(r), dim * sizeof(float)), 0) << "row " << r;
+  }
+}
+
 TEST(Hdf5, OverwriteReplacesTheFile) {
   const uint64_t seed = fresh_seed();
   const TempDir dir;

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -20,6 +22,7 @@
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/cpu_backend.hpp"
+#include "train/run_check.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
 
@@ -598,6 +601,55 @@ INSTANTIATE_TEST_SUITE_P(Kinds, CpuBackendLayout,
                          [](const ::testing::TestParamInfo<OptimizerKind>& info) {
                            return to_string(info.param);
                          });
+
+// init_model cuts the rows among threads; the values are keyed by (seed, row, column), so every
+// thread count gives the same bits, interleaved or apart, and the output table is all zero.
+TEST(InitModel, EveryThreadCountGivesTheSameValues) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint64_t rows = 3 * 4096 + 77;
+  const uint32_t dim = 7;
+  Model ref = allocate_model(rows, dim, OptimizerKind::kSgd, false, "");
+  init_model(ref, seed);
+  const std::vector<float> ref_input = values_of(ref.input);
+  for (bool interleaved : {false, true}) {
+    for (uint32_t threads : {2u, 3u, 5u}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      Model m = allocate_model(rows, dim, OptimizerKind::kAdam, interleaved, "");
+      m.output.fill(1.5f);  // poison: init_model must zero it
+      init_model(m, seed, threads);
+      EXPECT_TRUE(same_bits(values_of(m.input), ref_input));
+      for (float x : values_of(m.output)) ASSERT_EQ(x, 0.0f);
+    }
+  }
+}
+
+// nonfinite_rows counts the rows holding a NaN or an infinity, in any column, of a table large
+// enough to be cut among threads; the largest float and subnormals are finite.
+TEST(RunCheck, NonfiniteRowsCountsEveryBadRowOnce) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<HostTable> pair = HostTable::interleaved(120001, 37, 2, "test tables", "");
+  HostTable& t = pair[0];
+  for (uint64_t r = 0; r < t.rows(); ++r) {
+    for (uint32_t d = 0; d < t.dim(); ++d) t.row(r)[d] = static_cast<float>(rng() % 1000) - 500;
+  }
+  t.row(5)[3] = std::numeric_limits<float>::max();
+  t.row(6)[0] = std::numeric_limits<float>::denorm_min();
+  pair[1].row(9)[0] = std::numeric_limits<float>::quiet_NaN();  // the other table's row
+  EXPECT_EQ(nonfinite_rows(t), 0u);
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(),
+                       std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity()};
+  std::vector<uint64_t> rows;
+  for (int i = 0; i < 40; ++i) rows.push_back(rng() % t.rows());
+  rows.push_back(t.rows() - 1);
+  for (uint64_t r : rows) t.row(r)[rng() % t.dim()] = bad[rng() % 3];
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  EXPECT_EQ(nonfinite_rows(t), rows.size());
+}
 
 }  // namespace
 }  // namespace pagedw2v

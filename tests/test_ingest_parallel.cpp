@@ -77,7 +77,23 @@ std::string one_line(std::mt19937_64& rng) {
   return t;
 }
 
-const Shape kShapes[] = {{"ties", ties},
+/// A large vocabulary: about 70 k distinct words of 2 to 43 bytes (past a table slot's 16-byte
+/// head), most seen once or twice, so that tables grow many times, every shard holds many words and
+/// count ties are everywhere; a few frequent words are spread over the whole text.
+std::string large_vocabulary(std::mt19937_64& rng) {
+  std::string t;
+  const std::string pad(40, 'q');
+  for (uint64_t i = 0; i < 80000; ++i) {
+    const uint64_t id = rng() % 5 == 0 ? rng() % 50 : i * 7919 % 80021;
+    t += word_of(id) + pad.substr(0, id % 37);
+    t += rng() % 40 == 0 ? "\n" : " ";
+    if (rng() % 3 == 0) t += word_of(rng() % 40000) + " ";
+  }
+  return t;
+}
+
+const Shape kShapes[] = {{"large_vocabulary", large_vocabulary},
+                         {"ties", ties},
                          {"long_and_empty_lines", long_and_empty_lines},
                          {"long_words_and_utf8", long_words_and_utf8},
                          {"tiny", tiny},
@@ -90,6 +106,10 @@ void expect_same_vocab(const Vocab& a, const Vocab& b) {
   EXPECT_EQ(a.words(), b.words());
   EXPECT_EQ(a.counts(), b.counts());
   EXPECT_EQ(a.corpus_tokens(), b.corpus_tokens());
+  for (uint32_t row = 0; row < a.size(); ++row) {
+    ASSERT_EQ(a.find(a.word(row)), row) << a.word(row);
+  }
+  EXPECT_EQ(a.find("not-a-word-of-any-text"), -1);
 }
 
 TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
@@ -98,23 +118,36 @@ TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
   std::mt19937_64 rng(seed);
   const std::string text = GetParam().make(rng);
   for (bool lowercase : {false, true}) {
-    for (uint64_t min_count : {1, 3}) {
+    for (auto [min_count, max_vocab] : {std::pair<uint64_t, uint64_t>{1, 0}, {3, 0}, {1, 777}}) {
       VocabOptions vo;
       vo.min_count = min_count;
+      vo.max_vocab = max_vocab;
       vo.text.lowercase = lowercase;
       const Vocab ref = Vocab::count_serial(text, vo);
       EncodeOptions eo;
       eo.text = vo.text;
       const EncodedCorpus ref_corpus = encode_corpus_serial(text, ref, eo);
       for (uint32_t threads : {1u, 2u, 3u, 4u, 7u, 16u, 64u}) {
-        SCOPED_TRACE("threads " + std::to_string(threads));
-        vo.threads = threads;
-        const Vocab v = Vocab::count(text, vo);
-        expect_same_vocab(v, ref);
-        eo.threads = threads;
-        const EncodedCorpus c = encode_corpus({text}, v, eo);
-        EXPECT_EQ(c.tokens, ref_corpus.tokens);
-        EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+        for (bool keep_tokens : {false, true}) {
+          SCOPED_TRACE("threads " + std::to_string(threads) + (keep_tokens ? ", tokens kept" : ""));
+          vo.threads = threads;
+          vo.keep_tokens = keep_tokens;
+          const Vocab v = Vocab::count(text, vo);
+          expect_same_vocab(v, ref);
+          EXPECT_EQ(v.counted_text() != nullptr, keep_tokens);
+          eo.threads = threads;
+          const EncodedCorpus c = encode_corpus({text}, v, eo);
+          EXPECT_EQ(c.tokens, ref_corpus.tokens);
+          EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+          if (keep_tokens) {
+            // Another text (here a copy) is read, not taken for the one counted.
+            const std::string copy = text;
+            eo.threads = 3;
+            const EncodedCorpus d = encode_corpus({copy}, v, eo);
+            EXPECT_EQ(d.tokens, ref_corpus.tokens);
+            EXPECT_EQ(d.sentence_starts, ref_corpus.sentence_starts);
+          }
+        }
       }
     }
   }
@@ -147,6 +180,14 @@ TEST_P(ParallelIngest, PartsAreTextsJoinedByNewlines) {
     const EncodedCorpus c = encode_corpus(parts, ref, eo);
     EXPECT_EQ(c.tokens, ref_corpus.tokens);
     EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+    vo.keep_tokens = true;
+    const Vocab kept = Vocab::count(parts, vo);
+    vo.keep_tokens = false;
+    ASSERT_NE(kept.counted_text(), nullptr);
+    expect_same_vocab(kept, ref);
+    const EncodedCorpus k = encode_corpus(parts, kept, eo);
+    EXPECT_EQ(k.tokens, ref_corpus.tokens);
+    EXPECT_EQ(k.sentence_starts, ref_corpus.sentence_starts);
   }
 }
 

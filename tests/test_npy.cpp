@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -85,6 +87,32 @@ TEST_P(NpyRoundTrip, ReadsBackWhatItWrote) {
 INSTANTIATE_TEST_SUITE_P(Shapes, NpyRoundTrip,
                          testing::Values(Shape{1, 1}, Shape{7, 3}, Shape{300, 64}, Shape{2, 1000},
                                          Shape{0, 5}, Shape{4, 0}));
+
+// A matrix large enough that its rows are cut among writer threads: contiguous, and rows that
+// lie apart (a stride wider than the row) gathered on the way.
+TEST(Npy, LargeMatricesWrittenByThreadsReadBackWhole) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  const uint64_t rows = 9001;
+  const uint32_t cols = 2003, stride = cols + 5;
+  const std::vector<float> data = random_floats(rows * stride, seed);
+  write_npy(dir.file("whole.npy"), data.data(), rows * stride / cols, cols);
+  const NpyMatrix whole = read_npy(dir.file("whole.npy"));
+  ASSERT_EQ(whole.rows, rows * stride / cols);
+  EXPECT_TRUE(std::equal(whole.data.begin(), whole.data.end(), data.begin()));
+
+  write_npy(dir.file("strided.npy"), data.data(), rows, cols, stride);
+  const NpyMatrix strided = read_npy(dir.file("strided.npy"));
+  ASSERT_EQ(strided.rows, rows);
+  ASSERT_EQ(strided.cols, cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(std::equal(data.begin() + r * stride, data.begin() + r * stride + cols,
+                           strided.data.begin() + r * cols))
+        << "row " << r;
+  }
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"strided.npy", "whole.npy"}));
+}
 
 TEST(Npy, HeaderIsVersion1AlignedTo64Bytes) {
   const TempDir dir;

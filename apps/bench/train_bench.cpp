@@ -119,7 +119,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
                                              config.optimizer, config.gpu_options());
   Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
                                gpu.placement == Placement::kPaged, "lower --dim");
-  init_model(model, config.seed);
+  init_model(model, config.seed, config.effective_threads());
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
   r.corpus_words = corpus.size();

@@ -7,14 +7,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <random>
 #include <system_error>
+#include <thread>
+#include <vector>
 
 #include "error.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -137,6 +141,53 @@ AtomicFile::~AtomicFile() {
 void AtomicFile::write(const void* data, size_t bytes) {
   if (bytes == 0) return;
   if (std::fwrite(data, 1, bytes, file_) != bytes) {
+    throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
+  }
+}
+
+void AtomicFile::write_rows(const void* data, uint64_t rows, size_t row_bytes,
+                            size_t stride_bytes) {
+  const uint64_t bytes = rows * row_bytes;
+  if (bytes == 0) return;
+  const off_t start = std::fflush(file_) == 0 ? ::ftello(file_) : -1;
+  if (start < 0) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
+  const int fd = ::fileno(file_);
+  const uint32_t threads = static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 16), 1,
+                           bytes / (uint64_t{32} << 20) + 1));
+  std::atomic<int> error{0};
+  run_workers(threads, [&](uint32_t k) {
+    const uint64_t first = rows * k / threads, last = rows * (k + 1) / threads;
+    const bool contiguous = stride_bytes == row_bytes;
+    const uint64_t per_write =
+        contiguous ? last - first : std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes);
+    std::vector<char> buffer(contiguous ? 0 : per_write * row_bytes);
+    const char* base = static_cast<const char*>(data);
+    for (uint64_t r = first; r < last && error == 0; r += per_write) {
+      const uint64_t n = std::min(per_write, last - r);
+      const char* src = base + r * stride_bytes;
+      if (!contiguous) {
+        for (uint64_t i = 0; i < n; ++i) {
+          std::memcpy(buffer.data() + i * row_bytes, base + (r + i) * stride_bytes, row_bytes);
+        }
+        src = buffer.data();
+      }
+      for (uint64_t done = 0; done < n * row_bytes;) {
+        const ssize_t w =
+            ::pwrite(fd, src + done, n * row_bytes - done,
+                     static_cast<off_t>(static_cast<uint64_t>(start) + r * row_bytes + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+          int none = 0;
+          error.compare_exchange_strong(none, w < 0 ? errno : ENOSPC);
+          return;
+        }
+        done += static_cast<uint64_t>(w);
+      }
+    }
+  });
+  if (error != 0) throw Error("cannot write '" + path_ + "': " + std::strerror(error));
+  if (::fseeko(file_, start + static_cast<off_t>(bytes), SEEK_SET) != 0) {
     throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
   }
 }

@@ -5,19 +5,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "config.hpp"
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checksum.hpp"
 #include "io/isolated_call.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -159,19 +165,102 @@ Hid table_memory_space(const Checker& h5, const HostTable& table, const std::str
   return space;
 }
 
+/// A table whose values are written into its dataset's storage after libhdf5 has closed the
+/// file: `offset` is where that storage starts in the file.
+struct PendingMatrix {
+  const HostTable* table;
+  uint64_t offset;
+};
+
+/// Creates /name for `table`. Its storage is allocated at once and left unfilled, and the values
+/// go into `pending`, to be written in parallel by write_pending() once the file is closed (one
+/// large write per thread and range instead of libhdf5's one-thread copy). Where the storage
+/// cannot be placed that way (a big-endian host), libhdf5 writes the values here.
 void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table,
-                  hid_t link_plist = H5P_DEFAULT) {
+                  std::vector<PendingMatrix>& pending, hid_t link_plist = H5P_DEFAULT) {
   const std::string what = std::string("cannot write /") + name;
   const hsize_t dims[2] = {table.rows(), table.dim()};
   Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
-  Hid set =
-      h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, link_plist, H5P_DEFAULT, H5P_DEFAULT),
-              H5Dclose, what);
-  if (table.rows() > 0 && table.dim() > 0) {
+  Hid dcpl = h5.make(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, what);
+  const bool direct =
+      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && table.rows() > 0 && table.dim() > 0;
+  if (direct) {
+    h5.check(H5Pset_layout(dcpl, H5D_CONTIGUOUS), what);
+    h5.check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), what);
+    h5.check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), what);
+  }
+  Hid set = h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, link_plist, dcpl, H5P_DEFAULT),
+                    H5Dclose, what);
+  if (direct) {
+    // The offset counts from the start of the file, user block included.
+    const haddr_t offset = H5Dget_offset(set);
+    if (offset == HADDR_UNDEF) h5.fail(what + " (no storage was allocated)");
+    pending.push_back({&table, static_cast<uint64_t>(offset)});
+  } else if (table.rows() > 0 && table.dim() > 0) {
     Hid memory = table_memory_space(h5, table, what);
     h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, table.block()), what);
   }
   h5.check(set.close(), what);
+}
+
+/// Writes the pending tables' values into the closed file `temp`, rows cut among threads.
+void write_pending(const Checker& h5, const std::string& temp,
+                   const std::vector<PendingMatrix>& pending) {
+  if (pending.empty()) return;
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
+  std::string error;
+  std::mutex error_mutex;
+  std::atomic<bool> failed{false};
+  auto fail = [&](const std::string& e) {
+    const std::lock_guard<std::mutex> lock(error_mutex);
+    if (error.empty()) error = e;
+    failed = true;
+  };
+  for (const PendingMatrix& m : pending) {
+    const HostTable& t = *m.table;
+    const uint64_t row_bytes = uint64_t{t.dim()} * sizeof(float);
+    const uint64_t bytes = t.rows() * row_bytes;
+    const uint32_t threads = static_cast<uint32_t>(
+        std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 16), 1,
+                             bytes / (uint64_t{32} << 20) + 1));
+    try {
+      run_workers(threads, [&](uint32_t k) {
+        const uint64_t first = t.rows() * k / threads, last = t.rows() * (k + 1) / threads;
+        // Contiguous tables go out as they lie; interleaved rows are gathered a few MiB at a time.
+        std::vector<float> buffer;
+        const uint64_t rows_per_write =
+            t.contiguous() ? last - first : std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes);
+        if (!t.contiguous()) buffer.resize(rows_per_write * t.dim());
+        for (uint64_t r = first; r < last && !failed; r += rows_per_write) {
+          const uint64_t n = std::min(rows_per_write, last - r);
+          const char* src = reinterpret_cast<const char*>(t.row(r));
+          if (!t.contiguous()) {
+            for (uint64_t i = 0; i < n; ++i) {
+              std::memcpy(buffer.data() + i * t.dim(), t.row(r + i), row_bytes);
+            }
+            src = reinterpret_cast<const char*>(buffer.data());
+          }
+          uint64_t done = 0, at = m.offset + r * row_bytes;
+          while (done < n * row_bytes) {
+            const ssize_t w =
+                ::pwrite(fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+              fail(w < 0 ? std::strerror(errno) : "nothing written");
+              return;
+            }
+            done += static_cast<uint64_t>(w);
+          }
+        }
+      });
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    if (failed) break;
+  }
+  if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
+  if (!error.empty()) h5.fail("cannot write the tables: " + error);
 }
 
 void write_attribute(const Checker& h5, hid_t object, const Attribute& attribute) {
@@ -488,17 +577,19 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
   const QuietErrors quiet;
   const std::string temp = temp_name_for(path);
   TempFile temp_file(temp);
+  std::vector<PendingMatrix> pending;
   {
     Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
     h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
     Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, create, H5P_DEFAULT), H5Fclose,
                        "cannot create the file");
-    write_matrix(h5, file, "vectors", vectors);
-    if (context != nullptr) write_matrix(h5, file, "context_vectors", *context);
+    write_matrix(h5, file, "vectors", vectors, pending);
+    if (context != nullptr) write_matrix(h5, file, "context_vectors", *context, pending);
     if (!extra.empty()) {
       Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the extra tables");
       h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the extra tables");
-      for (const NamedTable& t : extra) write_matrix(h5, file, t.name.c_str(), *t.table, links);
+      for (const NamedTable& t : extra)
+        write_matrix(h5, file, t.name.c_str(), *t.table, pending, links);
     }
 
     Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
@@ -541,6 +632,7 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
     h5.check(root.close(), "cannot write the attributes");
     h5.check(file.close(), "cannot close the file");
   }
+  write_pending(h5, temp, pending);
   write_integrity_record(h5, temp);
   temp_file.release();
   commit_file(temp, path);

@@ -183,11 +183,7 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
   AtomicFile out(path);
   out.write(preamble);
   out.write(header);
-  if (stride == cols) {
-    out.write(data, static_cast<size_t>(rows) * cols * sizeof(float));
-  } else {
-    for (uint64_t r = 0; r < rows; ++r) out.write(data + r * stride, cols * sizeof(float));
-  }
+  out.write_rows(data, rows, size_t{cols} * sizeof(float), stride * sizeof(float));
   out.commit();
 }
 

@@ -396,7 +396,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                               config.gpu_options());
     model = allocate_model(vocab.size(), config.dim, config.optimizer,
                            gpu->placement == Placement::kPaged, hint);
-    init_model(model, config.seed);
+    init_model(model, config.seed, config.effective_threads());
   }
   const uint32_t threads = config.effective_threads();
   GpuOptions gpu_settings = gpu.value_or(config.gpu_options());

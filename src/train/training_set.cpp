@@ -36,6 +36,7 @@ Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config&
   options.max_vocab = config.max_vocab;
   options.text = config.text_options();
   options.threads = config.effective_threads();
+  options.keep_tokens = true;
   Vocab vocab = Vocab::count(parts, options);
   if (vocab.empty()) {
     throw Error(vocab.corpus_tokens() == 0
