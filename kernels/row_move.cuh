@@ -47,19 +47,21 @@ __device__ __forceinline__ void move_row_items(uint64_t items, unsigned long lon
        g0 = claim != nullptr ? claim_batch(claim, kBatch) : g0 + warps * kBatch) {
     ElementCopy<V> copy[kBatch][kCopies];
     V v[kBatch];
-    // Every plan of the batch first, so that their index loads go out together; then, copy by
-    // copy, all loads of the batch before its first store.
+    // The first copy's loads go out as its items are planned.
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
 #pragma unroll
       for (int c = 0; c < kCopies; ++c) copy[b][c].move = false;
       if (g0 + b < items) plan(g0 + b, lane, copy[b]);
+      if (copy[b][0].move) v[b] = *copy[b][0].src;
     }
 #pragma unroll
     for (int c = 0; c < kCopies; ++c) {
+      if (c > 0) {
 #pragma unroll
-      for (int b = 0; b < kBatch; ++b) {
-        if (copy[b][c].move) v[b] = *copy[b][c].src;
+        for (int b = 0; b < kBatch; ++b) {
+          if (copy[b][c].move) v[b] = *copy[b][c].src;
+        }
       }
 #pragma unroll
       for (int b = 0; b < kBatch; ++b) {
