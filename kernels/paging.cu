@@ -9,7 +9,6 @@
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_limits.hpp"
-#include "kernels/row_move.cuh"
 #include "kernels/work_claim.cuh"
 
 namespace pagedw2v {
@@ -149,36 +148,74 @@ __global__ void flag_used_kernel(const uint32_t* __restrict__ slot_id,
 
 #undef PAGEDW2V_GRID_STRIDE
 
-/// Thread mapping of the row moves (row_move.cuh): an item is a piece of 32 elements of an
-/// entry's row in one table, and items are numbered entry by entry, table by table: with
-/// interleaved host tables the items of one entry are one contiguous run of host memory, and
-/// sorted entries walk host addresses in order. Each item has two copies, the evicted row out
-/// (kSwap, kToHost) and the new row in (kSwap, kToDevice), done in that order.
+/// Thread mapping of the row moves: an entry's row in one table is cut into pieces of 32
+/// elements (16-byte elements when the rows allow, so a 128-float row is one 512-byte coalesced
+/// access), lane l moving element l of a piece. The items (entry, table, piece) are dealt to warps
+/// kBatch consecutive ones at a time, entry by entry, table by table: with interleaved host
+/// tables the items of one entry are one contiguous run of host memory, and PCIe moves few large
+/// runs far faster than many rows apart (bench transfer, bench train). A warp issues all loads of
+/// its batch before its first store: a load from host memory waits a PCIe round trip. Sorted
+/// entries walk host addresses in order; with a claim counter (MoveArgs::claim) each warp takes
+/// the next batch when done with its last, so the batches in flight stay a narrow window of
+/// host addresses, which the GPU translates far faster than addresses spread over the table.
 template <typename V, int kBatch>
 __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t pieces,
                                  uint32_t host_v, uint32_t dev_v) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
   const bool swap = kind == MoveKind::kSwap;
   const bool to_host = kind == MoveKind::kToHost;
   const uint32_t per_entry = static_cast<uint32_t>(a.table_count) * pieces;
   const uint64_t items = uint64_t{a.n} * per_entry;
-  const auto plan = [&](uint64_t g, uint32_t lane, detail::ElementCopy<V>* copy) {
-    const uint32_t k = static_cast<uint32_t>(g / per_entry);
-    const uint32_t r = static_cast<uint32_t>(g % per_entry);
-    const uint32_t c = (r % pieces) * 32 + lane;
-    if (c >= row_v) return;
-    const PagedTable& t = a.tables[r / pieces];
-    const uint32_t h = a.host_rows != nullptr ? a.host_rows[k] : k;
-    const uint32_t o = swap ? a.out_rows[k] : kNoRow;
-    const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
-    V* const dev = reinterpret_cast<V*>(t.device) + d * dev_v + c;
-    V* const host = reinterpret_cast<V*>(t.host);
-    // kToHost moves host_rows[k] out; kToDevice and kSwap bring it in. Out first: a slot's old
-    // row is read before anything writes the slot (same thread).
-    const uint32_t out = to_host ? h : o;
-    copy[0] = {dev, host + uint64_t{out} * host_v + c, out != kNoRow};
-    copy[1] = {host + uint64_t{h} * host_v + c, dev, !to_host && h != kNoRow};
+  const auto next = [&](uint64_t g) -> uint64_t {
+    return a.claim != nullptr ? detail::claim_batch(a.claim, kBatch) : g + warps * kBatch;
   };
-  detail::move_row_items<V, kBatch, 2>(items, a.claim, plan);
+  for (uint64_t g0 = a.claim != nullptr ? next(0) : warp * kBatch; g0 < items; g0 = next(g0)) {
+    bool in[kBatch], out[kBatch];
+    uint64_t host_in[kBatch], host_out[kBatch], dev[kBatch];
+    int table[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const uint64_t g = g0 + b;
+      in[b] = out[b] = false;
+      host_in[b] = host_out[b] = dev[b] = 0;
+      table[b] = 0;
+      if (g >= items) continue;
+      const uint32_t k = static_cast<uint32_t>(g / per_entry);
+      const uint32_t r = static_cast<uint32_t>(g % per_entry);
+      const uint32_t c = (r % pieces) * 32 + lane;
+      if (c >= row_v) continue;
+      table[b] = static_cast<int>(r / pieces);
+      const uint32_t h = a.host_rows != nullptr ? a.host_rows[k] : k;
+      const uint32_t o = swap ? a.out_rows[k] : kNoRow;
+      // kToHost moves host_rows[k] out; kToDevice and kSwap bring it in.
+      in[b] = !to_host && h != kNoRow;
+      out[b] = to_host ? h != kNoRow : o != kNoRow;
+      host_in[b] = uint64_t{h} * host_v + c;
+      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;
+      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
+      dev[b] = d * dev_v + c;
+    }
+    V v[kBatch];
+    // Out first: a slot's old row is read before anything writes the slot (same thread).
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (out[b]) v[b] = reinterpret_cast<const V*>(a.tables[table[b]].device)[dev[b]];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (out[b]) reinterpret_cast<V*>(a.tables[table[b]].host)[host_out[b]] = v[b];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (in[b]) v[b] = reinterpret_cast<const V*>(a.tables[table[b]].host)[host_in[b]];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (in[b]) reinterpret_cast<V*>(a.tables[table[b]].device)[dev[b]] = v[b];
+    }
+  }
 }
 
 }  // namespace

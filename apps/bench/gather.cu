@@ -6,7 +6,6 @@
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_limits.hpp"
-#include "kernels/row_move.cuh"
 #include "kernels/work_claim.cuh"
 
 namespace pagedw2v {
@@ -15,25 +14,49 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
 
-/// Thread mapping of the coalesced kernels: the row mover of the paging swap
-/// (kernels/row_move.cuh), one table, one copy per item. An item is a piece of 32 elements of
-/// one row (for dim 128 a whole row, 32 lanes × 16 B = 512 B in one coalesced access), and
-/// consecutive items of a warp are consecutive (sorted, so nearby) rows. With a claim counter
-/// each warp takes the next kUnroll items when it is done with its last ones; without one,
-/// warps stride over the items, and warps that run at different speeds drift apart over the
-/// table.
+/// Thread mapping of the coalesced kernels: a row of `row_v` elements of V (float4 when the
+/// shape allows, else float) is cut into pieces of 32 elements; the n·pieces items are dealt to
+/// warps kUnroll consecutive items at a time, and lane l moves element l of its piece. For dim
+/// 128 a piece is a whole row, 32 lanes × 16 B = 512 B in one coalesced access, and consecutive
+/// items of a warp are consecutive (sorted, so nearby) rows. A warp issues all kUnroll loads
+/// before its first store: a load from host memory waits a PCIe round trip.
+/// Who takes which items: with a claim counter (work_claim.cuh), each warp takes the next kUnroll
+/// items from it when it is done with its last ones, so the items in flight are always a narrow
+/// window that walks the sorted ids in order; without one, warp w takes items w·kUnroll, then
+/// every (warps·kUnroll)-th batch after it (grid-stride), and warps that run at different
+/// speeds drift apart over the table.
 template <typename V, int kUnroll>
 __global__ void gather_rows_kernel(const V* __restrict__ table, uint32_t row_v, uint32_t pieces,
                                    const uint32_t* __restrict__ ids, uint32_t n_max,
                                    const uint32_t* __restrict__ d_n, V* __restrict__ out,
                                    unsigned long long* claim) {
   const uint32_t n = d_n != nullptr ? min(*d_n, n_max) : n_max;
-  const auto plan = [&](uint64_t item, uint32_t lane, detail::ElementCopy<V>* copy) {
-    const uint32_t row = static_cast<uint32_t>(item / pieces);
-    const uint32_t c = static_cast<uint32_t>(item % pieces) * 32 + lane;
-    copy[0] = {table + uint64_t{ids[row]} * row_v + c, out + uint64_t{row} * row_v + c, c < row_v};
-  };
-  detail::move_row_items<V, kUnroll, 1>(uint64_t{n} * pieces, claim, plan);
+  const uint64_t items = uint64_t{n} * pieces;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
+  for (uint64_t base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : warp * kUnroll;
+       base < items;
+       base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : base + warps * kUnroll) {
+    V v[kUnroll];
+    uint64_t dst[kUnroll];
+    bool ok[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t item = base + u;
+      const uint32_t row = static_cast<uint32_t>(item / pieces);
+      const uint32_t c = static_cast<uint32_t>(item % pieces) * 32 + lane;
+      ok[u] = item < items && c < row_v;
+      if (ok[u]) {
+        v[u] = table[uint64_t{ids[row]} * row_v + c];
+        dst[u] = uint64_t{row} * row_v + c;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) out[dst[u]] = v[u];
+    }
+  }
 }
 
 /// The same mapping as gather_rows_kernel, with the roles of table and buffer swapped.
@@ -43,12 +66,32 @@ __global__ void scatter_rows_kernel(V* __restrict__ table, uint32_t row_v, uint3
                                     const uint32_t* __restrict__ d_n, const V* __restrict__ in,
                                     unsigned long long* claim) {
   const uint32_t n = d_n != nullptr ? min(*d_n, n_max) : n_max;
-  const auto plan = [&](uint64_t item, uint32_t lane, detail::ElementCopy<V>* copy) {
-    const uint32_t row = static_cast<uint32_t>(item / pieces);
-    const uint32_t c = static_cast<uint32_t>(item % pieces) * 32 + lane;
-    copy[0] = {in + uint64_t{row} * row_v + c, table + uint64_t{ids[row]} * row_v + c, c < row_v};
-  };
-  detail::move_row_items<V, kUnroll, 1>(uint64_t{n} * pieces, claim, plan);
+  const uint64_t items = uint64_t{n} * pieces;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
+  for (uint64_t base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : warp * kUnroll;
+       base < items;
+       base = claim != nullptr ? detail::claim_batch(claim, kUnroll) : base + warps * kUnroll) {
+    V v[kUnroll];
+    uint64_t dst[kUnroll];
+    bool ok[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint64_t item = base + u;
+      const uint32_t row = static_cast<uint32_t>(item / pieces);
+      const uint32_t c = static_cast<uint32_t>(item % pieces) * 32 + lane;
+      ok[u] = item < items && c < row_v;
+      if (ok[u]) {
+        v[u] = in[uint64_t{row} * row_v + c];
+        dst[u] = uint64_t{ids[row]} * row_v + c;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) table[dst[u]] = v[u];
+    }
+  }
 }
 
 /// The naive mapping: thread i copies row ids[i] alone, element by element, so the 32 lanes of
