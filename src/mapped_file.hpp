@@ -2,6 +2,8 @@
 /// @file mapped_file.hpp
 /// A read-only memory map of a whole file (RAII, move-only). An empty file maps to an empty view.
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 

@@ -3,6 +3,7 @@
 /// `pagedw2v bench ingest`: times reading the corpus into a vocabulary and encoding it, the part
 /// of `train` before the first training step.
 
+#include <cstdint>
 #include <cstdio>
 
 #include "config.hpp"

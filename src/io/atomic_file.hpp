@@ -9,6 +9,8 @@
 /// commit() (an exception, a full disk), the temporary file is removed. The `.tmp-PID` suffix lets
 /// a later run in the same directory find what a killed run left behind (remove_stale_temps).
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
