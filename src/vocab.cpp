@@ -57,6 +57,7 @@ Vocab Vocab::count_serial(std::string_view text, const VocabOptions& options) {
   }
   Vocab v = from_words(std::move(words), std::move(kept));
   v.corpus_tokens_ = tokens;
+  v.distinct_words_ = counts.size();
   return v;
 }
 
@@ -274,6 +275,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   v.counts_ = std::move(row_counts);
   v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
   v.corpus_tokens_ = corpus_tokens;
+  v.distinct_words_ = 0;
+  for (size_t p = 0; p < shards; ++p) v.distinct_words_ += lookup->shard(p).size();
   v.lookup_ = std::move(lookup);
   v.counted_text_ = std::move(text);
   return v;

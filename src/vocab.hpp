@@ -75,6 +75,9 @@ class Vocab {
   uint64_t total_count() const { return total_; }
   /// Every word token of the corpus that was counted, kept or not (0 when loaded from a file).
   uint64_t corpus_tokens() const { return corpus_tokens_; }
+  /// Distinct words the count met, kept or not (0 when loaded from a file): with size(), what
+  /// --min-count and --max-vocab dropped.
+  uint64_t distinct_words() const { return distinct_words_; }
   /// The counting table that made this vocabulary, its values turned into rows (kNone for words
   /// dropped by --min-count or --max-vocab): the encoder's lookup table, or null when the
   /// vocabulary was not counted here. drop_lookup() frees it once the corpus is encoded.
@@ -105,6 +108,7 @@ class Vocab {
   std::vector<uint64_t> counts_;
   uint64_t total_ = 0;
   uint64_t corpus_tokens_ = 0;
+  uint64_t distinct_words_ = 0;
   // The index is open addressing over rows, at most half full: 4 bytes a slot and no copy of
   // the words, so that a vocabulary of tens of millions of words stays small. Lookups compare
   // against words_ directly, which a hit needs anyway.

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -953,6 +954,53 @@ TEST(Disk, CompressedOutputIsRefusedWithOneLine) {
       run(dir, {"export", "--checkpoint", ck, "--output", dir.file("old.gz"), "--format", "npy"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(exists(dir.file("old.gz/vectors.npy")));
+}
+
+
+// --min-count and --max-vocab say what they left out, on the console and in run.json.
+TEST(Train, ReportsWhatMinCountAndMaxVocabDropped) {
+  TempDir dir;
+  std::string corpus;
+  for (int i = 0; i < 20; ++i) corpus += "a a a a a b b b b c c c d e\n";  // 280 tokens
+  write_file(dir.file("c.txt"), corpus);
+  const Args base = {
+      "train",    "--corpus", dir.file("c.txt"), "--dim", "5",         "--epochs", "1",
+      "--format", "npy",      "--device",        "cpu",   "--threads", "1"};
+  auto args = [&](const std::string& out, const Args& extra) {
+    Args a = base;
+    a.insert(a.end(), {"--output", dir.file(out)});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const Args all = args("all", {"--min-count", "1"});
+  const Outcome r_all = run(dir, all);
+  ASSERT_EQ(r_all.code, 0) << describe(all, r_all);
+  EXPECT_FALSE(contains(r_all.err, "dropped by")) << r_all.err;
+
+  const Args min = args("min", {"--min-count", "21"});
+  const Outcome r_min = run(dir, min);
+  ASSERT_EQ(r_min.code, 0) << describe(min, r_min);
+  EXPECT_TRUE(contains(r_min.err,
+                       "dropped by --min-count 21: 2 of 5 distinct words, 40 of 280 "
+                       "tokens (14.29 %)"))
+      << r_min.err;
+
+  const Args both = args("both", {"--min-count", "21", "--max-vocab", "2"});
+  const Outcome r_both = run(dir, both);
+  ASSERT_EQ(r_both.code, 0) << describe(both, r_both);
+  EXPECT_TRUE(contains(r_both.err,
+                       "dropped by --min-count 21, --max-vocab 2: 3 of 5 distinct "
+                       "words, 100 of 280 tokens (35.71 %)"))
+      << r_both.err;
+  std::ifstream in(dir.file("both/run.json"));
+  ASSERT_TRUE(in) << "no run.json";
+  const nlohmann::json record = nlohmann::json::parse(in);
+  const nlohmann::json& v = record.at("vocabulary");
+  EXPECT_EQ(v.at("words").get<uint64_t>(), 2u);
+  EXPECT_EQ(v.at("corpus_tokens").get<uint64_t>(), 280u);
+  EXPECT_EQ(v.at("distinct_words").get<uint64_t>(), 5u);
+  EXPECT_EQ(v.at("dropped_words").get<uint64_t>(), 3u);
+  EXPECT_EQ(v.at("dropped_tokens").get<uint64_t>(), 100u);
 }
 
 }  // namespace

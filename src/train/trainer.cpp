@@ -231,7 +231,12 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
       {"device", s.device},
       {"backend", backend},
       {"threads", threads},
-      {"vocabulary", {{"words", s.vocab_size}, {"corpus_tokens", s.corpus_tokens}}},
+      {"vocabulary",
+       {{"words", s.vocab_size},
+        {"corpus_tokens", s.corpus_tokens},
+        {"distinct_words", s.distinct_words},
+        {"dropped_words", s.distinct_words > s.vocab_size ? s.distinct_words - s.vocab_size : 0},
+        {"dropped_tokens", s.corpus_tokens > s.kept_tokens ? s.corpus_tokens - s.kept_tokens : 0}}},
       {"words_per_epoch", s.words_per_epoch},
       {"words_trained", s.words},
       {"words_trained_by_this_command", s.words_trained_now},
@@ -375,6 +380,19 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                  vocab.size(), static_cast<unsigned long long>(config.min_count),
                  static_cast<unsigned long long>(set.corpus.size()),
                  static_cast<unsigned long long>(set.corpus.sentences()), seconds_since(t0));
+    // What --min-count and --max-vocab left out, as gensim's build_vocab reports it.
+    const uint64_t distinct = vocab.distinct_words(), tokens = vocab.corpus_tokens();
+    if (distinct > vocab.size() && tokens > 0) {
+      const uint64_t dropped_tokens = tokens - std::min(tokens, vocab.total_count());
+      std::string limits = "--min-count " + std::to_string(config.min_count);
+      if (config.max_vocab > 0) limits += ", --max-vocab " + std::to_string(config.max_vocab);
+      std::fprintf(
+          out, "dropped by %s: %llu of %llu distinct words, %llu of %llu tokens (%.2f %%)\n",
+          limits.c_str(), static_cast<unsigned long long>(distinct - vocab.size()),
+          static_cast<unsigned long long>(distinct),
+          static_cast<unsigned long long>(dropped_tokens), static_cast<unsigned long long>(tokens),
+          100.0 * static_cast<double>(dropped_tokens) / static_cast<double>(tokens));
+    }
   }
   t = Clock::now();
   const TrainData data = set.train_data(config);
@@ -536,6 +554,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
 
   summary.vocab_size = vocab.size();
   summary.corpus_tokens = vocab.corpus_tokens();
+  summary.distinct_words = vocab.distinct_words();
+  summary.kept_tokens = vocab.total_count();
   summary.words_per_epoch = p.words_per_epoch;
   summary.words = pos.words_done;
   summary.words_trained_now = pos.words_done - words_at_start;

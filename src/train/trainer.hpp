@@ -52,6 +52,8 @@ struct EpochEvaluation {
 struct TrainSummary {
   uint64_t vocab_size = 0;
   uint64_t corpus_tokens = 0;      ///< tokens in the corpus, before --min-count
+  uint64_t distinct_words = 0;     ///< distinct words counted, before --min-count/--max-vocab
+  uint64_t kept_tokens = 0;        ///< tokens of the kept words (one epoch)
   uint64_t words_per_epoch = 0;    ///< in-vocabulary words of one epoch
   uint64_t words = 0;              ///< in-vocabulary words trained over, all epochs
   uint64_t words_trained_now = 0;  ///< by this command (less than `words` when resumed)
