@@ -67,7 +67,14 @@ Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
 
 Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOptions& options) {
   using detail::WordTable;
-  const size_t n = std::max<uint32_t>(options.threads, 1);
+  // At most a thread per min_bytes_per_thread of text: each brings a table of every shard, so
+  // threads beyond the work cost time and memory quadratically (the result does not depend on
+  // their number).
+  uint64_t text_bytes = 0;
+  for (const std::string_view part : parts) text_bytes += part.size();
+  const size_t n = static_cast<size_t>(
+      std::clamp<uint64_t>(text_bytes / std::max<uint64_t>(options.min_bytes_per_thread, 1), 1,
+                           std::max<uint32_t>(options.threads, 1)));
   const std::vector<TextChunk> chunks = split_text(parts, n);
   const size_t shards = detail::ShardedWordTable(n, 0).shard_count();
   uint32_t shard_bits = 0;

@@ -38,6 +38,9 @@ struct VocabOptions {
   uint64_t max_vocab = 0;  ///< keep at most this many (the most frequent); 0 = no limit
   TextOptions text;        ///< how words are read (tokenizer.hpp)
   uint32_t threads = 1;    ///< threads that count; the result does not depend on it
+  /// Text each counting thread takes at least: fewer threads count a small text, since each
+  /// brings a table of every shard (tests lower it to count small texts on many threads).
+  uint64_t min_bytes_per_thread = uint64_t{1} << 18;
   /// Keep what the count read (4 bytes a token) for encode_corpus() of the same texts, which
   /// then maps codes to rows instead of reading and looking up every word again.
   bool keep_tokens = false;

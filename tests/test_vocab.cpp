@@ -143,6 +143,7 @@ TEST(Vocab, EveryWordOfRandomBytesIsValidUtf8) {
   for (uint32_t threads : {1u, 3u}) {
     VocabOptions o = opts(1, 0);
     o.threads = threads;
+    o.min_bytes_per_thread = 1;
     const Vocab v = Vocab::count(text, o);
     ASSERT_GT(v.size(), 100u);
     for (const std::string& w : v.words()) {
