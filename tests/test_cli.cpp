@@ -956,7 +956,6 @@ TEST(Disk, CompressedOutputIsRefusedWithOneLine) {
   EXPECT_TRUE(exists(dir.file("old.gz/vectors.npy")));
 }
 
-
 // --min-count and --max-vocab say what they left out, on the console and in run.json.
 TEST(Train, ReportsWhatMinCountAndMaxVocabDropped) {
   TempDir dir;

@@ -138,8 +138,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   }
 #endif
   if (!backend) {
-    backend =
-        make_backend(config.device, model, data, config.effective_threads(), gpu);
+    backend = make_backend(config.device, model, data, config.effective_threads(), gpu);
   }
   r.setup_seconds = seconds_since(t_setup);
   r.device = backend->name();
