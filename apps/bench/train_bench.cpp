@@ -91,7 +91,7 @@ TrainingSet text_training_set(const Config& config, uint32_t repeat, TrainBenchR
 }  // namespace
 
 TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* out) {
-  const Config& config = options.config;
+  Config config = options.config;
   if (config.corpus.empty() && !options.synthetic) {
     throw UsageError("bench train: --corpus FILE or --synthetic VOCAB,WORDS,ZIPF is required");
   }
@@ -111,12 +111,13 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   if (options.synthetic) r.vocab_seconds = seconds_since(t0);
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;
-  const TrainData data = set.train_data(config);
-  const TrainParams& p = data.params;
   // Placement decided once (one memory query), as `train` does: the model's layout and the
-  // backend both follow it.
+  // backend both follow it; then the sizes paged tables leave to the plan.
   const GpuOptions gpu = resolve_gpu_options(config.device, vocab.size(), config.dim,
                                              config.optimizer, config.gpu_options());
+  config = plan_train_sizes(config, set.train_data(config), gpu);
+  const TrainData data = set.train_data(config);
+  const TrainParams& p = data.params;
   Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
                                gpu.placement == Placement::kPaged, "lower --dim");
   init_model(model, config.seed, config.effective_threads());
