@@ -199,6 +199,8 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   }
 #endif
   r.table_bytes = model_bytes(model);
+  r.corpus_bytes =
+      corpus.tokens.size() * sizeof(uint32_t) + corpus.sentence_starts.size() * sizeof(uint64_t);
   r.peak_rss_bytes = peak_rss_bytes();
 
   if (out != nullptr) {
@@ -290,8 +292,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     std::fprintf(out, "host memory: peak RSS %.3f GiB; tables + optimizer state %.3f GiB",
                  gib(r.peak_rss_bytes), gib(r.table_bytes));
     if (r.peak_rss_bytes > 0 && r.table_bytes > 0) {
-      std::fprintf(out, " (peak RSS is %.3fx)",
-                   static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.table_bytes));
+      const double with_corpus = static_cast<double>(r.table_bytes + r.corpus_bytes);
+      std::fprintf(out, " (peak RSS is %.3fx); with the encoded corpus %.3f GiB (%.3fx)",
+                   static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.table_bytes),
+                   gib(r.table_bytes + r.corpus_bytes),
+                   static_cast<double>(r.peak_rss_bytes) / with_corpus);
     }
     std::fprintf(out, "\n");
     std::fprintf(out, "loss/example (last epoch): %.4f\n", r.mean_loss);
