@@ -344,7 +344,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   times.setup += seconds_since(t0);
 
   auto t = Clock::now();
-  const CorpusText text = CorpusText::open(corpus_paths(config));
+  CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
   t = Clock::now();
   Vocab counted;
@@ -366,6 +366,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   times.vocabulary = seconds_since(t);
   t = Clock::now();
   const TrainingSet set = make_training_set(text.parts(), config, std::move(counted));
+  // Encoded, the text is read no more: its maps and buffers go before the tables are allocated,
+  // so that they do not add to the peak of host memory.
+  text = CorpusText();
   const Vocab& vocab = set.vocab;
   if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   const CorpusFingerprint corpus_id = fingerprint(set.corpus);
