@@ -151,7 +151,8 @@ std::vector<OptionSpec> make_train_options() {
        [](const C& c) { return std::to_string(c.negative); }});
   o.push_back({"negative-pool",
                "draw negatives from a pool of N noise words shared by --pool-words words (0 = per "
-               "example, as word2vec); paged placement needs it (1024 is a good start)",
+               "example, as word2vec); paged placement needs one: left out, a paged run draws "
+               "1024 per 4096 words",
                "0", false, true,
                [](C& c, V v) {
                  c.negative_pool =
@@ -468,8 +469,12 @@ void validate(const Config& config) {
   }
   if (config.output.empty()) throw UsageError("--output is required");
   check_output_directory_name(config.output);
-  if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu) {
-    require_pool_for_paging(config.negative_pool, "--placement paged");
+  // Left out, the pool of a paged run is chosen by the plan (gpu_plan.hpp); given as 0, it is
+  // refused here.
+  if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu &&
+      config.given.count("negative-pool") > 0) {
+    require_pool_for_paging(config.negative_pool, "--placement paged with --negative-pool 0",
+                            "; or leave --negative-pool out to have one chosen");
   }
   // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
   if (config.deterministic &&

@@ -310,18 +310,27 @@ TEST(Config, ValidateNeedsCorpusAndOutput) {
   EXPECT_NO_THROW(validate(c));
 }
 
-TEST(Config, PagedPlacementNeedsANegativePool) {
+TEST(Config, PagedPlacementRefusesOnlyAGivenPoolOfZero) {
   Config c;
   c.corpus = "x.txt";
   c.output = "out";
   apply_option(c, "placement", "paged");
+  // Left out, the plan chooses the pool of a paged run.
+  EXPECT_NO_THROW(validate(c));
+  apply_option(c, "device", "cuda");
+  EXPECT_NO_THROW(validate(c));
+  // Given as 0 (per-example draws), it cannot page: one line says so and what to do.
+  apply_option(c, "negative-pool", "0");
   try {
     validate(c);
     ADD_FAILURE() << "accepted";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--negative-pool"), std::string::npos) << e.what();
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("--placement paged with --negative-pool 0 needs --negative-pool N", 0), 0u)
+        << m;
+    EXPECT_NE(m.find("leave --negative-pool out"), std::string::npos) << m;
   }
-  apply_option(c, "device", "cuda");
+  apply_option(c, "device", "auto");
   EXPECT_THROW(validate(c), UsageError);
   apply_option(c, "negative-pool", "65536");
   EXPECT_NO_THROW(validate(c));

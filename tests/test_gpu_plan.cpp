@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -23,9 +25,11 @@ struct Shape {
   std::vector<uint64_t> starts;  // token offset of each sentence, and the end
   std::vector<uint64_t> blocks;  // sentence boundaries of the blocks
   std::vector<float> keep;
+  std::vector<uint32_t> tokens;  // ids, frequent words (low ids) far more often, as Zipf's law
 };
 
-Shape make_shape(uint64_t rows, uint64_t tokens, uint32_t max_sentence, uint32_t seed) {
+Shape make_shape(uint64_t rows, uint64_t tokens, uint32_t max_sentence, uint32_t seed,
+                 bool with_ids = true) {
   std::mt19937_64 rng(seed);
   Shape s;
   s.starts.push_back(0);
@@ -47,7 +51,28 @@ Shape make_shape(uint64_t rows, uint64_t tokens, uint32_t max_sentence, uint32_t
   // Frequent words (low ids) are subsampled, as Vocab orders them.
   const uint64_t dropped = rows / 7 + 1;
   for (uint64_t id = 0; id < std::min(rows, dropped); ++id) s.keep[id] = 0.5f;
+  // Log-uniform ids: about Zipf(1), the shape of word frequencies.
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  s.tokens.resize(with_ids ? tokens : 0);
+  for (uint32_t& t : s.tokens) {
+    t = static_cast<uint32_t>(
+        std::min<double>(double(rows - 1), std::pow(double(rows), u(rng)) - 1));
+  }
   return s;
+}
+
+/// The most distinct ids of one super-batch of `batch_blocks` blocks, counted with a set.
+uint64_t brute_max_rows(const Shape& s, uint32_t batch_blocks) {
+  uint64_t best = 0;
+  const uint64_t nblocks = s.blocks.size() - 1;
+  for (uint64_t b = 0; b < nblocks; b += batch_blocks) {
+    const uint64_t e = std::min(nblocks, b + batch_blocks);
+    std::vector<uint32_t> ids(s.tokens.begin() + s.starts[s.blocks[b]],
+                              s.tokens.begin() + s.starts[s.blocks[e]]);
+    std::sort(ids.begin(), ids.end());
+    best = std::max<uint64_t>(best, std::unique(ids.begin(), ids.end()) - ids.begin());
+  }
+  return best;
 }
 
 /// Fake CUB scratch sizes: grow with the item count, as CUB's do.
@@ -77,6 +102,7 @@ GpuPlanInput input(const Shape& s, uint64_t rows, uint32_t dim, OptimizerKind ki
   in.blocks = &s.blocks;
   in.sentence_starts = &s.starts;
   in.keep = &s.keep;
+  in.tokens = &s.tokens;
   return in;
 }
 
@@ -197,7 +223,7 @@ TEST(GpuPlan, TooSmallABudgetSaysWhatIsNeeded) {
   const Shape s = make_shape(rows, 400000, 50, 4);
   const GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
   try {
-    plan_gpu(in, facts(uint64_t{20} << 20));
+    plan_gpu(in, facts(uint64_t{17} << 20));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is too small for paged tables"), std::string::npos)
@@ -222,6 +248,174 @@ TEST(GpuPlan, FixedHotAndCacheRowsAreTaken) {
   EXPECT_GE(q.cache_rows, 2u * (128 + 1));
 }
 
+TEST(GpuPlan, SuperBatchRowsAreCountedAndTheCountStopsPastTheLimit) {
+  const uint64_t rows = 5000;
+  const Shape s = make_shape(rows, 60000, 40, 6);
+  for (const uint32_t blocks : {1u, 2u, 3u, 8u, 64u}) {
+    const uint64_t brute = brute_max_rows(s, blocks);
+    EXPECT_EQ(max_super_batch_rows(s.tokens, s.starts, s.blocks, blocks, rows), brute) << blocks;
+    // Past a limit below the answer the count stops, above the limit.
+    const uint64_t partial =
+        max_super_batch_rows(s.tokens, s.starts, s.blocks, blocks, rows, brute / 2);
+    EXPECT_GT(partial, brute / 2) << blocks;
+    EXPECT_LE(partial, brute) << blocks;
+  }
+  // Larger super-batches touch more rows, and never more than the table has.
+  EXPECT_LE(brute_max_rows(s, 2), brute_max_rows(s, 4));
+  EXPECT_EQ(max_super_batch_rows(s.tokens, s.starts, s.blocks, 1000, rows),
+            std::set<uint32_t>(s.tokens.begin(), s.tokens.end()).size());
+}
+
+TEST(GpuPlan, PagedRunsLeftWithoutAPoolGetOne) {
+  const uint64_t rows = 400000;
+  const Shape s = make_shape(rows, 1200000, 30, 2);
+  GpuPlanInput in = input(s, rows, 64, OptimizerKind::kSgd, 0, 256, Placement::kAuto);
+  in.choose_pool = in.choose_pool_blocks = in.choose_batch = true;
+  const uint64_t tables = resident_bytes(rows, 64, OptimizerKind::kSgd);
+  // Resident: nothing changes (a pool of 0 draws per example, as word2vec).
+  const GpuPlan resident = plan_gpu(in, facts(tables));
+  EXPECT_FALSE(resident.paged);
+  EXPECT_EQ(resident.negative_pool, 0u);
+  EXPECT_EQ(resident.pool_blocks, 1u);
+  EXPECT_EQ(resident.super_batch_blocks, 256u);
+  // Paged: 1024 per 4096 words, one entry per four words.
+  const GpuPlan paged = plan_gpu(in, facts(tables / 2));
+  EXPECT_TRUE(paged.paged);
+  EXPECT_EQ(paged.negative_pool, kAutoNegativePool);
+  EXPECT_EQ(paged.pool_blocks, 1u);
+  // A given pool is kept; its period left to the plan keeps one entry per four words.
+  in.negative_pool = 4096;
+  in.choose_pool = false;
+  const GpuPlan given = plan_gpu(in, facts(tables / 2));
+  EXPECT_EQ(given.negative_pool, 4096u);
+  EXPECT_EQ(given.pool_blocks, 4u);
+  in.choose_pool_blocks = false;
+  in.pool_blocks = 2;
+  EXPECT_EQ(plan_gpu(in, facts(tables / 2)).pool_blocks, 2u);
+}
+
+/// The rows of super-batch `b` of `blocks` blocks: distinct ids and every pool entry.
+uint64_t super_batch_need(const Shape& s, const GpuPlan& p, uint64_t b) {
+  const uint64_t nblocks = s.blocks.size() - 1;
+  const uint64_t first = b * p.super_batch_blocks;
+  const uint64_t last = std::min(nblocks, first + p.super_batch_blocks);
+  const std::set<uint32_t> ids(s.tokens.begin() + s.starts[s.blocks[first]],
+                               s.tokens.begin() + s.starts[s.blocks[last]]);
+  const uint64_t pools = (last - 1) / p.pool_blocks - first / p.pool_blocks + 1;
+  return ids.size() + pools * p.negative_pool;
+}
+
+// An optimizer's super-batch that would not fit is made smaller, not refused: mix5m's shape
+// with Adam at a budget of about half its tables and state.
+TEST(GpuPlan, AnOptimizersSuperBatchShrinksUntilItsRowsFit) {
+  const uint64_t rows = 70000;
+  const Shape s = make_shape(rows, 3000000, 60, 7);
+  GpuPlanInput in = input(s, rows, 100, OptimizerKind::kAdam, 0, 256, Placement::kAuto);
+  in.choose_pool = in.choose_pool_blocks = in.choose_batch = true;
+  const uint64_t tables = resident_bytes(rows, in.row_stride, OptimizerKind::kAdam);
+  for (const uint64_t budget : {tables / 2, tables / 4, tables / 8}) {
+    const GpuPlan p = plan_gpu(in, facts(budget));
+    ASSERT_TRUE(p.paged);
+    EXPECT_EQ(p.negative_pool, kAutoNegativePool);
+    EXPECT_LT(p.super_batch_blocks, 256u) << budget;
+    EXPECT_EQ(p.batch_blocks, p.super_batch_blocks);
+    // Every super-batch's rows fit the cache at once: the pipeline never refuses one.
+    const uint64_t nblocks = s.blocks.size() - 1;
+    uint64_t most = 0;
+    for (uint64_t b = 0; b * p.super_batch_blocks < nblocks; ++b) {
+      most = std::max(most, super_batch_need(s, p, b));
+    }
+    EXPECT_LE(most, p.max_list) << budget;
+    EXPECT_GE(p.cache_rows, p.max_list) << budget;
+    // Two of them fit in two thirds of the rows on the GPU, and twice as large would not; on
+    // a budget where not even one block's would, the largest of which one fits.
+    GpuPlanInput twice = in;
+    twice.choose_batch = false;
+    twice.negative_pool = p.negative_pool;
+    twice.pool_blocks = p.pool_blocks;
+    if (3 * p.max_list > p.device_rows) {
+      twice.batch_blocks = 1;
+      const GpuPlan one = plan_gpu(twice, facts(budget));
+      EXPECT_GT(3 * one.max_list, one.device_rows) << budget;
+    }
+    twice.batch_blocks = p.super_batch_blocks * 2;
+    try {
+      const GpuPlan q = plan_gpu(twice, facts(budget));
+      EXPECT_GT(3 * q.max_list, q.device_rows) << budget;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--batch-words"), std::string::npos) << e.what();
+    }
+    // The backend, given the chosen sizes, plans the same.
+    GpuPlanInput chosen = twice;
+    chosen.batch_blocks = p.super_batch_blocks;
+    const GpuPlan again = plan_gpu(chosen, facts(budget));
+    EXPECT_EQ(again.cache_rows, p.cache_rows);
+    EXPECT_EQ(again.hot_rows, p.hot_rows);
+    EXPECT_EQ(again.max_list, p.max_list);
+  }
+}
+
+TEST(GpuPlan, AGivenSuperBatchThatCannotFitIsRefusedClearly) {
+  const uint64_t rows = 70000;
+  const Shape s = make_shape(rows, 3000000, 60, 8);
+  GpuPlanInput in = input(s, rows, 100, OptimizerKind::kAdam, 1024, 256, Placement::kPaged);
+  const uint64_t tables = resident_bytes(rows, in.row_stride, OptimizerKind::kAdam);
+  try {
+    plan_gpu(in, facts(tables / 8));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--batch-words 1048576 touches up to"), std::string::npos) << m;
+    EXPECT_NE(m.find("lower --batch-words"), std::string::npos) << m;
+  }
+  // Far too small a budget for even one block of words: refused, saying what is needed.
+  in.choose_batch = true;
+  try {
+    plan_gpu(in, facts(uint64_t{24} << 20));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is too small"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
+  const uint64_t rows = 200000;
+  const Shape s = make_shape(rows, 2000000, 50, 10, false);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  // A roomy budget keeps pieces of 262,144 words.
+  const GpuPlan roomy = plan_gpu(in, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 2));
+  EXPECT_EQ(roomy.batch_blocks, 64u);
+  // A budget that 64-block stages would fill: shorter pieces, a cache of two sentences' rows
+  // and pools at least, and everything within the budget.
+  const uint64_t tight = uint64_t{30} << 20;
+  const GpuPlan p = plan_gpu(in, facts(tight));
+  EXPECT_LT(p.batch_blocks, 64u);
+  EXPECT_GE(p.batch_blocks, 1u);
+  EXPECT_GE(p.cache_rows, 2u * (1024 + 1));
+  EXPECT_LE(paged_bytes(in, p, facts(tight)), tight);
+  EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
+  // Pieces of 64 blocks at that budget would have been refused.
+  in.sgd_piece_words = 0;
+  in.batch_blocks = p.batch_blocks * 2;
+  in.hot_rows = 1;  // fixed rows: the plan takes the pieces as they are
+  in.cache_rows = 2 * (1024 + 50);
+  const GpuPlan fixed = plan_gpu(in, facts(tight));
+  EXPECT_GT(paged_bytes(in, fixed, facts(tight)), tight);
+}
+
+TEST(GpuPlan, SmallerRowsLeaveRoomForMoreOfThem) {
+  const uint64_t rows = 300000;
+  const Shape s = make_shape(rows, 600000, 50, 9);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 5);
+  const GpuPlan fp32 = plan_gpu(in, f);
+  in.row_bytes = 128 * 2;
+  const GpuPlan half = plan_gpu(in, f);
+  EXPECT_GT(half.device_rows, fp32.device_rows * 19 / 10);
+  EXPECT_LE(half.device_rows, fp32.device_rows * 21 / 10 + 100);
+}
+
 // {rows, dim, optimizer, pool, batch blocks, budget as a share of the resident tables (%)}
 using Case = std::tuple<uint64_t, uint32_t, OptimizerKind, uint32_t, uint32_t, uint32_t>;
 
@@ -229,7 +423,9 @@ class GpuPlanShapes : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   const auto [rows, dim, kind, pool, batch_blocks, share] = GetParam();
-  const Shape s = make_shape(rows, rows * 3, 60, static_cast<uint32_t>(rows + dim + share));
+  // The plan counts the ids of a super-batch only with an optimizer.
+  const Shape s = make_shape(rows, rows * 3, 60, static_cast<uint32_t>(rows + dim + share),
+                             kind != OptimizerKind::kSgd);
   const GpuPlanInput in = input(s, rows, dim, kind, pool, batch_blocks, Placement::kAuto);
   const uint64_t need = resident_bytes(rows, in.row_stride, kind);
   const uint64_t budget = need / 100 * share;
@@ -261,18 +457,38 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   EXPECT_LE(p.hot_rows, rows);
   EXPECT_EQ(p.device_rows, p.hot_rows + p.cache_rows);
   EXPECT_LE(paged_bytes(in, p, f), budget) << "hot " << p.hot_rows << " cache " << p.cache_rows;
-  // The cache holds a third of what fits (or twice the largest sentence with its pool).
+  // The cache holds a third of what fits (or twice the largest sentence with its pool); with
+  // an optimizer, also two super-batches' rows where they fit, and always one.
   EXPECT_GE(p.cache_rows, 2u * std::min<uint64_t>(rows, pool + 1));
+  const double fit = double(p.cache_rows + p.hot_rows);
   if (p.hot_rows < rows) {
-    EXPECT_NEAR(double(p.cache_rows), double(p.cache_rows + p.hot_rows) / 3.0,
-                double(p.cache_rows + p.hot_rows) / 3.0 * 0.01 + 2.0 * (pool + 60));
+    const double third = fit / 3.0;
+    const double expect = kind == OptimizerKind::kSgd
+                              ? third
+                              : std::max(third, std::min(fit, 2.0 * double(p.max_list)));
+    EXPECT_NEAR(double(p.cache_rows), expect, third * 0.01 + 2.0 * (pool + 60));
   }
-  // Pieces: sgd is cut to 64 blocks (262,144 words); optimizers keep whole super-batches.
+  // Pieces: sgd is cut to 64 blocks (262,144 words), and halved further only where the
+  // stages would leave no room for a cache; optimizers keep whole super-batches.
   const uint32_t expect_blocks =
       kind == OptimizerKind::kSgd ? std::min<uint32_t>(batch_blocks, 64) : batch_blocks;
-  EXPECT_EQ(p.batch_blocks, expect_blocks);
-  EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, expect_blocks));
-  EXPECT_EQ(p.max_list, std::min<uint64_t>(rows, p.max_piece_tokens + p.max_pools * pool));
+  if (kind == OptimizerKind::kSgd) {
+    EXPECT_LE(p.batch_blocks, expect_blocks);
+  } else {
+    EXPECT_EQ(p.batch_blocks, expect_blocks);
+  }
+  EXPECT_EQ(p.super_batch_blocks, batch_blocks);
+  EXPECT_EQ(p.negative_pool, pool);
+  EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
+  const uint64_t bound = std::min<uint64_t>(rows, p.max_piece_tokens + p.max_pools * pool);
+  if (kind == OptimizerKind::kSgd) {
+    EXPECT_EQ(p.max_list, bound);
+  } else {
+    // Counted: the distinct ids of the fullest super-batch and every pool entry.
+    EXPECT_EQ(p.max_list,
+              std::min(bound, brute_max_rows(s, batch_blocks) + p.max_pools * uint64_t{pool}));
+    EXPECT_GE(p.cache_rows, p.max_list);
+  }
   EXPECT_GT(p.scratch_bytes, 0u);
 }
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -235,6 +236,23 @@ TEST(Vocab, EmptyAndMovedFromFindNothing) {
   Vocab w = std::move(v);
   EXPECT_EQ(w.find("b"), 1);
   EXPECT_EQ(Vocab::from_words({}, {}).find("a"), -1);
+}
+
+TEST(Vocab, DroppingTheIndexKeepsWordsAndCounts) {
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  for (uint64_t i = 0; i < 1000; ++i) {
+    words.push_back("w" + std::to_string(i));
+    counts.push_back(2000 - i);
+  }
+  Vocab v = Vocab::from_words(words, counts);
+  EXPECT_EQ(v.find("w999"), 999);
+  v.drop_index();
+  EXPECT_EQ(v.find("w999"), -1);
+  EXPECT_EQ(v.find("w0"), -1);
+  EXPECT_EQ(v.words(), words);
+  EXPECT_EQ(v.counts(), counts);
+  EXPECT_EQ(v.total_count(), std::accumulate(counts.begin(), counts.end(), uint64_t{0}));
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ TrainingSet text_training_set(const Config& config, uint32_t repeat, TrainBenchR
 }  // namespace
 
 TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* out) {
-  const Config& config = options.config;
+  Config config = options.config;
   if (config.corpus.empty() && !options.synthetic) {
     throw UsageError("bench train: --corpus FILE or --synthetic VOCAB,WORDS,ZIPF is required");
   }
@@ -111,12 +111,13 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   if (options.synthetic) r.vocab_seconds = seconds_since(t0);
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;
-  const TrainData data = set.train_data(config);
-  const TrainParams& p = data.params;
   // Placement decided once (one memory query), as `train` does: the model's layout and the
-  // backend both follow it.
+  // backend both follow it; then the sizes paged tables leave to the plan.
   const GpuOptions gpu = resolve_gpu_options(config.device, vocab.size(), config.dim,
                                              config.optimizer, config.gpu_options());
+  config = plan_train_sizes(config, set.train_data(config), gpu);
+  const TrainData data = set.train_data(config);
+  const TrainParams& p = data.params;
   Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
                                gpu.placement == Placement::kPaged, "lower --dim");
   init_model(model, config.seed, config.effective_threads());
@@ -198,6 +199,8 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   }
 #endif
   r.table_bytes = model_bytes(model);
+  r.corpus_bytes =
+      corpus.tokens.size() * sizeof(uint32_t) + corpus.sentence_starts.size() * sizeof(uint64_t);
   r.peak_rss_bytes = peak_rss_bytes();
 
   if (out != nullptr) {
@@ -289,8 +292,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     std::fprintf(out, "host memory: peak RSS %.3f GiB; tables + optimizer state %.3f GiB",
                  gib(r.peak_rss_bytes), gib(r.table_bytes));
     if (r.peak_rss_bytes > 0 && r.table_bytes > 0) {
-      std::fprintf(out, " (peak RSS is %.3fx)",
-                   static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.table_bytes));
+      const double with_corpus = static_cast<double>(r.table_bytes + r.corpus_bytes);
+      std::fprintf(out, " (peak RSS is %.3fx); with the encoded corpus %.3f GiB (%.3fx)",
+                   static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.table_bytes),
+                   gib(r.table_bytes + r.corpus_bytes),
+                   static_cast<double>(r.peak_rss_bytes) / with_corpus);
     }
     std::fprintf(out, "\n");
     std::fprintf(out, "loss/example (last epoch): %.4f\n", r.mean_loss);

@@ -66,6 +66,7 @@ struct TrainBenchResult {
   /// the model's tables and optimizer state.
   uint64_t peak_rss_bytes = 0;
   uint64_t table_bytes = 0;
+  uint64_t corpus_bytes = 0;  ///< the encoded corpus in memory: ids and sentence offsets
 };
 
 /// Runs the benchmark and prints its report to `out`.

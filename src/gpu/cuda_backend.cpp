@@ -65,6 +65,28 @@ GpuDeviceFacts query_device_facts(const cudaDeviceProp& prop, const GpuOptions& 
   return facts;
 }
 
+/// The run as the plan sees it under `options` (sizes as `data.params` has them).
+GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& options) {
+  const TrainParams& p = data.params;
+  GpuPlanInput in;
+  in.rows = data.keep->size();
+  in.dim = p.dim;
+  in.row_stride = sgns_row_stride(p.dim);
+  in.optimizer = data.optimizer.kind;
+  in.negative_pool = p.negative_pool;
+  in.batch_blocks = std::max<uint32_t>(1, p.batch_blocks);
+  in.pool_blocks = std::max<uint32_t>(1, p.pool_blocks);
+  in.placement = options.gpu.placement;
+  in.hot_rows = options.hot_rows;
+  in.cache_rows = options.cache_rows;
+  in.sgd_piece_words = options.sgd_piece_words;
+  in.blocks = data.blocks;
+  in.sentence_starts = &data.corpus->sentence_starts;
+  in.keep = data.keep;
+  in.tokens = &data.corpus->tokens;
+  return in;
+}
+
 /// Training on the GPU: picks resident or paged tables by the plan (gpu/gpu_plan.hpp) and drives
 /// the parts that own them: the device tables (gpu/device_tables.hpp), the launches
 /// (gpu/sgns_launcher.hpp) and, paged, the pipeline with its row cache
@@ -109,7 +131,7 @@ class CudaBackend final : public Backend {
     // The caller resolved the settings when it allocated the model; else they are resolved here,
     // by the same rule, once.
     options_.gpu = resolve_cuda_gpu_options(rows_, dim, data.optimizer.kind, options_.gpu);
-    plan_ = plan_gpu(plan_input(), query_device_facts(prop, options_.gpu));
+    plan_ = plan_gpu(make_plan_input(data_, options_), query_device_facts(prop, options_.gpu));
     report_.budget_bytes = plan_.budget;
     if (plan_.paged) {
       report_.paged = true;
@@ -142,9 +164,15 @@ class CudaBackend final : public Backend {
     char pct[32];
     std::snprintf(pct, sizeof pct, "%.1f%%",
                   100.0 * double(on_gpu) / double(std::max<uint64_t>(rows_, 1)));
+    const uint64_t super_batch = uint64_t{plan_.super_batch_blocks} * kBlockWords;
+    const uint64_t piece = uint64_t{plan_.batch_blocks} * kBlockWords;
     return d + "tables paged: " + std::to_string(plan_.hot_rows) + " hot rows + a cache of " +
            std::to_string(plan_.cache_rows) + " rows on the GPU (" + pct + " of " +
-           std::to_string(rows_) + "), GPU memory budget " + gib(double(plan_.budget));
+           std::to_string(rows_) + "), GPU memory budget " + gib(double(plan_.budget)) +
+           "; negative pool " + std::to_string(plan_.negative_pool) + " per " +
+           std::to_string(uint64_t{plan_.pool_blocks} * kBlockWords) + " words, super-batch " +
+           std::to_string(super_batch) + " words" +
+           (piece < super_batch ? ", pieces of at most " + std::to_string(piece) : std::string());
   }
 
   /// Large spans: a launch ends with a tail in which only the last sentences' warps run (a warp
@@ -199,26 +227,6 @@ class CudaBackend final : public Backend {
   const CudaBackendReport& report() const { return report_; }
 
  private:
-  GpuPlanInput plan_input() const {
-    const TrainParams& p = data_.params;
-    GpuPlanInput in;
-    in.rows = rows_;
-    in.dim = p.dim;
-    in.row_stride = sgns_row_stride(p.dim);
-    in.optimizer = data_.optimizer.kind;
-    in.negative_pool = p.negative_pool;
-    in.batch_blocks = std::max<uint32_t>(1, p.batch_blocks);
-    in.pool_blocks = std::max<uint32_t>(1, p.pool_blocks);
-    in.placement = options_.gpu.placement;
-    in.hot_rows = options_.hot_rows;
-    in.cache_rows = options_.cache_rows;
-    in.sgd_piece_words = options_.sgd_piece_words;
-    in.blocks = data_.blocks;
-    in.sentence_starts = &data_.corpus->sentence_starts;
-    in.keep = data_.keep;
-    return in;
-  }
-
   void allocate() {
     const cudaStream_t st = compute_.get();
     tables_ = std::make_unique<DeviceTables>(
@@ -344,6 +352,27 @@ GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind k
                              : Placement::kResident;
   }
   return resolved;
+}
+
+TrainParams plan_cuda_train_params(const TrainData& data, const GpuOptions& gpu, bool choose_pool,
+                                   bool choose_pool_words, bool choose_batch) {
+  TrainParams params = data.params;
+  if (gpu.placement != Placement::kPaged || !cuda_device_available()) return params;
+  CudaBackendOptions options;
+  options.gpu = resolve_cuda_gpu_options(data.keep->size(), params.dim, data.optimizer.kind, gpu);
+  GpuPlanInput in = make_plan_input(data, options);
+  in.choose_pool = choose_pool;
+  in.choose_pool_blocks = choose_pool_words;
+  in.choose_batch = choose_batch;
+  int device = 0;
+  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  const GpuPlan plan = plan_gpu(in, query_device_facts(prop, options.gpu));
+  params.negative_pool = plan.negative_pool;
+  params.pool_blocks = plan.pool_blocks;
+  params.batch_blocks = plan.super_batch_blocks;
+  return params;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data) {

@@ -96,6 +96,14 @@ bool cuda_device_available();
 GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind kind,
                                     const GpuOptions& gpu);
 
+/// `data.params` with the training sizes that paged tables leave to the plan chosen by it
+/// (gpu_plan.hpp's plan_gpu) under settings `gpu` resolved by resolve_cuda_gpu_options: the
+/// negative pool (`choose_pool`), its period (`choose_pool_words`) and, with an optimizer, the
+/// super-batch (`choose_batch`); the rest as given. Unchanged for resident tables. Throws what
+/// make_cuda_backend would for sizes that do not fit.
+TrainParams plan_cuda_train_params(const TrainData& data, const GpuOptions& gpu, bool choose_pool,
+                                   bool choose_pool_words, bool choose_batch);
+
 /// Creates the CUDA backend on the current device. Throws Error when no device can be used or
 /// when the tables do not fit in GPU memory, UsageError for shapes the kernels cannot run.
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data);

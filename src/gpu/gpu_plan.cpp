@@ -43,10 +43,14 @@ uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
 
 }  // namespace
 
-uint64_t device_row_bytes(uint32_t row_stride, OptimizerKind kind) {
-  const uint64_t row = uint64_t{row_stride} * sizeof(float);
+uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind) {
   const bool optimizer = kind != OptimizerKind::kSgd;
-  return row * (2 + 2 * state_tables(kind) + (optimizer ? 2 : 0)) + (optimizer ? 2 + 8 : 0);
+  return table_row_bytes * (2 + 2 * state_tables(kind) + (optimizer ? 2 : 0)) +
+         (optimizer ? 2 + 8 : 0);
+}
+
+uint64_t device_row_bytes(uint32_t row_stride, OptimizerKind kind) {
+  return device_row_bytes_of(uint64_t{row_stride} * sizeof(float), kind);
 }
 
 uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind) {
@@ -87,18 +91,104 @@ uint32_t order_key_bits(uint64_t rows) {
   return bits;
 }
 
+uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
+                              const std::vector<uint64_t>& sentence_starts,
+                              const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                              uint64_t rows, uint64_t limit) {
+  if (blocks.size() < 2 || rows == 0) return 0;
+  const uint64_t nblocks = blocks.size() - 1;
+  const uint64_t step = std::max<uint32_t>(1, batch_blocks);
+  std::vector<uint64_t> seen((rows + 63) / 64, 0);
+  uint64_t most = 0;
+  for (uint64_t b = 0; b < nblocks; b += step) {
+    const uint64_t e = std::min(nblocks, b + step);
+    const uint32_t* first = tokens.data() + sentence_starts[blocks[b]];
+    const uint32_t* last = tokens.data() + sentence_starts[blocks[e]];
+    uint64_t distinct = 0;
+    for (const uint32_t* t = first; t != last; ++t) {
+      if (*t >= rows) continue;
+      uint64_t& word = seen[*t >> 6];
+      const uint64_t bit = uint64_t{1} << (*t & 63);
+      distinct += (word & bit) == 0;
+      word |= bit;
+    }
+    for (const uint32_t* t = first; t != last; ++t) {
+      if (*t < rows) seen[*t >> 6] = 0;
+    }
+    most = std::max(most, distinct);
+    if (most > limit) break;
+  }
+  return most;
+}
+
+namespace {
+
+/// How a paged budget divides for one choice of training sizes: what does not grow with the
+/// rows, the bytes of a row on the GPU, and the rows that fit beside the rest.
+struct PagedLayout {
+  uint64_t fixed = 0, slot_bytes = 0, rows_fit = 0, reserve = 0, pool_entries = 0;
+};
+
+/// The distinct ids of super-batches of each size counted so far: {blocks, count}.
+using RowCounts = std::vector<std::pair<uint32_t, uint64_t>>;
+
+PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, GpuPlan& plan,
+                         RowCounts& counted) {
+  PagedLayout l;
+  const uint64_t rows = in.rows;
+  // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
+  const uint64_t table_row = in.row_bytes > 0 ? in.row_bytes : uint64_t{in.row_stride} * 4;
+  l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
+  l.pool_entries = plan.max_pools * plan.negative_pool;
+  plan.max_list = std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
+  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr) {
+    // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
+    // ids of one, counted, and every pool entry. Counting stops past the rows the budget
+    // could hold at all (a super-batch that large fits nowhere).
+    auto it = std::find_if(counted.begin(), counted.end(),
+                           [&](const auto& c) { return c.first == plan.batch_blocks; });
+    if (it == counted.end()) {
+      const uint64_t any_fit = plan.budget / l.slot_bytes + 1;
+      counted.emplace_back(plan.batch_blocks,
+                           max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks,
+                                                plan.batch_blocks, rows, any_fit));
+      it = counted.end() - 1;
+    }
+    plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
+  }
+  const uint64_t stage_bytes = plan.max_piece_tokens * 8 + (plan.max_piece_sentences + 1) * 12 +
+                               plan.max_list * 16 + l.pool_entries * 8 + 64;
+  const uint32_t key_bits = order_key_bits(rows);
+  // Beside the stages: the second key and slot lists of the slot order, and scratch for the
+  // selects and that sort (sized here before the cache is, as for a cache of no rows).
+  l.fixed = rows * 5 + plan.keep_count * sizeof(float) + kPagedStages * stage_bytes +
+            plan.max_list * 8 +
+            device.scratch_bytes(std::max(rows, plan.max_list),
+                                 static_cast<uint32_t>(plan.max_list), key_bits) +
+            (uint64_t{16} << 20);
+  l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
+  // Any one sentence with its pool must fit, with room to spare.
+  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest_sentence(*in.sentence_starts));
+  return l;
+}
+
+std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords); }
+
+}  // namespace
+
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   GpuPlan plan;
   plan.budget = device.budget;
   const uint64_t rows = in.rows;
   const bool optimizer = in.optimizer != OptimizerKind::kSgd;
-  const uint32_t pool_blocks = std::max<uint32_t>(1, in.pool_blocks);
-  plan.batch_blocks = std::max<uint32_t>(1, in.batch_blocks);
+  plan.negative_pool = in.negative_pool;
+  plan.pool_blocks = std::max<uint32_t>(1, in.pool_blocks);
+  plan.super_batch_blocks = plan.batch_blocks = std::max<uint32_t>(1, in.batch_blocks);
   // Words past the last one that subsampling may drop are always kept (kernels/sgns.hpp).
   for (uint64_t id = 0; id < rows; ++id) {
     if ((*in.keep)[id] < 1.0f) plan.keep_count = id + 1;
   }
-  size_pieces(in, plan.batch_blocks, pool_blocks, plan);
+  size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
 
   const uint64_t resident_need = resident_bytes(rows, in.row_stride, in.optimizer);
   if (!plan_pages_tables(rows, in.row_stride, in.optimizer, in.placement, plan.budget)) {
@@ -113,18 +203,13 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     return plan;
   }
   plan.paged = true;
-  // With sgd nothing steps per super-batch, so paged pieces may be shorter than --batch-words:
-  // smaller stage buffers leave more of the budget to rows, and moves and launches interleave
-  // more finely (CudaBackendOptions::sgd_piece_words).
-  if (!optimizer && in.sgd_piece_words > 0) {
-    const uint64_t cap =
-        std::max<uint64_t>(1, (in.sgd_piece_words + kBlockWords - 1) / kBlockWords);
-    if (plan.batch_blocks > cap) {
-      plan.batch_blocks = static_cast<uint32_t>(cap);
-      size_pieces(in, plan.batch_blocks, pool_blocks, plan);
-    }
+  if (in.choose_pool && plan.negative_pool == 0) plan.negative_pool = kAutoNegativePool;
+  if (in.choose_pool_blocks) {
+    const uint64_t period = uint64_t{kAutoPoolWordsPerEntry} * plan.negative_pool;
+    plan.pool_blocks = static_cast<uint32_t>(
+        std::clamp<uint64_t>((period + kBlockWords - 1) / kBlockWords, 1, UINT32_MAX));
   }
-  const uint32_t pool = in.negative_pool;
+  const uint32_t pool = plan.negative_pool;
   require_pool_for_paging(pool,
                           "paging the tables (they need " + gib(double(resident_need)) +
                               ", the GPU budget is " + gib(double(plan.budget)) + ")",
@@ -134,41 +219,87 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                 " cannot address registered host memory by its host pointer, which paged "
                 "tables need; use --placement resident");
   }
-  const uint64_t pool_entries = plan.max_pools * pool;
-  plan.max_list = std::min<uint64_t>(rows, plan.max_piece_tokens + pool_entries);
-  const uint64_t stage_bytes = plan.max_piece_tokens * 8 + (plan.max_piece_sentences + 1) * 12 +
-                               plan.max_list * 16 + pool_entries * 8 + 64;
-  const uint32_t key_bits = order_key_bits(rows);
-  const auto scratch = [&](uint64_t cache) {
-    return device.scratch_bytes(std::max({rows, cache, plan.max_list}),
-                                static_cast<uint32_t>(plan.max_list), key_bits);
-  };
-  // Beside the stages: the second key and slot lists of the slot order, and scratch for the
-  // selects and that sort (sized here before the cache is, as for a cache of no rows).
-  const uint64_t fixed = rows * 5 + plan.keep_count * sizeof(float) + kPagedStages * stage_bytes +
-                         plan.max_list * 8 + scratch(0) + (uint64_t{16} << 20);
-  // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
-  const uint64_t slot_bytes = device_row_bytes(in.row_stride, in.optimizer) + 13;
-  const uint64_t rows_fit = plan.budget > fixed ? (plan.budget - fixed) / slot_bytes : 0;
-  // Any one sentence with its pool must fit, with room to spare.
-  const uint64_t reserve = std::min<uint64_t>(rows, pool + longest_sentence(*in.sentence_starts));
-  // The cache holds the rows of the pieces in flight and serves few repeat lookups beyond them
-  // (a tail row recurs only millions of words later), while every hot row saves lookups: a third
-  // of the rows for the cache.
-  plan.cache_rows = in.cache_rows > 0 ? in.cache_rows : rows_fit / 3;
-  plan.cache_rows = std::max(plan.cache_rows, 2 * reserve);
-  if (in.hot_rows == 0 && plan.cache_rows > rows_fit) {
+  // With sgd nothing steps per super-batch, so paged pieces may be shorter than --batch-words:
+  // smaller stage buffers leave more of the budget to rows, and moves and launches interleave
+  // more finely (CudaBackendOptions::sgd_piece_words).
+  uint32_t piece_cap = plan.batch_blocks;
+  if (!optimizer && in.sgd_piece_words > 0) {
+    piece_cap = static_cast<uint32_t>(std::min<uint64_t>(
+        piece_cap, std::max<uint64_t>(1, (in.sgd_piece_words + kBlockWords - 1) / kBlockWords)));
+  }
+  plan.batch_blocks = piece_cap;
+  size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
+  RowCounts counted;
+  PagedLayout layout = paged_layout(in, device, plan, counted);
+  const std::string with_pool = "with --negative-pool " + std::to_string(pool);
+  if (optimizer && in.cache_rows == 0) {
+    // An optimizer trains a super-batch whole: its rows must fit the cache at once, and two of
+    // them for the next to move while one trains (the pipeline's depth).
+    const auto roomy = [&] { return 3 * plan.max_list <= layout.rows_fit; };
+    const auto fits = [&] { return plan.max_list <= layout.rows_fit; };
+    if (in.choose_batch && !roomy()) {
+      // The largest super-batch (halving) whose two fit two thirds of the rows; else the
+      // largest that fits at all.
+      const uint32_t from = plan.batch_blocks;
+      for (const bool strict : {true, false}) {
+        for (uint32_t blocks = from;; blocks = (blocks + 1) / 2) {
+          plan.batch_blocks = blocks;
+          size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
+          layout = paged_layout(in, device, plan, counted);
+          if (strict ? roomy() : fits()) break;
+          if (blocks == 1) break;
+        }
+        if (strict ? roomy() : fits()) break;
+      }
+      plan.super_batch_blocks = plan.batch_blocks;
+    }
+    if (!fits()) {
+      const std::string what =
+          in.choose_batch ? "a super-batch of " + words(plan.batch_blocks) + " words (the least)"
+                          : "--batch-words " + words(plan.batch_blocks);
+      throw Error("--gpu-memory " + gib(double(plan.budget)) +
+                  " is too small for paged tables of dim " + std::to_string(in.dim) +
+                  " with --optimizer " + to_string(in.optimizer) + ": " + what + " touches up to " +
+                  std::to_string(plan.max_list) + " rows (its distinct words and " +
+                  std::to_string(layout.pool_entries) + " pool entries), the budget holds " +
+                  std::to_string(layout.rows_fit) + "; at least " +
+                  gib(double(layout.fixed + plan.max_list * layout.slot_bytes)) +
+                  " is needed; raise --gpu-memory" +
+                  (in.choose_batch ? std::string() : std::string(" or lower --batch-words")));
+    }
+    plan.cache_rows = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * plan.max_list));
+  } else {
+    // The cache holds the rows of the pieces in flight and serves few repeat lookups beyond
+    // them (a tail row recurs only millions of words later), while every hot row saves
+    // lookups: a third of the rows for the cache. Sgd pieces are the plan's to size: on a
+    // budget whose stages leave too few rows for a cache, they halve until one fits.
+    const auto cache_fits = [&] {
+      return in.cache_rows > 0 || in.hot_rows > 0 ||
+             std::max(layout.rows_fit / 3, 2 * layout.reserve) <= layout.rows_fit;
+    };
+    while (!optimizer && !cache_fits() && plan.batch_blocks > 1) {
+      plan.batch_blocks = (plan.batch_blocks + 1) / 2;
+      size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
+      layout = paged_layout(in, device, plan, counted);
+    }
+    plan.cache_rows = in.cache_rows > 0 ? in.cache_rows : layout.rows_fit / 3;
+  }
+  plan.cache_rows = std::max(plan.cache_rows, 2 * layout.reserve);
+  if (in.hot_rows == 0 && plan.cache_rows > layout.rows_fit) {
     throw Error("--gpu-memory " + gib(double(plan.budget)) +
-                " is too small for paged tables of dim " + std::to_string(in.dim) +
-                " with --negative-pool " + std::to_string(pool) + ": at least " +
-                gib(double(fixed + 2 * reserve * slot_bytes)) +
-                " is needed; raise --gpu-memory or lower --negative-pool");
+                " is too small for paged tables of dim " + std::to_string(in.dim) + " " +
+                with_pool + ": at least " +
+                gib(double(layout.fixed + 2 * layout.reserve * layout.slot_bytes)) +
+                " is needed; raise --gpu-memory" +
+                (in.choose_pool ? std::string() : std::string(" or lower --negative-pool")));
   }
   plan.hot_rows = in.hot_rows > 0 ? std::min<uint64_t>(in.hot_rows, rows)
-                                  : std::min<uint64_t>(rows, rows_fit - plan.cache_rows);
+                                  : std::min<uint64_t>(rows, layout.rows_fit - plan.cache_rows);
   plan.device_rows = plan.hot_rows + plan.cache_rows;
   if (plan.device_rows >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
-  plan.scratch_bytes = scratch(plan.cache_rows);
+  plan.scratch_bytes =
+      device.scratch_bytes(std::max({rows, plan.cache_rows, plan.max_list}),
+                           static_cast<uint32_t>(plan.max_list), order_key_bits(rows));
   return plan;
 }
 

@@ -7,7 +7,9 @@
 ///
 /// Owns: the placement rule (resident when everything fits, else paged), the byte accounting of
 /// resident and paged tables, the split of a paged budget into hot rows and cache slots, the
-/// piece and stage sizes. May not touch: device memory, streams, the model's values.
+/// piece and stage sizes, and the training sizes a paged run leaves to it (the negative pool,
+/// the pool period, an optimizer's super-batch). May not touch: device memory, streams, the
+/// model's values.
 
 #include <cstdint>
 #include <functional>
@@ -30,15 +32,26 @@ struct GpuDeviceFacts {
   std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)> scratch_bytes;
 };
 
+/// The negative pool a paged run draws when none is given, per kAutoPoolWordsPerEntry × its
+/// size words: one entry per four words, the least that kept mix5m's quality (README, "pool
+/// N/W"; 1024 per 4096 words is the setting measured most).
+inline constexpr uint32_t kAutoNegativePool = 1024;
+inline constexpr uint32_t kAutoPoolWordsPerEntry = 4;
+
 /// The run as the plan sees it. Pointers are borrowed for the call.
 struct GpuPlanInput {
   uint64_t rows = 0;        ///< vocabulary rows of each table
   uint32_t dim = 0;         ///< floats a row holds
   uint32_t row_stride = 0;  ///< floats a row takes on the device (sgns_row_stride)
+  /// Bytes one row of one device table takes; 0 = row_stride floats.
+  uint64_t row_bytes = 0;
   OptimizerKind optimizer = OptimizerKind::kSgd;
   uint32_t negative_pool = 0;  ///< TrainParams::negative_pool
   uint32_t batch_blocks = 1;   ///< work blocks per super-batch
   uint32_t pool_blocks = 1;    ///< work blocks per pool period
+  /// What the run left to the plan (the flag was not given); the plan chooses it when the
+  /// tables are paged. False: the value above is taken as it is, and checked.
+  bool choose_pool = false, choose_pool_blocks = false, choose_batch = false;
   Placement placement = Placement::kAuto;
   /// Paged: fixed hot rows and cache slots (CudaBackendOptions); 0 = sized from the budget.
   uint64_t hot_rows = 0, cache_rows = 0;
@@ -47,12 +60,17 @@ struct GpuPlanInput {
   const std::vector<uint64_t>* blocks = nullptr;           ///< block boundaries (sentences)
   const std::vector<uint64_t>* sentence_starts = nullptr;  ///< token offset of each sentence
   const std::vector<float>* keep = nullptr;                ///< subsampling keep probabilities
+  /// The corpus's ids: paged with an optimizer, the plan counts the rows each super-batch
+  /// touches (max_super_batch_rows); null = bounded by its tokens.
+  const std::vector<uint32_t>* tokens = nullptr;
 };
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {
   bool paged = false;
-  uint64_t budget = 0;       ///< the budget planned with
+  uint64_t budget = 0;  ///< the budget planned with
+  /// The training sizes: as given, or as the plan chose them (GpuPlanInput::choose_*).
+  uint32_t negative_pool = 0, pool_blocks = 1, super_batch_blocks = 1;
   uint64_t hot_rows = 0;     ///< rows on the GPU for the whole run (all rows when resident)
   uint64_t cache_rows = 0;   ///< slots of the row cache (paged)
   uint64_t device_rows = 0;  ///< hot_rows + cache_rows: rows of every device table
@@ -69,8 +87,10 @@ struct GpuPlan {
 inline constexpr uint64_t kPagedStages = 4;
 
 /// Bytes of one row on the device in every table (input, output, optimizer state and, for the
-/// dense optimizers, gradient rows, touched flags and step lists).
+/// dense optimizers, gradient rows, touched flags and step lists), a table's row taking
+/// `table_row_bytes`; the first form for rows of `row_stride` floats.
 uint64_t device_row_bytes(uint32_t row_stride, OptimizerKind kind);
+uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind);
 
 /// GPU memory resident tables need: every row, the subsampling and noise tables, a margin.
 uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind);
@@ -93,9 +113,23 @@ void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
 /// Bits of a slot-order key: every id, and `rows` for an empty slot.
 uint32_t order_key_bits(uint64_t rows);
 
-/// The plan. Throws Error when resident tables are asked for and do not fit, when the budget is
-/// too small for paged tables or the device cannot page; UsageError when paged tables have no
-/// negative pool.
+/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids below
+/// `rows`). Stops at the first super-batch with more than `limit` and returns its count so far
+/// (then above `limit`). Reads the corpus once (twice per super-batch) with a bit per row.
+uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
+                              const std::vector<uint64_t>& sentence_starts,
+                              const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                              uint64_t rows, uint64_t limit = UINT64_MAX);
+
+/// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
+/// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
+/// super-batches train whole), a cache that takes two super-batches' rows (a super-batch's
+/// rows: its distinct token ids, counted, and every pool entry) and, when the run left the
+/// super-batch to the plan, the largest one, halving from the input's, whose two fit in two
+/// thirds of the rows the budget holds (else the largest of which one fits). Throws Error when
+/// resident tables are asked for and do not fit, when the budget is too small for paged tables
+/// (or for a given super-batch's rows) or the device cannot page; UsageError when paged tables
+/// are given no negative pool.
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device);
 
 }  // namespace pagedw2v

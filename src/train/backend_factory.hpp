@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "backend.hpp"
+#include "config.hpp"
 #include "options.hpp"
 
 namespace pagedw2v {
@@ -19,6 +20,15 @@ namespace pagedw2v {
 /// which then plans under them without deciding again.
 GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, OptimizerKind kind,
                                const GpuOptions& gpu);
+
+/// `config` with the training sizes that paged tables leave to the plan chosen, once, before
+/// the model is allocated: with the CUDA backend and settings `gpu` (resolve_gpu_options) that
+/// page the tables, a negative pool when --negative-pool was not given, its period when
+/// --pool-words was not, and with an optimizer the super-batch when --batch-words was not
+/// (plan_cuda_train_params; `data` is the run's data under `config`). Given settings are kept
+/// and checked. A checkpoint of the run records the values chosen. Unchanged for the CPU
+/// backend and resident tables.
+Config plan_train_sizes(const Config& config, const TrainData& data, const GpuOptions& gpu);
 
 /// Checks, before any work, that `device` can be used: throws what make_backend() would throw
 /// for --device cuda in a build without CUDA or on a machine without a GPU.

@@ -328,7 +328,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       return gpu->placement == Placement::kPaged;
     });
   }
-  const Config config = ck ? merge_for_resume(ck->config, requested) : requested;
+  Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
   if (config.keep_checkpoints == 0 && config.checkpoint_interval > 0) {
     throw UsageError("--checkpoint-interval needs --keep-checkpoints 1 or more");
@@ -344,7 +344,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   times.setup += seconds_since(t0);
 
   auto t = Clock::now();
-  const CorpusText text = CorpusText::open(corpus_paths(config));
+  CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
   t = Clock::now();
   Vocab counted;
@@ -366,6 +366,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   times.vocabulary = seconds_since(t);
   t = Clock::now();
   const TrainingSet set = make_training_set(text.parts(), config, std::move(counted));
+  // Encoded, the text is read no more: its maps and buffers go before the tables are allocated,
+  // so that they do not add to the peak of host memory.
+  text = CorpusText();
   const Vocab& vocab = set.vocab;
   if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   const CorpusFingerprint corpus_id = fingerprint(set.corpus);
@@ -395,6 +398,12 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
   }
   t = Clock::now();
+  if (!ck) {
+    // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
+    gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
+                              config.gpu_options());
+    config = plan_train_sizes(config, set.train_data(config), *gpu);
+  }
   const TrainData data = set.train_data(config);
   const TrainParams& p = data.params;
 
@@ -410,8 +419,6 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     ck.reset();
   } else {
     const std::string hint = "lower --dim or --max-vocab";
-    gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
-                              config.gpu_options());
     model = allocate_model(vocab.size(), config.dim, config.optimizer,
                            gpu->placement == Placement::kPaged, hint);
     init_model(model, config.seed, config.effective_threads());

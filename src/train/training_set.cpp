@@ -83,6 +83,9 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config) {
   TrainingSet set;
   set.vocab = std::move(vocab);
+  // The corpus is encoded: nothing looks a word up in the vocabulary any more, so its index
+  // (two slots a word, as much as a third of the vocabulary's memory) goes.
+  set.vocab.drop_index();
   set.corpus = std::move(corpus);
   set.blocks = make_blocks(set.corpus, kBlockWords);
   set.keep = keep_probabilities(set.vocab.counts(), set.vocab.total_count(), config.sample);
