@@ -137,7 +137,8 @@ std::vector<OptionSpec> make_train_options() {
                    return;
                  }
                  const std::optional<uint64_t> bytes = parse_byte_size(v);
-                 if (!bytes || *bytes == 0) bad_value("max-corpus-memory", "a size such as 2GiB", v);
+                 if (!bytes || *bytes == 0)
+                   bad_value("max-corpus-memory", "a size such as 2GiB", v);
                  c.max_corpus_memory = *bytes;
                },
                [](const C& c) {
