@@ -596,9 +596,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                                    " words; resume with: " + resume_command(config, path));
       }
       // A timed checkpoint waits while the previous one is still being written.
-      // (A streamed corpus's first pass has none: its fingerprint is not known yet.)
-      if (config.checkpoint_interval > 0 && (stream || e < nblocks) && writer && !writer->busy() &&
-          seconds_since(last_checkpoint) >= config.checkpoint_interval) {
+      // Not after an epoch's last block (its end writes one), nor in a streamed corpus's first
+      // pass (its fingerprint is not known yet); blocks known beyond e say e is not the last.
+      if (config.checkpoint_interval > 0 && e + 1 < data.blocks->size() && writer &&
+          !writer->busy() && seconds_since(last_checkpoint) >= config.checkpoint_interval) {
         const auto tc = Clock::now();
         backend->sync_to_host();
         writer->write_snapshot(false, model, pos, schedule.at(pos.words_done));
