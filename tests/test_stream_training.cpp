@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "error.hpp"
+#include "string_index.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
+#include "train/training_set.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -123,6 +125,33 @@ TEST(StreamedRun, InterruptedInTheFirstPassResumesExactly) {
     EXPECT_EQ(read_file(resumed.output + "/vectors.npy"), read_file(dir.file("whole/vectors.npy")))
         << "streamed again: " << stream_again;
   }
+}
+
+// Checkpoints of versions that hashed the corpus whole (before streaming) still resume.
+TEST(StreamedRun, CheckpointsWithTheEarlierFingerprintResume) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), corpus_text(testing_util::fresh_seed(), 40000));
+  Config c = config(dir, "a");
+  run_training(c);
+  const Checkpoint ck = load_checkpoint(dir.file("a/checkpoints/epoch-1.h5"));
+  const TrainingSet set = make_training_set(read_file(dir.file("corpus.txt")), c);
+  auto whole_hash = [](const void* p, size_t n) {
+    return detail::hash_bytes(std::string_view(static_cast<const char*>(p), n));
+  };
+  CorpusFingerprint earlier{set.corpus.size(), set.corpus.sentences(), 0};
+  earlier.hash =
+      whole_hash(set.corpus.tokens.data(), set.corpus.tokens.size() * 4) ^
+      (whole_hash(set.corpus.sentence_starts.data(), set.corpus.sentence_starts.size() * 8) *
+       0x9E3779B97F4A7C15ull);
+  ASSERT_FALSE(earlier == ck.corpus);
+  const std::string old = dir.file("old.h5");
+  save_checkpoint(old, ck.config, ck.vocab, ck.model, ck.position, earlier, ck.lr);
+  run_training(testing_util::small_cpu_config(dir, "b", 0, 0, old));
+  EXPECT_EQ(read_file(dir.file("b/vectors.npy")), read_file(dir.file("a/vectors.npy")));
+  // A different earlier hash is still another corpus.
+  earlier.hash ^= 1;
+  save_checkpoint(old, ck.config, ck.vocab, ck.model, ck.position, earlier, ck.lr);
+  EXPECT_THROW(run_training(testing_util::small_cpu_config(dir, "c", 0, 0, old)), Error);
 }
 
 TEST(StreamedRun, ResumingOnAnotherCorpusIsRefused) {

@@ -25,6 +25,7 @@
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
+#include "string_index.hpp"
 #include "text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -167,6 +168,22 @@ uint64_t corpus_memory_cap(const Config& config) {
 uint64_t stream_window_bytes(uint64_t cap) { return cap / 2; }
 uint64_t stream_span_blocks(uint64_t cap, uint64_t backend_blocks) {
   return std::clamp<uint64_t>(cap / 4 / (kBlockWords * sizeof(uint32_t)), 1, backend_blocks);
+}
+
+/// The fingerprint that checkpoints of versions before streaming recorded (a whole-buffer hash):
+/// their checkpoints still resume on a corpus held whole.
+CorpusFingerprint legacy_fingerprint(const EncodedCorpus& corpus) {
+  CorpusFingerprint f;
+  f.words = corpus.size();
+  f.sentences = corpus.sentences();
+  const uint64_t a =
+      detail::hash_bytes(std::string_view(reinterpret_cast<const char*>(corpus.tokens.data()),
+                                          corpus.tokens.size() * sizeof(uint32_t)));
+  const uint64_t b = detail::hash_bytes(
+      std::string_view(reinterpret_cast<const char*>(corpus.sentence_starts.data()),
+                       corpus.sentence_starts.size() * sizeof(uint64_t)));
+  f.hash = a ^ (b * 0x9E3779B97F4A7C15ull);
+  return f;
 }
 
 bool same_vocabulary(const Vocab& a, const Vocab& b) {
@@ -459,7 +476,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         throw Error("corpus '" + config.corpus + "' holds no word of the vocabulary");
     }
   }
-  if (ck && !(*corpus_id == ck->corpus)) {
+  if (ck && !(*corpus_id == ck->corpus) &&
+      !(!streamed && legacy_fingerprint(set.corpus) == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
   }
   times.encoding = seconds_since(t);
