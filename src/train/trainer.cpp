@@ -410,6 +410,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                                 : counted_here ? counted.total_count() / 10 * 42
                                                : text.bytes();
   const bool streamed = on_cpu && corpus_bytes > corpus_memory;
+  if (streamed) {
+    // The count read every page of the mapped text; the stream reads it again slice by slice.
+    for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
+  }
   if (!on_cpu && config.given.count("max-corpus-memory") > 0 && corpus_bytes > corpus_memory) {
     throw UsageError(
         "--max-corpus-memory: the cuda backend holds the encoded corpus whole "
