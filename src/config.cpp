@@ -125,6 +125,32 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",
                false, false, [](C& c, V v) { c.save_vocab = v; },
                [](const C& c) { return c.save_vocab; }});
+  o.push_back({"max-corpus-memory",
+               "host memory the encoded corpus may take (4 bytes a word), e.g. 2GiB; a corpus "
+               "that needs more is streamed: encoded block by block while training runs, at "
+               "most this much waiting, and read again each epoch (from --cache-dir when given). "
+               "auto = a quarter of the machine's memory. CPU only: cuda holds the corpus whole",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.max_corpus_memory = 0;
+                   return;
+                 }
+                 const std::optional<uint64_t> bytes = parse_byte_size(v);
+                 if (!bytes || *bytes == 0)
+                   bad_value("max-corpus-memory", "a size such as 2GiB", v);
+                 c.max_corpus_memory = *bytes;
+               },
+               [](const C& c) {
+                 return c.max_corpus_memory == 0 ? std::string("auto")
+                                                 : format_byte_size(c.max_corpus_memory);
+               }});
+  o.push_back({"cache-dir",
+               "a streamed corpus is written here once, encoded (about 4 bytes a word), and later "
+               "epochs and later runs with the same inputs and vocabulary read it instead of the "
+               "text",
+               "", false, false, [](C& c, V v) { c.cache_dir = v; },
+               [](const C& c) { return c.cache_dir; }});
   o.push_back({"output", "directory for the vectors and vocabulary", "", false, false,
                [](C& c, V v) { c.output = v; }, [](const C& c) { return c.output; }});
   o.push_back({"model", "skipgram or cbow", "skipgram", false, true,

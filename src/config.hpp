@@ -28,6 +28,9 @@ struct Config {
   std::string corpus;
   std::string vocab_file;  ///< --vocab: train with this vocabulary instead of counting one
   std::string save_vocab;  ///< --save-vocab: also write the vocabulary here
+  /// --max-corpus-memory: bytes of encoded corpus a run may hold; 0 = auto (a quarter of RAM).
+  uint64_t max_corpus_memory = 0;
+  std::string cache_dir;  ///< --cache-dir: keep the encoded corpus here for later epochs and runs
   std::string output;
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;

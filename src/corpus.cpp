@@ -17,39 +17,12 @@ struct EncodedChunk {
   std::vector<uint64_t> line_ends;
 };
 
-/// The vocabulary as one lookup table, word -> row, built by `threads` threads (one per shard).
-detail::ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
-  const size_t n = std::max<uint32_t>(threads, 1);
-  const uint32_t rows = vocab.size();
-  std::vector<uint64_t> hashes(rows);
-  run_parallel(n, [&](size_t t) {
-    for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
-      hashes[row] = detail::hash_bytes(vocab.word(static_cast<uint32_t>(row)));
-    }
-  });
-  detail::ShardedWordTable table(n, 0);
-  const size_t shards = table.shard_count();
-  run_parallel(std::min(n, shards), [&](size_t worker) {
-    for (size_t p = worker; p < shards; p += n) {
-      detail::WordTable& shard = table.shard(p);
-      shard.reserve(rows / shards + rows / shards / 8 + 64);
-      for (uint32_t row = 0; row < rows; ++row) {
-        if (table.shard_of(hashes[row]) != p) continue;
-        const std::string& w = vocab.word(row);
-        if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
-        shard.insert(w, hashes[row]).value = row;
-      }
-    }
-  });
-  return table;
-}
-
 /// Encodes by reading the text: each thread tokenises its chunk and looks every word up.
 std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts,
                                       const Vocab& vocab, const EncodeOptions& options) {
   // The table the vocabulary was counted with when there is one; else one built from the words.
   detail::ShardedWordTable built;
-  if (vocab.lookup() == nullptr) built = lookup_table(vocab, options.threads);
+  if (vocab.lookup() == nullptr) built = detail::lookup_table(vocab, options.threads);
   const detail::ShardedWordTable& table = vocab.lookup() != nullptr ? *vocab.lookup() : built;
   const std::vector<TextChunk> chunks = split_text(parts, std::max<uint32_t>(options.threads, 1));
   const size_t n = chunks.size();
@@ -66,23 +39,7 @@ std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts
                                            static_cast<double>(total_bytes) * 1.05) +
                        1024);
     }
-    auto line_end = [&] {
-      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
-        e.line_ends.push_back(e.tokens.size());
-      }
-    };
-    for (const TextSegment& seg : chunks[t]) {
-      detail::scan_words(
-          seg.text, options.text, [&](uint64_t h) { table.prefetch(h); },
-          [&](std::string_view w, uint64_t h) {
-            const detail::WordTable::Slot* s = table.find(w, h);
-            if (s != nullptr && s->value != detail::WordTable::kNone) {
-              e.tokens.push_back(static_cast<uint32_t>(s->value));
-            }
-          },
-          line_end);
-      if (seg.ends_part) line_end();
-    }
+    detail::encode_chunk(chunks[t], table, options.text, e.tokens, e.line_ends);
   });
   return out;
 }
@@ -123,6 +80,92 @@ std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted) {
 }
 
 }  // namespace
+
+namespace detail {
+
+/// The vocabulary as one lookup table, word -> row, built by `threads` threads (one per shard).
+ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
+  const size_t n = std::max<uint32_t>(threads, 1);
+  const uint32_t rows = vocab.size();
+  std::vector<uint64_t> hashes(rows);
+  run_parallel(n, [&](size_t t) {
+    for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
+      hashes[row] = hash_bytes(vocab.word(static_cast<uint32_t>(row)));
+    }
+  });
+  ShardedWordTable table(n, 0);
+  const size_t shards = table.shard_count();
+  run_parallel(std::min(n, shards), [&](size_t worker) {
+    for (size_t p = worker; p < shards; p += n) {
+      WordTable& shard = table.shard(p);
+      shard.reserve(rows / shards + rows / shards / 8 + 64);
+      for (uint32_t row = 0; row < rows; ++row) {
+        if (table.shard_of(hashes[row]) != p) continue;
+        const std::string& w = vocab.word(row);
+        if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
+        shard.insert(w, hashes[row]).value = row;
+      }
+    }
+  });
+  return table;
+}
+
+void encode_chunk(const TextChunk& chunk, const ShardedWordTable& table, const TextOptions& text,
+                  std::vector<uint32_t>& tokens, std::vector<uint64_t>& line_ends) {
+  const size_t base = tokens.size();
+  auto line_end = [&] {
+    const uint64_t at = tokens.size() - base;
+    if (line_ends.empty() || line_ends.back() != at) line_ends.push_back(at);
+  };
+  for (const TextSegment& seg : chunk) {
+    scan_words(
+        seg.text, text, [&](uint64_t h) { table.prefetch(h); },
+        [&](std::string_view w, uint64_t h) {
+          const WordTable::Slot* s = table.find(w, h);
+          if (s != nullptr && s->value != WordTable::kNone) {
+            tokens.push_back(static_cast<uint32_t>(s->value));
+          }
+        },
+        line_end);
+    if (seg.ends_part) line_end();
+  }
+}
+
+}  // namespace detail
+
+uint64_t CorpusHasher::step(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 29);
+}
+
+void CorpusHasher::add_tokens(const uint32_t* tokens, size_t n) {
+  size_t i = 0;
+  if (words_ % 2 == 1 && n > 0) {
+    token_hash_ = step(token_hash_, pending_ | uint64_t{tokens[0]} << 32);
+    i = 1;
+  }
+  for (; i + 1 < n; i += 2) {
+    token_hash_ = step(token_hash_, tokens[i] | uint64_t{tokens[i + 1]} << 32);
+  }
+  if (i < n) pending_ = tokens[i];
+  words_ += n;
+}
+
+void CorpusHasher::add_start(uint64_t start) {
+  start_hash_ = step(start_hash_, start);
+  ++starts_;
+}
+
+uint64_t CorpusHasher::hash() const {
+  uint64_t t = token_hash_;
+  if (words_ % 2 == 1) t = step(t, pending_);
+  t = step(t, words_);
+  const uint64_t s = step(start_hash_, starts_);
+  uint64_t h = t ^ (s * 0xD6E8FEB86659FD93ull);
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  return h ^ (h >> 32);
+}
 
 EncodedCorpus encode_corpus_serial(std::string_view text, const Vocab& vocab,
                                    const EncodeOptions& options) {
@@ -178,24 +221,15 @@ EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vo
   // sentence, and every max_sentence tokens within a line.
   EncodedCorpus c;
   c.sentence_starts.push_back(0);
-  uint64_t start = 0, base = 0;
-  auto line_end_at = [&](uint64_t end) {
-    while (end - start >= options.max_sentence) {
-      start += options.max_sentence;
-      c.sentence_starts.push_back(start);
-    }
-    if (end > start) {
-      start = end;
-      c.sentence_starts.push_back(start);
-    }
-  };
+  detail::SentenceCutter cutter(options.max_sentence);
+  uint64_t base = 0;
   std::vector<uint64_t> offsets(n + 1, 0);
   for (size_t t = 0; t < n; ++t) {
-    for (uint64_t e : out[t].line_ends) line_end_at(base + e);
+    for (uint64_t e : out[t].line_ends) cutter.line_end(base + e, c.sentence_starts);
     base += out[t].tokens.size();
     offsets[t + 1] = base;
   }
-  line_end_at(base);
+  cutter.line_end(base, c.sentence_starts);
 
   // Concatenate: the first chunk's vector grows to hold all, the others copy in parallel.
   c.tokens = std::move(out[0].tokens);

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -216,6 +217,7 @@ void CorpusText::add_file(const std::string& path) {
   if (format == "text") {
     parts_.push_back(map.view());
     names_.push_back(path);
+    mapped_.push_back(true);
     maps_.push_back(std::move(map));
     return;
   }
@@ -267,7 +269,20 @@ void CorpusText::add_buffer(std::string data, const std::string& name) {
   if (format != "text") refuse(name, format == "gzip" || format == "zstd" ? "binary" : format);
   buffers_.push_back(std::make_unique<std::string>(std::move(data)));
   parts_.push_back(*buffers_.back());
+  mapped_.push_back(false);
   names_.push_back(name);
+}
+
+void CorpusText::release(size_t i, size_t begin, size_t end) const {
+  if (!mapped(i) || begin >= end) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  // Whole pages inside the range only: a page shared with bytes still to read stays.
+  const uintptr_t base = reinterpret_cast<uintptr_t>(parts_[i].data());
+  const uintptr_t first = (base + begin + page - 1) / page * page;
+  const uintptr_t last = (base + std::min(end, parts_[i].size())) / page * page;
+  if (last > first) {
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
 }
 
 uint64_t CorpusText::bytes() const {

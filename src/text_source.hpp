@@ -34,6 +34,12 @@ class CorpusText {
   /// The input names of parts(), in the same order.
   const std::vector<std::string>& names() const { return names_; }
   uint64_t bytes() const;
+  /// Whether part `i` is a mapped file (read in place; the others are held in memory).
+  bool mapped(size_t i) const { return i < mapped_.size() && mapped_[i]; }
+  /// Tells the kernel that bytes [begin, end) of part `i` will not be read again soon, so that
+  /// their pages leave this process's resident memory (they stay in the page cache). Only mapped
+  /// parts are affected; reading them later is still correct.
+  void release(size_t i, size_t begin, size_t end) const;
 
  private:
   void add_file(const std::string& path);
@@ -44,6 +50,7 @@ class CorpusText {
   std::vector<std::unique_ptr<std::string>> buffers_;
   std::vector<std::string_view> parts_;
   std::vector<std::string> names_;
+  std::vector<bool> mapped_;  ///< per part
 };
 
 /// What the first bytes of a file say it is: text, gzip, zstd, or another format that cannot be

@@ -115,16 +115,13 @@ bool checkpoint_records(const std::string& name) {
 }
 
 CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
+  CorpusHasher h;
+  h.add_tokens(corpus.tokens.data(), corpus.tokens.size());
+  for (const uint64_t start : corpus.sentence_starts) h.add_start(start);
   CorpusFingerprint f;
-  f.words = corpus.size();
-  f.sentences = corpus.sentences();
-  const uint64_t a =
-      detail::hash_bytes(std::string_view(reinterpret_cast<const char*>(corpus.tokens.data()),
-                                          corpus.tokens.size() * sizeof(uint32_t)));
-  const uint64_t b = detail::hash_bytes(
-      std::string_view(reinterpret_cast<const char*>(corpus.sentence_starts.data()),
-                       corpus.sentence_starts.size() * sizeof(uint64_t)));
-  f.hash = a ^ (b * 0x9E3779B97F4A7C15ull);
+  f.words = h.words();
+  f.sentences = h.sentences();
+  f.hash = h.hash();
   return f;
 }
 

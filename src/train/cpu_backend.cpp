@@ -52,11 +52,17 @@ void use_pool_of_block(const TrainData& data, uint32_t epoch, uint64_t block, Sc
   use_pool(data, epoch, super_batch_of(block, data.params.pool_blocks), s);
 }
 
+/// Where sentence s starts is starts[s], whether the corpus is whole or a window of it.
+inline const uint64_t* sentence_starts(const TrainData& data) {
+  return data.corpus->sentence_starts.data() - data.corpus->sentence_base;
+}
+
 /// The tokens of [first, last) that subsampling keeps, with their window reductions.
 inline void collect_kept(const TrainData& data, uint32_t epoch, uint64_t first, uint64_t last,
                          std::vector<Kept>& kept, SpanStats* stats) {
   const TrainParams& p = data.params;
-  const uint32_t* tokens = data.corpus->tokens.data();
+  // The corpus may be a window of it: token pos is tokens[pos - token_base].
+  const uint32_t* tokens = data.corpus->tokens.data() - data.corpus->token_base;
   const float* keep = data.keep->data();
   kept.clear();
   for (uint64_t pos = first; pos < last; ++pos) {
@@ -265,7 +271,7 @@ void accumulate_sentence(const TrainData& data, const Model& model, uint32_t epo
 void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, uint64_t b,
                          Scratch& s, BatchGrads& g, SpanStats* stats) {
   const auto& blocks = *data.blocks;
-  const auto& starts = data.corpus->sentence_starts;
+  const uint64_t* starts = sentence_starts(data);
   g.input.clear();
   g.output.clear();
   use_pool_of_block(data, epoch, b, s);
@@ -310,7 +316,7 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
                               float* input_grad, float* output_grad, uint8_t* touched_input,
                               uint8_t* touched_output, SpanStats* stats) {
   const uint32_t dim = data.params.dim;
-  const auto& starts = data.corpus->sentence_starts;
+  const uint64_t* starts = sentence_starts(data);
   Scratch s = make_scratch(dim);
   use_pool(data, epoch, super_batch, s);
   BatchGrads g(dim);
@@ -331,7 +337,7 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
 std::vector<std::vector<uint32_t>> block_example_targets(const TrainData& data, const Model& model,
                                                          uint32_t epoch, uint64_t block) {
   const auto& blocks = *data.blocks;
-  const auto& starts = data.corpus->sentence_starts;
+  const uint64_t* starts = sentence_starts(data);
   Scratch s = make_scratch(data.params.dim);
   use_pool_of_block(data, epoch, block, s);
   SpanStats stats;
@@ -383,7 +389,7 @@ class CpuBackend final : public Backend {
         return;
       }
       const auto& blocks = *data_.blocks;
-      const auto& starts = data_.corpus->sentence_starts;
+      const uint64_t* starts = detail::sentence_starts(data_);
       for (uint64_t b = next++; b < last_block; b = next++) {
         detail::use_pool_of_block(data_, epoch, b, s);
         for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {

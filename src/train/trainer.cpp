@@ -14,7 +14,9 @@
 #include <tuple>
 
 #include "backend.hpp"
+#include "byte_size.hpp"
 #include "corpus.hpp"
+#include "corpus_stream.hpp"
 #include "error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
@@ -23,6 +25,7 @@
 #include "io/export.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
+#include "string_index.hpp"
 #include "text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -149,6 +152,38 @@ void claim_output(const Config& config, const std::string& resume_from) {
       throw Error("cannot remove the older '" + path + "': " + std::strerror(errno));
     }
   }
+}
+
+/// --max-corpus-memory in bytes: auto is a quarter of the machine's memory.
+uint64_t corpus_memory_cap(const Config& config) {
+  if (config.max_corpus_memory > 0) return config.max_corpus_memory;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{4} << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4;
+}
+
+// A streamed corpus's share of --max-corpus-memory (README: host memory): half for the blocks
+// that wait, a quarter for the blocks being trained, a quarter for their sentence offsets and
+// the encoder's slice.
+uint64_t stream_window_bytes(uint64_t cap) { return cap / 2; }
+uint64_t stream_span_blocks(uint64_t cap, uint64_t backend_blocks) {
+  return std::clamp<uint64_t>(cap / 4 / (kBlockWords * sizeof(uint32_t)), 1, backend_blocks);
+}
+
+/// The fingerprint that checkpoints of versions before streaming recorded (a whole-buffer hash):
+/// their checkpoints still resume on a corpus held whole.
+CorpusFingerprint legacy_fingerprint(const EncodedCorpus& corpus) {
+  CorpusFingerprint f;
+  f.words = corpus.size();
+  f.sentences = corpus.sentences();
+  const uint64_t a =
+      detail::hash_bytes(std::string_view(reinterpret_cast<const char*>(corpus.tokens.data()),
+                                          corpus.tokens.size() * sizeof(uint32_t)));
+  const uint64_t b = detail::hash_bytes(
+      std::string_view(reinterpret_cast<const char*>(corpus.sentence_starts.data()),
+                       corpus.sentence_starts.size() * sizeof(uint64_t)));
+  f.hash = a ^ (b * 0x9E3779B97F4A7C15ull);
+  return f;
 }
 
 bool same_vocabulary(const Vocab& a, const Vocab& b) {
@@ -346,8 +381,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   auto t = Clock::now();
   CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
+  // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
+  // would take more than --max-corpus-memory, and only on the CPU (cuda holds it whole).
+  const uint64_t corpus_memory = corpus_memory_cap(config);
+  const bool on_cpu = resolve_device(config.device) == DeviceKind::kCpu;
   t = Clock::now();
   Vocab counted;
+  bool counted_here = false;
   if (ck) {
     if (requested.given.count("corpus")) {
       if (!same_vocabulary(count_vocabulary(text.parts(), config), ck->vocab)) {
@@ -360,29 +400,110 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   } else if (!config.vocab_file.empty()) {
     counted = read_vocabulary(config);
   } else {
-    // An empty vocabulary is counted again, and reported, by make_training_set.
-    counted = count_vocabulary(text.parts(), config);
+    // The count keeps its codes for a fast encoding only when the corpus will be held whole.
+    counted = count_vocabulary(text.parts(), config, !on_cpu || text.bytes() <= corpus_memory);
+    counted_here = true;
   }
   times.vocabulary = seconds_since(t);
+  // 4 bytes a word and 8 a sentence; a sentence of 40 words is short (random walks).
+  const uint64_t corpus_bytes = ck             ? ck->corpus.words * 4 + ck->corpus.sentences * 8
+                                : counted_here ? counted.total_count() / 10 * 42
+                                               : text.bytes();
+  const bool streamed = on_cpu && corpus_bytes > corpus_memory;
+  if (streamed) {
+    // The count read every page of the mapped text; the stream reads it again slice by slice.
+    for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
+  }
+  if (!on_cpu && config.given.count("max-corpus-memory") > 0 && corpus_bytes > corpus_memory) {
+    throw UsageError(
+        "--max-corpus-memory: the cuda backend holds the encoded corpus whole "
+        "(about " +
+        format_byte_size(corpus_bytes) + " here); raise it, or train with --device cpu");
+  }
   t = Clock::now();
-  const TrainingSet set = make_training_set(text.parts(), config, std::move(counted));
-  // Encoded, the text is read no more: its maps and buffers go before the tables are allocated,
-  // so that they do not add to the peak of host memory.
-  text = CorpusText();
+  TrainingSet set = streamed ? make_training_set(std::move(counted), EncodedCorpus{}, config)
+                             : make_training_set(text.parts(), config, std::move(counted));
+  // Encoded whole, the text is read no more: its maps and buffers go before the tables are
+  // allocated, so that they do not add to the peak of host memory (a stream reads it again).
+  if (!streamed) text = CorpusText();
   const Vocab& vocab = set.vocab;
   if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
-  const CorpusFingerprint corpus_id = fingerprint(set.corpus);
-  if (ck && !(corpus_id == ck->corpus)) {
+  std::optional<CorpusFingerprint> corpus_id;
+  if (!streamed) corpus_id = fingerprint(set.corpus);
+  // A streamed corpus: its words per epoch come from the count (or a pass over it), its
+  // fingerprint at the end of the first pass (or from a pass before training, when resuming).
+  EncodeOptions encode_options;
+  encode_options.text = config.text_options();
+  encode_options.threads = config.effective_threads();
+  detail::ShardedWordTable built_table;
+  std::optional<uint64_t> cache_key;
+  std::string cache_file;
+  std::vector<uint64_t> stream_bounds{0};
+  uint64_t stream_words = 0;
+  std::function<std::unique_ptr<BlockReader>()> open_pass;
+  if (streamed) {
+    if (vocab.lookup() == nullptr)
+      built_table = detail::lookup_table(vocab, encode_options.threads);
+    const detail::ShardedWordTable& table =
+        vocab.lookup() != nullptr ? *vocab.lookup() : built_table;
+    if (!config.cache_dir.empty()) {
+      prepare_output_dir(config.cache_dir);
+      cache_key = encoding_key(corpus_paths(config), vocab, encode_options);
+      if (cache_key) cache_file = cache_path(config.cache_dir, *cache_key);
+    }
+    open_pass = [&, cache = cache_key]() -> std::unique_ptr<BlockReader> {
+      if (cache && read_cache_summary(cache_file, *cache)) {
+        return cache_block_reader(cache_file, *cache, vocab.size());
+      }
+      // Slices of text small beside the cap: a slice's tokens are held while it is cut.
+      const size_t slice = static_cast<size_t>(
+          std::clamp<uint64_t>(corpus_memory / 8, uint64_t{64} << 10, uint64_t{1} << 20));
+      std::unique_ptr<BlockReader> r = text_block_reader(text, table, encode_options, slice);
+      if (cache) r = caching_block_reader(std::move(r), cache_file, *cache);
+      return r;
+    };
+    if (counted_here) {
+      stream_words = vocab.total_count();
+    } else {
+      // A vocabulary read from a file or a checkpoint does not say how many words the corpus
+      // has, nor where resuming lands: one pass says (and writes the cache on the way).
+      std::unique_ptr<BlockReader> r = open_pass();
+      StreamBlock b;
+      CorpusHasher h;
+      h.add_start(0);
+      while (r->next(b)) {
+        h.add_tokens(b.tokens.data(), b.tokens.size());
+        for (size_t i = 1; i < b.starts.size(); ++i) h.add_start(b.starts[i]);
+        stream_bounds.push_back(b.first_sentence + b.starts.size() - 1);
+      }
+      r.reset();
+      corpus_id = CorpusFingerprint{h.words(), h.sentences(), h.hash()};
+      stream_words = h.words();
+      if (stream_words == 0)
+        throw Error("corpus '" + config.corpus + "' holds no word of the vocabulary");
+    }
+  }
+  if (ck && !(*corpus_id == ck->corpus) &&
+      !(!streamed && legacy_fingerprint(set.corpus) == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
   }
   times.encoding = seconds_since(t);
   if (out) {
-    std::fprintf(out,
-                 "vocabulary: %u words (min-count %llu); %llu words/epoch in %llu sentences "
-                 "(%.2f s)\n",
-                 vocab.size(), static_cast<unsigned long long>(config.min_count),
-                 static_cast<unsigned long long>(set.corpus.size()),
-                 static_cast<unsigned long long>(set.corpus.sentences()), seconds_since(t0));
+    if (streamed) {
+      std::fprintf(out,
+                   "vocabulary: %u words (min-count %llu); %llu words/epoch, streamed: more than "
+                   "--max-corpus-memory %s encoded (%.2f s)\n",
+                   vocab.size(), static_cast<unsigned long long>(config.min_count),
+                   static_cast<unsigned long long>(stream_words),
+                   format_byte_size(corpus_memory).c_str(), seconds_since(t0));
+    } else {
+      std::fprintf(out,
+                   "vocabulary: %u words (min-count %llu); %llu words/epoch in %llu sentences "
+                   "(%.2f s)\n",
+                   vocab.size(), static_cast<unsigned long long>(config.min_count),
+                   static_cast<unsigned long long>(set.corpus.size()),
+                   static_cast<unsigned long long>(set.corpus.sentences()), seconds_since(t0));
+    }
     // What --min-count and --max-vocab left out, as gensim's build_vocab reports it.
     const uint64_t distinct = vocab.distinct_words(), tokens = vocab.corpus_tokens();
     if (distinct > vocab.size() && tokens > 0) {
@@ -404,7 +525,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                               config.gpu_options());
     config = plan_train_sizes(config, set.train_data(config), *gpu);
   }
-  const TrainData data = set.train_data(config);
+  EncodedCorpus window;  // the blocks a streamed run trains now
+  TrainData data = set.train_data(config);
+  if (streamed) {
+    data.corpus = &window;
+    data.blocks = &stream_bounds;
+    data.params.words_per_epoch = stream_words;
+  }
   const TrainParams& p = data.params;
 
   Model model;
@@ -430,15 +557,29 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       make_backend(config.device, model, data, threads, gpu_settings);
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
   CheckpointDir checkpoints(config.output, config.keep_checkpoints, p.words_per_epoch);
-  CheckpointWriter writer(checkpoints, config, vocab, corpus_id);
+  // Made once the corpus's fingerprint is known (a streamed corpus: after its first pass).
+  std::optional<CheckpointWriter> writer;
+  if (corpus_id) writer.emplace(checkpoints, config, vocab, *corpus_id);
+  auto ensure_writer = [&] {
+    if (writer) return;
+    // Stopped during the first pass of a streamed corpus: one pass of its own says.
+    std::unique_ptr<BlockReader> r = open_pass();
+    const StreamSummary f = scan_blocks(*r);
+    corpus_id = CorpusFingerprint{f.words, f.sentences, f.hash};
+    writer.emplace(checkpoints, config, vocab, *corpus_id);
+  };
   times.setup += seconds_since(t);
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
   const LrSchedule schedule = make_schedule(p, data.optimizer);
   Progress progress(out, total_words, pos.words_done, p.epochs);
-  const uint64_t nblocks = set.block_count();
+  // A streamed corpus's block count is known before training only when resuming (the pass above).
+  const uint64_t nblocks = streamed ? stream_bounds.size() - 1 : set.block_count();
   if (!requested.resume.empty()) check_resume_position(pos, nblocks, requested.resume);
-  const uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
+  std::optional<CorpusStream> stream;
+  if (streamed) stream.emplace(stream_window_bytes(corpus_memory));
+  uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
+  if (streamed) span_blocks = stream_span_blocks(corpus_memory, span_blocks);
   const auto t_train = Clock::now();
   const uint64_t words_at_start = pos.words_done;
   uint64_t examples = 0;
@@ -450,8 +591,15 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   for (uint32_t epoch = pos.epoch; epoch < p.epochs; ++epoch) {
     double epoch_loss = 0;
     uint64_t epoch_terms = 0;
-    for (uint64_t b = pos.block; b < nblocks; b += span_blocks) {
-      const uint64_t e = std::min(nblocks, b + span_blocks);
+    if (stream) stream->start(open_pass(), pos.block);
+    for (uint64_t b = pos.block, e = 0;; b = e) {
+      e = std::min(nblocks, b + span_blocks);
+      if (stream) {
+        e = b + stream->take(span_blocks, window, stream_bounds);
+        if (e == b) break;
+      } else if (b >= nblocks) {
+        break;
+      }
       const SpanStats s = backend->train(epoch, b, e);
       pos = {epoch, e, pos.words_done + s.words};
       examples += s.loss_terms;
@@ -469,20 +617,36 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         progress.finish();
         // Nothing trains after this checkpoint: it is written from the tables, here.
         backend->sync_to_host();
-        writer.write_now(false, model, pos, schedule.at(pos.words_done));
-        const std::string& path = writer.wait();
+        ensure_writer();
+        writer->write_now(false, model, pos, schedule.at(pos.words_done));
+        const std::string& path = writer->wait();
         throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
                                    std::to_string(pos.words_done) +
                                    " words; resume with: " + resume_command(config, path));
       }
       // A timed checkpoint waits while the previous one is still being written.
-      if (config.checkpoint_interval > 0 && e < nblocks && !writer.busy() &&
-          seconds_since(last_checkpoint) >= config.checkpoint_interval) {
+      // Not after an epoch's last block (its end writes one), nor in a streamed corpus's first
+      // pass (its fingerprint is not known yet); blocks known beyond e say e is not the last.
+      if (config.checkpoint_interval > 0 && e + 1 < data.blocks->size() && writer &&
+          !writer->busy() && seconds_since(last_checkpoint) >= config.checkpoint_interval) {
         const auto tc = Clock::now();
         backend->sync_to_host();
-        writer.write_snapshot(false, model, pos, schedule.at(pos.words_done));
+        writer->write_snapshot(false, model, pos, schedule.at(pos.words_done));
         last_checkpoint = Clock::now();
         side_seconds += seconds_since(tc);
+      }
+    }
+    if (stream) {
+      const StreamSummary& f = stream->summary();
+      const CorpusFingerprint read{f.words, f.sentences, f.hash};
+      if (f.words != p.words_per_epoch || (corpus_id && !(read == *corpus_id))) {
+        throw Error("corpus '" + config.corpus + "' changed while it was trained on (" +
+                    std::to_string(f.words) + " words of the vocabulary in this pass, " +
+                    std::to_string(p.words_per_epoch) + " expected)");
+      }
+      if (!writer) {
+        corpus_id = read;
+        writer.emplace(checkpoints, config, vocab, *corpus_id);
       }
     }
     pos = {epoch + 1, 0, pos.words_done};
@@ -492,7 +656,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     if (keep_any || last) {
       const auto tc = Clock::now();
       backend->sync_to_host();
-      if (keep_any && !last) writer.write_snapshot(true, model, pos, schedule.at(pos.words_done));
+      if (keep_any && !last) writer->write_snapshot(true, model, pos, schedule.at(pos.words_done));
       last_checkpoint = Clock::now();
       side_seconds += seconds_since(tc);
     }
@@ -513,9 +677,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
   // while the export files are.
   const auto t_export = Clock::now();
-  writer.release_snapshot();
+  ensure_writer();
+  writer->release_snapshot();
   if (keep_any) {
-    writer.write_in_place(true, model, pos, schedule.at(pos.words_done));
+    writer->write_in_place(true, model, pos, schedule.at(pos.words_done));
   }
   ExportOptions export_options;
   export_options.formats = config.formats;
@@ -554,10 +719,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   StagedFiles staged(config.output);
   write_export(staged, vocab, model, export_options);
-  summary.last_checkpoint = writer.wait();
+  summary.last_checkpoint = writer->wait();
   times.export_files = seconds_since(t_export);
-  times.checkpoints = writer.caller_seconds();
-  times.checkpoint_writing = writer.write_seconds();
+  times.checkpoints = writer->caller_seconds();
+  times.checkpoint_writing = writer->write_seconds();
 
   summary.vocab_size = vocab.size();
   summary.corpus_tokens = vocab.corpus_tokens();

@@ -30,13 +30,14 @@ TrainData TrainingSet::train_data(const Config& config) const {
   return data;
 }
 
-Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config) {
+Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config,
+                       bool keep_tokens) {
   VocabOptions options;
   options.min_count = config.min_count;
   options.max_vocab = config.max_vocab;
   options.text = config.text_options();
   options.threads = config.effective_threads();
-  options.keep_tokens = true;
+  options.keep_tokens = keep_tokens;
   Vocab vocab = Vocab::count(parts, options);
   if (vocab.empty()) {
     throw Error(vocab.corpus_tokens() == 0

@@ -29,8 +29,11 @@ struct TrainingSet {
 };
 
 /// The vocabulary of `parts` (the corpus files' texts, in order) with `config`'s limits, text
-/// options and threads. Throws Error when no word is left to train on.
-Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config);
+/// options and threads. `keep_tokens`: keep what the count read, for a faster encoding of the
+/// whole corpus (4 bytes a word until it is encoded). Throws Error when no word is left to
+/// train on.
+Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config,
+                       bool keep_tokens = true);
 
 /// The vocabulary of `config.vocab_file` (word<TAB>count lines, rows in file order) less the words
 /// below --min-count, at most --max-vocab of them. Throws Error when none is left.
