@@ -413,7 +413,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
                               config.gpu_options());
     model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                           gpu->placement == Placement::kPaged, hint);
+                           gpu->placement == Placement::kPaged, hint, config.storage);
     init_model(model, config.seed, config.effective_threads());
   }
   const uint32_t threads = config.effective_threads();
