@@ -8,7 +8,6 @@
 
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
-#include "kernels/device_draws.cuh"
 #include "kernels/device_limits.hpp"
 #include "kernels/work_claim.cuh"
 
@@ -245,8 +244,7 @@ __device__ __forceinline__ float widen(Storage s, uint16_t h) { return half_to_f
 /// The 16-bit value v of table t, column c goes back as (storage.hpp's half_write_back).
 __device__ __forceinline__ uint16_t write_back(Storage s, float v, uint64_t seed, uint32_t t,
                                                uint32_t c) {
-  const Philox4 r = detail::philox_block(round_counter(v, t, c), draw_key(seed));
-  return half_round_stochastic(s, v, r.v[0]);
+  return half_write_back(s, v, seed, t, c);
 }
 
 /// Rounds the kVec values of columns c … of table t going back; `v` becomes the rounded values
@@ -270,8 +268,8 @@ __device__ __forceinline__ uint16_t narrow(Storage s, float& v, uint64_t seed, i
 /// move_rows_kernel for host tables of 16-bit storage: the same mapping of items to warps and
 /// lanes (a lane carries kVec values of a row), the same order of loads and stores; values are
 /// widened on the way in and rounded stochastically on the way out (MoveArgs), and kToHost
-/// writes the rounded values back to the device row as well. The rounding draws one Philox
-/// block per value: the move waits on PCIe, not on arithmetic.
+/// writes the rounded values back to the device row as well. The rounding bits are a few
+/// integer multiplies a value (storage.hpp's round_bits), small beside a PCIe round trip.
 template <int kVec, int kBatch>
 __global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t pieces,
                                       uint32_t host_v, uint32_t dev_v) {

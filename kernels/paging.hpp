@@ -143,7 +143,7 @@ enum class MoveKind {
 ///
 /// 16-bit host storage (host_storage bf16 or fp16, storage.hpp): a row coming in is widened to
 /// fp32 (exact); a row going out is rounded stochastically, value v of table t, column c, with
-/// half_write_back(storage, v, round_seed, t, c), bits drawn from Philox on v's own bits and its
+/// half_write_back(storage, v, round_seed, t, c), bits hashed from v's own bits and its
 /// place, so a value is rounded the same whenever and wherever it goes back. kToHost also
 /// writes the rounded values back to the device row, so that after a write-back the device and
 /// host copies agree (a flushed row trains on from the value a checkpoint holds).

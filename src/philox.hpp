@@ -53,7 +53,6 @@ enum class DrawKind : uint32_t {
   kNegative = 1,   ///< negatives of one (centre, context-slot) pair, four per call.
   kInit = 2,       ///< initial input vectors, four values per call.
   kPool = 3,       ///< one entry of a super-batch's negative pool (negative_pool.hpp).
-  kRound = 4,      ///< stochastic rounding of a row written back to 16-bit storage (storage.hpp).
 };
 
 /// The key of every draw of a run: the two halves of its seed.

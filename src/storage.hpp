@@ -9,16 +9,15 @@
 /// table, resume), and stochastic rounding (a trained row written back): the value rounds up
 /// with probability equal to its distance from the value below, in units of the spacing there,
 /// so the rounding is unbiased in mean and small updates are not lost (as FBGEMM's
-/// table-batched embeddings do for their fp16 and bf16 weights). The random bits come from
-/// Philox on a counter of the value and its place (round_bits), so deterministic runs stay
-/// deterministic.
+/// table-batched embeddings do for their fp16 and bf16 weights). The random bits are a hash of
+/// the value and its place (round_bits), so deterministic runs stay deterministic.
 /// NaN stays NaN and ±Inf stays ±Inf; finite values past the largest finite one become ±Inf.
 
 #include <cstdint>
 #include <cstring>
 #include <string>
 
-#include "philox.hpp"
+#include "philox.hpp"  // PAGEDW2V_HD
 
 namespace pagedw2v {
 
@@ -179,25 +178,32 @@ PAGEDW2V_HD uint16_t half_round_stochastic(Storage s, float f, uint32_t r) {
   return s == Storage::kBf16 ? bf16_round_stochastic(f, r) : fp16_round_stochastic(f, r);
 }
 
-/// The Philox counter of the random bits that round value f of column `column` of table `table`
-/// (a move's table index, kernels/paging.hpp) when a row is written back to 16-bit storage. It
-/// holds f's own bits, so rounding is a function of the value and its place: a value is
-/// rounded the same wherever and whenever it is written back (the placement, the cache's state
-/// and a resume do not change it), and afresh whenever training changes it.
-PAGEDW2V_HD Philox4 round_counter(float f, uint32_t table, uint32_t column) {
-  return draw_counter(detail::float_bits(f), table, DrawKind::kRound, column & 0x0FFFFFFFu);
+/// A 32-bit hash with full avalanche (lowbias32, C. Wellons): each input bit flips each output
+/// bit with probability close to 1/2.
+PAGEDW2V_HD uint32_t hash32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7FEB352Du;
+  x ^= x >> 15;
+  x *= 0x846CA68Bu;
+  x ^= x >> 16;
+  return x;
 }
 
-/// The random bits of round_counter under draw_key(seed) (host form; the kernels draw the same
-/// with cuRAND).
-inline uint32_t round_bits(uint64_t seed, float f, uint32_t table, uint32_t column) {
-  const PhiloxKey key = draw_key(seed);
-  return philox4x32(round_counter(f, table, column), key.k0, key.k1).v[0];
+/// The 32 random bits that round value f of column `column` of table `table` (a move's table
+/// index, kernels/paging.hpp) when it is written back to 16-bit storage, under key `seed`: a hash
+/// of f's own bits and its place. So a value is rounded the same wherever and whenever it is
+/// written back (the placement, the cache's state and a resume do not change it), and afresh
+/// whenever training changes it; a hash, not a Philox draw, because the row moves compute one
+/// per value moved.
+PAGEDW2V_HD uint32_t round_bits(uint64_t seed, float f, uint32_t table, uint32_t column) {
+  const uint32_t place = hash32((table << 24) ^ column ^ static_cast<uint32_t>(seed >> 32)) ^
+                         static_cast<uint32_t>(seed);
+  return hash32(detail::float_bits(f) ^ hash32(place));
 }
 
 /// f written back to 16-bit storage `s`: stochastic rounding with the bits of round_bits.
-inline uint16_t half_write_back(Storage s, float f, uint64_t seed, uint32_t table,
-                                uint32_t column) {
+PAGEDW2V_HD uint16_t half_write_back(Storage s, float f, uint64_t seed, uint32_t table,
+                                     uint32_t column) {
   return half_round_stochastic(s, f, round_bits(seed, f, table, column));
 }
 

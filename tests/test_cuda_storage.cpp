@@ -1,6 +1,6 @@
 // Host tables of 16-bit storage on the GPU: the row moves (kernels/paging.hpp) widen rows coming
 // in and round rows going out stochastically, compared value by value with storage.hpp's CPU
-// functions on the same Philox bits; and the resident copies of DeviceTables, both ways.
+// functions on the same rounding bits; and the resident copies of DeviceTables, both ways.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -165,7 +165,7 @@ TEST_P(Storage16, StochasticRoundingPicksANeighbour) {
   }
 }
 
-/// The mean of many stochastic roundings of f, each with fresh Philox bits (a new key each).
+/// The mean of many stochastic roundings of f, each with fresh bits (a new key each).
 double stochastic_mean(Storage s, float f, uint64_t seed, uint32_t n) {
   double sum = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -242,6 +242,32 @@ TEST_P(Storage16, WriteBackIsUnbiasedOverValues) {
   EXPECT_GT(nearest_error, 0.0);
 }
 
+// Updates far smaller than the spacing, applied step after step with the step in the key (as
+// the optimizer steps round), add up on average; rounding to nearest would never move.
+TEST_P(Storage16, SmallUpdatesAccumulateOverSteps) {
+  const Storage s = GetParam();
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const float spacing = s == Storage::kBf16 ? 1.0f / 128 : 1.0f / 1024;
+  const float delta = spacing / 64;
+  constexpr int kSteps = 20000;
+  constexpr int kColumns = 32;
+  double mean = 0;
+  for (uint32_t c = 0; c < kColumns; ++c) {
+    float x = 1.0f, nearest = 1.0f;
+    for (int step = 0; step < kSteps; ++step) {
+      const uint64_t key = seed + (step + 1) * 0x9E3779B97F4A7C15ull;
+      x = half_to_float(s, half_write_back(s, x + delta, key, 0, c));
+      nearest = half_to_float(s, half_round_nearest(s, nearest + delta));
+    }
+    ASSERT_EQ(nearest, 1.0f);
+    mean += x;
+  }
+  mean /= kColumns;
+  const double want = 1.0 + double(delta) * kSteps;  // about 1 + 312 spacings
+  EXPECT_NEAR(mean, want, 0.05 * (want - 1.0)) << to_string(s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, Storage16, ::testing::Values(Storage::kBf16, Storage::kFp16),
                          [](const auto& info) { return to_string(info.param); });
 
@@ -262,6 +288,7 @@ TEST(Storage, NamesParseBack) {
 
 TEST(Storage, RoundingBitsDependOnValueTableColumnAndKey) {
   const uint32_t a = round_bits(5, 0.25f, 2, 7);
+  EXPECT_NE(a, round_bits(5ull << 32, 0.25f, 2, 7));
   EXPECT_NE(a, round_bits(5, std::nextafter(0.25f, 1.0f), 2, 7));
   EXPECT_NE(a, round_bits(5, 0.25f, 3, 7));
   EXPECT_NE(a, round_bits(5, 0.25f, 2, 8));

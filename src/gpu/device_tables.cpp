@@ -217,11 +217,14 @@ void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t ste
     if (host_storage() != Storage::kFp32) {
       // The stepped rows take values the 16-bit host tables hold (table indices as in
       // move_args), so that they move to the host and back unchanged: a run's values then do
-      // not depend on when rows are paged, and paged equals resident.
-      launch_round_rows(host_storage(), kRoundSeed, t, s.table, stride_, dim_, step_rows_[t].data(),
+      // not depend on when rows are paged, and paged equals resident. The step is part of the
+      // key: a row that gets the same small update from the same value at every step still
+      // moves by it on average instead of rounding back the same way each time.
+      const uint64_t key = kRoundSeed + (step + 1) * 0x9E3779B97F4A7C15ull;
+      launch_round_rows(host_storage(), key, t, s.table, stride_, dim_, step_rows_[t].data(),
                         step_count_.data() + t, device_rows_, stream);
       for (uint32_t k = 0; k < nstate_; ++k) {
-        launch_round_rows(host_storage(), kRoundSeed, 2 + 2 * k + t, s.state[k], stride_, dim_,
+        launch_round_rows(host_storage(), key, 2 + 2 * k + t, s.state[k], stride_, dim_,
                           step_rows_[t].data(), step_count_.data() + t, device_rows_, stream);
       }
     }
