@@ -3,6 +3,7 @@
 // storage, fp32 exports in every format, the run check, and the CPU backend's refusal.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
