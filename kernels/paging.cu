@@ -218,7 +218,158 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
   }
 }
 
+/// Host values of 16-bit storage as the move kernel carries them: kVec consecutive values of
+/// one row (4: 8 bytes of host memory against a float4 of device memory; 1: one value).
+template <int kVec>
+struct HalfVec;
+template <>
+struct HalfVec<4> {
+  using Host = uint2;
+  using Dev = float4;
+};
+template <>
+struct HalfVec<1> {
+  using Host = uint16_t;
+  using Dev = float;
+};
+
+__device__ __forceinline__ float4 widen(Storage s, uint2 h) {
+  return make_float4(half_to_float(s, static_cast<uint16_t>(h.x)),
+                     half_to_float(s, static_cast<uint16_t>(h.x >> 16)),
+                     half_to_float(s, static_cast<uint16_t>(h.y)),
+                     half_to_float(s, static_cast<uint16_t>(h.y >> 16)));
+}
+__device__ __forceinline__ float widen(Storage s, uint16_t h) { return half_to_float(s, h); }
+
+/// The 16-bit value v of table t, column c goes back as (storage.hpp's half_write_back).
+__device__ __forceinline__ uint16_t write_back(Storage s, float v, uint64_t seed, uint32_t t,
+                                               uint32_t c) {
+  return half_write_back(s, v, seed, t, c);
+}
+
+/// Rounds the kVec values of columns c … of table t going back; `v` becomes the rounded values
+/// as fp32.
+__device__ __forceinline__ uint2 narrow(Storage s, float4& v, uint64_t seed, int t, uint32_t c) {
+  const uint32_t tt = static_cast<uint32_t>(t);
+  const uint16_t h0 = write_back(s, v.x, seed, tt, c);
+  const uint16_t h1 = write_back(s, v.y, seed, tt, c + 1);
+  const uint16_t h2 = write_back(s, v.z, seed, tt, c + 2);
+  const uint16_t h3 = write_back(s, v.w, seed, tt, c + 3);
+  v = make_float4(half_to_float(s, h0), half_to_float(s, h1), half_to_float(s, h2),
+                  half_to_float(s, h3));
+  return make_uint2(h0 | (uint32_t{h1} << 16), h2 | (uint32_t{h3} << 16));
+}
+__device__ __forceinline__ uint16_t narrow(Storage s, float& v, uint64_t seed, int t, uint32_t c) {
+  const uint16_t h = write_back(s, v, seed, static_cast<uint32_t>(t), c);
+  v = half_to_float(s, h);
+  return h;
+}
+
+/// move_rows_kernel for host tables of 16-bit storage: the same mapping of items to warps and
+/// lanes (a lane carries kVec values of a row), the same order of loads and stores; values are
+/// widened on the way in and rounded stochastically on the way out (MoveArgs), and kToHost
+/// writes the rounded values back to the device row as well. The rounding bits are a few
+/// integer multiplies a value (storage.hpp's round_bits), small beside a PCIe round trip.
+template <int kVec, int kBatch>
+__global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t pieces,
+                                      uint32_t host_v, uint32_t dev_v) {
+  using Host = typename HalfVec<kVec>::Host;
+  using Dev = typename HalfVec<kVec>::Dev;
+  const Storage st = a.host_storage;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
+  const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
+  const bool swap = kind == MoveKind::kSwap;
+  const bool to_host = kind == MoveKind::kToHost;
+  const uint32_t per_entry = static_cast<uint32_t>(a.table_count) * pieces;
+  const uint64_t items = uint64_t{a.n} * per_entry;
+  const auto next = [&](uint64_t g) -> uint64_t {
+    return a.claim != nullptr ? detail::claim_batch(a.claim, kBatch) : g + warps * kBatch;
+  };
+  for (uint64_t g0 = a.claim != nullptr ? next(0) : warp * kBatch; g0 < items; g0 = next(g0)) {
+    bool in[kBatch], out[kBatch];
+    uint64_t host_in[kBatch], host_out[kBatch], dev[kBatch];
+    uint32_t column[kBatch];
+    int table[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const uint64_t g = g0 + b;
+      in[b] = out[b] = false;
+      host_in[b] = host_out[b] = dev[b] = 0;
+      column[b] = 0;
+      table[b] = 0;
+      if (g >= items) continue;
+      const uint32_t k = static_cast<uint32_t>(g / per_entry);
+      const uint32_t r = static_cast<uint32_t>(g % per_entry);
+      const uint32_t c = (r % pieces) * 32 + lane;
+      if (c >= row_v) continue;
+      table[b] = static_cast<int>(r / pieces);
+      const uint32_t h = a.host_rows != nullptr ? a.host_rows[k] : k;
+      const uint32_t o = swap ? a.out_rows[k] : kNoRow;
+      in[b] = !to_host && h != kNoRow;
+      out[b] = to_host ? h != kNoRow : o != kNoRow;
+      column[b] = c * kVec;
+      host_in[b] = uint64_t{h} * host_v + c;
+      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;
+      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
+      dev[b] = d * dev_v + c;
+    }
+    Dev v[kBatch];
+    Host h[kBatch];
+    // Out first: a slot's old row is read before anything writes the slot (same thread).
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (out[b]) v[b] = reinterpret_cast<const Dev*>(a.tables[table[b]].device)[dev[b]];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (!out[b]) continue;
+      const Host x = narrow(st, v[b], a.round_seed, a.round_table_base + table[b], column[b]);
+      reinterpret_cast<Host*>(a.tables[table[b]].host)[host_out[b]] = x;
+      if (to_host) reinterpret_cast<Dev*>(a.tables[table[b]].device)[dev[b]] = v[b];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (in[b]) h[b] = reinterpret_cast<const Host*>(a.tables[table[b]].host)[host_in[b]];
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (in[b]) reinterpret_cast<Dev*>(a.tables[table[b]].device)[dev[b]] = widen(st, h[b]);
+    }
+  }
+}
+
+/// One warp a listed row at a time (rows strided over the warps), lanes over its columns:
+/// coalesced reads and writes of each row.
+__global__ void round_rows_kernel(Storage s, uint64_t seed, uint32_t table_index,
+                                  float* __restrict__ table, uint32_t stride, uint32_t dim,
+                                  const uint32_t* __restrict__ rows, const uint32_t* d_count,
+                                  uint64_t capacity) {
+  const uint64_t n = d_count != nullptr ? min(uint64_t{*d_count}, capacity) : capacity;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
+  for (uint64_t k = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5; k < n; k += warps) {
+    float* row = table + (rows != nullptr ? uint64_t{rows[k]} : k) * stride;
+    for (uint32_t c = lane; c < dim; c += 32) {
+      row[c] = half_to_float(s, write_back(s, row[c], seed, table_index, c));
+    }
+  }
+}
+
 }  // namespace
+
+void launch_round_rows(Storage storage, uint64_t seed, uint32_t table_index, float* table,
+                       uint32_t stride, uint32_t dim, const uint32_t* rows, const uint32_t* d_count,
+                       uint64_t capacity, cudaStream_t stream) {
+  if (capacity == 0 || dim == 0 || storage == Storage::kFp32) return;
+  const int sms = detail::device_limits().sms;
+  const uint64_t blocks = (capacity * 32 + kThreads - 1) / kThreads;
+  const unsigned grid =
+      static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(blocks, uint64_t(sms) * 8)));
+  round_rows_kernel<<<grid, kThreads, 0, stream>>>(storage, seed, table_index, table, stride, dim,
+                                                   rows, d_count, capacity);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
 
 void launch_mark_cold_ids(const uint32_t* ids, uint64_t n, uint32_t hot, uint8_t* marks,
                           unsigned long long* cold_refs, cudaStream_t stream) {
@@ -349,11 +500,13 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   }
   constexpr int kBatch = 8;
   const int sms = detail::device_limits().sms;
+  const bool half = a.host_storage != Storage::kFp32;
+  // Four values a lane: 16 bytes of host memory for fp32, 8 for 16-bit storage.
+  const uintptr_t host_align = half ? 7u : 15u;
   bool aligned = a.dim % 4 == 0 && a.stride % 4 == 0 && host_stride % 4 == 0;
   for (int t = 0; t < a.table_count; ++t) {
-    aligned = aligned && ((reinterpret_cast<uintptr_t>(a.tables[t].host) |
-                           reinterpret_cast<uintptr_t>(a.tables[t].device)) &
-                          15u) == 0;
+    aligned = aligned && (reinterpret_cast<uintptr_t>(a.tables[t].host) & host_align) == 0 &&
+              (reinterpret_cast<uintptr_t>(a.tables[t].device) & 15u) == 0;
   }
   const uint32_t row_v = aligned ? a.dim / 4 : a.dim;
   const uint32_t pieces = (row_v + 31) / 32;
@@ -365,7 +518,13 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
   const unsigned grid =
       static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
-  if (aligned) {
+  if (half && aligned) {
+    move_half_rows_kernel<4, kBatch>
+        <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride / 4, a.stride / 4);
+  } else if (half) {
+    move_half_rows_kernel<1, kBatch>
+        <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride, a.stride);
+  } else if (aligned) {
     move_rows_kernel<float4, kBatch>
         <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride / 4, a.stride / 4);
   } else {

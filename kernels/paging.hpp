@@ -32,6 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "storage.hpp"
+
 namespace pagedw2v {
 
 /// An empty slot, an id without a slot, or an entry of a move list to skip.
@@ -113,10 +115,11 @@ void launch_flag_used_slots(const uint32_t* slot_id, const uint32_t* slot_use, u
                             uint64_t since, uint32_t* ids, unsigned long long* used,
                             cudaStream_t stream);
 
-/// One table moved with the others: `host` (row r at host + r · host_stride, mapped host memory
-/// addressed by its host pointer) and `device` (row r at device + r · stride).
+/// One table moved with the others: `host` (row r at host + r · host_stride values, mapped host
+/// memory addressed by its host pointer, or device memory; floats or 16-bit values as
+/// MoveArgs::host_storage says) and `device` (fp32, row r at device + r · stride).
 struct PagedTable {
-  float* host = nullptr;
+  void* host = nullptr;
   float* device = nullptr;
 };
 
@@ -136,12 +139,25 @@ enum class MoveKind {
 /// null. Host rows should ascend: host pages are walked in order. Interleaved host tables (each
 /// table at base + t · dim, host_stride = table_count · dim) are moved one contiguous run of
 /// host memory per entry.
+///
+///
+/// 16-bit host storage (host_storage bf16 or fp16, storage.hpp): a row coming in is widened to
+/// fp32 (exact); a row going out is rounded stochastically, value v of table t, column c, with
+/// half_write_back(storage, v, round_seed, t, c), bits hashed from v's own bits and its
+/// place, so a value is rounded the same whenever and wherever it goes back. kToHost also
+/// writes the rounded values back to the device row, so that after a write-back the device and
+/// host copies agree (a flushed row trains on from the value a checkpoint holds).
 struct MoveArgs {
   PagedTable tables[kMaxPagedTables];
   int table_count = 0;
   uint32_t dim = 0;
   uint32_t stride = 0;       ///< floats between device rows
-  uint32_t host_stride = 0;  ///< floats between host rows (0: dim)
+  uint32_t host_stride = 0;  ///< values between host rows (0: dim)
+  Storage host_storage = Storage::kFp32;
+  uint64_t round_seed = 0;
+  /// The table index the rounding of tables[t] uses: round_table_base + t (a copy of one table
+  /// of the model rounds as a move of all of them does).
+  uint32_t round_table_base = 0;
   const uint32_t* host_rows = nullptr;
   const uint32_t* out_rows = nullptr;  ///< kSwap
   const uint32_t* dev_rows = nullptr;
@@ -158,5 +174,14 @@ struct MoveArgs {
 
 /// Moves the selected rows of every table in one launch (asynchronous on `stream`).
 void launch_move_rows(MoveKind kind, const MoveArgs& args, cudaStream_t stream);
+
+/// Rounds device rows rows[0 … *d_count) of `table` (row r at table + r · stride, dim values)
+/// in place to values of 16-bit storage `storage`, as a write-back of them would
+/// (half_write_back with key `seed` and table index `table_index`): after it the device rows
+/// hold what the host tables can, so that moving them to the host loses nothing. `capacity`
+/// bounds *d_count; rows null: rows 0, 1, …; d_count null: `capacity` rows.
+void launch_round_rows(Storage storage, uint64_t seed, uint32_t table_index, float* table,
+                       uint32_t stride, uint32_t dim, const uint32_t* rows, const uint32_t* d_count,
+                       uint64_t capacity, cudaStream_t stream);
 
 }  // namespace pagedw2v

@@ -299,6 +299,16 @@ std::vector<OptionSpec> make_train_options() {
                  }
                },
                [](const C& c) { return to_string(c.placement); }});
+  o.push_back({"storage",
+               "how the host tables and optimizer state store values: fp32, or bf16 or fp16 "
+               "(16 bits: half the host memory and half the bytes a paged row move carries; the "
+               "math stays fp32 and rows written back are rounded stochastically). bf16 and fp16 "
+               "need --device cuda; exports are fp32",
+               "fp32", false, true,
+               [](C& c, V v) {
+                 if (!parse_storage(v, &c.storage)) bad_value("storage", "fp32, bf16 or fp16", v);
+               },
+               [](const C& c) { return to_string(c.storage); }});
   o.push_back({"gpu-memory",
                "cuda: GPU memory the tables and buffers may use, e.g. 8GiB, 512MiB, 1.5GB or "
                "bytes; auto = what is free less a margin",
@@ -501,6 +511,9 @@ void validate(const Config& config) {
       config.given.count("negative-pool") > 0) {
     require_pool_for_paging(config.negative_pool, "--placement paged with --negative-pool 0",
                             "; or leave --negative-pool out to have one chosen");
+  }
+  if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
+    throw UsageError(storage_needs_cuda(config.storage));
   }
   // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
   if (config.deterministic &&

@@ -15,6 +15,7 @@
 #include "optimizer.hpp"
 #include "options.hpp"
 #include "params.hpp"
+#include "storage.hpp"
 #include "tokenizer.hpp"
 
 namespace pagedw2v {
@@ -53,6 +54,8 @@ struct Config {
   uint32_t negative_pool = 0;       ///< TrainParams::negative_pool
   uint64_t batch_words = 1u << 20;  ///< words per super-batch (rounded to whole work blocks)
   uint64_t pool_words = 4096;       ///< words per negative-pool period (whole work blocks)
+  /// How the host tables and optimizer state store values (storage.hpp).
+  Storage storage = Storage::kFp32;
   /// Bit-identical runs: one CPU thread, or one warp per launch on CUDA (far slower).
   bool deterministic = false;
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};

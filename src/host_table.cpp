@@ -96,49 +96,63 @@ struct HostTable::Block {
 
 namespace {
 
-/// Bytes of `count` tables of rows × dim floats; throws when that cannot be addressed.
-size_t table_bytes(uint64_t rows, uint32_t dim, uint32_t count, const std::string& what,
-                   const std::string& hint) {
-  const long double want = static_cast<long double>(rows) * dim * count * sizeof(float);
+/// Bytes of `count` tables of rows × dim values of `storage`; throws when that cannot be
+/// addressed.
+size_t table_bytes(uint64_t rows, uint32_t dim, uint32_t count, Storage storage,
+                   const std::string& what, const std::string& hint) {
+  const uint32_t value = storage_bytes(storage);
+  const long double want = static_cast<long double>(rows) * dim * count * value;
   if (want > static_cast<long double>(SIZE_MAX / 2)) {
     throw Error("not enough memory for the " + what + " (" +
                 human_bytes(static_cast<double>(want)) + "); " + hint);
   }
-  return static_cast<size_t>(rows) * dim * count * sizeof(float);
+  return static_cast<size_t>(rows) * dim * count * value;
 }
 
 }  // namespace
 
 HostTable::HostTable(uint64_t rows, uint32_t dim, const std::string& what, const std::string& hint,
-                     HostAllocator& allocator)
-    : block_(std::make_shared<Block>(table_bytes(rows, dim, 1, what, hint), what, hint, allocator)),
-      data_(static_cast<float*>(block_->data)),
+                     HostAllocator& allocator, Storage storage)
+    : block_(std::make_shared<Block>(table_bytes(rows, dim, 1, storage, what, hint), what, hint,
+                                     allocator)),
+      raw_(block_->data),
+      data_(storage == Storage::kFp32 ? static_cast<float*>(block_->data) : nullptr),
+      storage_(storage),
       rows_(rows),
       dim_(dim),
       stride_(dim) {}
 
-HostTable::HostTable(std::shared_ptr<Block> block, float* data, uint64_t rows, uint32_t dim,
-                     uint64_t stride)
-    : block_(std::move(block)), data_(data), rows_(rows), dim_(dim), stride_(stride) {}
+HostTable::HostTable(std::shared_ptr<Block> block, void* raw, uint64_t rows, uint32_t dim,
+                     uint64_t stride, Storage storage)
+    : block_(std::move(block)),
+      raw_(raw),
+      data_(storage == Storage::kFp32 ? static_cast<float*>(raw) : nullptr),
+      storage_(storage),
+      rows_(rows),
+      dim_(dim),
+      stride_(stride) {}
 
 std::vector<HostTable> HostTable::interleaved(uint64_t rows, uint32_t dim, uint32_t count,
                                               const std::string& what, const std::string& hint,
-                                              HostAllocator& allocator) {
+                                              HostAllocator& allocator, Storage storage) {
   if (count == 0) throw Error("HostTable::interleaved: no tables");
-  auto block =
-      std::make_shared<Block>(table_bytes(rows, dim, count, what, hint), what, hint, allocator);
+  auto block = std::make_shared<Block>(table_bytes(rows, dim, count, storage, what, hint), what,
+                                       hint, allocator);
   std::vector<HostTable> tables;
   tables.reserve(count);
+  const size_t value = storage_bytes(storage);
   for (uint32_t t = 0; t < count; ++t) {
-    tables.push_back(HostTable(block, static_cast<float*>(block->data) + uint64_t{t} * dim, rows,
-                               dim, uint64_t{count} * dim));
+    tables.push_back(HostTable(block, static_cast<char*>(block->data) + uint64_t{t} * dim * value,
+                               rows, dim, uint64_t{count} * dim, storage));
   }
   return tables;
 }
 
 HostTable::HostTable(HostTable&& other) noexcept
     : block_(std::move(other.block_)),
+      raw_(std::exchange(other.raw_, nullptr)),
       data_(std::exchange(other.data_, nullptr)),
+      storage_(std::exchange(other.storage_, Storage::kFp32)),
       rows_(std::exchange(other.rows_, 0)),
       dim_(std::exchange(other.dim_, 0)),
       stride_(std::exchange(other.stride_, 0)) {}
@@ -146,7 +160,9 @@ HostTable::HostTable(HostTable&& other) noexcept
 HostTable& HostTable::operator=(HostTable&& other) noexcept {
   if (this != &other) {
     block_ = std::move(other.block_);
+    raw_ = std::exchange(other.raw_, nullptr);
     data_ = std::exchange(other.data_, nullptr);
+    storage_ = std::exchange(other.storage_, Storage::kFp32);
     rows_ = std::exchange(other.rows_, 0);
     dim_ = std::exchange(other.dim_, 0);
     stride_ = std::exchange(other.stride_, 0);
@@ -158,24 +174,64 @@ void* HostTable::block() const { return block_ ? block_->data : nullptr; }
 
 size_t HostTable::block_bytes() const { return block_ ? block_->bytes : 0; }
 
-void HostTable::copy_to(float* out) const {
-  if (contiguous()) {
-    std::memcpy(out, data_, bytes());
+void HostTable::read_row(uint64_t r, float* out) const {
+  if (storage_ == Storage::kFp32) {
+    std::memcpy(out, row(r), dim_ * sizeof(float));
     return;
   }
-  for (uint64_t r = 0; r < rows_; ++r) std::memcpy(out + r * dim_, row(r), dim_ * sizeof(float));
+  const auto* h = static_cast<const uint16_t*>(raw_row(r));
+  for (uint32_t c = 0; c < dim_; ++c) out[c] = half_to_float(storage_, h[c]);
 }
 
+void HostTable::write_row(uint64_t r, const float* in) {
+  if (storage_ == Storage::kFp32) {
+    std::memcpy(row(r), in, dim_ * sizeof(float));
+    return;
+  }
+  auto* h = static_cast<uint16_t*>(raw_row(r));
+  for (uint32_t c = 0; c < dim_; ++c) h[c] = half_round_nearest(storage_, in[c]);
+}
+
+void HostTable::read_rows(uint64_t first, uint64_t n, float* out) const {
+  if (storage_ == Storage::kFp32 && contiguous()) {
+    std::memcpy(out, row(first), n * dim_ * sizeof(float));
+    return;
+  }
+  for (uint64_t i = 0; i < n; ++i) read_row(first + i, out + i * dim_);
+}
+
+void HostTable::copy_to(float* out) const { read_rows(0, rows_, out); }
+
 void HostTable::copy_from(const float* in) {
-  if (contiguous()) {
+  if (storage_ == Storage::kFp32 && contiguous()) {
     std::memcpy(data_, in, bytes());
     return;
   }
-  for (uint64_t r = 0; r < rows_; ++r) std::memcpy(row(r), in + r * dim_, dim_ * sizeof(float));
+  for (uint64_t r = 0; r < rows_; ++r) write_row(r, in + r * dim_);
+}
+
+void HostTable::copy_values_to(HostTable& out) const {
+  if (out.rows_ != rows_ || out.dim_ != dim_ || out.storage_ != storage_) {
+    throw Error("HostTable::copy_values_to: tables differ in shape or storage");
+  }
+  if (contiguous() && out.contiguous()) {
+    std::memcpy(out.raw_, raw_, bytes());
+    return;
+  }
+  const size_t row_bytes = size_t{dim_} * value_bytes();
+  for (uint64_t r = 0; r < rows_; ++r) std::memcpy(out.raw_row(r), raw_row(r), row_bytes);
 }
 
 void HostTable::fill(float value) {
-  for (uint64_t r = 0; r < rows_; ++r) std::fill(row(r), row(r) + dim_, value);
+  if (storage_ == Storage::kFp32) {
+    for (uint64_t r = 0; r < rows_; ++r) std::fill(row(r), row(r) + dim_, value);
+    return;
+  }
+  const uint16_t h = half_round_nearest(storage_, value);
+  for (uint64_t r = 0; r < rows_; ++r) {
+    auto* p = static_cast<uint16_t*>(raw_row(r));
+    std::fill(p, p + dim_, h);
+  }
 }
 
 }  // namespace pagedw2v

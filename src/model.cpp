@@ -18,29 +18,31 @@ void init_model(Model& model, uint64_t seed, uint32_t threads) {
   // the thread that fills it.
   const uint32_t n =
       static_cast<uint32_t>(std::clamp<uint64_t>(rows / 4096, 1, std::max<uint32_t>(threads, 1)));
+  const bool fp32 = model.input.storage() == Storage::kFp32;
+  const std::vector<float> zeros(model.output.dim(), 0.0f);
   run_workers(n, [&](uint32_t t) {
+    std::vector<float> buffer(fp32 ? 0 : dim);
     for (uint64_t r = rows * t / n; r < rows * (t + 1) / n; ++r) {
-      float* row = model.input.row(r);
+      float* row = fp32 ? model.input.row(r) : buffer.data();
       for (uint32_t d = 0; d < dim; d += 4) {
         const Philox4 x = draw(seed, r, 0, DrawKind::kInit, d >> 2);
         for (uint32_t k = 0; k < 4 && d + k < dim; ++k) {
           row[d + k] = (to_unit_float(x.v[k]) - 0.5f) * scale;
         }
       }
-      if (r < model.output.rows()) std::fill_n(model.output.row(r), model.output.dim(), 0.0f);
+      if (!fp32) model.input.write_row(r, row);
+      if (r < model.output.rows()) model.output.write_row(r, zeros.data());
     }
   });
-  for (uint64_t r = rows; r < model.output.rows(); ++r) {
-    std::fill_n(model.output.row(r), model.output.dim(), 0.0f);
-  }
+  for (uint64_t r = rows; r < model.output.rows(); ++r) model.output.write_row(r, zeros.data());
 }
 
 Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,
-                     const std::string& hint) {
+                     const std::string& hint, Storage storage) {
   Model model;
   if (!interleaved) {
-    model.input = HostTable(rows, dim, "input vectors", hint);
-    model.output = HostTable(rows, dim, "output vectors", hint);
+    model.input = HostTable(rows, dim, "input vectors", hint, default_host_allocator(), storage);
+    model.output = HostTable(rows, dim, "output vectors", hint, default_host_allocator(), storage);
     init_optimizer_state(model, kind);
     return model;
   }
@@ -49,7 +51,7 @@ Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool inter
       HostTable::interleaved(rows, dim, 2 + 2 * n,
                              n > 0 ? "input and output vectors and " + to_string(kind) + " state"
                                    : "input and output vectors",
-                             hint);
+                             hint, default_host_allocator(), storage);
   model.input = std::move(tables[0]);
   model.output = std::move(tables[1]);
   for (uint32_t k = 0; k < n; ++k) {
@@ -67,9 +69,10 @@ void init_optimizer_state(Model& model, OptimizerKind kind) {
   for (uint32_t k = 0; k < n; ++k) {
     const std::string what = to_string(kind) + " state " + std::to_string(k) + " of the ";
     model.input_state.emplace_back(model.input.rows(), model.input.dim(), what + "input vectors",
-                                   hint);
+                                   hint, default_host_allocator(), model.input.storage());
     model.output_state.emplace_back(model.output.rows(), model.output.dim(),
-                                    what + "output vectors", hint);
+                                    what + "output vectors", hint, default_host_allocator(),
+                                    model.input.storage());
   }
 }
 

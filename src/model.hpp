@@ -26,15 +26,17 @@ struct Model {
 /// Allocates the zeroed tables of a model of `rows × dim` and the state tables optimizer `kind`
 /// needs: each apart, or, when `interleaved`, all in one allocation with the rows of one id side
 /// by side (input, output, input state…, output state…), which paged training moves as one run
-/// of host memory. Throws Error naming what runs out of memory, with `hint` appended.
+/// of host memory. Every table stores its values as `storage` (storage.hpp). Throws Error naming
+/// what runs out of memory, with `hint` appended.
 Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,
-                     const std::string& hint);
+                     const std::string& hint, Storage storage = Storage::kFp32);
 
 /// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
 /// (seed, row), output zero. `threads` threads share the rows; the values do not depend on it.
 void init_model(Model& model, uint64_t seed, uint32_t threads = 1);
 
-/// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd).
+/// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd), in
+/// the storage of model.input.
 /// Throws Error naming the tables and the memory they need when it runs out.
 void init_optimizer_state(Model& model, OptimizerKind kind);
 

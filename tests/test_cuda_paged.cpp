@@ -379,6 +379,7 @@ struct RunSetup {
   float alpha = 0.0f;            ///< 0: the model's default
   bool interleaved = false;      ///< host tables in one allocation, the rows of an id side by side
   uint32_t sgd_piece_words = 0;  ///< CudaBackendOptions::sgd_piece_words; 0: its default
+  Storage storage = Storage::kFp32;  ///< how the host tables store values
 };
 
 /// How the launches of a run are scheduled.
@@ -406,7 +407,7 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   data.params.batch_blocks = (s.batch_words + kBlockWords - 1) / kBlockWords;
   data.params.pool_blocks = (s.pool_words + kBlockWords - 1) / kBlockWords;
   data.optimizer = c.optimizer_params();
-  Model m = allocate_model(set.vocab.size(), c.dim, s.optimizer, s.interleaved, "");
+  Model m = allocate_model(set.vocab.size(), c.dim, s.optimizer, s.interleaved, "", s.storage);
   init_model(m, c.seed);
   CudaBackendOptions o;
   o.gpu.placement = placement;
@@ -540,6 +541,70 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_tuple(kSg, 128u, kSgd, 4096u, true, Launches::kOrdered),
         std::make_tuple(kCbow, 32u, kSgd, 4096u, false, Launches::kOrdered)),
     paged_name);
+
+using HalfCase = std::tuple<Storage, OptimizerKind, bool>;
+
+class HalfPagedEqualsResident : public ::testing::TestWithParam<HalfCase> {};
+
+// 16-bit host tables: an optimizer's step rounds every row it changes (and its state) to the
+// storage, in both placements, so rows move between host and GPU unchanged and the paged run
+// gives the resident run's bits. sgd rounds rows when they go back (evictions, span ends):
+// not the resident run's bits, but the same bits every time, and close to the fp32 run.
+TEST_P(HalfPagedEqualsResident, BitForBit) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [storage, optimizer, interleaved] = GetParam();
+  const TrainingSet set = make_set(3000, 60000);
+  RunSetup s;
+  s.optimizer = optimizer;
+  s.interleaved = interleaved;
+  s.storage = storage;
+  s.pool = 128;
+  const bool sgd = optimizer == OptimizerKind::kSgd;
+  if (!sgd) s.batch_words = 8192;
+  const RunResult resident = train(set, s, Placement::kResident, 0, 0, Launches::kSerial);
+  const RunResult paged =
+      train(set, s, Placement::kPaged, sgd ? 100 : 1500, 1400, Launches::kSerial);
+  EXPECT_TRUE(paged.report.paged);
+  EXPECT_GT(paged.report.rows_to_host, 0u);
+  EXPECT_EQ(paged.stats.words, resident.stats.words);
+  if (!sgd) {
+    EXPECT_EQ(paged.report.splits, 0u);
+    expect_bits_equal(paged.input, resident.input, "input");
+    expect_bits_equal(paged.output, resident.output, "output");
+    ASSERT_EQ(paged.state.size(), resident.state.size());
+    for (size_t k = 0; k < paged.state.size(); ++k)
+      expect_bits_equal(paged.state[k], resident.state[k], "state");
+    return;
+  }
+  const RunResult again = train(set, s, Placement::kPaged, 100, 1400, Launches::kSerial);
+  expect_bits_equal(again.input, paged.input, "input, run twice");
+  expect_bits_equal(again.output, paged.output, "output, run twice");
+  // Close to fp32: each row's distance from the fp32 run's is small against how far training
+  // moved it (rounding adds a few spacings of noise per write-back).
+  RunSetup f = s;
+  f.storage = Storage::kFp32;
+  const RunResult fp32 = train(set, f, Placement::kResident, 0, 0, Launches::kSerial);
+  double dist = 0, moved = 0;
+  for (size_t i = 0; i < fp32.input.size(); ++i) {
+    dist += double(paged.input[i] - fp32.input[i]) * (paged.input[i] - fp32.input[i]);
+    moved += double(fp32.input[i] - fp32.input0[i]) * (fp32.input[i] - fp32.input0[i]);
+  }
+  std::printf("%s paged sgd: distance from fp32 / movement %.4f\n", to_string(storage).c_str(),
+              std::sqrt(dist / moved));
+  EXPECT_LT(std::sqrt(dist / moved), 0.5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, HalfPagedEqualsResident,
+    ::testing::Values(std::make_tuple(Storage::kBf16, OptimizerKind::kAdam, true),
+                      std::make_tuple(Storage::kBf16, OptimizerKind::kAdam, false),
+                      std::make_tuple(Storage::kFp16, OptimizerKind::kAdagrad, true),
+                      std::make_tuple(Storage::kBf16, OptimizerKind::kSgd, true),
+                      std::make_tuple(Storage::kFp16, OptimizerKind::kSgd, false)),
+    [](const ::testing::TestParamInfo<HalfCase>& info) {
+      return to_string(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) +
+             (std::get<2>(info.param) ? "_interleaved" : "_apart");
+    });
 
 // An optimizer steps once per piece, so a super-batch that does not fit beside the pieces in
 // flight waits for them (a drain) instead of being split, and the paged run still gives the

@@ -233,9 +233,8 @@ class CudaMidEpochResume : public CudaResume {};
 // back as `train --resume` does, continues on a new backend to the bits of the run that never
 // stopped — one warp per launch, tables resident or paged (rows cached, evicted, flushed at the
 // stop), with an optimizer stopped between two of its steps.
-TEST_P(CudaMidEpochResume, IsBitForBit) {
-  PAGEDW2V_REQUIRE_GPU();
-  const auto [placement, optimizer] = GetParam();
+void mid_epoch_resume_is_bit_for_bit(Placement placement, OptimizerKind optimizer,
+                                     Storage storage) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
@@ -267,7 +266,7 @@ TEST_P(CudaMidEpochResume, IsBitForBit) {
   ASSERT_GT(stop, 0u);
   ASSERT_LT(stop, nb);
 
-  Model straight = allocate_model(kVocab, kDim, optimizer, paged, "");
+  Model straight = allocate_model(kVocab, kDim, optimizer, paged, "", storage);
   init_model(straight, c.seed);
   uint64_t words = 0;
   {
@@ -287,7 +286,7 @@ TEST_P(CudaMidEpochResume, IsBitForBit) {
 
   const std::string path = dir.file("step.h5");
   {
-    Model first = allocate_model(kVocab, kDim, optimizer, paged, "");
+    Model first = allocate_model(kVocab, kDim, optimizer, paged, "", storage);
     init_model(first, c.seed);
     auto backend = make_cuda_backend(first, data, o);
     const SpanStats s = backend->train(0, 0, stop);
@@ -316,6 +315,33 @@ TEST_P(CudaMidEpochResume, IsBitForBit) {
                      "output state " + std::to_string(k));
   }
 }
+
+TEST_P(CudaMidEpochResume, IsBitForBit) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [placement, optimizer] = GetParam();
+  mid_epoch_resume_is_bit_for_bit(placement, optimizer, Storage::kFp32);
+}
+
+// The same with 16-bit host tables: the checkpoint holds the stored values, and a run resumed
+// from it continues to the bits of the run that never stopped.
+class CudaHalfMidEpochResume
+    : public ::testing::TestWithParam<std::tuple<Placement, OptimizerKind, Storage>> {};
+
+TEST_P(CudaHalfMidEpochResume, IsBitForBit) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [placement, optimizer, storage] = GetParam();
+  mid_epoch_resume_is_bit_for_bit(placement, optimizer, storage);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SkipGram, CudaHalfMidEpochResume,
+    ::testing::Combine(::testing::Values(Placement::kResident, Placement::kPaged),
+                       ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam),
+                       ::testing::Values(Storage::kBf16, Storage::kFp16)),
+    [](const auto& info) {
+      return to_string(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_" +
+             to_string(std::get<2>(info.param));
+    });
 
 INSTANTIATE_TEST_SUITE_P(
     SkipGram, CudaMidEpochResume,

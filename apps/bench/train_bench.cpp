@@ -119,7 +119,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   const TrainData data = set.train_data(config);
   const TrainParams& p = data.params;
   Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                               gpu.placement == Placement::kPaged, "lower --dim");
+                               gpu.placement == Placement::kPaged, "lower --dim", config.storage);
   init_model(model, config.seed, config.effective_threads());
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
@@ -302,11 +302,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     std::fprintf(out, "loss/example (last epoch): %.4f\n", r.mean_loss);
     std::fprintf(out,
                  "RESULT device=%s model=%s words=%llu train_s=%.4f words_per_s=%.1fM total_s=%.3f "
-                 "placement=%s peak_rss_gib=%.3f tables_gib=%.3f\n",
+                 "placement=%s storage=%s peak_rss_gib=%.3f tables_gib=%.3f\n",
                  r.device.c_str(), to_string(config.model).c_str(),
                  static_cast<unsigned long long>(r.words), r.train_seconds,
                  r.words_per_second / 1e6, r.total_seconds, r.placement.c_str(),
-                 gib(r.peak_rss_bytes), gib(r.table_bytes));
+                 to_string(config.storage).c_str(), gib(r.peak_rss_bytes), gib(r.table_bytes));
   }
   return r;
 }

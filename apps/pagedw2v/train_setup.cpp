@@ -83,6 +83,7 @@ std::string settings_summary(const Config& config, const std::string& config_fil
     s += ", placement " + option_value(config, "placement") + ", gpu-memory " +
          option_value(config, "gpu-memory");
   }
+  if (config.storage != Storage::kFp32) s += ", storage " + option_value(config, "storage");
   s += ", formats " + option_value(config, "format");
   std::string from = "defaults";
   if (!config_file.empty()) from += " < " + config_file;

@@ -191,6 +191,12 @@ class CudaBackend final : public Backend {
       launcher_->clear_timing();
       train_resident(epoch, first_block, last_block);
     }
+    if (data_.optimizer.kind == OptimizerKind::kSgd) {
+      // 16-bit host storage: a span ends with the device rows holding values the host tables
+      // can hold (the paged flush rounded the cached rows), so that a run resumed from any span
+      // end goes on to the same bits (optimizer steps round the rows they step).
+      tables_->round_to_storage(paged_ ? plan_.hot_rows : rows_, compute_.get());
+    }
     const SgnsCounters host = launcher_->read_counters(compute_.get());
     report_.kernel_seconds += launcher_->kernel_seconds();
     report_.launches += launcher_->timing().size();

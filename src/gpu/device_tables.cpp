@@ -62,18 +62,24 @@ void DeviceTables::set_gradient_args(SgnsArgs& a) {
 }
 
 void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
-  copy_rows(model_.input, input_.data(), kind, stream);
-  copy_rows(model_.output, output_.data(), kind, stream);
+  // The table indices are those of move_args (the rounding of a value depends on it).
+  copy_rows(model_.input, input_.data(), 0, kind, stream);
+  copy_rows(model_.output, output_.data(), 1, kind, stream);
   for (uint32_t k = 0; k < nstate_; ++k) {
-    copy_rows(model_.input_state[k], input_state_[k].data(), kind, stream);
-    copy_rows(model_.output_state[k], output_state_[k].data(), kind, stream);
+    copy_rows(model_.input_state[k], input_state_[k].data(), 2 + 2 * k, kind, stream);
+    copy_rows(model_.output_state[k], output_state_[k].data(), 3 + 2 * k, kind, stream);
   }
+  staging_ = DeviceBuffer<uint16_t>();  // held only while copying
 }
 
-void DeviceTables::copy_rows(HostTable& host, float* dev, cudaMemcpyKind kind,
+void DeviceTables::copy_rows(HostTable& host, float* dev, uint32_t index, cudaMemcpyKind kind,
                              cudaStream_t stream) {
   const uint64_t n = host.rows();
   if (n == 0) return;
+  if (host.storage() != Storage::kFp32) {
+    copy_half_rows(host, dev, index, kind, stream);
+    return;
+  }
   const size_t row = dim_ * sizeof(float), host_pitch = host.stride() * sizeof(float);
   const size_t dev_pitch = stride_ * sizeof(float);
   const bool to_host = kind == cudaMemcpyDeviceToHost;
@@ -89,6 +95,60 @@ void DeviceTables::copy_rows(HostTable& host, float* dev, cudaMemcpyKind kind,
     }
   }
   PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
+}
+
+void DeviceTables::copy_half_rows(HostTable& host, float* dev, uint32_t index, cudaMemcpyKind kind,
+                                  cudaStream_t stream) {
+  const uint64_t n = host.rows();
+  const size_t row = size_t{dim_} * sizeof(uint16_t), host_pitch = host.stride() * sizeof(uint16_t);
+  // Small chunks: the staging buffer lies outside the plan's budget (gpu_plan.hpp).
+  const uint64_t rows_per_copy = std::max<uint64_t>(1, (uint64_t{8} << 20) / row);
+  const uint64_t staged = std::min(rows_per_copy, n);
+  if (staging_.size() < staged * dim_) {
+    staging_ = DeviceBuffer<uint16_t>(staged * dim_, "a staging buffer of 16-bit rows");
+  }
+  const bool to_host = kind == cudaMemcpyDeviceToHost;
+  for (uint64_t r = 0; r < n; r += rows_per_copy) {
+    const uint64_t m = std::min(rows_per_copy, n - r);
+    // The row move between the staging buffer (the "host" side, dim values a row) and the
+    // device rows r … r + m − 1.
+    MoveArgs a;
+    a.tables[0] = PagedTable{staging_.data(), dev + r * stride_};
+    a.table_count = 1;
+    a.dim = dim_;
+    a.stride = stride_;
+    a.host_stride = dim_;
+    a.host_storage = host.storage();
+    a.round_seed = kRoundSeed;
+    a.round_table_base = index;
+    a.n = static_cast<uint32_t>(m);
+    if (to_host) {
+      launch_move_rows(MoveKind::kToHost, a, stream);
+      PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(host.raw_row(r), host_pitch, staging_.data(), row, row, m,
+                                          kind, stream));
+    } else {
+      PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(staging_.data(), row, host.raw_row(r), host_pitch, row, m,
+                                          kind, stream));
+      launch_move_rows(MoveKind::kToDevice, a, stream);
+    }
+    // The staging buffer is reused by the next chunk.
+    PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
+  }
+}
+
+void DeviceTables::round_to_storage(uint64_t rows, cudaStream_t stream) {
+  if (host_storage() == Storage::kFp32) return;
+  rows = std::min(rows, device_rows_);
+  auto round = [&](float* table, uint32_t index) {
+    launch_round_rows(host_storage(), kRoundSeed, index, table, stride_, dim_, nullptr, nullptr,
+                      rows, stream);
+  };
+  round(input_.data(), 0);
+  round(output_.data(), 1);
+  for (uint32_t k = 0; k < nstate_; ++k) {
+    round(input_state_[k].data(), 2 + 2 * k);
+    round(output_state_[k].data(), 3 + 2 * k);
+  }
 }
 
 void DeviceTables::pin_host() {
@@ -113,7 +173,7 @@ MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_
                                  uint32_t dev_base) {
   MoveArgs m;
   auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
-    m.tables[m.table_count++] = PagedTable{host.data(), dev.data()};
+    m.tables[m.table_count++] = PagedTable{host.raw(), dev.data()};
   };
   add(model_.input, input_);
   add(model_.output, output_);
@@ -124,6 +184,8 @@ MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_
   m.dim = dim_;
   m.stride = stride_;
   m.host_stride = static_cast<uint32_t>(model_.input.stride());
+  m.host_storage = model_.input.storage();
+  m.round_seed = kRoundSeed;
   m.host_rows = host_rows;
   m.dev_rows = dev_rows;
   m.dev_base = dev_base;
@@ -152,6 +214,20 @@ void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t ste
     s.grads_by_row = true;
     s.zero_grads = true;
     launch_optimizer_step(optimizer, step, lr, s, stream);
+    if (host_storage() != Storage::kFp32) {
+      // The stepped rows take values the 16-bit host tables hold (table indices as in
+      // move_args), so that they move to the host and back unchanged: a run's values then do
+      // not depend on when rows are paged, and paged equals resident. The step is part of the
+      // key: a row that gets the same small update from the same value at every step still
+      // moves by it on average instead of rounding back the same way each time.
+      const uint64_t key = kRoundSeed + (step + 1) * 0x9E3779B97F4A7C15ull;
+      launch_round_rows(host_storage(), key, t, s.table, stride_, dim_, step_rows_[t].data(),
+                        step_count_.data() + t, device_rows_, stream);
+      for (uint32_t k = 0; k < nstate_; ++k) {
+        launch_round_rows(host_storage(), key, 2 + 2 * k + t, s.state[k], stride_, dim_,
+                          step_rows_[t].data(), step_count_.data() + t, device_rows_, stream);
+      }
+    }
     PAGEDW2V_CUDA_TRY(cudaMemsetAsync(touched, 0, device_rows_, stream));
   }
 }

@@ -27,6 +27,10 @@ namespace pagedw2v {
 
 class DeviceTables {
  public:
+  /// The key (MoveArgs::round_seed) of the rounding bits of values written back to 16-bit host
+  /// tables: fixed, so that the bits depend only on the value and its place.
+  static constexpr uint64_t kRoundSeed = 0x5EED0F16B175ull;
+
   /// Allocates every table of `device_rows` rows (row stride `stride`) and zeroes them on
   /// `stream`: padding columns stay zero for the whole run, adding nothing to any dot product.
   DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
@@ -41,8 +45,18 @@ class DeviceTables {
   float* output() { return output_.data(); }
 
   /// Copies every row of every table (resident: row r of the host is device row r) to the host
-  /// or from it, and waits.
+  /// or from it, and waits. Host tables of 16-bit storage go through a device staging buffer,
+  /// widened on the way in and rounded stochastically on the way out, the rounded values also
+  /// written back to the device (as the row moves do, kernels/paging.hpp).
   void copy_all(cudaMemcpyKind kind, cudaStream_t stream);
+
+  /// With 16-bit host storage, rounds device rows 0 … rows − 1 of every table in place as a
+  /// write-back would (launch_round_rows); nothing with fp32. Asynchronous on `stream`.
+  void round_to_storage(uint64_t rows, cudaStream_t stream);
+
+  /// How the host tables store values, and the bytes of one.
+  Storage host_storage() const { return model_.input.storage(); }
+  uint32_t host_value_bytes() const { return model_.input.value_bytes(); }
 
   /// Pins the host tables (each allocation once: interleaved tables share one), so that the
   /// row moves read and write them directly.
@@ -54,14 +68,21 @@ class DeviceTables {
                      uint32_t dev_base);
 
   /// One optimizer step over the rows that training touched since the last step, in both
-  /// tables; clears their gradients and touched flags (asynchronous on `stream`).
+  /// tables; clears their gradients and touched flags (asynchronous on `stream`). With 16-bit
+  /// host storage the stepped rows and their state are then rounded as a write-back would
+  /// round them (launch_round_rows).
   void step_optimizer(const OptimizerParams& optimizer, uint64_t step, float lr,
                       cudaStream_t stream);
 
  private:
   /// Copies all rows of one table between its host layout (any row stride, pageable) and the
   /// device layout (pitch stride).
-  void copy_rows(HostTable& host, float* dev, cudaMemcpyKind kind, cudaStream_t stream);
+  /// `index` is the table's place in move_args (input 0, output 1, state k 2 + 2k and 3 + 2k).
+  void copy_rows(HostTable& host, float* dev, uint32_t index, cudaMemcpyKind kind,
+                 cudaStream_t stream);
+  /// copy_rows for a host table of 16-bit storage.
+  void copy_half_rows(HostTable& host, float* dev, uint32_t index, cudaMemcpyKind kind,
+                      cudaStream_t stream);
 
   Model& model_;
   uint32_t dim_ = 0, stride_ = 0, nstate_ = 0;
@@ -75,6 +96,7 @@ class DeviceTables {
   DeviceBuffer<unsigned char> step_temp_;
   size_t step_temp_bytes_ = 0;
   std::vector<PinnedRegion> pinned_;
+  DeviceBuffer<uint16_t> staging_;  ///< resident copies of 16-bit tables, 8 MiB, while copying
 };
 
 /// Zeroes `b` on `stream` (asynchronous).

@@ -281,6 +281,9 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     cache_.flush(moves(nullptr, nullptr, 0, static_cast<uint32_t>(hot_), kMoveOnPrep),
                  first_number_, st);
     prep_.synchronize();
+    // 16-bit storage, sgd: evictions round rows, so the next span starts from an empty cache,
+    // as a resumed run does, for the same bits (optimizer steps round every row they change).
+    if (tables_.host_storage() != Storage::kFp32 && !optimizer_) cache_.invalidate(st);
   }
 }
 
@@ -315,7 +318,8 @@ void PagedPipeline::report_span() {
   report_.cold_lookups = c.refs_cold;
   report_.rows_to_host = c.to_host;
   const uint32_t nstate = state_tables(data_.optimizer.kind);
-  const uint64_t row_bytes = uint64_t{data_.params.dim} * sizeof(float) * (2 + 2 * nstate);
+  const uint64_t row_bytes =
+      uint64_t{data_.params.dim} * tables_.host_value_bytes() * (2 + 2 * nstate);
   report_.pcie_bytes = (report_.rows_from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
 }
 

@@ -221,7 +221,15 @@ void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
     const std::string path = files.path_for(name);
     if (std::strcmp(format, "npy") == 0) {
       tasks.push_back([&table, path] {
-        write_npy(path, table.data(), table.rows(), table.dim(), table.stride());
+        if (table.storage() == Storage::kFp32) {
+          write_npy(path, table.data(), table.rows(), table.dim(), table.stride());
+          return;
+        }
+        // 16-bit storage goes out as float32, converted a few MiB at a time.
+        const uint64_t chunk = (uint64_t{4} << 20) / (uint64_t{table.dim()} * sizeof(float) + 1);
+        write_npy(
+            path, table.rows(), table.dim(), chunk,
+            [&table](uint64_t first, uint64_t n, float* out) { table.read_rows(first, n, out); });
       });
     } else if (std::strcmp(format, "bin") == 0) {
       tasks.push_back([&vocab, &table, path] { write_word2vec_bin(path, vocab, table); });

@@ -197,6 +197,7 @@ void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTab
     if (offset == HADDR_UNDEF) h5.fail(what + " (no storage was allocated)");
     pending.push_back({&table, static_cast<uint64_t>(offset)});
   } else if (table.rows() > 0 && table.dim() > 0) {
+    if (table.storage() != Storage::kFp32) h5.fail(what + " (16-bit tables on a big-endian host)");
     Hid memory = table_memory_space(h5, table, what);
     h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, table.block()), what);
   }
@@ -227,18 +228,18 @@ void write_pending(const Checker& h5, const std::string& temp,
     try {
       run_workers(threads, [&](uint32_t k) {
         const uint64_t first = t.rows() * k / threads, last = t.rows() * (k + 1) / threads;
-        // Contiguous tables go out as they lie; interleaved rows are gathered a few MiB at a time.
+        // Contiguous fp32 tables go out as they lie; interleaved rows, and 16-bit values
+        // converted to fp32, are gathered a few MiB at a time.
+        const bool as_they_lie = t.contiguous() && t.storage() == Storage::kFp32;
         std::vector<float> buffer;
         const uint64_t rows_per_write =
-            t.contiguous() ? last - first : std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes);
-        if (!t.contiguous()) buffer.resize(rows_per_write * t.dim());
+            as_they_lie ? last - first : std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes);
+        if (!as_they_lie) buffer.resize(rows_per_write * t.dim());
         for (uint64_t r = first; r < last && !failed; r += rows_per_write) {
           const uint64_t n = std::min(rows_per_write, last - r);
-          const char* src = reinterpret_cast<const char*>(t.row(r));
-          if (!t.contiguous()) {
-            for (uint64_t i = 0; i < n; ++i) {
-              std::memcpy(buffer.data() + i * t.dim(), t.row(r + i), row_bytes);
-            }
+          const char* src = static_cast<const char*>(t.raw_row(r));
+          if (!as_they_lie) {
+            t.read_rows(r, n, buffer.data());
             src = reinterpret_cast<const char*>(buffer.data());
           }
           uint64_t done = 0, at = m.offset + r * row_bytes;
@@ -814,10 +815,26 @@ void read_matrix_h5(const std::string& path, const std::string& name, HostTable&
     h5.fail(label + " is " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) +
             ", expected " + std::to_string(rows) + " x " + std::to_string(dim));
   }
-  if (rows > 0 && dim > 0) {
+  if (rows > 0 && dim > 0 && out.storage() == Storage::kFp32) {
     Hid memory = table_memory_space(h5, out, "cannot read " + label);
     h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, out.block()),
              "cannot read " + label);
+  } else if (rows > 0 && dim > 0) {
+    // A 16-bit table: a few MiB of rows at a time as fp32, each value rounded to the nearest
+    // stored one (exact for values a 16-bit table wrote).
+    const uint64_t step = std::max<uint64_t>(1, (uint64_t{4} << 20) / (uint64_t{dim} * 4));
+    std::vector<float> buffer(std::min(step, rows) * dim);
+    Hid file_space = h5.make(H5Dget_space(set), H5Sclose, "cannot read " + label);
+    for (uint64_t r = 0; r < rows; r += step) {
+      const uint64_t n = std::min(step, rows - r);
+      const hsize_t start[2] = {r, 0}, count[2] = {n, dim};
+      h5.check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
+               "cannot read " + label);
+      Hid memory = h5.make(H5Screate_simple(2, count, nullptr), H5Sclose, "cannot read " + label);
+      h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, file_space, H5P_DEFAULT, buffer.data()),
+               "cannot read " + label);
+      for (uint64_t i = 0; i < n; ++i) out.write_row(r + i, buffer.data() + i * dim);
+    }
   }
   h5.check(file.close(), "cannot close the file");
 }

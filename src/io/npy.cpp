@@ -1,10 +1,12 @@
 #include "io/npy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
@@ -162,8 +164,10 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
   write_npy(path, data, rows, cols, cols);
 }
 
-void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols,
-               uint64_t stride) {
+namespace {
+
+/// The magic, version, header length and header of a `rows × cols` float32 matrix.
+std::string npy_preamble(const std::string& path, uint64_t rows, uint32_t cols) {
   if (cols != 0 && rows > std::numeric_limits<size_t>::max() / sizeof(float) / cols) {
     throw Error("cannot write '" + path + "': matrix too large");
   }
@@ -179,11 +183,32 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
   preamble += '\x00';
   preamble += static_cast<char>(header.size() & 0xff);
   preamble += static_cast<char>(header.size() >> 8);
+  return preamble + header;
+}
 
+}  // namespace
+
+void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols,
+               uint64_t stride) {
+  const std::string preamble = npy_preamble(path, rows, cols);
   AtomicFile out(path);
   out.write(preamble);
-  out.write(header);
   out.write_rows(data, rows, size_t{cols} * sizeof(float), stride * sizeof(float));
+  out.commit();
+}
+
+void write_npy(const std::string& path, uint64_t rows, uint32_t cols, uint64_t chunk_rows,
+               const std::function<void(uint64_t, uint64_t, float*)>& rows_at) {
+  const std::string preamble = npy_preamble(path, rows, cols);
+  AtomicFile out(path);
+  out.write(preamble);
+  chunk_rows = std::max<uint64_t>(chunk_rows, 1);
+  std::vector<float> buffer(std::min(chunk_rows, rows) * cols);
+  for (uint64_t r = 0; r < rows; r += chunk_rows) {
+    const uint64_t n = std::min(chunk_rows, rows - r);
+    rows_at(r, n, buffer.data());
+    out.write(buffer.data(), n * cols * sizeof(float));
+  }
   out.commit();
 }
 

@@ -3,6 +3,7 @@
 /// NumPy `.npy` files holding a 2-D float32 matrix: what `np.save` writes and `np.load` reads.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
 /// The same, row r read from data + r · stride.
 void write_npy(const std::string& path, const float* data, uint64_t rows, uint32_t cols,
                uint64_t stride);
+
+/// The same, the rows produced `chunk_rows` at a time by `rows_at(first, n, out)`, which fills
+/// out with rows first … first + n − 1 (n × cols floats): tables stored in another format are
+/// converted a few MiB at a time.
+void write_npy(const std::string& path, uint64_t rows, uint32_t cols, uint64_t chunk_rows,
+               const std::function<void(uint64_t, uint64_t, float*)>& rows_at);
 
 /// Reads a 2-D `<f4` C-order `.npy` file of format version 1.0, 2.0 or 3.0. Throws Error naming
 /// `path` for anything else (bad magic, truncation, Fortran order, another dtype or rank).

@@ -145,10 +145,12 @@ void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostT
   AtomicFile out(path);
   std::string buf = header(vocab, table);
   const size_t row_bytes = static_cast<size_t>(table.dim()) * sizeof(float);
+  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
   for (uint32_t i = 0; i < vocab.size(); ++i) {
     buf += vocab.word(i);
     buf += ' ';
-    buf.append(reinterpret_cast<const char*>(table.row(i)), row_bytes);
+    table.read_row(i, row.data());
+    buf.append(reinterpret_cast<const char*>(row.data()), row_bytes);
     buf += '\n';
     if (buf.size() >= kFlushBytes) {
       out.write(buf);
@@ -164,9 +166,10 @@ void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostT
   AtomicFile out(path);
   std::string buf = header(vocab, table);
   char number[64];
+  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
   for (uint32_t i = 0; i < vocab.size(); ++i) {
     buf += vocab.word(i);
-    const float* row = table.row(i);
+    table.read_row(i, row.data());
     for (uint32_t j = 0; j < table.dim(); ++j) {
       buf += ' ';
       // Shortest form that parses back to the same float32.

@@ -240,8 +240,8 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
   // needs no more memory than training.
   e.vectors = std::vector<float>();
   const OptimizerKind kind = ck.config.optimizer;
-  ck.model =
-      allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind), hint);
+  ck.model = allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind),
+                            hint, ck.config.storage);
   read_matrix_h5(path, "vectors", ck.model.input, vetted);
   read_matrix_h5(path, "context_vectors", ck.model.output, vetted);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
@@ -418,7 +418,7 @@ void CheckpointWriter::write_snapshot(bool end_of_epoch, const Model& model,
     }
     try {
       snapshot_ = allocate_model(model.input.rows(), model.input.dim(), config_.optimizer, false,
-                                 "the checkpoint snapshot");
+                                 "the checkpoint snapshot", model.input.storage());
     } catch (const Error&) {
       // Not enough memory for a copy: this checkpoint is written from the tables, here.
       caller_seconds_ += seconds_since(t);
@@ -426,11 +426,11 @@ void CheckpointWriter::write_snapshot(bool end_of_epoch, const Model& model,
       return;
     }
   }
-  model.input.copy_to(snapshot_.input.data());
-  model.output.copy_to(snapshot_.output.data());
+  model.input.copy_values_to(snapshot_.input);
+  model.output.copy_values_to(snapshot_.output);
   for (size_t k = 0; k < model.input_state.size(); ++k) {
-    model.input_state[k].copy_to(snapshot_.input_state[k].data());
-    model.output_state[k].copy_to(snapshot_.output_state[k].data());
+    model.input_state[k].copy_values_to(snapshot_.input_state[k]);
+    model.output_state[k].copy_values_to(snapshot_.output_state[k]);
   }
   caller_seconds_ += seconds_since(t);
   start(end_of_epoch, snapshot_, position, lr);

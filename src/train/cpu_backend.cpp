@@ -359,6 +359,9 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(Model& model, const TrainData& data, uint32_t threads)
       : model_(model), data_(data), threads_(std::max<uint32_t>(1, threads)) {
+    if (model.input.storage() != Storage::kFp32) {
+      throw UsageError(storage_needs_cuda(model.input.storage()));
+    }
     bool contiguous = model.input.contiguous() && model.output.contiguous();
     for (const HostTable& t : model.input_state) contiguous = contiguous && t.contiguous();
     for (const HostTable& t : model.output_state) contiguous = contiguous && t.contiguous();

@@ -24,12 +24,18 @@ uint64_t nonfinite_rows(const HostTable& table) {
   run_workers(n, [&](uint32_t t) {
     uint64_t count = 0;
     for (uint64_t r = rows * t / n; r < rows * (t + 1) / n; ++r) {
-      const float* v = table.row(r);
       uint32_t all_ones = 0;
-      for (uint32_t k = 0; k < dim; ++k) {
-        uint32_t bits;
-        std::memcpy(&bits, v + k, sizeof bits);
-        all_ones |= (bits & 0x7f800000u) == 0x7f800000u;
+      if (table.storage() == Storage::kFp32) {
+        const float* v = table.row(r);
+        for (uint32_t k = 0; k < dim; ++k) {
+          uint32_t bits;
+          std::memcpy(&bits, v + k, sizeof bits);
+          all_ones |= (bits & 0x7f800000u) == 0x7f800000u;
+        }
+      } else {
+        const auto* v = static_cast<const uint16_t*>(table.raw_row(r));
+        const uint16_t exponent = table.storage() == Storage::kBf16 ? 0x7F80u : 0x7C00u;
+        for (uint32_t k = 0; k < dim; ++k) all_ones |= (v[k] & exponent) == exponent;
       }
       count += all_ones;
     }

@@ -547,7 +547,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   } else {
     const std::string hint = "lower --dim or --max-vocab";
     model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                           gpu->placement == Placement::kPaged, hint);
+                           gpu->placement == Placement::kPaged, hint, config.storage);
     init_model(model, config.seed, config.effective_threads());
   }
   const uint32_t threads = config.effective_threads();
