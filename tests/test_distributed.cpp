@@ -1,10 +1,10 @@
 // Training over ranks: the pure parts (which rank owns a row and trains a block, which rows a
 // span needs) always; the runs themselves with `mpirun -np 2` on the CPU backend when the build
 // has MPI (PAGEDW2V_DISTRIBUTED) and mpirun is on PATH, else those tests are skipped and say why.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -259,8 +259,11 @@ class TwoRanks : public ::testing::Test {
   }
 
   std::vector<std::string> train_args(const std::string& out, uint32_t epochs) const {
-    return {"train",     "--corpus", corpus_, "--output", out,   "--dim", "24", "--epochs",
-            std::to_string(epochs),  "--threads", "1", "--min-count", "2", "--seed", "3",
+    return {"train",     "--corpus", corpus_,
+            "--output",  out,        "--dim",
+            "24",        "--epochs", std::to_string(epochs),
+            "--threads", "1",        "--min-count",
+            "2",         "--seed",   "3",
             "--device",  "cpu"};
   }
 
@@ -281,7 +284,8 @@ TEST_F(TwoRanks, GiveTheVocabularyFilesAndLossOfOneRank) {
 
   EXPECT_EQ(names_in(one), names_in(two));
   EXPECT_EQ(names_in(one + "/checkpoints"), names_in(two + "/checkpoints"));
-  EXPECT_EQ(testing_util::read_file(one + "/vocab.tsv"), testing_util::read_file(two + "/vocab.tsv"));
+  EXPECT_EQ(testing_util::read_file(one + "/vocab.tsv"),
+            testing_util::read_file(two + "/vocab.tsv"));
   // The same formats: the .npy header, the text header, the binary's size.
   for (const char* f : {"vectors.npy", "vectors.bin", "embeddings.h5"}) {
     EXPECT_TRUE(std::ifstream(two + "/" + f).good()) << f;
@@ -326,12 +330,10 @@ TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes
   const std::string out = dir_.file("killed"), log = dir_.file("killed.log");
   const pid_t job = start(2, train_args(out, 200), log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!exists(out + "/checkpoints/epoch-1.h5") &&
-         std::chrono::steady_clock::now() < deadline) {
+  while (!exists(out + "/checkpoints/epoch-1.h5") && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_TRUE(exists(out + "/checkpoints/epoch-1.h5"))
-      << testing_util::read_file(log);
+  ASSERT_TRUE(exists(out + "/checkpoints/epoch-1.h5")) << testing_util::read_file(log);
   // Rank 1: the process whose environment says so, among this job's.
   pid_t victim = 0;
   for (const std::string& name : names_in("/proc")) {

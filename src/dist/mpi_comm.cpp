@@ -57,9 +57,9 @@ void MpiComm::wait(std::vector<MPI_Request>& requests, const char* what) {
   Clock::time_point asked;
   for (uint32_t polls = 0;; ++polls) {
     int done = 0;
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                      MPI_STATUSES_IGNORE),
-          what);
+    check(
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+        what);
     if (done) return;
     if (stop_ != nullptr && stop_->load() != 0) {
       if (!stopping) {
@@ -70,11 +70,11 @@ void MpiComm::wait(std::vector<MPI_Request>& requests, const char* what) {
         // within a second: say so and end every rank now, without unwinding (which would wait
         // for a checkpoint write in progress).
         const std::string latest = output_ + "/checkpoints/latest.h5";
-        const std::string next =
-            ::access(latest.c_str(), R_OK) == 0
-                ? "resume with: mpirun -np " + std::to_string(size_) +
-                      " pagedw2v train --output " + output_ + " --resume " + latest
-                : std::string("no checkpoint was written yet");
+        const std::string next = ::access(latest.c_str(), R_OK) == 0
+                                     ? "resume with: mpirun -np " + std::to_string(size_) +
+                                           " pagedw2v train --output " + output_ + " --resume " +
+                                           latest
+                                     : std::string("no checkpoint was written yet");
         std::fprintf(stderr,
                      "pagedw2v: rank %u of %u: the job is ending (signal %d while waiting on the "
                      "other ranks in %s: a rank ended or mpirun was stopped); %s\n",
@@ -109,10 +109,10 @@ std::vector<uint32_t> MpiComm::all_to_all(const std::vector<std::vector<uint32_t
     total += (*counts)[r];
   }
   std::vector<uint32_t> recv(total);
-  check(MPI_Ialltoallv(flat.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T,
-                       recv.data(), counts->data(), recv_displs.data(), MPI_UINT32_T,
-                       MPI_COMM_WORLD, &req[0]),
-        "all-to-all (ids)");
+  check(
+      MPI_Ialltoallv(flat.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T, recv.data(),
+                     counts->data(), recv_displs.data(), MPI_UINT32_T, MPI_COMM_WORLD, &req[0]),
+      "all-to-all (ids)");
   wait(req, "all-to-all (ids)");
   return recv;
 }
@@ -157,8 +157,8 @@ void MpiComm::gather_owned_rows(float* table, uint64_t rows, uint32_t dim) {
   const uint32_t n = size_;
   auto owned_type = [&](uint32_t r, MPI_Datatype* type) {
     const uint64_t count = r < rows ? (rows - r + n - 1) / n : 0;
-    check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(dim),
-                          static_cast<int>(n * dim), MPI_FLOAT, type),
+    check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(dim), static_cast<int>(n * dim),
+                          MPI_FLOAT, type),
           "datatype");
     check(MPI_Type_commit(type), "datatype");
   };
@@ -169,16 +169,16 @@ void MpiComm::gather_owned_rows(float* table, uint64_t rows, uint32_t dim) {
       types.emplace_back();
       owned_type(r, &types.back());
       req.emplace_back();
-      check(MPI_Irecv(table + static_cast<size_t>(r) * dim, 1, types.back(), static_cast<int>(r),
-                      0, MPI_COMM_WORLD, &req.back()),
+      check(MPI_Irecv(table + static_cast<size_t>(r) * dim, 1, types.back(), static_cast<int>(r), 0,
+                      MPI_COMM_WORLD, &req.back()),
             "receive rows");
     }
   } else if (rank_ < rows) {
     types.emplace_back();
     owned_type(rank_, &types.back());
     req.emplace_back();
-    check(MPI_Isend(table + static_cast<size_t>(rank_) * dim, 1, types.back(), 0, 0,
-                    MPI_COMM_WORLD, &req.back()),
+    check(MPI_Isend(table + static_cast<size_t>(rank_) * dim, 1, types.back(), 0, 0, MPI_COMM_WORLD,
+                    &req.back()),
           "send rows");
   }
   try {

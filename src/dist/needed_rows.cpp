@@ -85,8 +85,8 @@ void NeededRows::collect(const TrainData& data, uint32_t epoch, uint64_t first, 
             for (uint32_t t = 1; t < nt; ++t) add_output(targets[t]);
           }
         } else if (hi > lo) {
-          const uint32_t nt =
-              detail::draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise, targets.data());
+          const uint32_t nt = detail::draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise,
+                                                   targets.data());
           for (uint32_t t = 1; t < nt; ++t) add_output(targets[t]);
         }
       }

@@ -374,7 +374,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   t = Clock::now();
   const TrainingSet set = make_training_set(text.parts(), config, std::move(counted));
   const Vocab& vocab = set.vocab;
-  if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
+  if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   const CorpusFingerprint corpus_id = fingerprint(set.corpus);
   if (ck && !(corpus_id == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
@@ -474,7 +474,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         // Nothing trains after this checkpoint: it is written from the tables, here.
         backend->sync_to_host();
         if (writes_files) writer.write_now(false, model, pos, schedule.at(pos.words_done));
-        const std::string path = writes_files ? writer.wait() : config.output + "/checkpoints/latest.h5";
+        const std::string path =
+            writes_files ? writer.wait() : config.output + "/checkpoints/latest.h5";
         throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
                                    std::to_string(pos.words_done) +
                                    " words; resume with: " + resume_command(config, path));
@@ -498,7 +499,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     if (keep_any || last || (ranks && evaluate)) {
       const auto tc = Clock::now();
       backend->sync_to_host();
-      if (writes_files && keep_any && !last) writer.write_snapshot(true, model, pos, schedule.at(pos.words_done));
+      if (writes_files && keep_any && !last) {
+        writer.write_snapshot(true, model, pos, schedule.at(pos.words_done));
+      }
       last_checkpoint = Clock::now();
       side_seconds += seconds_since(tc);
     }
