@@ -326,6 +326,34 @@ TEST_F(TwoRanks, ResumeFromAGatheredCheckpointIsExact) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
+// Adam over ranks: the owners apply the steps with their state, which the gathered checkpoint
+// holds: the loss stays near one process's and a resumed run repeats the run that did not stop.
+TEST_F(TwoRanks, AdamStepsAtTheOwnersTrainAndResumeExactly) {
+  std::vector<std::string> one_args = train_args(dir_.file("one"), 2);
+  std::vector<std::string> two_args = train_args(dir_.file("two"), 2);
+  for (auto* args : {&one_args, &two_args}) args->insert(args->end(), {"--optimizer", "adam"});
+  ASSERT_EQ(run(0, one_args, dir_.file("one.log")), 0)
+      << testing_util::read_file(dir_.file("one.log"));
+  ASSERT_EQ(run(2, two_args, dir_.file("two.log")), 0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const nlohmann::json r1 = read_json(dir_.file("one/run.json"));
+  const nlohmann::json r2 = read_json(dir_.file("two/run.json"));
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_NEAR(l2, l1, 0.1 * l1) << "one rank " << l1 << ", two ranks " << l2;
+  EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
+
+  const std::string resumed = dir_.file("resumed");
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", dir_.file("two/checkpoints/epoch-1.h5"),
+                 "--threads", "1"},
+                dir_.file("resumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("resumed.log"));
+  EXPECT_TRUE(testing_util::read_file(dir_.file("two/vectors.npy")) ==
+              testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
 TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes) {
   const std::string out = dir_.file("killed"), log = dir_.file("killed.log");
   const pid_t job = start(2, train_args(out, 200), log);

@@ -34,10 +34,6 @@ class MpiRanks final : public Ranks {
 
   std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
                                         uint32_t threads) override {
-    if (data.optimizer.kind != OptimizerKind::kSgd) {
-      throw UsageError("training over several ranks runs --optimizer sgd only so far (got " +
-                       to_string(data.optimizer.kind) + ")");
-    }
     return make_sharded_backend(comm_, model, data, threads, agreed_stop_, stop_);
   }
 

@@ -34,8 +34,7 @@ class Ranks {
   virtual void check_same(uint64_t value, const std::string& what) = 0;
 
   /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
-  /// `model`, whose rows this rank owns as row_owners.hpp says. Throws UsageError for settings
-  /// it does not run (an optimizer other than sgd).
+  /// `model`, whose rows this rank owns as row_owners.hpp says.
   virtual std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
                                                 uint32_t threads) = 0;
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer

@@ -1,8 +1,11 @@
 #include "dist/sharded_backend.hpp"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "dist/needed_rows.hpp"
+#include "dist/owner_steps.hpp"
 #include "dist/row_exchange.hpp"
 #include "dist/row_owners.hpp"
 #include "train/cpu_backend.hpp"
@@ -22,14 +25,19 @@ class ShardedBackend final : public Backend {
         need_(model.input.rows()),
         exchange_(comm, data.params.dim),
         agreed_stop_(agreed_stop),
-        stop_(stop) {}
+        stop_(stop) {
+    if (data.optimizer.kind != OptimizerKind::kSgd) {
+      steps_.emplace(comm, model.input.rows(), data.params.dim);
+    }
+  }
 
   std::string name() const override { return "cpu"; }
   std::string describe() const override {
     return "cpu, " + std::to_string(comm_.size()) + " ranks (rank r owns rows id % " +
-           std::to_string(comm_.size()) + " == r), " + std::to_string(threads_) +
-           " threads per rank, rows exchanged every " + std::to_string(kRankSpanWords) +
-           " words per rank";
+           std::to_string(comm_.size()) + " == r), " + std::to_string(steps_ ? 1 : threads_) +
+           (steps_ ? " thread per rank (the owners apply the optimizer steps)"
+                   : " threads per rank") +
+           ", rows exchanged every " + std::to_string(kRankSpanWords) + " words per rank";
   }
   uint64_t span_words() const override { return kRankSpanWords * comm_.size(); }
 
@@ -38,8 +46,12 @@ class ShardedBackend final : public Backend {
     need_.collect(data_, epoch, mine.first, mine.last);
     exchange_.fetch(model_, need_);
     SpanStats s;
-    if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
-    exchange_.return_deltas(model_);
+    if (steps_) {
+      s = steps_->train(data_, model_, epoch, mine, need_);
+    } else {
+      if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
+      exchange_.return_deltas(model_);
+    }
     // The span's statistics, summed; a loss that is not finite on one rank is so on all.
     double v[4] = {static_cast<double>(s.words), static_cast<double>(s.trained), s.loss,
                    static_cast<double>(s.loss_terms)};
@@ -50,9 +62,16 @@ class ShardedBackend final : public Backend {
   }
 
   void sync_to_host() override {
-    comm_.gather_owned_rows(model_.input.data(), model_.input.rows(), model_.input.dim());
-    comm_.gather_owned_rows(model_.output.data(), model_.output.rows(), model_.output.dim());
+    for (HostTable* t : tables()) comm_.gather_owned_rows(t->data(), t->rows(), t->dim());
   }
+  /// The tables and the optimizer state tables.
+  std::vector<HostTable*> tables() {
+    std::vector<HostTable*> all = {&model_.input, &model_.output};
+    for (HostTable& t : model_.input_state) all.push_back(&t);
+    for (HostTable& t : model_.output_state) all.push_back(&t);
+    return all;
+  }
+
   // Every rank starts from the same tables (initialised alike, or loaded from one checkpoint).
   void sync_from_host() override {}
 
@@ -64,6 +83,7 @@ class ShardedBackend final : public Backend {
   std::unique_ptr<Backend> cpu_;
   NeededRows need_;
   RowExchange exchange_;
+  std::optional<OwnerSteps> steps_;  ///< optimizers other than sgd
   std::atomic<int>& agreed_stop_;
   const std::atomic<int>* stop_;
 };
