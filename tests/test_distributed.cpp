@@ -354,25 +354,64 @@ TEST_F(TwoRanks, AdamStepsAtTheOwnersTrainAndResumeExactly) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
-TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes) {
-  const std::string out = dir_.file("killed"), log = dir_.file("killed.log");
-  const pid_t job = start(2, train_args(out, 200), log);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!exists(out + "/checkpoints/epoch-1.h5") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(exists(out + "/checkpoints/epoch-1.h5")) << testing_util::read_file(log);
-  // Rank 1: the process whose environment says so, among this job's.
-  pid_t victim = 0;
+/// The pids of the ranks of a job whose command line names `out`, by rank.
+std::vector<pid_t> ranks_of_job(const std::string& out, uint32_t ranks) {
+  std::vector<pid_t> pids(ranks, 0);
   for (const std::string& name : names_in("/proc")) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const std::string env = testing_util::read_file("/proc/" + name + "/environ");
     const std::string cmd = testing_util::read_file("/proc/" + name + "/cmdline");
-    if (cmd.find(out) != std::string::npos && cmd.rfind("mpirun", 0) != 0 &&
-        env.find(std::string("OMPI_COMM_WORLD_RANK=1") + '\0') != std::string::npos) {
-      victim = static_cast<pid_t>(std::stol(name));
+    if (cmd.find(out) == std::string::npos || cmd.rfind("mpirun", 0) == 0) continue;
+    for (uint32_t r = 0; r < ranks; ++r) {
+      if (env.find("OMPI_COMM_WORLD_RANK=" + std::to_string(r) + '\0') != std::string::npos) {
+        pids[r] = static_cast<pid_t>(std::stol(name));
+      }
     }
   }
+  return pids;
+}
+
+/// Waits until `path` exists (at most two minutes).
+bool wait_for(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!exists(path) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return exists(path);
+}
+
+// SIGINT to every rank (not to mpirun, which would end the job): the ranks agree to stop at
+// the same span, rank 0 writes a checkpoint there, and the run resumes from it.
+TEST_F(TwoRanks, SigintToEveryRankStopsThemTogetherWithACheckpoint) {
+  const std::string out = dir_.file("stopped"), log = dir_.file("stopped.log");
+  const pid_t job = start(2, train_args(out, 200), log);
+  ASSERT_TRUE(wait_for(out + "/checkpoints/epoch-1.h5")) << testing_util::read_file(log);
+  const std::vector<pid_t> pids = ranks_of_job(out, 2);
+  ASSERT_NE(pids[0], 0);
+  ASSERT_NE(pids[1], 0);
+  ::kill(pids[1], SIGINT);
+  ::kill(pids[0], SIGINT);
+  const int code = finish(job);
+  const std::string text = testing_util::read_file(log);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_NE(text.find("pagedw2v: stopped by signal 2"), std::string::npos) << text;
+  char target[256] = {};
+  const ssize_t n = ::readlink((out + "/checkpoints/latest.h5").c_str(), target, sizeof target - 1);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(target, static_cast<size_t>(n)).rfind("step-", 0), 0u) << target;
+  EXPECT_EQ(
+      run(2,
+          {"train", "--output", out, "--resume", out + "/checkpoints/latest.h5", "--epochs", "2"},
+          dir_.file("resume.log")),
+      0)
+      << testing_util::read_file(dir_.file("resume.log"));
+}
+
+TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes) {
+  const std::string out = dir_.file("killed"), log = dir_.file("killed.log");
+  const pid_t job = start(2, train_args(out, 200), log);
+  ASSERT_TRUE(wait_for(out + "/checkpoints/epoch-1.h5")) << testing_util::read_file(log);
+  const pid_t victim = ranks_of_job(out, 2)[1];
   ASSERT_NE(victim, 0) << "rank 1 not found";
   ::kill(victim, SIGKILL);
   const int code = finish(job);

@@ -71,6 +71,9 @@ int cmd_train(int argc, char** argv) {
     return 0;
   }
   try {
+    if (config.device == DeviceKind::kCuda) {
+      throw UsageError("training over ranks runs the CPU backend (--device cpu or auto) so far");
+    }
     run_training(config, stderr, &g_stop_signal, ranks.get());
   } catch (const Interrupted& e) {
     if (ranks->rank() == 0) throw;

@@ -1,6 +1,7 @@
 #include "dist/mpi_comm.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <thread>
 
@@ -61,7 +62,9 @@ void MpiComm::wait(std::vector<MPI_Request>& requests, const char* what) {
         MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
         what);
     if (done) return;
-    if (stop_ != nullptr && stop_->load() != 0) {
+    // SIGTERM is how mpirun ends the ranks (a rank died, or mpirun was stopped); another signal
+    // (SIGINT sent to every rank) stops the ranks together at the end of the span.
+    if (stop_ != nullptr && stop_->load() == SIGTERM) {
       if (!stopping) {
         stopping = true;
         asked = Clock::now();

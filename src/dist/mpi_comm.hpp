@@ -3,8 +3,8 @@
 /// The MPI calls distributed training makes, as a small RAII object over MPI_COMM_WORLD: init
 /// and finalize, and the collectives (all-to-all, all-reduce, broadcast, strided row transfers)
 /// issued non-blocking and waited on by polling. A rank that waits on the others and is then
-/// asked to stop (mpirun sends SIGTERM to every rank when one dies) prints one line saying that
-/// the job ends and how to resume, and aborts the job, instead of hanging in a collective that
+/// asked to stop by SIGTERM (mpirun sends it to every rank when one dies) prints one line saying
+/// that the job ends and how to resume, and aborts the job, instead of hanging in a collective that
 /// can never complete.
 /// Built only with MPI (PAGEDW2V_DISTRIBUTED).
 
