@@ -59,6 +59,10 @@ int cmd_train(int argc, char** argv) {
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
   apply_train_flags(config, args);
+  // Every core to every rank would oversubscribe the host: the ranks on it share its cores.
+  if (dist::launched_with_ranks() && config.given.count("threads") == 0 && !config.deterministic) {
+    config.threads = dist::default_threads_per_rank();
+  }
   prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "",
                    dist::launch_rank() == 0 ? stderr : nullptr);
   std::signal(SIGINT, on_stop_signal);

@@ -1,5 +1,7 @@
 // How a process tells that an MPI launcher started it with several ranks (ranks.hpp).
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "dist/ranks.hpp"
 
@@ -20,6 +22,19 @@ uint32_t launch_rank() {
     if (const char* v = std::getenv(name)) return static_cast<uint32_t>(std::atoi(v));
   }
   return 0;
+}
+
+uint32_t default_threads_per_rank() {
+  int local = 1;
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}) {
+    if (const char* v = std::getenv(name)) {
+      local = std::max(1, std::atoi(v));
+      break;
+    }
+  }
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1u, cores / static_cast<unsigned>(local));
 }
 
 }  // namespace pagedw2v::dist

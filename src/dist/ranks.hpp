@@ -47,6 +47,9 @@ bool launched_with_ranks();
 /// This process's rank as the launcher's environment gives it (0 when not launched with ranks):
 /// known before MPI starts, so that rank 0 alone prints the settings.
 uint32_t launch_rank();
+/// The CPU threads a rank takes when --threads is not given: the cores of its host shared by the
+/// ranks the launcher started on that host (at least one).
+uint32_t default_threads_per_rank();
 
 /// Joins the ranks of this job when it was launched with more than one (MPI_Init), else
 /// returns null. `stop` is the process's signal flag: a rank that waits on the others and is
