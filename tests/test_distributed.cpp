@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -378,6 +379,22 @@ bool wait_for(const std::string& path) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return exists(path);
+}
+
+// An error on rank 0 alone (it alone claims the output) ends every rank, with its line.
+TEST_F(TwoRanks, AnErrorOnOneRankEndsTheJobWithItsLine) {
+  const std::string out = dir_.file("taken");
+  ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);
+  testing_util::write_file(out + "/run.json", "{}\n");
+  const std::string log = dir_.file("taken.log");
+  const int code = run(2, train_args(out, 1), log);
+  const std::string text = testing_util::read_file(log);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_NE(text.find("pagedw2v: output '" + out + "' holds the files of another run"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("resume with"), std::string::npos) << text;
+  EXPECT_EQ(testing_util::read_file(out + "/run.json"), "{}\n");
 }
 
 // SIGINT to every rank (not to mpirun, which would end the job): the ranks agree to stop at

@@ -73,11 +73,13 @@ void MpiComm::wait(std::vector<MPI_Request>& requests, const char* what) {
         // within a second: say so and end every rank now, without unwinding (which would wait
         // for a checkpoint write in progress).
         const std::string latest = output_ + "/checkpoints/latest.h5";
-        const std::string next = ::access(latest.c_str(), R_OK) == 0
-                                     ? "resume with: mpirun -np " + std::to_string(size_) +
-                                           " pagedw2v train --output " + output_ + " --resume " +
-                                           latest
-                                     : std::string("no checkpoint was written yet");
+        std::string next = "training had not started";
+        if (training_) {
+          next = ::access(latest.c_str(), R_OK) == 0
+                     ? "resume with: mpirun -np " + std::to_string(size_) +
+                           " pagedw2v train --output " + output_ + " --resume " + latest
+                     : "no checkpoint was written yet";
+        }
         std::fprintf(stderr,
                      "pagedw2v: rank %u of %u: the job is ending (signal %d while waiting on the "
                      "other ranks in %s: a rank ended or mpirun was stopped); %s\n",

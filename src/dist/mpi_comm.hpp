@@ -47,6 +47,10 @@ class MpiComm {
   /// index is r modulo size(); every other rank sends its own. Rows move in place, strided.
   void gather_owned_rows(float* table, uint64_t rows, uint32_t dim);
 
+  /// Marks that training has started: from then on, a rank that finds the job ending names the
+  /// checkpoint that resumes it.
+  void training_started() { training_ = true; }
+
   /// Aborts every rank of the job with `code` (MPI_Abort).
   [[noreturn]] void abort(int code);
 
@@ -60,6 +64,7 @@ class MpiComm {
   uint32_t rank_ = 0;
   uint32_t size_ = 1;
   bool aborting_ = false;
+  bool training_ = false;
 };
 
 }  // namespace pagedw2v::dist

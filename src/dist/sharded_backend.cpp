@@ -42,6 +42,7 @@ class ShardedBackend final : public Backend {
   uint64_t span_words() const override { return kRankSpanWords * comm_.size(); }
 
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
+    comm_.training_started();
     const BlockRange mine = share_of_span(first_block, last_block, comm_.rank(), comm_.size());
     need_.collect(data_, epoch, mine.first, mine.last);
     exchange_.fetch(model_, need_);
