@@ -182,6 +182,20 @@ pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::str
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);  // containers lack CMA
+    // A sanitized build: what the MPI libraries leave allocated at exit is theirs.
+    static const std::string suppressions = [] {
+      const std::string path = ::testing::TempDir() + "/pagedw2v-mpi-lsan.supp";
+      testing_util::write_file(path,
+                               "leak:libmpi\nleak:libopen-pal\nleak:libopen-rte\nleak:libpmix\n"
+                               "leak:libhwloc\nleak:libevent\nleak:mca_\n");
+      return path;
+    }();
+    const char* lsan = std::getenv("LSAN_OPTIONS");
+    const std::string given = lsan != nullptr ? lsan : "";
+    if (given.find(suppressions) == std::string::npos) {
+      ::setenv("LSAN_OPTIONS",
+               ((given.empty() ? "" : given + ":") + "suppressions=" + suppressions).c_str(), 1);
+    }
   }
   argv.push_back(PAGEDW2V_BINARY);
   argv.insert(argv.end(), args.begin(), args.end());
