@@ -65,6 +65,10 @@ class ShardedBackend final : public Backend {
   void sync_to_host() override {
     for (HostTable* t : tables()) comm_.gather_owned_rows(t->data(), t->rows(), t->dim());
   }
+  // Every rank starts from the same tables (initialised alike, or loaded from one checkpoint).
+  void sync_from_host() override {}
+
+ private:
   /// The tables and the optimizer state tables.
   std::vector<HostTable*> tables() {
     std::vector<HostTable*> all = {&model_.input, &model_.output};
@@ -73,10 +77,6 @@ class ShardedBackend final : public Backend {
     return all;
   }
 
-  // Every rank starts from the same tables (initialised alike, or loaded from one checkpoint).
-  void sync_from_host() override {}
-
- private:
   MpiComm& comm_;
   Model& model_;
   const TrainData& data_;
