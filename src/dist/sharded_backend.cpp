@@ -1,5 +1,6 @@
 #include "dist/sharded_backend.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,9 +38,9 @@ class ShardedBackend final : public Backend {
            std::to_string(comm_.size()) + " == r), " + std::to_string(steps_ ? 1 : threads_) +
            (steps_ ? " thread per rank (the owners apply the optimizer steps)"
                    : " threads per rank") +
-           ", rows exchanged every " + std::to_string(kRankSpanWords) + " words per rank";
+           ", rows exchanged every " + std::to_string(rank_span_words()) + " words per rank";
   }
-  uint64_t span_words() const override { return kRankSpanWords * comm_.size(); }
+  uint64_t span_words() const override { return rank_span_words() * comm_.size(); }
 
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
     comm_.training_started();
@@ -69,6 +70,10 @@ class ShardedBackend final : public Backend {
   void sync_from_host() override {}
 
  private:
+  uint64_t rank_span_words() const {
+    return steps_ ? kRankSpanWords : std::max<uint64_t>(kRankSpanWords, threads_ * kBlockWords);
+  }
+
   /// The tables and the optimizer state tables.
   std::vector<HostTable*> tables() {
     std::vector<HostTable*> all = {&model_.input, &model_.output};

@@ -19,9 +19,10 @@
 
 namespace pagedw2v::dist {
 
-/// Words each rank trains between two exchanges (two work blocks): larger spans exchange fewer
-/// bytes per word (a frequent row is fetched once per span), smaller ones keep the copies
-/// fresher. The README's "Distributed training" gives the measured trade.
+/// Words each rank trains between two exchanges, at least (two work blocks, or one block per
+/// thread when the rank has more threads, so that every thread has a block): larger spans
+/// exchange fewer bytes per word (a frequent row is fetched once per span), smaller ones keep
+/// the copies fresher. The README's "Distributed training" gives the measured trade.
 inline constexpr uint64_t kRankSpanWords = 2 * kBlockWords;
 
 /// The backend for `model` (the full tables, the same on every rank at the start) and `data`,
