@@ -426,6 +426,7 @@ TEST_F(TwoRanks, SigintToEveryRankStopsThemTogetherWithACheckpoint) {
   const std::string text = testing_util::read_file(log);
   EXPECT_NE(code, 0) << text;
   EXPECT_NE(text.find("pagedw2v: stopped by signal 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("resume with: mpirun -np 2 pagedw2v train"), std::string::npos) << text;
   char target[256] = {};
   const ssize_t n = ::readlink((out + "/checkpoints/latest.h5").c_str(), target, sizeof target - 1);
   ASSERT_GT(n, 0);

@@ -476,9 +476,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         if (writes_files) writer.write_now(false, model, pos, schedule.at(pos.words_done));
         const std::string path =
             writes_files ? writer.wait() : config.output + "/checkpoints/latest.h5";
-        throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
-                                   std::to_string(pos.words_done) +
-                                   " words; resume with: " + resume_command(config, path));
+        throw Interrupted(
+            sig, "stopped by signal " + std::to_string(sig) + " after " +
+                     std::to_string(pos.words_done) + " words; resume with: " +
+                     (ranks ? "mpirun -np " + std::to_string(ranks->size()) + " " : std::string()) +
+                     resume_command(config, path));
       }
       // A timed checkpoint waits while the previous one is still being written.
       const bool timed = config.checkpoint_interval > 0 && e < nblocks && !writer.busy() &&
