@@ -27,6 +27,7 @@ required|cmake|nlohmann_json 3|nlohmann-json3-dev|
 tests|cmake|GTest|libgtest-dev|
 optional|command|zstd|zstd|the .zst case of the ingest tests (it skips); .zst corpora still train
 optional|cmake|tomlplusplus|libtomlplusplus-dev|TOML config files (train --config FILE.toml); flags still work
+optional|cmake|MPI COMPONENTS C|libopenmpi-dev|training over ranks (mpirun -np N pagedw2v train; the package brings openmpi-bin); one process still trains
 EOF
 }
 

@@ -10,6 +10,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "config.hpp"
+#include "dist/ranks.hpp"
 #include "error.hpp"
 #include "train/trainer.hpp"
 #include "train_setup.hpp"
@@ -58,10 +59,36 @@ int cmd_train(int argc, char** argv) {
   Config config;
   if (args.count("config")) apply_toml_file(config, args["config"].as<std::string>());
   apply_train_flags(config, args);
-  prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "", stderr);
+  // Every core to every rank would oversubscribe the host: the ranks on it share its cores.
+  if (dist::launched_with_ranks() && config.given.count("threads") == 0 && !config.deterministic) {
+    config.threads = dist::default_threads_per_rank();
+  }
+  prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "",
+                   dist::launch_rank() == 0 ? stderr : nullptr);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  run_training(config, stderr, &g_stop_signal);
+  // Under mpirun with several ranks, every rank runs this; an error on one rank ends them all
+  // (the others may be waiting on it), and a stop on a signal ends each one quietly but rank 0.
+  const std::unique_ptr<dist::Ranks> ranks = dist::join_ranks(&g_stop_signal, config.output);
+  if (!ranks) {
+    run_training(config, stderr, &g_stop_signal);
+    return 0;
+  }
+  try {
+    if (config.device == DeviceKind::kCuda) {
+      throw UsageError("training over ranks runs the CPU backend (--device cpu or auto) so far");
+    }
+    run_training(config, stderr, &g_stop_signal, ranks.get());
+  } catch (const Interrupted& e) {
+    if (ranks->rank() == 0) throw;
+    return 128 + e.signal();
+  } catch (const UsageError& e) {
+    dist::abort_job(*ranks, e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    dist::abort_job(*ranks, "out of memory", 1);
+  } catch (const std::exception& e) {
+    dist::abort_job(*ranks, e.what(), 1);
+  }
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include "byte_size.hpp"
 #include "corpus.hpp"
 #include "corpus_stream.hpp"
+#include "dist/ranks.hpp"
 #include "error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
@@ -350,7 +351,10 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
   return merged;
 }
 
-TrainSummary run_training(const Config& requested, std::FILE* log, const std::atomic<int>* stop) {
+TrainSummary run_training(const Config& requested, std::FILE* log, const std::atomic<int>* stop,
+                          dist::Ranks* ranks) {
+  // Over several ranks, rank 0 alone writes files and logs.
+  const bool writes_files = ranks == nullptr || ranks->writes_files();
   const auto t0 = Clock::now();
   StageTimes times;
   std::optional<Checkpoint> ck;
@@ -368,12 +372,15 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   if (config.keep_checkpoints == 0 && config.checkpoint_interval > 0) {
     throw UsageError("--checkpoint-interval needs --keep-checkpoints 1 or more");
   }
-  std::FILE* out = config.quiet ? nullptr : log;
-  prepare_output_dir(config.output);
-  const OutputLock lock(config.output);
-  remove_stale_temps(config.output);
-  remove_stale_temps(config.output + "/checkpoints");
-  claim_output(config, requested.resume);
+  std::FILE* out = config.quiet || !writes_files ? nullptr : log;
+  std::optional<OutputLock> lock;
+  if (writes_files) {
+    prepare_output_dir(config.output);
+    lock.emplace(config.output);
+    remove_stale_temps(config.output);
+    remove_stale_temps(config.output + "/checkpoints");
+    claim_output(config, requested.resume);
+  }
   if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);
   times.setup += seconds_since(t0);
@@ -409,7 +416,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const uint64_t corpus_bytes = ck             ? ck->corpus.words * 4 + ck->corpus.sentences * 8
                                 : counted_here ? counted.total_count() / 10 * 42
                                                : text.bytes();
-  const bool streamed = on_cpu && corpus_bytes > corpus_memory;
+  // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
+  const bool streamed = !ranks && on_cpu && corpus_bytes > corpus_memory;
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
     for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
@@ -427,7 +435,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // allocated, so that they do not add to the peak of host memory (a stream reads it again).
   if (!streamed) text = CorpusText();
   const Vocab& vocab = set.vocab;
-  if (!config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
+  if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   std::optional<CorpusFingerprint> corpus_id;
   if (!streamed) corpus_id = fingerprint(set.corpus);
   // A streamed corpus: its words per epoch come from the count (or a pass over it), its
@@ -487,6 +495,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       !(!streamed && legacy_fingerprint(set.corpus) == ck->corpus)) {
     throw Error("corpus '" + config.corpus + "' is not the corpus the checkpoint was trained on");
   }
+  // Also waits for rank 0 to have claimed the output directory.
+  if (ranks) ranks->check_same(corpus_id->hash ^ vocab.size(), "corpus and vocabulary");
   times.encoding = seconds_since(t);
   if (out) {
     if (streamed) {
@@ -554,7 +564,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   GpuOptions gpu_settings = gpu.value_or(config.gpu_options());
   gpu_settings.deterministic = config.deterministic;  // a resumed run's may be the checkpoint's
   std::unique_ptr<Backend> backend =
-      make_backend(config.device, model, data, threads, gpu_settings);
+      ranks ? ranks->make_backend(model, data, threads)
+            : make_backend(config.device, model, data, threads, gpu_settings);
+  if (ranks) stop = ranks->agreed_stop();
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
   CheckpointDir checkpoints(config.output, config.keep_checkpoints, p.words_per_epoch);
   // Made once the corpus's fingerprint is known (a streamed corpus: after its first pass).
@@ -617,21 +629,28 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         progress.finish();
         // Nothing trains after this checkpoint: it is written from the tables, here.
         backend->sync_to_host();
-        ensure_writer();
-        writer->write_now(false, model, pos, schedule.at(pos.words_done));
-        const std::string& path = writer->wait();
-        throw Interrupted(sig, "stopped by signal " + std::to_string(sig) + " after " +
-                                   std::to_string(pos.words_done) +
-                                   " words; resume with: " + resume_command(config, path));
+        if (writes_files) {
+          ensure_writer();
+          writer->write_now(false, model, pos, schedule.at(pos.words_done));
+        }
+        const std::string path =
+            writes_files ? writer->wait() : config.output + "/checkpoints/latest.h5";
+        throw Interrupted(
+            sig, "stopped by signal " + std::to_string(sig) + " after " +
+                     std::to_string(pos.words_done) + " words; resume with: " +
+                     (ranks ? "mpirun -np " + std::to_string(ranks->size()) + " " : std::string()) +
+                     resume_command(config, path));
       }
       // A timed checkpoint waits while the previous one is still being written.
       // Not after an epoch's last block (its end writes one), nor in a streamed corpus's first
       // pass (its fingerprint is not known yet); blocks known beyond e say e is not the last.
-      if (config.checkpoint_interval > 0 && e + 1 < data.blocks->size() && writer &&
-          !writer->busy() && seconds_since(last_checkpoint) >= config.checkpoint_interval) {
+      const bool timed = config.checkpoint_interval > 0 && e + 1 < data.blocks->size() && writer &&
+                         !writer->busy() &&
+                         seconds_since(last_checkpoint) >= config.checkpoint_interval;
+      if (ranks ? ranks->rank0_decides(timed) : timed) {
         const auto tc = Clock::now();
         backend->sync_to_host();
-        writer->write_snapshot(false, model, pos, schedule.at(pos.words_done));
+        if (writes_files) writer->write_snapshot(false, model, pos, schedule.at(pos.words_done));
         last_checkpoint = Clock::now();
         side_seconds += seconds_since(tc);
       }
@@ -653,14 +672,17 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     summary.epoch_loss.push_back(epoch_terms > 0 ? epoch_loss / static_cast<double>(epoch_terms)
                                                  : 0.0);
     const bool last = epoch + 1 == p.epochs;
-    if (keep_any || last) {
+    const bool evaluate = !config.eval_analogies.empty() || !config.eval_similarity.empty();
+    if (keep_any || last || (ranks && evaluate)) {
       const auto tc = Clock::now();
       backend->sync_to_host();
-      if (keep_any && !last) writer->write_snapshot(true, model, pos, schedule.at(pos.words_done));
+      if (writes_files && keep_any && !last) {
+        writer->write_snapshot(true, model, pos, schedule.at(pos.words_done));
+      }
       last_checkpoint = Clock::now();
       side_seconds += seconds_since(tc);
     }
-    if (!config.eval_analogies.empty() || !config.eval_similarity.empty()) {
+    if (evaluate && writes_files) {
       progress.finish();
       const auto te = Clock::now();
       if (auto r = evaluate_epoch(config, vocab, model, epoch + 1, out)) {
@@ -672,6 +694,14 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   times.training = seconds_since(t_train) - side_seconds;
   progress.finish();
+  if (!writes_files) {
+    summary.vocab_size = vocab.size();
+    summary.words = pos.words_done;
+    summary.words_trained_now = pos.words_done - words_at_start;
+    summary.train_seconds = times.training;
+    summary.device = backend->name();
+    return summary;
+  }
   check_run_outcome(examples, model);
 
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables

@@ -24,6 +24,10 @@
 
 namespace pagedw2v {
 
+namespace dist {
+class Ranks;
+}
+
 /// Where the time of a `train` command went, in seconds.
 struct StageTimes {
   double read = 0;         ///< opening and mapping the corpus (its pages are read while counting)
@@ -71,9 +75,12 @@ struct TrainSummary {
 /// Runs `config` end to end (or continues `config.resume`); progress goes to `log` unless
 /// config.quiet. When `*stop` becomes non-zero (a signal number, set by a signal handler), training
 /// stops at the next safe point, writes a checkpoint and throws Interrupted, whose message ends
-/// with the command that continues the run.
+/// with the command that continues the run. With `ranks` (a run over several MPI ranks,
+/// dist/ranks.hpp) every rank calls this with the same config; each trains its share, and rank 0
+/// alone logs and writes the checkpoints and the export; the other ranks return a summary of
+/// the training alone.
 TrainSummary run_training(const Config& config, std::FILE* log = stderr,
-                          const std::atomic<int>* stop = nullptr);
+                          const std::atomic<int>* stop = nullptr, dist::Ranks* ranks = nullptr);
 
 /// The command line that continues a run stopped at `checkpoint`: `pagedw2v train --output DIR`,
 /// the options that `config` was given and a checkpoint does not record, and `--resume

@@ -1,0 +1,198 @@
+#include "dist/mpi_comm.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <unistd.h>
+
+#include "error.hpp"
+
+namespace pagedw2v::dist {
+namespace {
+
+/// How long a rank that was asked to stop waits for the others before it decides that the job
+/// is ending. mpirun sends every rank SIGTERM when one rank dies (or when mpirun itself is
+/// stopped) and SIGKILL one second later (odls_base_sigkill_timeout), so this stays below that.
+constexpr double kGraceSeconds = 0.4;
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    throw Error(std::string("MPI ") + what + " failed: " + std::string(text, len));
+  }
+}
+
+}  // namespace
+
+MpiComm::MpiComm(const std::atomic<int>* stop, std::string output)
+    : stop_(stop), output_(std::move(output)) {
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "init");
+  // Errors come back as codes (thrown as Error), not as a silent abort inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int r = 0, n = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  rank_ = static_cast<uint32_t>(r);
+  size_ = static_cast<uint32_t>(n);
+}
+
+MpiComm::~MpiComm() {
+  if (!aborting_) MPI_Finalize();
+}
+
+void MpiComm::abort(int code) {
+  aborting_ = true;
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return
+}
+
+void MpiComm::wait(std::vector<MPI_Request>& requests, const char* what) {
+  using Clock = std::chrono::steady_clock;
+  bool stopping = false;
+  Clock::time_point asked;
+  for (uint32_t polls = 0;; ++polls) {
+    int done = 0;
+    check(
+        MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+        what);
+    if (done) return;
+    // SIGTERM is how mpirun ends the ranks (a rank died, or mpirun was stopped); another signal
+    // (SIGINT sent to every rank) stops the ranks together at the end of the span.
+    if (stop_ != nullptr && stop_->load() == SIGTERM) {
+      if (!stopping) {
+        stopping = true;
+        asked = Clock::now();
+      } else if (std::chrono::duration<double>(Clock::now() - asked).count() > kGraceSeconds) {
+        // The job is ending (a rank died, or mpirun was stopped) and mpirun kills this rank
+        // within a second: say so and end every rank now, without unwinding (which would wait
+        // for a checkpoint write in progress).
+        const std::string latest = output_ + "/checkpoints/latest.h5";
+        std::string next = "training had not started";
+        if (training_) {
+          next = ::access(latest.c_str(), R_OK) == 0
+                     ? "resume with: mpirun -np " + std::to_string(size_) +
+                           " pagedw2v train --output " + output_ + " --resume " + latest
+                     : "no checkpoint was written yet";
+        }
+        std::fprintf(stderr,
+                     "pagedw2v: rank %u of %u: the job is ending (signal %d while waiting on the "
+                     "other ranks in %s: a rank ended or mpirun was stopped); %s\n",
+                     rank_, size_, stop_->load(), what, next.c_str());
+        abort(1);
+      }
+    }
+    // Spin briefly (a peer is usually close), then yield the core to the training threads.
+    if (polls > 256) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+std::vector<uint32_t> MpiComm::all_to_all(const std::vector<std::vector<uint32_t>>& send,
+                                          std::vector<int>* counts) {
+  const int n = static_cast<int>(size_);
+  std::vector<int> send_counts(n), send_displs(n), recv_displs(n);
+  counts->assign(n, 0);
+  std::vector<uint32_t> flat;
+  for (int r = 0; r < n; ++r) {
+    send_counts[r] = static_cast<int>(send[r].size());
+    send_displs[r] = static_cast<int>(flat.size());
+    flat.insert(flat.end(), send[r].begin(), send[r].end());
+  }
+  std::vector<MPI_Request> req(1);
+  check(MPI_Ialltoall(send_counts.data(), 1, MPI_INT, counts->data(), 1, MPI_INT, MPI_COMM_WORLD,
+                      &req[0]),
+        "all-to-all (counts)");
+  wait(req, "all-to-all (counts)");
+  int total = 0;
+  for (int r = 0; r < n; ++r) {
+    recv_displs[r] = total;
+    total += (*counts)[r];
+  }
+  std::vector<uint32_t> recv(total);
+  check(
+      MPI_Ialltoallv(flat.data(), send_counts.data(), send_displs.data(), MPI_UINT32_T, recv.data(),
+                     counts->data(), recv_displs.data(), MPI_UINT32_T, MPI_COMM_WORLD, &req[0]),
+      "all-to-all (ids)");
+  wait(req, "all-to-all (ids)");
+  return recv;
+}
+
+void MpiComm::all_to_all(const float* send, const std::vector<int>& send_counts, float* recv,
+                         const std::vector<int>& recv_counts) {
+  const int n = static_cast<int>(size_);
+  std::vector<int> sd(n), rd(n);
+  for (int r = 1; r < n; ++r) {
+    sd[r] = sd[r - 1] + send_counts[r - 1];
+    rd[r] = rd[r - 1] + recv_counts[r - 1];
+  }
+  std::vector<MPI_Request> req(1);
+  check(MPI_Ialltoallv(send, send_counts.data(), sd.data(), MPI_FLOAT, recv, recv_counts.data(),
+                       rd.data(), MPI_FLOAT, MPI_COMM_WORLD, &req[0]),
+        "all-to-all (rows)");
+  wait(req, "all-to-all (rows)");
+}
+
+void MpiComm::sum(double* values, int n) {
+  std::vector<MPI_Request> req(1);
+  check(MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[0]),
+        "all-reduce");
+  wait(req, "all-reduce");
+}
+
+int MpiComm::max(int value) {
+  std::vector<MPI_Request> req(1);
+  int out = 0;
+  check(MPI_Iallreduce(&value, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req[0]), "all-reduce");
+  wait(req, "all-reduce");
+  return out;
+}
+
+void MpiComm::broadcast(void* data, int bytes) {
+  std::vector<MPI_Request> req(1);
+  check(MPI_Ibcast(data, bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req[0]), "broadcast");
+  wait(req, "broadcast");
+}
+
+void MpiComm::gather_owned_rows(float* table, uint64_t rows, uint32_t dim) {
+  const uint32_t n = size_;
+  auto owned_type = [&](uint32_t r, MPI_Datatype* type) {
+    const uint64_t count = r < rows ? (rows - r + n - 1) / n : 0;
+    check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(dim), static_cast<int>(n * dim),
+                          MPI_FLOAT, type),
+          "datatype");
+    check(MPI_Type_commit(type), "datatype");
+  };
+  std::vector<MPI_Request> req;
+  std::vector<MPI_Datatype> types;
+  if (rank_ == 0) {
+    for (uint32_t r = 1; r < n && r < rows; ++r) {
+      types.emplace_back();
+      owned_type(r, &types.back());
+      req.emplace_back();
+      check(MPI_Irecv(table + static_cast<size_t>(r) * dim, 1, types.back(), static_cast<int>(r), 0,
+                      MPI_COMM_WORLD, &req.back()),
+            "receive rows");
+    }
+  } else if (rank_ < rows) {
+    types.emplace_back();
+    owned_type(rank_, &types.back());
+    req.emplace_back();
+    check(MPI_Isend(table + static_cast<size_t>(rank_) * dim, 1, types.back(), 0, 0, MPI_COMM_WORLD,
+                    &req.back()),
+          "send rows");
+  }
+  try {
+    wait(req, "gather rows");
+  } catch (...) {
+    for (MPI_Datatype& t : types) MPI_Type_free(&t);
+    throw;
+  }
+  for (MPI_Datatype& t : types) MPI_Type_free(&t);
+}
+
+}  // namespace pagedw2v::dist

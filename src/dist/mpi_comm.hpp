@@ -1,0 +1,70 @@
+#pragma once
+/// @file mpi_comm.hpp
+/// The MPI calls distributed training makes, as a small RAII object over MPI_COMM_WORLD: init
+/// and finalize, and the collectives (all-to-all, all-reduce, broadcast, strided row transfers)
+/// issued non-blocking and waited on by polling. A rank that waits on the others and is then
+/// asked to stop by SIGTERM (mpirun sends it to every rank when one dies) prints one line saying
+/// that the job ends and how to resume, and aborts the job, instead of hanging in a collective that
+/// can never complete.
+/// Built only with MPI (PAGEDW2V_DISTRIBUTED).
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pagedw2v::dist {
+
+class MpiComm {
+ public:
+  /// MPI_Init_thread (funneled: only the training thread calls MPI). `stop` is the process's
+  /// signal flag, watched while waiting; `output` names the run for the error a lost rank gives.
+  MpiComm(const std::atomic<int>* stop, std::string output);
+  /// MPI_Finalize, unless the job is being aborted.
+  ~MpiComm();
+  MpiComm(const MpiComm&) = delete;
+  MpiComm& operator=(const MpiComm&) = delete;
+
+  uint32_t rank() const { return rank_; }
+  uint32_t size() const { return size_; }
+
+  /// Each rank sends send[r] to rank r and returns what every rank sent it, concatenated in rank
+  /// order; `counts` receives how many elements came from each rank.
+  std::vector<uint32_t> all_to_all(const std::vector<std::vector<uint32_t>>& send,
+                                   std::vector<int>* counts);
+  /// all_to_all of floats with counts known on both sides (elements to and from each rank).
+  void all_to_all(const float* send, const std::vector<int>& send_counts, float* recv,
+                  const std::vector<int>& recv_counts);
+  /// Element-wise sums of `values` over all ranks, in place.
+  void sum(double* values, int n);
+  /// The largest `value` of any rank.
+  int max(int value);
+  /// Rank 0's bytes, on every rank.
+  void broadcast(void* data, int bytes);
+  /// Rank 0 receives from every other rank r the rows of `table` (rows × dim floats) whose
+  /// index is r modulo size(); every other rank sends its own. Rows move in place, strided.
+  void gather_owned_rows(float* table, uint64_t rows, uint32_t dim);
+
+  /// Marks that training has started: from then on, a rank that finds the job ending names the
+  /// checkpoint that resumes it.
+  void training_started() { training_ = true; }
+
+  /// Aborts every rank of the job with `code` (MPI_Abort).
+  [[noreturn]] void abort(int code);
+
+ private:
+  /// Waits for `requests`, polling; ends the job (see above) when a stop request came and the
+  /// others have not answered within a grace period.
+  void wait(std::vector<MPI_Request>& requests, const char* what);
+
+  const std::atomic<int>* stop_;
+  std::string output_;
+  uint32_t rank_ = 0;
+  uint32_t size_ = 1;
+  bool aborting_ = false;
+  bool training_ = false;
+};
+
+}  // namespace pagedw2v::dist

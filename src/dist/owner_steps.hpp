@@ -1,0 +1,39 @@
+#pragma once
+/// @file owner_steps.hpp
+/// Optimizers with state (Adam, Adagrad, …) over ranks: the optimizer state of a row lives with
+/// its owner, and so does its update. For each block of its share a rank computes the block's
+/// gradients against the tables as fetched for the span (the CPU backend's batched pass, which
+/// only reads), and sends each row's gradient to the row's owner; each owner then applies the
+/// steps of all the span's blocks, in block order, to its rows and their state, with the step
+/// number and learning rate one process gives that block. A block's gradients are thus computed
+/// up to one span late (the blocks before it in the span have not stepped yet); with one rank the
+/// result is one process's. Built only with MPI.
+
+#include <cstdint>
+#include <vector>
+
+#include "backend.hpp"
+#include "dist/mpi_comm.hpp"
+#include "dist/needed_rows.hpp"
+#include "dist/row_owners.hpp"
+
+namespace pagedw2v::dist {
+
+class OwnerSteps {
+ public:
+  OwnerSteps(MpiComm& comm, uint64_t rows, uint32_t dim);
+
+  /// Gradients of the blocks `mine` of `epoch` (whose rows are `need`, fetched), sent to their
+  /// owners, then the owners' steps of every block of the span. Returns this rank's statistics.
+  SpanStats train(const TrainData& data, Model& model, uint32_t epoch, BlockRange mine,
+                  const NeededRows& need);
+
+ private:
+  MpiComm& comm_;
+  RowOwners owners_;
+  uint32_t dim_;
+  std::vector<float> input_grad_, output_grad_;  ///< dense, rows × dim, zero between blocks
+  std::vector<uint8_t> touched_input_, touched_output_;
+};
+
+}  // namespace pagedw2v::dist

@@ -1,0 +1,64 @@
+#pragma once
+/// @file ranks.hpp
+/// The ranks of a distributed run as the trainer sees them: who this process is, the few
+/// decisions every rank must take together (stop, timed checkpoints), and the backend that trains
+/// this rank's share. No MPI type appears here, so the trainer compiles without MPI; the MPI
+/// implementation is dist/mpi_ranks.cpp, built when MPI is found (PAGEDW2V_DISTRIBUTED).
+///
+/// Roles: every rank counts the vocabulary, encodes the corpus and holds the tables as the
+/// address space of its rows; rank r owns the rows `id % N == r` (dist/row_owners.hpp) and
+/// trains its share of each span of work blocks. Rank 0 alone writes files: the checkpoints
+/// (gathered from the owners) and the export.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend.hpp"
+
+namespace pagedw2v::dist {
+
+class Ranks {
+ public:
+  virtual ~Ranks() = default;
+  virtual uint32_t rank() const = 0;
+  virtual uint32_t size() const = 0;
+  /// Whether this rank writes the run's files (rank 0).
+  bool writes_files() const { return rank() == 0; }
+
+  /// Rank 0's `value`, on every rank. Collective: every rank calls it at the same point.
+  virtual bool rank0_decides(bool value) = 0;
+  /// Throws Error saying that the ranks disagree on `what` unless every rank passes the same
+  /// `value`. Collective.
+  virtual void check_same(uint64_t value, const std::string& what) = 0;
+
+  /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
+  /// `model`, whose rows this rank owns as row_owners.hpp says.
+  virtual std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
+                                                uint32_t threads) = 0;
+  /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer
+  /// reads this instead of its own signal flag, so that every rank stops at the same span.
+  virtual const std::atomic<int>* agreed_stop() const = 0;
+};
+
+/// Whether this process was started by an MPI launcher (mpirun, srun) with more than one rank.
+bool launched_with_ranks();
+/// This process's rank as the launcher's environment gives it (0 when not launched with ranks):
+/// known before MPI starts, so that rank 0 alone prints the settings.
+uint32_t launch_rank();
+/// The CPU threads a rank takes when --threads is not given: the cores of its host shared by the
+/// ranks the launcher started on that host (at least one).
+uint32_t default_threads_per_rank();
+
+/// Joins the ranks of this job when it was launched with more than one (MPI_Init), else
+/// returns null. `stop` is the process's signal flag: a rank that waits on the others and is
+/// asked to stop (mpirun ends the job when a rank dies) gives up with one clear error.
+/// Throws Error when launched with several ranks by a build without MPI.
+std::unique_ptr<Ranks> join_ranks(const std::atomic<int>* stop, const std::string& output);
+
+/// Ends this job after an error on this rank: prints `message` (one line, naming the rank) and
+/// aborts every rank (MPI_Abort) with `code`, since the others may be waiting on this one.
+[[noreturn]] void abort_job(Ranks& ranks, const std::string& message, int code);
+
+}  // namespace pagedw2v::dist

@@ -1,0 +1,105 @@
+#include "dist/sharded_backend.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dist/needed_rows.hpp"
+#include "dist/owner_steps.hpp"
+#include "dist/row_exchange.hpp"
+#include "dist/row_owners.hpp"
+#include "train/cpu_backend.hpp"
+
+namespace pagedw2v::dist {
+namespace {
+
+class ShardedBackend final : public Backend {
+ public:
+  ShardedBackend(MpiComm& comm, Model& model, const TrainData& data, uint32_t threads,
+                 std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
+      : comm_(comm),
+        model_(model),
+        data_(data),
+        threads_(threads),
+        cpu_(make_cpu_backend(model, data, threads)),
+        need_(model.input.rows()),
+        exchange_(comm, data.params.dim),
+        agreed_stop_(agreed_stop),
+        stop_(stop) {
+    if (data.optimizer.kind != OptimizerKind::kSgd) {
+      steps_.emplace(comm, model.input.rows(), data.params.dim);
+    }
+  }
+
+  std::string name() const override { return "cpu"; }
+  std::string describe() const override {
+    return "cpu, " + std::to_string(comm_.size()) + " ranks (rank r owns rows id % " +
+           std::to_string(comm_.size()) + " == r), " + std::to_string(steps_ ? 1 : threads_) +
+           (steps_ ? " thread per rank (the owners apply the optimizer steps)"
+                   : " threads per rank") +
+           ", rows exchanged every " + std::to_string(rank_span_words()) + " words per rank";
+  }
+  uint64_t span_words() const override { return rank_span_words() * comm_.size(); }
+
+  SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
+    comm_.training_started();
+    const BlockRange mine = share_of_span(first_block, last_block, comm_.rank(), comm_.size());
+    need_.collect(data_, epoch, mine.first, mine.last);
+    exchange_.fetch(model_, need_);
+    SpanStats s;
+    if (steps_) {
+      s = steps_->train(data_, model_, epoch, mine, need_);
+    } else {
+      if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
+      exchange_.return_deltas(model_);
+    }
+    // The span's statistics, summed; a loss that is not finite on one rank is so on all.
+    double v[4] = {static_cast<double>(s.words), static_cast<double>(s.trained), s.loss,
+                   static_cast<double>(s.loss_terms)};
+    comm_.sum(v, 4);
+    agreed_stop_ = comm_.max(stop_ != nullptr ? stop_->load() : 0);
+    return {static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]), v[2],
+            static_cast<uint64_t>(v[3])};
+  }
+
+  void sync_to_host() override {
+    for (HostTable* t : tables()) comm_.gather_owned_rows(t->data(), t->rows(), t->dim());
+  }
+  // Every rank starts from the same tables (initialised alike, or loaded from one checkpoint).
+  void sync_from_host() override {}
+
+ private:
+  uint64_t rank_span_words() const {
+    return steps_ ? kRankSpanWords : std::max<uint64_t>(kRankSpanWords, threads_ * kBlockWords);
+  }
+
+  /// The tables and the optimizer state tables.
+  std::vector<HostTable*> tables() {
+    std::vector<HostTable*> all = {&model_.input, &model_.output};
+    for (HostTable& t : model_.input_state) all.push_back(&t);
+    for (HostTable& t : model_.output_state) all.push_back(&t);
+    return all;
+  }
+
+  MpiComm& comm_;
+  Model& model_;
+  const TrainData& data_;
+  uint32_t threads_;
+  std::unique_ptr<Backend> cpu_;
+  NeededRows need_;
+  RowExchange exchange_;
+  std::optional<OwnerSteps> steps_;  ///< optimizers other than sgd
+  std::atomic<int>& agreed_stop_;
+  const std::atomic<int>* stop_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_sharded_backend(MpiComm& comm, Model& model, const TrainData& data,
+                                              uint32_t threads, std::atomic<int>& agreed_stop,
+                                              const std::atomic<int>* stop) {
+  return std::make_unique<ShardedBackend>(comm, model, data, threads, agreed_stop, stop);
+}
+
+}  // namespace pagedw2v::dist

@@ -1,0 +1,474 @@
+// Training over ranks: the pure parts (which rank owns a row and trains a block, which rows a
+// span needs) always; the runs themselves with `mpirun -np 2` on the CPU backend when the build
+// has MPI (PAGEDW2V_DISTRIBUTED) and mpirun is on PATH, else those tests are skipped and say why.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/needed_rows.hpp"
+#include "dist/row_owners.hpp"
+#include "model.hpp"
+#include "negative_pool.hpp"
+#include "sampler.hpp"
+#include "test_util.hpp"
+#include "train/cpu_backend.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::TempDir;
+
+// ---- who owns what -------------------------------------------------------------------------
+
+TEST(RowOwners, EveryRowHasOneOwnerAndTheCountsAgree) {
+  for (const uint32_t ranks : {1u, 2u, 3u, 8u}) {
+    for (const uint64_t rows : {0ull, 1ull, 5ull, 64ull, 1001ull}) {
+      const dist::RowOwners owners{ranks};
+      std::vector<uint64_t> seen(ranks, 0);
+      for (uint64_t id = 0; id < rows; ++id) ++seen[owners.owner(id)];
+      for (uint32_t r = 0; r < ranks; ++r) {
+        EXPECT_EQ(seen[r], owners.owned(rows, r)) << rows << " rows, rank " << r << "/" << ranks;
+      }
+    }
+  }
+}
+
+TEST(ShareOfSpan, TheRanksCutASpanIntoContiguousRunsThatCoverIt) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 200; ++trial) {
+    const uint64_t first = rng() % 1000, length = rng() % 40;
+    const uint32_t ranks = 1 + rng() % 9;
+    uint64_t at = first;
+    for (uint32_t r = 0; r < ranks; ++r) {
+      const dist::BlockRange s = dist::share_of_span(first, first + length, r, ranks);
+      EXPECT_EQ(s.first, at);
+      EXPECT_LE(s.first, s.last);
+      EXPECT_LE(s.last - s.first, length / ranks + 1);
+      at = s.last;
+    }
+    EXPECT_EQ(at, first + length);
+  }
+}
+
+// ---- the rows a span needs -----------------------------------------------------------------
+
+struct SmallProblem {
+  EncodedCorpus corpus;
+  std::vector<uint64_t> blocks;
+  std::vector<float> keep;
+  AliasTable noise;
+  TrainData data;
+  Model model;
+
+  SmallProblem(ModelKind kind, uint32_t pool, uint64_t seed) {
+    const uint32_t vocab = 500;
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    std::vector<uint64_t> counts(vocab);
+    for (uint32_t i = 0; i < vocab; ++i) counts[i] = 20000 / (i + 1) + 1;
+    std::discrete_distribution<uint32_t> word(counts.begin(), counts.end());
+    std::uniform_int_distribution<uint32_t> len(1, 25);  // lone tokens too: they train nothing
+    corpus.sentence_starts = {0};
+    for (int s = 0; s < 200; ++s) {
+      const uint32_t n = len(rng);
+      for (uint32_t k = 0; k < n; ++k) corpus.tokens.push_back(word(rng));
+      corpus.sentence_starts.push_back(corpus.tokens.size());
+    }
+    for (uint64_t s = 0; s < corpus.sentences(); s += 7) blocks.push_back(s);
+    blocks.push_back(corpus.sentences());
+    uint64_t total = 0;
+    for (const uint64_t c : counts) total += c;
+    keep = keep_probabilities(counts, total, 1e-3);
+    noise = AliasTable(unigram_weights(counts));
+    data.corpus = &corpus;
+    data.blocks = &blocks;
+    data.keep = &keep;
+    data.noise = &noise;
+    TrainParams& p = data.params;
+    p.model = kind;
+    p.dim = 8;
+    p.window = 3;
+    p.negative = 5;
+    p.epochs = 2;
+    p.seed = seed;
+    p.words_per_epoch = corpus.size();
+    p.negative_pool = pool;
+    p.pool_blocks = 2;
+    data.optimizer = default_optimizer_params(OptimizerKind::kSgd);
+    model = Model{HostTable(vocab, p.dim, "in", ""), HostTable(vocab, p.dim, "out", "")};
+    init_model(model, seed);
+  }
+};
+
+class NeededRowsTest : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t>> {};
+
+// The rows found before training are exactly those the CPU backend's examples use: the
+// centres (as context rows and as positive targets) and the negatives; with a pool, the whole
+// pool of the blocks' super-batches stands for the negatives.
+TEST_P(NeededRowsTest, HoldsExactlyTheRowsTheExamplesTouch) {
+  const auto [kind, pool] = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  SmallProblem p(kind, pool, seed);
+  dist::NeededRows need(p.model.input.rows());
+  const uint64_t nblocks = p.blocks.size() - 1;
+  for (const uint32_t epoch : {0u, 1u}) {
+    for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 3}, {3, 4}, {5, nblocks}}) {
+      need.collect(p.data, epoch, first, last);
+      std::set<uint32_t> centres, targets;
+      for (uint64_t b = first; b < last; ++b) {
+        for (const auto& t : detail::block_example_targets(p.data, p.model, epoch, b)) {
+          centres.insert(t[0]);
+          targets.insert(t.begin(), t.end());
+        }
+      }
+      if (pool > 0) {
+        for (uint64_t b = first; b < last; ++b) {
+          const auto members = draw_pool(seed, epoch, super_batch_of(b, 2), p.noise, pool);
+          targets.insert(members.begin(), members.end());
+        }
+      }
+      const std::set<uint32_t> input(need.input().begin(), need.input().end());
+      const std::set<uint32_t> output(need.output().begin(), need.output().end());
+      EXPECT_EQ(input.size(), need.input().size()) << "an input row listed twice";
+      EXPECT_EQ(output.size(), need.output().size()) << "an output row listed twice";
+      EXPECT_FALSE(centres.empty());
+      EXPECT_EQ(input, centres) << "epoch " << epoch << ", blocks " << first << "-" << last;
+      EXPECT_EQ(output, targets) << "epoch " << epoch << ", blocks " << first << "-" << last;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, NeededRowsTest,
+                         ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 0u),
+                                           std::make_tuple(ModelKind::kCbow, 0u),
+                                           std::make_tuple(ModelKind::kSkipGram, 64u),
+                                           std::make_tuple(ModelKind::kCbow, 64u)));
+
+// ---- runs over two ranks -------------------------------------------------------------------
+
+/// Why the runs over ranks cannot be tested here (empty: they can).
+std::string why_no_ranks() {
+#ifndef PAGEDW2V_HAVE_MPI
+  return "built without MPI (PAGEDW2V_DISTRIBUTED=OFF, or libopenmpi-dev not installed)";
+#else
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) return "mpirun is not on PATH";
+  return "";
+#endif
+}
+
+/// `mpirun -np RANKS pagedw2v ARGS…` (or pagedw2v alone with ranks 0), started in the
+/// background; output to LOG.
+pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv;
+  const char* asan_before = std::getenv("ASAN_OPTIONS");
+  const std::string asan_saved = asan_before != nullptr ? asan_before : "";
+  const bool had_asan = asan_before != nullptr;
+  if (ranks > 0) {
+    // Two ranks on a machine of fewer cores, as root in containers; --bind-to none leaves the
+    // cores to the kernel (the tests share the machine with other tests).
+    argv = {"mpirun", "-np", std::to_string(ranks), "--oversubscribe", "--bind-to", "none"};
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 1);  // containers lack CMA
+    // A sanitized build: OpenMPI unloads its components before the leak check runs, so what
+    // they leave allocated cannot be told from ours. The ranks run without the leak check (every
+    // other check stays); the one-process runs of the suite keep it.
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    const std::string given = asan != nullptr ? asan : "";
+    if (given.find("detect_leaks=0") == std::string::npos) {
+      ::setenv("ASAN_OPTIONS", ((given.empty() ? "" : given + ":") + "detect_leaks=0").c_str(), 1);
+    }
+  }
+  argv.push_back(PAGEDW2V_BINARY);
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> ptrs;
+    for (std::string& a : argv) ptrs.push_back(a.data());
+    ptrs.push_back(nullptr);
+    if (!std::freopen(log.c_str(), "w", stdout) || !std::freopen(log.c_str(), "a", stderr)) {
+      ::_exit(126);
+    }
+    ::setvbuf(stdout, nullptr, _IONBF, 0);
+    ::execvp(ptrs[0], ptrs.data());
+    ::_exit(127);
+  }
+  if (had_asan) {
+    ::setenv("ASAN_OPTIONS", asan_saved.c_str(), 1);
+  } else {
+    ::unsetenv("ASAN_OPTIONS");
+  }
+  return pid;
+}
+
+int finish(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run(uint32_t ranks, const std::vector<std::string>& args, const std::string& log) {
+  return finish(start(ranks, args, log));
+}
+
+/// A corpus with structure to learn: each sentence draws its words from one of 20 topics of
+/// 40 words (Zipf within the topic) and a few from 30 common words.
+void write_topic_corpus(const std::string& path, uint32_t sentences, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::ofstream out(path);
+  std::vector<double> zipf(40);
+  for (size_t i = 0; i < zipf.size(); ++i) zipf[i] = 1.0 / static_cast<double>(i + 1);
+  std::discrete_distribution<int> in_topic(zipf.begin(), zipf.end());
+  for (uint32_t s = 0; s < sentences; ++s) {
+    const int topic = static_cast<int>(rng() % 20);
+    const int n = 8 + static_cast<int>(rng() % 20);
+    for (int k = 0; k < n; ++k) {
+      if (rng() % 5 == 0) {
+        out << "common" << rng() % 30;
+      } else {
+        out << "t" << topic << "w" << in_topic(rng);
+      }
+      out << (k + 1 < n ? ' ' : '\n');
+    }
+  }
+}
+
+bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(testing_util::read_file(path));
+}
+
+std::vector<std::string> names_in(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+class TwoRanks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why = why_no_ranks();
+    if (!why.empty()) GTEST_SKIP() << why;
+    corpus_ = dir_.file("corpus.txt");
+    write_topic_corpus(corpus_, 5000, 11);
+  }
+
+  std::vector<std::string> train_args(const std::string& out, uint32_t epochs) const {
+    return {"train",     "--corpus", corpus_,
+            "--output",  out,        "--dim",
+            "24",        "--epochs", std::to_string(epochs),
+            "--threads", "1",        "--min-count",
+            "2",         "--seed",   "3",
+            "--device",  "cpu"};
+  }
+
+  TempDir dir_;
+  std::string corpus_;
+};
+
+TEST_F(TwoRanks, GiveTheVocabularyFilesAndLossOfOneRank) {
+  const std::string one = dir_.file("one"), two = dir_.file("two");
+  ASSERT_EQ(run(0, train_args(one, 3), dir_.file("one.log")), 0)
+      << testing_util::read_file(dir_.file("one.log"));
+  ASSERT_EQ(run(2, train_args(two, 3), dir_.file("two.log")), 0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const std::string log = testing_util::read_file(dir_.file("two.log"));
+  EXPECT_NE(log.find("2 ranks"), std::string::npos) << log;
+  // Rank 0 alone reports: one settings line, one summary.
+  EXPECT_EQ(log.find("settings:"), log.rfind("settings:")) << log;
+
+  EXPECT_EQ(names_in(one), names_in(two));
+  EXPECT_EQ(names_in(one + "/checkpoints"), names_in(two + "/checkpoints"));
+  EXPECT_EQ(testing_util::read_file(one + "/vocab.tsv"),
+            testing_util::read_file(two + "/vocab.tsv"));
+  // The same formats: the .npy header, the text header, the binary's size.
+  for (const char* f : {"vectors.npy", "vectors.bin", "embeddings.h5"}) {
+    EXPECT_TRUE(std::ifstream(two + "/" + f).good()) << f;
+  }
+  const std::string npy1 = testing_util::read_file(one + "/vectors.npy");
+  const std::string npy2 = testing_util::read_file(two + "/vectors.npy");
+  EXPECT_EQ(npy1.size(), npy2.size());
+  EXPECT_EQ(npy1.substr(0, 128), npy2.substr(0, 128));
+  EXPECT_NE(npy1, npy2) << "two ranks train differently from one";
+  const std::string txt = testing_util::read_file(two + "/vectors.txt");
+  EXPECT_EQ(txt.substr(0, txt.find('\n')),
+            testing_util::read_file(one + "/vectors.txt").substr(0, txt.find('\n')));
+  EXPECT_EQ(testing_util::read_file(one + "/vectors.bin").size(),
+            testing_util::read_file(two + "/vectors.bin").size());
+
+  const nlohmann::json r1 = read_json(one + "/run.json"), r2 = read_json(two + "/run.json");
+  EXPECT_EQ(r1["words_trained"], r2["words_trained"]);
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_TRUE(std::isfinite(l2));
+  EXPECT_NEAR(l2, l1, 0.05 * l1) << "one rank " << l1 << ", two ranks " << l2;
+  // Training happened: the loss of the last epoch is well below the first's.
+  EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
+}
+
+TEST_F(TwoRanks, ResumeFromAGatheredCheckpointIsExact) {
+  const std::string full = dir_.file("full"), resumed = dir_.file("resumed");
+  ASSERT_EQ(run(2, train_args(full, 2), dir_.file("full.log")), 0)
+      << testing_util::read_file(dir_.file("full.log"));
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", full + "/checkpoints/epoch-1.h5",
+                 "--threads", "1"},
+                dir_.file("resumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("resumed.log"));
+  const std::string a = testing_util::read_file(full + "/vectors.npy");
+  ASSERT_GT(a.size(), 128u);
+  EXPECT_TRUE(a == testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
+// Adam over ranks: the owners apply the steps with their state, which the gathered checkpoint
+// holds: the loss stays near one process's and a resumed run repeats the run that did not stop.
+TEST_F(TwoRanks, AdamStepsAtTheOwnersTrainAndResumeExactly) {
+  std::vector<std::string> one_args = train_args(dir_.file("one"), 2);
+  std::vector<std::string> two_args = train_args(dir_.file("two"), 2);
+  for (auto* args : {&one_args, &two_args}) args->insert(args->end(), {"--optimizer", "adam"});
+  ASSERT_EQ(run(0, one_args, dir_.file("one.log")), 0)
+      << testing_util::read_file(dir_.file("one.log"));
+  ASSERT_EQ(run(2, two_args, dir_.file("two.log")), 0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const nlohmann::json r1 = read_json(dir_.file("one/run.json"));
+  const nlohmann::json r2 = read_json(dir_.file("two/run.json"));
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_NEAR(l2, l1, 0.1 * l1) << "one rank " << l1 << ", two ranks " << l2;
+  EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
+
+  const std::string resumed = dir_.file("resumed");
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", dir_.file("two/checkpoints/epoch-1.h5"),
+                 "--threads", "1"},
+                dir_.file("resumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("resumed.log"));
+  EXPECT_TRUE(testing_util::read_file(dir_.file("two/vectors.npy")) ==
+              testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
+/// The pids of the ranks of a job whose command line names `out`, by rank.
+std::vector<pid_t> ranks_of_job(const std::string& out, uint32_t ranks) {
+  std::vector<pid_t> pids(ranks, 0);
+  for (const std::string& name : names_in("/proc")) {
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string env = testing_util::read_file("/proc/" + name + "/environ");
+    const std::string cmd = testing_util::read_file("/proc/" + name + "/cmdline");
+    if (cmd.find(out) == std::string::npos || cmd.rfind("mpirun", 0) == 0) continue;
+    for (uint32_t r = 0; r < ranks; ++r) {
+      if (env.find("OMPI_COMM_WORLD_RANK=" + std::to_string(r) + '\0') != std::string::npos) {
+        pids[r] = static_cast<pid_t>(std::stol(name));
+      }
+    }
+  }
+  return pids;
+}
+
+/// Waits until `path` exists (at most two minutes).
+bool wait_for(const std::string& path) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!exists(path) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return exists(path);
+}
+
+// An error on rank 0 alone (it alone claims the output) ends every rank, with its line.
+TEST_F(TwoRanks, AnErrorOnOneRankEndsTheJobWithItsLine) {
+  const std::string out = dir_.file("taken");
+  ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);
+  testing_util::write_file(out + "/run.json", "{}\n");
+  const std::string log = dir_.file("taken.log");
+  const int code = run(2, train_args(out, 1), log);
+  const std::string text = testing_util::read_file(log);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_NE(text.find("pagedw2v: output '" + out + "' holds the files of another run"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("resume with"), std::string::npos) << text;
+  EXPECT_EQ(testing_util::read_file(out + "/run.json"), "{}\n");
+}
+
+// SIGINT to every rank (not to mpirun, which would end the job): the ranks agree to stop at
+// the same span, rank 0 writes a checkpoint there, and the run resumes from it.
+TEST_F(TwoRanks, SigintToEveryRankStopsThemTogetherWithACheckpoint) {
+  const std::string out = dir_.file("stopped"), log = dir_.file("stopped.log");
+  const pid_t job = start(2, train_args(out, 200), log);
+  ASSERT_TRUE(wait_for(out + "/checkpoints/epoch-1.h5")) << testing_util::read_file(log);
+  const std::vector<pid_t> pids = ranks_of_job(out, 2);
+  ASSERT_NE(pids[0], 0);
+  ASSERT_NE(pids[1], 0);
+  ::kill(pids[1], SIGINT);
+  ::kill(pids[0], SIGINT);
+  const int code = finish(job);
+  const std::string text = testing_util::read_file(log);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_NE(text.find("pagedw2v: stopped by signal 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("resume with: mpirun -np 2 pagedw2v train"), std::string::npos) << text;
+  char target[256] = {};
+  const ssize_t n = ::readlink((out + "/checkpoints/latest.h5").c_str(), target, sizeof target - 1);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(std::string(target, static_cast<size_t>(n)).rfind("step-", 0), 0u) << target;
+  EXPECT_EQ(
+      run(2,
+          {"train", "--output", out, "--resume", out + "/checkpoints/latest.h5", "--epochs", "2"},
+          dir_.file("resume.log")),
+      0)
+      << testing_util::read_file(dir_.file("resume.log"));
+}
+
+TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes) {
+  const std::string out = dir_.file("killed"), log = dir_.file("killed.log");
+  const pid_t job = start(2, train_args(out, 200), log);
+  ASSERT_TRUE(wait_for(out + "/checkpoints/epoch-1.h5")) << testing_util::read_file(log);
+  const pid_t victim = ranks_of_job(out, 2)[1];
+  ASSERT_NE(victim, 0) << "rank 1 not found";
+  ::kill(victim, SIGKILL);
+  const int code = finish(job);
+  const std::string text = testing_util::read_file(log);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_NE(text.find("pagedw2v: rank 0 of 2: the job is ending"), std::string::npos) << text;
+  EXPECT_NE(text.find("--resume " + out + "/checkpoints/latest.h5"), std::string::npos) << text;
+
+  // The newest checkpoint is whole and continues the run for one more epoch.
+  char target[256] = {};
+  const ssize_t n = ::readlink((out + "/checkpoints/latest.h5").c_str(), target, sizeof target - 1);
+  ASSERT_GT(n, 0);
+  const std::string name(target, static_cast<size_t>(n));
+  ASSERT_EQ(name.rfind("epoch-", 0), 0u) << name;
+  const int done = std::stoi(name.substr(6));
+  EXPECT_EQ(run(2,
+                {"train", "--output", out, "--resume", out + "/checkpoints/latest.h5", "--epochs",
+                 std::to_string(done + 1)},
+                dir_.file("resume.log")),
+            0)
+      << testing_util::read_file(dir_.file("resume.log"));
+  EXPECT_TRUE(exists(out + "/vectors.npy"));
+}
+
+}  // namespace
+}  // namespace pagedw2v
