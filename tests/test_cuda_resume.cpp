@@ -248,6 +248,7 @@ void mid_epoch_resume_is_bit_for_bit(Placement placement, OptimizerKind optimize
   apply_option(c, "pool-words", std::to_string(kPoolWords));
   apply_option(c, "batch-words", std::to_string(kBatchWords));
   apply_option(c, "seed", std::to_string(seed));
+  apply_option(c, "storage", to_string(storage));  // recorded in the checkpoint, as train does
   const TrainingSet set = make_training_set(zipf_corpus(seed), c);
   const TrainData data = set.train_data(c);
   ASSERT_EQ(set.vocab.size(), kVocab);

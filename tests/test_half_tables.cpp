@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <tuple>
@@ -204,6 +205,15 @@ TEST_P(HalfTable, CheckpointHoldsTheStoredValuesAndTheStorage) {
   save_checkpoint(dir.file("f.h5"), c32, vocab, m32, TrainPosition{1, 5, 777},
                   CorpusFingerprint{uint64_t{1} << 40, 10, 42}, 0.01f);
   EXPECT_EQ(load_checkpoint(dir.file("f.h5")).config.storage, Storage::kFp32);
+  // A run's storage that is not its tables' would resume into other tables: refused, no file.
+  try {
+    save_checkpoint(dir.file("mixed.h5"), c32, vocab, m, TrainPosition{1, 5, 777},
+                    CorpusFingerprint{uint64_t{1} << 40, 10, 42}, 0.01f);
+    ADD_FAILURE() << "a checkpoint of " << to_string(storage) << " tables recorded fp32";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--storage"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("mixed.h5")));
 }
 
 TEST_P(HalfTable, ExportsAreFp32InEveryFormat) {

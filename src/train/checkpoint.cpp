@@ -128,6 +128,11 @@ CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
 void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
                      const Model& model, const TrainPosition& position,
                      const CorpusFingerprint& corpus, float lr) {
+  // The recorded storage decides how a resumed run allocates its tables: it must be the model's.
+  if (model.input.storage() != config.storage) {
+    throw Error("checkpoint: the tables are stored as " + to_string(model.input.storage()) +
+                " but the run's --storage is " + to_string(config.storage));
+  }
   std::vector<Attribute> attrs = {
       {"format", std::string("pagedw2v checkpoint")},
       {"format_version", kCheckpointFormatVersion},
