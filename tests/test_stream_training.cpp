@@ -23,6 +23,18 @@
 namespace pagedw2v {
 namespace {
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -285,9 +297,16 @@ TEST(StreamedRun, ACorpusLargerThanTheMemoryCapTrainsWithinTheRule) {
   std::string err;
   const uint64_t peak = peak_rss_of_run(streamed, &err);
   ASSERT_GT(peak, 0u) << err;
-  EXPECT_LE(peak, rule) << "peak RSS " << peak << " bytes";
   const std::string npy = read_file(dir.file("streamed/vectors.npy"));
   EXPECT_GT(npy.size(), 64u * 2 * 4);
+  if (kAddressSanitizer) {
+    // Shadow memory and the quarantine of freed blocks say nothing of the rule: the run trained
+    // to the end; the bounds are checked by the build without sanitizers.
+    std::printf("peak RSS %llu bytes under AddressSanitizer (not checked)\n",
+                static_cast<unsigned long long>(peak));
+    return;
+  }
+  EXPECT_LE(peak, rule) << "peak RSS " << peak << " bytes";
 
   // The same run holding the corpus whole breaks the rule: the test can tell them apart.
   std::vector<std::string> whole = common;
