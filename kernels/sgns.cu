@@ -23,9 +23,15 @@ struct RingEntry {
   unsigned long long pos;
 };
 
-/// Per-warp shared memory: the skip-gram centre row as it was loaded (one float4 per lane and
-/// vector slot; kept here rather than in registers), the ring of kept tokens and beside it their
-/// table rows, then for each context slot of the current centre the rows of its negatives and
+/// The part of a work item a warp trains: centres at positions [c0, c1) of sentence s, and where
+/// the item ends. Kept in shared memory, not registers, which the centre loop needs.
+struct WorkPart {
+  unsigned long long c0, c1, item_end, s;
+};
+
+/// Per-warp shared memory: the work part, the skip-gram centre row as it was loaded (one float4 per
+/// lane and vector slot; kept here rather than in registers), the ring of kept tokens and beside it
+/// their table rows, then for each context slot of the current centre the rows of its negatives and
 /// whether a row repeats among them.
 struct WarpLayout {
   uint32_t row_quads;  // float4s per row
@@ -33,7 +39,7 @@ struct WarpLayout {
   uint32_t slots;      // 2·window + 1
   uint32_t negative;
   __host__ __device__ size_t bytes() const {
-    const size_t b = row_quads * sizeof(float4) + ring_size * sizeof(RingEntry) +
+    const size_t b = sizeof(WorkPart) + row_quads * sizeof(float4) + ring_size * sizeof(RingEntry) +
                      ring_size * sizeof(uint32_t) + size_t{slots} * negative * sizeof(uint32_t) +
                      slots * sizeof(uint32_t);
     return (b + 15) & ~size_t{15};
@@ -467,12 +473,120 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   __syncwarp();
 }
 
-/// Thread mapping: one warp per sentence, taken from a global counter until none are left
-/// (a persistent grid; sentences differ in length, so static assignment would leave warps idle).
+/// The sentence of launch position `t`: the largest s < n with starts[s] ≤ t (starts[0] ≤ t <
+/// starts[n]), found by the whole warp 32 ways at a time (about five rounds of loads for two
+/// million sentences, where a binary search by one lane would wait on twenty).
+__device__ __forceinline__ uint64_t sentence_of(const uint64_t* starts, uint64_t n, uint64_t t,
+                                                int lane) {
+  uint64_t lo = 0, hi = n;  // starts[lo] ≤ t < starts[hi]
+  while (hi - lo > 1) {
+    const uint64_t step = (hi - lo + kWarp - 1) / kWarp;
+    const uint64_t probe = lo + static_cast<uint64_t>(lane) * step;
+    // Starts do not decrease, so the lanes whose probe is ≤ t are a prefix of the warp.
+    const unsigned le = __ballot_sync(kFull, probe < hi && starts[probe] <= t);
+    lo += static_cast<uint64_t>(31 - __clz(le)) * step;
+    hi = lo + step < hi ? lo + step : hi;
+  }
+  return lo;
+}
+
+/// Whether corpus token `pos` survives subsampling (the lane's share of a 32-token step).
+__device__ __forceinline__ detail::KeepDecision keep_decision(const SgnsArgs& a, uint64_t pos,
+                                                              uint32_t* id) {
+  *id = a.tokens[pos - a.token_base];
+  const float keep_p = *id < a.keep_count ? __ldg(a.keep + *id) : 1.0f;
+  return detail::subsample_token(a.seed, pos, a.epoch, keep_p, a.window);
+}
+
+/// Trains the centres at positions [c0, c1) of sentence `s` (tokens [first, last)), their
+/// windows reaching over the whole sentence: the ring is filled from far enough before c0 to
+/// hold a full window of kept tokens ahead of the first centre (a backward scan of the
+/// subsampling draws, which depend on the position only), and reading goes on past c1 while a
+/// window after the last centre is still short. The centres train in the sentence's order,
+/// so parts trained one after another equal the sentence trained whole.
+template <int kV, int kB, bool kSkipGram, bool kGrad>
+__device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* part, RingEntry* ring,
+                                           uint32_t* rows, float4* centre0, uint32_t ring_mask,
+                                           uint32_t* negs, uint32_t* dup, int lane, int nq) {
+  const uint64_t s = part->s;
+  const uint64_t first = a.sentence_starts[s], last = a.sentence_starts[s + 1];
+  // The pool of this sentence's period, when the launch spans several.
+  const uint32_t pool_off = a.sentence_pool != nullptr ? a.sentence_pool[s] * a.pool_size : 0u;
+  uint64_t from = part->c0;
+  for (uint32_t before = 0; from > first && before < a.window;) {
+    const uint64_t step_first = from - first > kWarp ? from - kWarp : first;
+    const uint64_t pos = step_first + lane;
+    bool keep = false;
+    if (pos < from) {
+      uint32_t id;
+      keep = keep_decision(a, pos, &id).keep;
+    }
+    before += __popc(__ballot_sync(kFull, keep));
+    from = step_first;
+  }
+  int kept = 0, next = 0;
+  unsigned centres = 0;
+  float loss = 0.f;
+  unsigned terms = 0;
+  bool done = false;
+  for (uint64_t base = from; base < last && !done; base += kWarp) {
+    const uint64_t pos = base + lane;
+    detail::KeepDecision d{false, 0};
+    uint32_t id = 0, row = 0;
+    if (pos < last) {
+      d = keep_decision(a, pos, &id);
+      row = a.token_rows != nullptr ? a.token_rows[pos - a.token_base] : id;
+    }
+    const unsigned mask = __ballot_sync(kFull, d.keep);
+    __syncwarp();
+    if (d.keep) {
+      const int rank = __popc(mask & ((1u << lane) - 1u));
+      ring[(kept + rank) & ring_mask] = RingEntry{id, d.shrink, pos};
+      rows[(kept + rank) & ring_mask] = row;
+    }
+    kept += __popc(mask);
+    __syncwarp();
+    const bool tail = base + kWarp >= last;
+    while (next < kept && (tail || next + static_cast<int>(a.window) < kept)) {
+      const unsigned long long at = ring[next & ring_mask].pos;
+      if (at >= part->c1) {
+        done = true;
+        break;
+      }
+      if (at >= part->c0) {
+        if (kSkipGram) {
+          train_centre_skipgram<kV, kB, kGrad>(a, ring, rows, centre0, ring_mask, negs, dup, next,
+                                               kept, lane, nq, loss, terms, pool_off);
+        } else {
+          train_centre_cbow<kV, kB, kGrad>(a, ring, rows, ring_mask, negs, dup, next, kept, lane,
+                                           nq, loss, terms, pool_off);
+        }
+        ++centres;
+      }
+      ++next;
+    }
+  }
+#pragma unroll
+  for (int m = kWarp / 2; m >= 1; m /= 2) loss += __shfl_xor_sync(kFull, loss, m);
+  if (lane == 0) {
+    atomicAdd(&a.counters->words, part->c1 - part->c0);
+    atomicAdd(&a.counters->trained, centres);
+    atomicAdd(&a.counters->loss_terms, static_cast<unsigned long long>(terms));
+    atomicAdd(&a.counters->loss, static_cast<double>(loss));
+  }
+}
+
+/// Thread mapping: one warp per work item, taken from a global counter until none are left (a
+/// persistent grid; items differ in work, so static assignment would leave warps idle). An item
+/// is a sentence, or with SgnsArgs::item_tokens a run of that many consecutive positions of the
+/// launch, cut at sentence ends into parts (train_part): a sentence longer than the launch's
+/// share per warp then no longer holds one warp busy after the others have finished — what
+/// bounds short launches such as a paged piece, and a launch's tail.
 /// Inside a sentence the warp works in the CPU's order — centre after centre, context after
-/// context — so a sentence's result equals the CPU reference; warps race only with other
-/// sentences (Hogwild, as word2vec's threads do: reads may be stale, but every update is an
-/// atomic add of this warp's own change, so none is lost on hot rows). Lanes split the vector: lane
+/// context — so a sentence's result equals the CPU reference when its parts train in order (a
+/// single-warp launch); warps race only with other items (Hogwild, as word2vec's threads do:
+/// reads may be stale, but every update is an atomic add of this warp's own change, so none is
+/// lost on hot rows). Lanes split the vector: lane
 /// l holds float4 number l + 32·v of every row (dim 128: one float4 per lane, 512-byte coalesced
 /// row loads), and dot products are warp butterfly reductions. The 32 lanes also subsample 32
 /// tokens at a time into a shared-memory ring (with each token's table row beside it), and draw a
@@ -494,63 +608,54 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
   const int lane = threadIdx.x % kWarp;
   const int warp = threadIdx.x / kWarp;
   unsigned char* mine = smem + warp * layout.bytes();
-  float4* centre0 = reinterpret_cast<float4*>(mine);
+  WorkPart* part = reinterpret_cast<WorkPart*>(mine);
+  float4* centre0 = reinterpret_cast<float4*>(part + 1);
   RingEntry* ring = reinterpret_cast<RingEntry*>(centre0 + layout.row_quads);
   uint32_t* rows = reinterpret_cast<uint32_t*>(ring + layout.ring_size);
   uint32_t* negs = rows + layout.ring_size;
   uint32_t* dup = negs + layout.slots * layout.negative;
   const uint32_t ring_mask = layout.ring_size - 1;
   const int nq = static_cast<int>(a.stride / 4);
+  const uint64_t* starts = a.sentence_starts;
+  const uint64_t span_first = starts[0], span_last = starts[a.sentences];
+  const uint64_t k = a.item_tokens == kSentenceItems ? 0 : a.item_tokens;
+  const uint64_t items = k == 0 ? a.sentences : (span_last - span_first + k - 1) / k;
 
   for (;;) {
-    unsigned long long s = 0;
-    if (lane == 0) s = atomicAdd(a.next_sentence, 1ull);
-    s = __shfl_sync(kFull, s, 0);
-    if (s >= a.sentences) break;
-    const uint64_t first = a.sentence_starts[s], last = a.sentence_starts[s + 1];
-    // The pool of this sentence's period, when the launch spans several.
-    const uint32_t pool_off = a.sentence_pool != nullptr ? a.sentence_pool[s] * a.pool_size : 0u;
-    int kept = 0, next = 0;
-    float loss = 0.f;
-    unsigned terms = 0;
-    for (uint64_t base = first; base < last; base += kWarp) {
-      const uint64_t pos = base + lane;
-      detail::KeepDecision d{false, 0};
-      uint32_t id = 0, row = 0;
-      if (pos < last) {
-        id = a.tokens[pos - a.token_base];
-        row = a.token_rows != nullptr ? a.token_rows[pos - a.token_base] : id;
-        const float keep_p = id < a.keep_count ? __ldg(a.keep + id) : 1.0f;
-        d = detail::subsample_token(a.seed, pos, a.epoch, keep_p, a.window);
-      }
-      const unsigned mask = __ballot_sync(kFull, d.keep);
-      __syncwarp();
-      if (d.keep) {
-        const int rank = __popc(mask & ((1u << lane) - 1u));
-        ring[(kept + rank) & ring_mask] = RingEntry{id, d.shrink, pos};
-        rows[(kept + rank) & ring_mask] = row;
-      }
-      kept += __popc(mask);
-      __syncwarp();
-      const bool tail = base + kWarp >= last;
-      while (next < kept && (tail || next + static_cast<int>(a.window) < kept)) {
-        if (kSkipGram) {
-          train_centre_skipgram<kV, kB, kGrad>(a, ring, rows, centre0, ring_mask, negs, dup, next,
-                                               kept, lane, nq, loss, terms, pool_off);
-        } else {
-          train_centre_cbow<kV, kB, kGrad>(a, ring, rows, ring_mask, negs, dup, next, kept, lane,
-                                           nq, loss, terms, pool_off);
-        }
-        ++next;
-      }
+    unsigned long long u = 0;
+    if (lane == 0) u = atomicAdd(a.next_sentence, 1ull);
+    u = __shfl_sync(kFull, u, 0);
+    if (u >= items) break;
+    uint64_t s = u, c0 = 0, item_end = 0;
+    if (k == 0) {
+      c0 = starts[s];
+      item_end = starts[s + 1];
+    } else {
+      c0 = span_first + u * k;
+      item_end = c0 + k < span_last ? c0 + k : span_last;
+      s = sentence_of(starts, a.sentences, c0, lane);
     }
-#pragma unroll
-    for (int m = kWarp / 2; m >= 1; m /= 2) loss += __shfl_xor_sync(kFull, loss, m);
     if (lane == 0) {
-      atomicAdd(&a.counters->words, static_cast<unsigned long long>(last - first));
-      atomicAdd(&a.counters->trained, static_cast<unsigned long long>(kept));
-      atomicAdd(&a.counters->loss_terms, static_cast<unsigned long long>(terms));
-      atomicAdd(&a.counters->loss, static_cast<double>(loss));
+      part->c0 = c0;
+      part->item_end = item_end;
+      part->s = s;
+    }
+    __syncwarp();
+    while (part->c0 < part->item_end) {
+      const uint64_t last = starts[part->s + 1];
+      const uint64_t c1 = last < part->item_end ? last : part->item_end;
+      if (c1 > part->c0) {  // else an empty sentence
+        if (lane == 0) part->c1 = c1;
+        __syncwarp();
+        train_part<kV, kB, kSkipGram, kGrad>(a, part, ring, rows, centre0, ring_mask, negs, dup,
+                                             lane, nq);
+      }
+      __syncwarp();
+      if (lane == 0) {
+        part->c0 = c1 > part->c0 ? c1 : part->c0;
+        ++part->s;
+      }
+      __syncwarp();
     }
   }
 }
@@ -573,14 +678,22 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const void* const key = reinterpret_cast<const void*>(kernel);
   detail::allow_dynamic_shared(device, key, smem);
   const int per_sm = detail::blocks_per_sm(device, key, warps * kWarp, smem);
-  const uint64_t needed = (a.sentences + warps - 1) / warps;
   // Multiprocessors left free run the paging kernels (gathers, scatters) beside training: the
   // persistent blocks of this kernel would otherwise hold every SM until the launch ends.
   const int usable = std::max(1, sms - static_cast<int>(std::min<uint32_t>(a.reserved_sms, sms)));
   uint64_t resident = static_cast<uint64_t>(std::max(per_sm, 1)) * usable;
   if (a.max_warps > 0) resident = std::min<uint64_t>(resident, a.max_warps / warps);
-  const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min(needed, resident)));
   SgnsArgs b = a;
+  if (b.item_tokens == 0 && b.token_count > 0) {
+    b.item_tokens = sgns_item_tokens(b.token_count, resident * static_cast<uint64_t>(warps));
+  }
+  if (b.item_tokens == kSentenceItems) b.item_tokens = 0;
+  // Items of a given size over an unstated number of tokens: as many blocks as stay resident.
+  const uint64_t items = b.item_tokens == 0   ? a.sentences
+                         : a.token_count == 0 ? resident * static_cast<uint64_t>(warps)
+                                              : (a.token_count + b.item_tokens - 1) / b.item_tokens;
+  const uint64_t needed = (items + warps - 1) / warps;
+  const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min(needed, resident)));
   if (b.next_sentence == nullptr) b.next_sentence = &b.counters->next_sentence;
   PAGEDW2V_CUDA_TRY(cudaMemsetAsync(b.next_sentence, 0, sizeof(*b.next_sentence), stream));
   kernel<<<blocks, warps * kWarp, smem, stream>>>(b, layout);
@@ -594,6 +707,13 @@ void launch_shape(const SgnsArgs& a, cudaStream_t stream) {
 }
 
 }  // namespace
+
+uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps) {
+  const uint64_t share = tokens / std::max<uint64_t>(warps, 1) / kItemsPerWarp;
+  uint32_t k = kMinItemTokens;
+  while (k < kMaxItemTokens && uint64_t{k} * 2 <= share) k *= 2;
+  return k;
+}
 
 void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative) {
   if (dim == 0 || dim > kSgnsMaxDim) {

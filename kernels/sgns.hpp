@@ -107,7 +107,33 @@ struct SgnsArgs {
   /// Multiprocessors the launch leaves free for kernels on other streams (paged tables: the
   /// row gathers and scatters of the neighbouring super-batches).
   uint32_t reserved_sms = 0;
+
+  /// Work items (a warp takes one at a time): runs of this many consecutive positions of the
+  /// launch, cut at sentence ends, each centre's window still reaching over its whole sentence;
+  /// kSentenceItems, or 0 without token_count: a sentence each. In a single-warp launch the
+  /// trained values do not depend on it (the parts of a sentence train in order); with many
+  /// warps the parts of one sentence train at once (Hogwild, as word2vec's threads, which
+  /// start anywhere in the file).
+  uint32_t item_tokens = 0;
+  /// Tokens of the launch's sentences (sentence_starts[sentences] − sentence_starts[0]); when
+  /// set and item_tokens is 0, the launch sizes its items with sgns_item_tokens.
+  uint64_t token_count = 0;
 };
+
+/// SgnsArgs::item_tokens: a sentence per work item.
+inline constexpr uint32_t kSentenceItems = 0xFFFFFFFFu;
+
+/// Work items per warp that the launch aims at, and the bounds of their size in tokens: a warp
+/// trains its item in order, so a launch lasts at least as long as its longest item, and with
+/// sentences as items a short launch (a paged piece) lasts as long as its longest sentence
+/// (kernels/PERFORMANCE.md, "Work items").
+inline constexpr uint64_t kItemsPerWarp = 16;
+inline constexpr uint32_t kMinItemTokens = 16;
+inline constexpr uint32_t kMaxItemTokens = 4096;
+
+/// The item size for a launch of `tokens` tokens on `warps` resident warps: the largest power
+/// of two in [kMinItemTokens, kMaxItemTokens] that gives each warp kItemsPerWarp items or more.
+uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps);
 
 /// Row length on the device for `dim`: a multiple of 4 floats so every lane moves 16 bytes.
 inline uint32_t sgns_row_stride(uint32_t dim) { return (dim + 3u) & ~3u; }

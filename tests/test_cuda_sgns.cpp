@@ -268,6 +268,8 @@ TEST_P(CudaSgnsVsCpu, MatchesReferenceOnDisjointSentences) {
   const SpanStats cpu = run_cpu(p, want);
 
   CudaBackendOptions options;
+  // Each sentence on one warp: disjoint sentences then never race.
+  options.item_tokens = kSentenceItems;
   options.force_stream = s.stream;
   options.chunk_tokens = 40;  // many chunks when streaming
   const SpanStats gpu = run_gpu(p, options);
@@ -326,7 +328,9 @@ TEST_P(CudaSgnsRepeats, OneSentenceWithRepeatedRowsMatchesReference) {
 
   Model want = copy_model(p.model);
   const SpanStats cpu = run_cpu(p, want);
-  const SpanStats gpu = run_gpu(p, CudaBackendOptions{});
+  CudaBackendOptions options;
+  options.item_tokens = kSentenceItems;  // the sentence on one warp, in order
+  const SpanStats gpu = run_gpu(p, options);
   EXPECT_EQ(gpu.trained, cpu.trained);
   EXPECT_EQ(gpu.loss_terms, cpu.loss_terms);
   EXPECT_NEAR(gpu.loss, cpu.loss, 1e-4 * cpu.loss);
@@ -432,8 +436,9 @@ TEST(CudaBackend, AvailabilityNeverThrows) { EXPECT_NO_THROW(cuda_device_availab
 
 /// How one launch runs.
 struct LaunchMode {
-  bool serial = false;  ///< SgnsArgs::max_warps = 1
-  bool grad = false;    ///< gradient mode
+  bool serial = false;       ///< SgnsArgs::max_warps = 1
+  bool grad = false;         ///< gradient mode
+  uint32_t item_tokens = 0;  ///< SgnsArgs::item_tokens (0: a sentence per work item)
 };
 
 /// Marks an id that has no row on the device.
@@ -581,6 +586,7 @@ class KernelHarness {
       a.touched_output = touched_output_.data();
     }
     a.max_warps = mode.serial ? 1 : 0;
+    a.item_tokens = mode.item_tokens;
     // On the kernel's stream: a cudaMemset runs on the legacy default stream, which the
     // non-blocking stream does not wait for. A reset landing after the kernel started would
     // drop counts and zero next_sentence, the kernel's claim counter, so that sentences train
@@ -703,7 +709,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaSgnsPoolVsCpu,
                          shape_name);
 
 /// Sentences over a small Zipf-like vocabulary that share rows all the time.
-void make_overlapping_problem(Problem* p, const Shape& s, uint32_t pool, uint32_t sentences = 160) {
+void make_overlapping_problem(Problem* p, const Shape& s, uint32_t pool, uint32_t sentences = 160,
+                              uint32_t longest = 40) {
   const uint32_t vocab = 700;
   std::mt19937 rng(s.seed);
   std::vector<uint64_t> counts(vocab);
@@ -713,7 +720,7 @@ void make_overlapping_problem(Problem* p, const Shape& s, uint32_t pool, uint32_
   p->keep = keep_probabilities(counts, total, 1e-3);
   p->noise = AliasTable(unigram_weights(counts));
   std::discrete_distribution<uint32_t> word(counts.begin(), counts.end());
-  std::uniform_int_distribution<uint32_t> len(1, 40);
+  std::uniform_int_distribution<uint32_t> len(1, longest);
   p->corpus.sentence_starts = {0};
   for (uint32_t k = 0; k < sentences; ++k) {
     const uint32_t n = len(rng);
@@ -833,12 +840,12 @@ struct SerialResult {
 };
 
 SerialResult run_serial(const Problem& p, bool grad, std::vector<uint32_t> row_of = {},
-                        uint64_t device_rows = 0) {
+                        uint64_t device_rows = 0, uint32_t item_tokens = 0) {
   KernelHarness h(p, std::move(row_of), device_rows);
   h.upload(p.model);
   h.upload_grads(random_grads(p, 5), random_grads(p, 6));
   SerialResult r;
-  r.stats = h.run(LaunchMode{true, grad}, 50);
+  r.stats = h.run(LaunchMode{true, grad, item_tokens}, 50);
   r.tables = copy_model(p.model);
   poison(r.tables);
   h.download(r.tables);
@@ -960,6 +967,72 @@ std::vector<SerialCase> serial_cases(Keep keep) {
   return out;
 }
 
+// Work items cut sentences into parts (SgnsArgs::item_tokens) whose centres' windows still reach
+// over the whole sentence; one warp trains the parts in order, so the result has the bits of
+// whole sentences whatever the item size — one token, less than a window, a sentence's length,
+// more than a sentence — on sentences up to 300 words.
+class CudaSgnsItems : public ::testing::TestWithParam<SerialCase> {};
+
+TEST_P(CudaSgnsItems, PartsTrainedInOrderGiveTheBitsOfWholeSentences) {
+  PAGEDW2V_REQUIRE_GPU();
+  const SerialCase c = GetParam();
+  Problem p;
+  make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 74}, c.pool, 60, 300);
+  const SerialResult whole = run_serial(p, c.grad);
+  for (const uint32_t k : {1u, 3u, 64u, 257u, 100000u}) {
+    SCOPED_TRACE("item_tokens " + std::to_string(k));
+    const SerialResult parts = run_serial(p, c.grad, {}, 0, k);
+    EXPECT_EQ(parts.stats.words, whole.stats.words);
+    EXPECT_EQ(parts.stats.trained, whole.stats.trained);
+    EXPECT_EQ(parts.stats.loss_terms, whole.stats.loss_terms);
+    EXPECT_NEAR(parts.stats.loss, whole.stats.loss, 1e-5 * whole.stats.loss);
+    EXPECT_TRUE(same_bits(parts.tables.input, whole.tables.input)) << "input";
+    EXPECT_TRUE(same_bits(parts.tables.output, whole.tables.output)) << "output";
+    EXPECT_TRUE(same_bits(parts.gin.data(), whole.gin.data(), whole.gin.size())) << "input grad";
+    EXPECT_TRUE(same_bits(parts.gout.data(), whole.gout.data(), whole.gout.size()))
+        << "output grad";
+    EXPECT_EQ(parts.tin, whole.tin);
+    EXPECT_EQ(parts.tout, whole.tout);
+  }
+}
+
+// Many warps on small items (Hogwild): every position is a centre exactly once — the counts of
+// words, kept centres and examples equal the single-warp run's.
+TEST(CudaSgnsItems, ConcurrentItemsTrainEveryCentreOnce) {
+  PAGEDW2V_REQUIRE_GPU();
+  Problem p;
+  make_overlapping_problem(&p, Shape{ModelKind::kSkipGram, 64, 5, 5, 75}, 200, 200, 300);
+  KernelHarness serial(p), many(p);
+  serial.upload(p.model);
+  many.upload(p.model);
+  const SpanStats one = serial.run(LaunchMode{true, false, 0}, 50);
+  const SpanStats items = many.run(LaunchMode{false, false, 16}, 50);
+  EXPECT_EQ(items.words, one.words);
+  EXPECT_EQ(items.trained, one.trained);
+  EXPECT_EQ(items.loss_terms, one.loss_terms);
+  EXPECT_TRUE(std::isfinite(items.loss));
+}
+
+// The item size a launch picks: a power of two within its bounds, growing with the tokens per
+// warp, and small enough that each warp gets kItemsPerWarp items when the launch has the tokens.
+TEST(SgnsItemTokens, GivesEveryWarpItsShare) {
+  for (const uint64_t warps : {1ull, 100ull, 3168ull}) {
+    uint32_t before = 0;
+    for (uint64_t tokens = 1; tokens < (uint64_t{1} << 34); tokens *= 3) {
+      const uint32_t k = sgns_item_tokens(tokens, warps);
+      EXPECT_GE(k, kMinItemTokens);
+      EXPECT_LE(k, kMaxItemTokens);
+      EXPECT_EQ(k & (k - 1), 0u) << k;
+      EXPECT_GE(k, before);
+      before = k;
+      if (k > kMinItemTokens) EXPECT_GE(tokens / k, warps * kItemsPerWarp) << tokens;
+      if (k < kMaxItemTokens) EXPECT_LT(tokens / (2 * k), warps * kItemsPerWarp) << tokens;
+    }
+  }
+  EXPECT_EQ(sgns_item_tokens(0, 3168), kMinItemTokens);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsItems, ::testing::ValuesIn(kSerialCases), serial_name);
 INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsSerial, ::testing::ValuesIn(kSerialCases), serial_name);
 INSTANTIATE_TEST_SUITE_P(
     Cases, CudaSgnsSerialRowMap,

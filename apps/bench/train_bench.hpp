@@ -27,6 +27,9 @@ struct TrainBenchOptions {
   int paging_sms = -1;
   /// CUDA, paged: slots of the row cache; 0: the backend's default.
   uint64_t cache_rows = 0;
+  /// CUDA: positions per work item of the training kernel (CudaBackendOptions::item_tokens);
+  /// 0: sized per launch; UINT32_MAX: a sentence each.
+  uint32_t item_tokens = 0;
 };
 
 struct TrainBenchResult {

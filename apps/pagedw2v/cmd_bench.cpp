@@ -4,9 +4,11 @@
 // (CUDA builds only).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cxxopts.hpp>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -176,7 +178,11 @@ int cmd_bench(int argc, char** argv) {
       "cache-rows",
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "
       "frequent rows; default: a third of what fits)",
-      cxxopts::value<uint64_t>())("h,help", "print this help");
+      cxxopts::value<uint64_t>())(
+      "item-tokens",
+      "CUDA: positions per work item of the training kernel (default: sized per launch; "
+      "\"sentence\": a sentence each)",
+      cxxopts::value<std::string>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
     return name == "output" || name == "format" || name == "save-context" ||
@@ -193,6 +199,17 @@ int cmd_bench(int argc, char** argv) {
   bench.force_stream = args.count("stream") > 0;
   bench.chunk_tokens = args["chunk-tokens"].as<uint64_t>();
   if (args.count("cache-rows")) bench.cache_rows = args["cache-rows"].as<uint64_t>();
+  if (args.count("item-tokens")) {
+    const std::string v = args["item-tokens"].as<std::string>();
+    constexpr uint32_t kSentence = std::numeric_limits<uint32_t>::max();
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v != "sentence" && (v.empty() || *end != '\0' || n == 0 || n >= kSentence)) {
+      throw UsageError("--item-tokens: expected a positive number or \"sentence\", got \"" + v +
+                       "\"");
+    }
+    bench.item_tokens = v == "sentence" ? kSentence : static_cast<uint32_t>(n);
+  }
   if (args.count("paging-sms")) {
     bench.paging_sms =
         static_cast<int>(std::min<uint32_t>(args["paging-sms"].as<uint32_t>(), 1024));

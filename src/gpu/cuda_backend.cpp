@@ -238,7 +238,7 @@ class CudaBackend final : public Backend {
     tables_ = std::make_unique<DeviceTables>(
         model_, data_.optimizer.kind, sgns_row_stride(data_.params.dim), plan_.device_rows, st);
     launcher_ = std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
-                                               *tables_, st);
+                                               options_.item_tokens, *tables_, st);
     size_t bytes = tables_->bytes() + launcher_->bytes();
     if (plan_.paged) {
       paged_ = std::make_unique<PagedPipeline>(data_, plan_, options_, *tables_, *launcher_,
@@ -284,6 +284,7 @@ class CudaBackend final : public Backend {
                                 a.token_base = c.token_base;
                                 a.sentence_starts = c.sentence_starts;
                                 a.sentences = c.sentences;
+                                a.token_count = c.token_count;
                                 launcher_->launch_timed(a, st);
                               });
       return;
@@ -300,6 +301,7 @@ class CudaBackend final : public Backend {
         a.token_base = c.token_base;
         a.sentence_starts = c.sentence_starts;
         a.sentences = c.sentences;
+        a.token_count = c.token_count;
         if (pool_size > 0) {
           launcher_->draw_pools(epoch, chunk_first, chunk_first + c.sentences, pools_, st);
           a.pool = pools_.pool.data();

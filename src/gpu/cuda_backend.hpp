@@ -51,6 +51,9 @@ struct CudaBackendOptions {
   /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
   /// are never cut. The default is the best measured (kernels/PERFORMANCE.md, "paged").
   uint64_t sgd_piece_words = 262144;
+  /// SgnsArgs::item_tokens of every launch: 0 = sized per launch (sgns_item_tokens);
+  /// kSentenceItems keeps each sentence on one warp, as the tests on disjoint sentences need.
+  uint32_t item_tokens = 0;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

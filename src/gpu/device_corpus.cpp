@@ -104,6 +104,7 @@ void DeviceCorpus::for_each_chunk(uint64_t first, uint64_t last, cudaStream_t co
     c.token_base = 0;
     c.sentence_starts = starts_.data() + first;
     c.sentences = last - first;
+    c.token_count = starts[last] - starts[first];
     train(c);
     return;
   }
@@ -142,6 +143,7 @@ void DeviceCorpus::for_each_chunk(uint64_t first, uint64_t last, cudaStream_t co
     c.token_base = t0;
     c.sentence_starts = chunk_starts_dev_[b].data();
     c.sentences = e - s;
+    c.token_count = ntok;
     train(c);
     trained_[b].record(compute);
     s = e;

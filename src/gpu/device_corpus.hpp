@@ -36,6 +36,7 @@ struct CorpusChunk {
   uint64_t token_base = 0;
   const uint64_t* sentence_starts = nullptr;
   uint64_t sentences = 0;
+  uint64_t token_count = 0;  ///< tokens of those sentences
 };
 
 class DeviceCorpus {

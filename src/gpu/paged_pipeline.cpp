@@ -262,6 +262,7 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     a.token_base = s.token_base;
     a.sentence_starts = s.starts.data();
     a.sentences = s.last_sentence - s.first_sentence;
+    a.token_count = s.tokens_n;
     a.pool = s.pool.data();
     a.pool_rows = s.pool_rows.data();
     a.pool_size = pool_size_;

@@ -10,11 +10,12 @@
 namespace pagedw2v {
 
 SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp,
-                           DeviceTables& tables, cudaStream_t stream)
+                           uint32_t item_tokens, DeviceTables& tables, cudaStream_t stream)
     : data_(data),
       tables_(tables),
       paged_(plan.paged),
       single_warp_(single_warp),
+      item_tokens_(item_tokens),
       stride_(sgns_row_stride(data.params.dim)),
       rows_(data.keep->size()),
       keep_count_(plan.keep_count),
@@ -60,6 +61,7 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
   a.epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
   a.counters = counters_.data();
   a.max_warps = single_warp_ ? 1 : 0;
+  a.item_tokens = item_tokens_;
   tables_.set_gradient_args(a);
   return a;
 }

@@ -46,8 +46,8 @@ class SgnsLauncher {
  public:
   /// Uploads the samplers of `data` on `stream` as `plan` sizes them. `single_warp`: one warp
   /// trains the sentences of a launch in order (SgnsArgs::max_warps = 1).
-  SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, DeviceTables& tables,
-               cudaStream_t stream);
+  SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, uint32_t item_tokens,
+               DeviceTables& tables, cudaStream_t stream);
 
   size_t bytes() const { return keep_.bytes() + noise_.bytes() + counters_.bytes(); }
 
@@ -79,6 +79,7 @@ class SgnsLauncher {
   const TrainData& data_;
   DeviceTables& tables_;
   bool paged_ = false, single_warp_ = false;
+  uint32_t item_tokens_ = 0;  ///< SgnsArgs::item_tokens
   uint32_t stride_ = 0;
   uint64_t rows_ = 0;
   uint64_t keep_count_ = 0;  ///< words whose keep probability is below 1, and those before
