@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda_test_util.hpp"
+#include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_tables.hpp"
 #include "gpu/stream.hpp"
@@ -296,7 +297,7 @@ TEST_P(CudaHalfResident, CopiesBothWays) {
   model.input.copy_from(in.data());
   model.output.copy_from(out.data());
   Stream st;
-  DeviceTables tables(model, OptimizerKind::kSgd, stride, rows, st.get());
+  DeviceTables tables(model, OptimizerKind::kSgd, stride, rows, kDefaultTableSkew, st.get());
   tables.copy_all(cudaMemcpyHostToDevice, st.get());
   const HostTable* host[2] = {&model.input, &model.output};
   float* device[2] = {tables.input(), tables.output()};

@@ -30,6 +30,9 @@ struct TrainBenchOptions {
   /// CUDA: positions per work item of the training kernel (CudaBackendOptions::item_tokens);
   /// 0: sized per launch; UINT32_MAX: a sentence each.
   uint32_t item_tokens = 0;
+  /// CUDA: bytes between the device's input and output vectors
+  /// (CudaBackendOptions::table_skew_bytes); negative: the backend's default.
+  int64_t table_skew = -1;
 };
 
 struct TrainBenchResult {

@@ -182,7 +182,11 @@ int cmd_bench(int argc, char** argv) {
       "item-tokens",
       "CUDA: positions per work item of the training kernel (default: sized per launch; "
       "\"sentence\": a sentence each)",
-      cxxopts::value<std::string>())("h,help", "print this help");
+      cxxopts::value<std::string>())(
+      "table-skew",
+      "CUDA: bytes between the end of the input vectors and the start of the output vectors "
+      "on the GPU (default: the backend's)",
+      cxxopts::value<uint64_t>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
     return name == "output" || name == "format" || name == "save-context" ||
@@ -209,6 +213,10 @@ int cmd_bench(int argc, char** argv) {
                        "\"");
     }
     bench.item_tokens = v == "sentence" ? kSentence : static_cast<uint32_t>(n);
+  }
+  if (args.count("table-skew")) {
+    bench.table_skew = static_cast<int64_t>(
+        std::min<uint64_t>(args["table-skew"].as<uint64_t>(), uint64_t{1} << 40));
   }
   if (args.count("paging-sms")) {
     bench.paging_sms =

@@ -235,8 +235,9 @@ class CudaBackend final : public Backend {
  private:
   void allocate() {
     const cudaStream_t st = compute_.get();
-    tables_ = std::make_unique<DeviceTables>(
-        model_, data_.optimizer.kind, sgns_row_stride(data_.params.dim), plan_.device_rows, st);
+    tables_ = std::make_unique<DeviceTables>(model_, data_.optimizer.kind,
+                                             sgns_row_stride(data_.params.dim), plan_.device_rows,
+                                             options_.table_skew_bytes, st);
     launcher_ = std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
                                                options_.item_tokens, *tables_, st);
     size_t bytes = tables_->bytes() + launcher_->bytes();

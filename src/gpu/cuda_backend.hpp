@@ -21,6 +21,11 @@
 namespace pagedw2v {
 
 /// Tuning of the CUDA backend; the defaults are what `--device cuda` uses.
+/// CudaBackendOptions::table_skew_bytes by default: half a 2 MiB page and one 64 KiB and one
+/// 128-byte step more, so that a row and the same row of the other table differ in every range
+/// of address bits that a cache or memory channel might index by.
+inline constexpr size_t kDefaultTableSkew = (size_t{1} << 20) + (size_t{1} << 16) + 128;
+
 struct CudaBackendOptions {
   /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half the free memory.
   size_t resident_corpus_max_bytes = 0;
@@ -54,6 +59,13 @@ struct CudaBackendOptions {
   /// SgnsArgs::item_tokens of every launch: 0 = sized per launch (sgns_item_tokens);
   /// kSentenceItems keeps each sentence on one warp, as the tests on disjoint sentences need.
   uint32_t item_tokens = 0;
+  /// Bytes between the end of the input vectors and the start of the output vectors on the
+  /// device. With both tables starting on a 2 MiB page, a row of one and the same row of the
+  /// other share their address bits below 2 MiB, and training, which reads such pairs of hot
+  /// rows together, ran up to 8 % slower depending on where the driver placed the pages; the
+  /// default shifts the output rows against the input rows (kernels/PERFORMANCE.md, "Table
+  /// placement").
+  size_t table_skew_bytes = kDefaultTableSkew;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

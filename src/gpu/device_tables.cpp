@@ -8,7 +8,7 @@
 namespace pagedw2v {
 
 DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
-                           cudaStream_t stream)
+                           size_t skew_bytes, cudaStream_t stream)
     : model_(model),
       dim_(model.input.dim()),
       stride_(stride),
@@ -18,8 +18,10 @@ DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, ui
   const std::string shape =
       " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
   const size_t table = static_cast<size_t>(device_rows_) * stride_;
-  input_ = DeviceBuffer<float>(table, "the input vectors" + shape);
-  output_ = DeviceBuffer<float>(table, "the output vectors" + shape);
+  // Both in one allocation, the output vectors `skew` floats past the end of the input vectors.
+  const size_t skew = (skew_bytes / sizeof(float) + 3) & ~size_t{3};
+  output_offset_ = table + skew;
+  pair_ = DeviceBuffer<float>(output_offset_ + table, "the input and output vectors" + shape);
   for (uint32_t k = 0; k < nstate_; ++k) {
     input_state_.emplace_back(table, "optimizer state of the input vectors" + shape);
     output_state_.emplace_back(table, "optimizer state of the output vectors" + shape);
@@ -35,8 +37,7 @@ DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, ui
     step_temp_bytes_ = select_marked_ids_temp_bytes(device_rows_);
     step_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(step_temp_bytes_, 1), "scratch");
   }
-  zero_async(input_, stream);
-  zero_async(output_, stream);
+  zero_async(pair_, stream);
   for (auto& t : input_state_) zero_async(t, stream);
   for (auto& t : output_state_) zero_async(t, stream);
   if (optimizer_) {
@@ -48,7 +49,8 @@ DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, ui
 }
 
 size_t DeviceTables::bytes() const {
-  return input_.bytes() * (2 + 2 * nstate_ + (optimizer_ ? 2 : 0)) +
+  const size_t table = static_cast<size_t>(device_rows_) * stride_ * sizeof(float);
+  return pair_.bytes() + table * (2 * nstate_ + (optimizer_ ? 2 : 0)) +
          (optimizer_ ? touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 + step_temp_.bytes()
                      : 0);
 }
@@ -63,8 +65,8 @@ void DeviceTables::set_gradient_args(SgnsArgs& a) {
 
 void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
   // The table indices are those of move_args (the rounding of a value depends on it).
-  copy_rows(model_.input, input_.data(), 0, kind, stream);
-  copy_rows(model_.output, output_.data(), 1, kind, stream);
+  copy_rows(model_.input, input(), 0, kind, stream);
+  copy_rows(model_.output, output(), 1, kind, stream);
   for (uint32_t k = 0; k < nstate_; ++k) {
     copy_rows(model_.input_state[k], input_state_[k].data(), 2 + 2 * k, kind, stream);
     copy_rows(model_.output_state[k], output_state_[k].data(), 3 + 2 * k, kind, stream);
@@ -143,8 +145,8 @@ void DeviceTables::round_to_storage(uint64_t rows, cudaStream_t stream) {
     launch_round_rows(host_storage(), kRoundSeed, index, table, stride_, dim_, nullptr, nullptr,
                       rows, stream);
   };
-  round(input_.data(), 0);
-  round(output_.data(), 1);
+  round(input(), 0);
+  round(output(), 1);
   for (uint32_t k = 0; k < nstate_; ++k) {
     round(input_state_[k].data(), 2 + 2 * k);
     round(output_state_[k].data(), 3 + 2 * k);
@@ -172,14 +174,14 @@ void DeviceTables::pin_host() {
 MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n,
                                  uint32_t dev_base) {
   MoveArgs m;
-  auto add = [&](HostTable& host, DeviceBuffer<float>& dev) {
-    m.tables[m.table_count++] = PagedTable{host.raw(), dev.data()};
+  auto add = [&](HostTable& host, float* dev) {
+    m.tables[m.table_count++] = PagedTable{host.raw(), dev};
   };
-  add(model_.input, input_);
-  add(model_.output, output_);
+  add(model_.input, input());
+  add(model_.output, output());
   for (uint32_t k = 0; k < nstate_; ++k) {
-    add(model_.input_state[k], input_state_[k]);
-    add(model_.output_state[k], output_state_[k]);
+    add(model_.input_state[k], input_state_[k].data());
+    add(model_.output_state[k], output_state_[k].data());
   }
   m.dim = dim_;
   m.stride = stride_;
@@ -200,7 +202,7 @@ void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t ste
     launch_select_marked_ids(touched, device_rows_, step_rows_[t].data(), step_count_.data() + t,
                              step_temp_.data(), step_temp_bytes_, stream);
     OptimizerStepArgs s;
-    s.table = t == 0 ? input_.data() : output_.data();
+    s.table = t == 0 ? input() : output();
     for (uint32_t k = 0; k < nstate_; ++k) {
       s.state[k] = t == 0 ? input_state_[k].data() : output_state_[k].data();
     }

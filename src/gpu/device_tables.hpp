@@ -33,16 +33,18 @@ class DeviceTables {
 
   /// Allocates every table of `device_rows` rows (row stride `stride`) and zeroes them on
   /// `stream`: padding columns stay zero for the whole run, adding nothing to any dot product.
+  /// The output vectors start `skew_bytes` (rounded up to 16) after the end of the input
+  /// vectors (CudaBackendOptions::table_skew_bytes).
   DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
-               cudaStream_t stream);
+               size_t skew_bytes, cudaStream_t stream);
 
   /// Device bytes of every buffer.
   size_t bytes() const;
 
   /// Gradient rows and touched flags for the training launch (dense optimizers only).
   void set_gradient_args(SgnsArgs& a);
-  float* input() { return input_.data(); }
-  float* output() { return output_.data(); }
+  float* input() { return pair_.data(); }
+  float* output() { return pair_.data() + output_offset_; }
 
   /// Copies every row of every table (resident: row r of the host is device row r) to the host
   /// or from it, and waits. Host tables of 16-bit storage go through a device staging buffer,
@@ -88,7 +90,9 @@ class DeviceTables {
   uint32_t dim_ = 0, stride_ = 0, nstate_ = 0;
   bool optimizer_ = false;
   uint64_t device_rows_ = 0;
-  DeviceBuffer<float> input_, output_, input_grad_, output_grad_;
+  DeviceBuffer<float> pair_;  ///< the input vectors, a gap, the output vectors
+  size_t output_offset_ = 0;  ///< floats from the input vectors to the output vectors
+  DeviceBuffer<float> input_grad_, output_grad_;
   std::vector<DeviceBuffer<float>> input_state_, output_state_;
   DeviceBuffer<uint8_t> touched_input_, touched_output_;
   std::array<DeviceBuffer<uint32_t>, 2> step_rows_;
