@@ -339,94 +339,6 @@ __global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v,
   }
 }
 
-/// move_half_rows_kernel with 16 bytes of host memory a lane, as the fp32 moves carry: the
-/// lanes of a piece run over an entry's tables one after the other (lane l of piece p takes
-/// octet 32·p + l of the entry, table by table), so that a warp of a dim-128 entry moves both of
-/// its 256-byte rows — with interleaved host tables one contiguous run — and no lane idles on a
-/// row shorter than the warp. PCIe reads are requests of what a lane loads, so this moves twice
-/// the bytes a request of the four-value mapping does (kernels/PERFORMANCE.md, "16-bit moves").
-/// The same order of loads and stores as move_rows_kernel; rounding as move_half_rows_kernel.
-template <int kBatch>
-__global__ void __launch_bounds__(kThreads, 2)
-    move_half_octets_kernel(MoveKind kind, MoveArgs a, uint32_t row_o, uint32_t pieces,
-                            uint32_t host_o, uint32_t dev_q) {
-  const Storage st = a.host_storage;
-  const uint32_t lane = threadIdx.x & 31;
-  const uint64_t warp = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) >> 5;
-  const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
-  const bool swap = kind == MoveKind::kSwap;
-  const bool to_host = kind == MoveKind::kToHost;
-  const uint32_t entry_o = static_cast<uint32_t>(a.table_count) * row_o;
-  const uint64_t items = uint64_t{a.n} * pieces;
-  const auto next = [&](uint64_t g) -> uint64_t {
-    return a.claim != nullptr ? detail::claim_batch(a.claim, kBatch) : g + warps * kBatch;
-  };
-  for (uint64_t g0 = a.claim != nullptr ? next(0) : warp * kBatch; g0 < items; g0 = next(g0)) {
-    bool in[kBatch], out[kBatch];
-    uint64_t host_in[kBatch], host_out[kBatch], dev[kBatch];
-    uint32_t column[kBatch];
-    int table[kBatch];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const uint64_t g = g0 + b;
-      in[b] = out[b] = false;
-      host_in[b] = host_out[b] = dev[b] = 0;
-      column[b] = 0;
-      table[b] = 0;
-      if (g >= items) continue;
-      const uint32_t k = static_cast<uint32_t>(g / pieces);
-      const uint32_t x = static_cast<uint32_t>(g % pieces) * 32 + lane;
-      if (x >= entry_o) continue;
-      const uint32_t t = x / row_o, c = x - t * row_o;
-      table[b] = static_cast<int>(t);
-      const uint32_t h = a.host_rows != nullptr ? a.host_rows[k] : k;
-      const uint32_t o = swap ? a.out_rows[k] : kNoRow;
-      in[b] = !to_host && h != kNoRow;
-      out[b] = to_host ? h != kNoRow : o != kNoRow;
-      column[b] = c * 8;
-      host_in[b] = uint64_t{h} * host_o + c;
-      host_out[b] = uint64_t{to_host ? h : o} * host_o + c;
-      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
-      dev[b] = d * dev_q + 2 * c;
-    }
-    float4 lo[kBatch], hi[kBatch];
-    uint4 hv[kBatch];
-    // Out first: a slot's old row is read before anything writes the slot (same thread).
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (!out[b]) continue;
-      const float4* d = reinterpret_cast<const float4*>(a.tables[table[b]].device) + dev[b];
-      lo[b] = d[0];
-      hi[b] = d[1];
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (!out[b]) continue;
-      const int t = a.round_table_base + table[b];
-      const uint2 x = narrow(st, lo[b], a.round_seed, t, column[b]);
-      const uint2 y = narrow(st, hi[b], a.round_seed, t, column[b] + 4);
-      reinterpret_cast<uint4*>(a.tables[table[b]].host)[host_out[b]] =
-          make_uint4(x.x, x.y, y.x, y.y);
-      if (to_host) {
-        float4* d = reinterpret_cast<float4*>(a.tables[table[b]].device) + dev[b];
-        d[0] = lo[b];
-        d[1] = hi[b];
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (in[b]) hv[b] = reinterpret_cast<const uint4*>(a.tables[table[b]].host)[host_in[b]];
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (!in[b]) continue;
-      float4* d = reinterpret_cast<float4*>(a.tables[table[b]].device) + dev[b];
-      d[0] = widen(st, make_uint2(hv[b].x, hv[b].y));
-      d[1] = widen(st, make_uint2(hv[b].z, hv[b].w));
-    }
-  }
-}
-
 /// One warp a listed row at a time (rows strided over the warps), lanes over its columns:
 /// coalesced reads and writes of each row.
 __global__ void round_rows_kernel(Storage s, uint64_t seed, uint32_t table_index,
@@ -606,21 +518,7 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
   const unsigned grid =
       static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
-  // 16-bit rows of whole octets, 16-byte aligned on the host: eight values a lane.
-  bool octets = half && a.dim % 8 == 0 && a.stride % 8 == 0 && host_stride % 8 == 0;
-  for (int t = 0; t < a.table_count; ++t) {
-    octets = octets && (reinterpret_cast<uintptr_t>(a.tables[t].host) & 15u) == 0 &&
-             (reinterpret_cast<uintptr_t>(a.tables[t].device) & 15u) == 0;
-  }
-  if (octets) {
-    const uint32_t row_o = a.dim / 8;
-    const uint32_t entry_pieces = (row_o * static_cast<uint32_t>(a.table_count) + 31) / 32;
-    const uint64_t octet_warps = (uint64_t{a.n} * entry_pieces + kBatch - 1) / kBatch;
-    const unsigned octet_grid = static_cast<unsigned>(
-        std::max<uint64_t>(1, std::min<uint64_t>((octet_warps + 7) / 8, cap)));
-    move_half_octets_kernel<kBatch><<<octet_grid, kThreads, 0, stream>>>(
-        kind, a, row_o, entry_pieces, host_stride / 8, a.stride / 4);
-  } else if (half && aligned) {
+  if (half && aligned) {
     move_half_rows_kernel<4, kBatch>
         <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride / 4, a.stride / 4);
   } else if (half) {
