@@ -175,8 +175,8 @@ class CudaBackend final : public Backend {
            (piece < super_batch ? ", pieces of at most " + std::to_string(piece) : std::string());
   }
 
-  /// Large spans: a launch ends with a tail in which only the last sentences' warps run (a warp
-  /// trains its sentence in order), so a span should be long against one sentence's time.
+  /// Large spans: a launch ends with a tail in which only the warps of its last work items run
+  /// (a warp trains its item in order), so a span should be long against one item's time.
   uint64_t span_words() const override { return uint64_t{1} << 25; }
 
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
