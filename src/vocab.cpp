@@ -116,15 +116,30 @@ struct ChunkCursor {
 constexpr uint32_t kPositionShift = 8;
 constexpr uint32_t kChunkShift = 40;
 
-inline void put_word(std::vector<uint64_t>& out, std::string_view w, uint64_t h, uint64_t pos) {
-  const size_t at = out.size();
-  const size_t units = (w.size() + 7) / 8;
-  out.resize(at + 2 + units);
-  if (units > 0) out[at + 1 + units] = 0;  // the padding of the last unit
-  out[at] = h;
-  out[at + 1] = pos << kPositionShift | w.size();
-  std::memcpy(&out[at + 2], w.data(), w.size());
+/// Words handed over, kept between rounds so that their memory is allocated (and zeroed) once.
+struct WordList {
+  std::vector<uint64_t> units;
+  size_t size = 0;
+
+  uint64_t* grow(size_t n) {
+    if (size + n > units.size()) units.resize(std::max(units.size() * 2, size + n + 4096));
+    uint64_t* out = units.data() + size;
+    size += n;
+    return out;
+  }
+};
+
+inline void put_word(WordList& out, std::string_view w, uint64_t h, uint64_t pos) {
+  const size_t words = (w.size() + 7) / 8;
+  uint64_t* at = out.grow(2 + words);
+  if (words > 0) at[1 + words] = 0;  // the padding of the last unit
+  at[0] = h;
+  at[1] = pos << kPositionShift | w.size();
+  std::memcpy(at + 2, w.data(), w.size());
 }
+
+/// The record after `r`.
+inline const uint64_t* next_word(const uint64_t* r) { return r + 2 + ((r[1] & 0xFF) + 7) / 8; }
 
 }  // namespace
 
@@ -149,8 +164,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   // beside the tables (and the tokens, with keep_tokens). Each word keeps the least position it
   // was met at: its first occurrence, which breaks count ties.
   std::vector<WordTable> tables(shards);
-  std::vector<std::vector<uint64_t>> first(shards);       ///< by shard, by id
-  std::vector<std::vector<uint64_t>> handed(n * shards);  ///< [thread * shards + shard]
+  std::vector<std::vector<uint64_t>> first(shards);  ///< by shard, by id
+  std::vector<WordList> handed(n * shards);          ///< [thread * shards + shard]
   std::vector<uint64_t> tokens(n, 0);
   // With keep_tokens: each chunk's tokens as shards in order, each shard's ids in order, and
   // the token counts at which lines ended.
@@ -172,7 +187,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
               uint64_t budget = round_bytes;
               uint64_t& k = tokens[t];
               const uint64_t chunk_base = static_cast<uint64_t>(t) << kChunkShift;
-              std::vector<uint64_t>* out = &handed[t * shards];
+              WordList* out = &handed[t * shards];
               auto line_end = [&] {
                 std::vector<uint64_t>& ends = line_ends[t];
                 if (ends.empty() || ends.back() != k) ends.push_back(k);
@@ -211,49 +226,48 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
             },
             "a corpus file");
         if (!barrier.wait()) return;
-        // Counting: the words handed to this thread's shards, thread by thread. The slots of a
-        // batch are prefetched first, so that their cache misses overlap.
+        // Counting: the words handed to this thread's shards, thread by thread. The slot of the
+        // word kAhead records on is prefetched, and so is the first occurrence of a word met
+        // before, which is lowered kAhead words later where this one came first (a word met in
+        // a later chunk in an earlier round): their cache misses overlap.
         for (size_t p = t; p < shards; p += n) {
           WordTable& table = tables[p];
           std::vector<uint64_t>& firsts = first[p];
           for (size_t u = 0; u < n; ++u) {
-            std::vector<uint64_t>& in = handed[u * shards + p];
+            WordList& in = handed[u * shards + p];
             std::vector<uint32_t>* ids = keep ? &token_ids[u * shards + p] : nullptr;
-            constexpr int kBatch = 16;
-            const uint64_t* q = in.data();
-            const uint64_t* const stop = q + in.size();
-            while (q < stop) {
-              const uint64_t* batch[kBatch];
-              int m = 0;
-              for (; m < kBatch && q < stop; ++m) {
-                batch[m] = q;
-                table.prefetch(q[0]);
-                q += 2 + ((q[1] & 0xFF) + 7) / 8;
-              }
-              // The words of the batch counted; the first occurrences of those met before are
-              // then prefetched and lowered where this one came first (a word met in a later
-              // chunk in an earlier round).
-              uint32_t seen[kBatch];
-              int m_seen = 0;
-              for (int j = 0; j < m; ++j) {
-                const uint64_t* r = batch[j];
-                const std::string_view w(reinterpret_cast<const char*>(r + 2), r[1] & 0xFF);
-                WordTable::Slot& s = table.insert(w, r[0]);
-                if (s.value++ == 0) {
-                  firsts.push_back(r[1] >> kPositionShift);
-                } else {
-                  __builtin_prefetch(&firsts[s.id]);
-                  batch[m_seen] = r;
-                  seen[m_seen++] = s.id;
-                }
-                if (ids != nullptr) ids->push_back(s.id);
-              }
-              for (int j = 0; j < m_seen; ++j) {
-                uint64_t& f = firsts[seen[j]];
-                f = std::min(f, batch[j][1] >> kPositionShift);
-              }
+            constexpr size_t kAhead = 16;
+            std::pair<uint32_t, uint64_t> pending[kAhead];  // (id, position)
+            size_t npending = 0;
+            auto lower = [&](const std::pair<uint32_t, uint64_t>& e) {
+              uint64_t& f = firsts[e.first];
+              f = std::min(f, e.second);
+            };
+            const uint64_t* q = in.units.data();
+            const uint64_t* const stop = q + in.size;
+            const uint64_t* ahead = q;
+            for (size_t j = 0; j < kAhead && ahead < stop; ++j, ahead = next_word(ahead)) {
+              table.prefetch(ahead[0]);
             }
-            in.clear();
+            for (; q < stop; q = next_word(q)) {
+              if (ahead < stop) {
+                table.prefetch(ahead[0]);
+                ahead = next_word(ahead);
+              }
+              const std::string_view w(reinterpret_cast<const char*>(q + 2), q[1] & 0xFF);
+              WordTable::Slot& s = table.insert(w, q[0]);
+              if (s.value++ == 0) {
+                firsts.push_back(q[1] >> kPositionShift);
+              } else {
+                __builtin_prefetch(&firsts[s.id]);
+                std::pair<uint32_t, uint64_t>& slot = pending[npending++ % kAhead];
+                if (npending > kAhead) lower(slot);
+                slot = {s.id, q[1] >> kPositionShift};
+              }
+              if (ids != nullptr) ids->push_back(s.id);
+            }
+            for (size_t j = 0; j < std::min(npending, kAhead); ++j) lower(pending[j]);
+            in.size = 0;
           }
         }
         const bool more = unfinished.load() > 0;
@@ -395,12 +409,19 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     }
     if (!keep) return;
     // This chunk's tokens as rows: each shard's ids taken in order.
+    // Each shard's ids become rows first, one shard at a time (its row_of stays in cache), and
+    // are then taken in token order.
     detail::CountedText::Chunk& chunk = text->chunks[t];
     const std::vector<uint8_t>& seq = token_shards[t];
     chunk.rows.resize(seq.size());
     std::vector<const uint32_t*> next(shards);
-    for (size_t p = 0; p < shards; ++p) next[p] = token_ids[t * shards + p].data();
-    for (size_t i = 0; i < seq.size(); ++i) chunk.rows[i] = row_of[seq[i]][*next[seq[i]]++];
+    for (size_t p = 0; p < shards; ++p) {
+      std::vector<uint32_t>& ids = token_ids[t * shards + p];
+      const uint32_t* rows_of_ids = row_of[p].data();
+      for (uint32_t& id : ids) id = rows_of_ids[id];
+      next[p] = ids.data();
+    }
+    for (size_t i = 0; i < seq.size(); ++i) chunk.rows[i] = *next[seq[i]]++;
     token_shards[t] = {};
     for (size_t p = 0; p < shards; ++p) token_ids[t * shards + p] = {};
     chunk.line_ends = std::move(line_ends[t]);
