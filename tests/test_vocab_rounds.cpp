@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "corpus.hpp"
 #include "error.hpp"
 #include "mapped_file.hpp"
+#include "string_index.hpp"
 #include "test_util.hpp"
 #include "text_chunks.hpp"
 #include "vocab.hpp"
@@ -39,6 +41,40 @@ std::string mixed_text(uint64_t seed, size_t words) {
     t += rng() % 17 == 0 ? "\n" : (rng() % 50 == 0 ? "  \t" : " ");
   }
   return t;
+}
+
+/// The word hash as first written (its tail copied into a zeroed word): files and caches keyed
+/// by it must keep their keys.
+uint64_t reference_hash(std::string_view s) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = 0x243F6A8885A308D3ull ^ (s.size() * kMul);
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  if (i < s.size()) {
+    uint64_t w = 0;
+    std::memcpy(&w, s.data() + i, s.size() - i);
+    h = (h ^ w) * kMul;
+  }
+  h ^= h >> 32;
+  h *= 0xD6E8FEB86659FD93ull;
+  h ^= h >> 32;
+  return h;
+}
+
+TEST(VocabRounds, TheWordHashIsUnchangedForEveryLength) {
+  std::mt19937_64 rng(testing_util::fresh_seed());
+  for (size_t len = 0; len <= 40; ++len) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::string s(len, '\0');
+      for (char& c : s) c = static_cast<char>(rng());
+      ASSERT_EQ(detail::hash_bytes(s), reference_hash(s)) << "length " << len;
+    }
+  }
 }
 
 TEST(VocabRounds, AnyRoundSizeGivesTheOneThreadResult) {
