@@ -163,7 +163,13 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   // stays small and is never merged; a round's hand-over is all the memory the count needs
   // beside the tables (and the tokens, with keep_tokens). Each word keeps the least position it
   // was met at: its first occurrence, which breaks count ties.
-  std::vector<WordTable> tables(shards);
+  // Tables start small for a small text (many shards of a few words each), and grow.
+  std::vector<WordTable> tables;
+  tables.reserve(shards);
+  for (size_t p = 0; p < shards; ++p) {
+    tables.emplace_back(
+        static_cast<size_t>(std::clamp<uint64_t>(text_bytes / 64 / shards, 16, 4096)));
+  }
   std::vector<std::vector<uint64_t>> first(shards);  ///< by shard, by id
   std::vector<WordList> handed(n * shards);          ///< [thread * shards + shard]
   std::vector<uint64_t> tokens(n, 0);
