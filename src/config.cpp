@@ -375,6 +375,12 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"overwrite", "write into an output directory that holds another run's files",
                "false", true, false, [](C& c, V v) { c.overwrite = parse_bool("overwrite", v); },
                [](const C& c) { return std::string(c.overwrite ? "true" : "false"); }});
+  o.push_back({"fsync-outputs",
+               "fsync the export files and the last checkpoint before the command returns "
+               "(checkpoints written during training always are)",
+               "false", true, false,
+               [](C& c, V v) { c.fsync_outputs = parse_bool("fsync-outputs", v); },
+               [](const C& c) { return std::string(c.fsync_outputs ? "true" : "false"); }});
   o.push_back({"quiet", "no progress output", "false", true, false,
                [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});

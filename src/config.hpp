@@ -67,6 +67,8 @@ struct Config {
   uint32_t keep_checkpoints = 3;
   /// Replace another run's files in `output`.
   bool overwrite = false;
+  /// fsync the files written at the end of a run (exports, the last checkpoint) before returning.
+  bool fsync_outputs = false;
   std::string eval_analogies;  ///< evaluate at the end of each epoch when set
   std::string eval_similarity;
 

@@ -25,6 +25,8 @@ namespace {
 
 constexpr const char* kTempMarker = ".tmp-";
 
+thread_local bool t_fsync = true;
+
 std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -32,6 +34,7 @@ std::string dir_of(const std::string& path) {
 }
 
 void fsync_path(const std::string& path, int flags) {
+  if (!t_fsync) return;
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) return;
   ::fsync(fd);
@@ -82,6 +85,12 @@ bool process_alive(long pid) {
 }
 
 }  // namespace
+
+bool fsync_on_commit() { return t_fsync; }
+
+FsyncScope::FsyncScope(bool fsync) : previous_(t_fsync) { t_fsync = fsync; }
+
+FsyncScope::~FsyncScope() { t_fsync = previous_; }
 
 std::string temp_name_for(const std::string& path) {
   std::string name;
@@ -193,7 +202,7 @@ void AtomicFile::write_rows(const void* data, uint64_t rows, size_t row_bytes,
 }
 
 void AtomicFile::commit() {
-  const bool flushed = std::fflush(file_) == 0 && ::fsync(fileno(file_)) == 0;
+  const bool flushed = std::fflush(file_) == 0 && (!t_fsync || ::fsync(fileno(file_)) == 0);
   const int err = errno;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
@@ -209,7 +218,7 @@ void AtomicFile::commit() {
 
 void commit_file(const std::string& temp_path, const std::string& path) {
   const int fd = ::open(temp_path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
+  if (fd < 0 || (t_fsync && ::fsync(fd) != 0)) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     std::remove(temp_path.c_str());

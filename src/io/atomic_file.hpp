@@ -5,7 +5,8 @@
 ///
 /// Temporary files are named `PATH.RANDOM.tmp-PID` and created exclusively (O_CREAT | O_EXCL |
 /// O_NOFOLLOW), so a file or link planted beside PATH is never written through. The bytes are
-/// flushed and fsync'ed, and only then renamed onto PATH. If the writer is destroyed before
+/// flushed (and fsync'ed, unless the writing thread's FsyncScope says not to), and only then
+/// renamed onto PATH. If the writer is destroyed before
 /// commit() (an exception, a full disk), the temporary file is removed. The `.tmp-PID` suffix lets
 /// a later run in the same directory find what a killed run left behind (remove_stale_temps).
 
@@ -16,6 +17,24 @@
 #include <vector>
 
 namespace pagedw2v {
+
+/// Whether commits on the calling thread fsync the file and its directory (the default: yes).
+/// Either way a file appears under its name only complete (temporary name, then rename); without
+/// fsync, a machine that fails right after may lose the newest files (a process that is killed
+/// cannot). Threads that write parts of one output for the caller take the caller's setting.
+bool fsync_on_commit();
+
+/// Sets whether the calling thread's commits fsync, for the scope's life.
+class FsyncScope {
+ public:
+  explicit FsyncScope(bool fsync);
+  ~FsyncScope();
+  FsyncScope(const FsyncScope&) = delete;
+  FsyncScope& operator=(const FsyncScope&) = delete;
+
+ private:
+  bool previous_;
+};
 
 class AtomicFile {
  public:
@@ -36,7 +55,8 @@ class AtomicFile {
   /// large payloads are cut among threads, each writing its range with pwrite at its place in
   /// the file (rows that do not lie side by side gathered a few MiB at a time). Throws as write().
   void write_rows(const void* data, uint64_t rows, size_t row_bytes, size_t stride_bytes);
-  /// Flushes, fsyncs and renames onto the final path; throws Error on any failure.
+  /// Flushes, fsyncs (see fsync_on_commit) and renames onto the final path; throws Error on any
+  /// failure.
   void commit();
 
  private:
@@ -46,7 +66,8 @@ class AtomicFile {
   bool committed_ = false;
 };
 
-/// Renames `temp_path` onto `path` after fsync'ing it, then fsyncs the directory. For files
+/// Renames `temp_path` onto `path` after fsync'ing it, then fsyncs the directory (both as
+/// fsync_on_commit says). For files
 /// written by name by another library. Throws Error on failure (and removes `temp_path`).
 void commit_file(const std::string& temp_path, const std::string& path);
 

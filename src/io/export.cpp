@@ -56,7 +56,9 @@ bool wants(const ExportOptions& options, const char* format) {
 /// rethrows the first failure after all have ended.
 void run_all(const std::vector<std::function<void()>>& tasks) {
   std::vector<std::exception_ptr> errors(tasks.size());
+  const bool fsync = fsync_on_commit();  // the caller's, on every thread
   auto run = [&](size_t i) {
+    const FsyncScope scope(fsync);
     try {
       tasks[i]();
     } catch (...) {
@@ -129,7 +131,7 @@ std::vector<std::string> StagedFiles::commit(const std::vector<std::string>& sta
   committed_ = true;
   std::error_code ec;
   std::filesystem::remove_all(staging_, ec);
-  const int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int fd = fsync_on_commit() ? ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (fd >= 0) {
     ::fsync(fd);
     ::close(fd);

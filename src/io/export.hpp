@@ -15,7 +15,8 @@
 /// (`DIR/export.RANDOM.tmp-PID/`) and moved into DIR only when every one is complete, and the
 /// export files of other formats that an older export left in DIR are removed then, so DIR never
 /// holds a new vocab.tsv beside older vectors. A failure leaves DIR as it was. The formats are
-/// written at the same time, one thread each.
+/// written at the same time, one thread each, and fsync'ed as the calling thread's FsyncScope
+/// says (atomic_file.hpp).
 
 #include <string>
 #include <vector>
@@ -54,7 +55,8 @@ class StagedFiles {
   /// Writes `contents` as the file `name`.
   void add(const std::string& name, const std::string& contents);
   /// Moves every staged file into dir(), removes `stale` names that are not part of this set,
-  /// fsyncs the directory and returns the final paths in the order they were staged.
+  /// fsyncs the directory (as fsync_on_commit() says) and returns the final paths in the order
+  /// they were staged.
   std::vector<std::string> commit(const std::vector<std::string>& stale = {});
 
  private:

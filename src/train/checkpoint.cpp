@@ -382,7 +382,8 @@ void CheckpointWriter::start(bool end_of_epoch, const Model& model, const TrainP
                              float lr) {
   done_ = false;
   try {
-    worker_ = std::thread([this, end_of_epoch, &model, position, lr] {
+    worker_ = std::thread([this, end_of_epoch, &model, position, lr, fsync = fsync_on_commit()] {
+      const FsyncScope scope(fsync);
       try {
         write_file(end_of_epoch, model, position, lr);
       } catch (...) {

@@ -17,7 +17,9 @@
 /// `words_done`, `lr`). Every random draw is Philox keyed by (seed, token position, epoch), so the
 /// seed and the position are the complete random state of every thread and stream.
 /// Files are written to a temporary name, fsync'ed and renamed: a crash at any moment leaves the
-/// previous checkpoint intact.
+/// previous checkpoint intact. The last checkpoint of a run that ends normally is written under
+/// an FsyncScope(false) unless --fsync-outputs (like the export files): still atomic, not
+/// durable before the command returns.
 
 #include <atomic>
 #include <cstdint>
@@ -72,7 +74,8 @@ struct Checkpoint {
   float lr = 0.0f;
 };
 
-/// Writes a checkpoint to `path` atomically (temporary name, fsync, rename). Safe to call from
+/// Writes a checkpoint to `path` atomically (temporary name, fsync as the calling thread's
+/// FsyncScope says, rename). Safe to call from
 /// any thread: HDF5 writes of the process are serialised.
 void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
                      const Model& model, const TrainPosition& position,
@@ -134,7 +137,8 @@ class CheckpointWriter {
   void write_snapshot(bool end_of_epoch, const Model& model, const TrainPosition& position,
                       float lr);
   /// Writes `model` itself in the background: it must not change until wait() returns. For the
-  /// last checkpoint of a run, which then overlaps with the export.
+  /// last checkpoint of a run, which then overlaps with the export. Background writes fsync as
+  /// the thread that asked for them (FsyncScope).
   void write_in_place(bool end_of_epoch, const Model& model, const TrainPosition& position,
                       float lr);
   /// Writes `model` on this thread.

@@ -705,10 +705,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   check_run_outcome(examples, model);
 
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
-  // while the export files are.
+  // while the export files are. These files are atomic, but fsync'ed only with --fsync-outputs
+  // (as numpy, gensim and word2vec.c write theirs); checkpoints written during training are,
+  // since they are there to survive a failure mid-run.
   const auto t_export = Clock::now();
   ensure_writer();
   writer->release_snapshot();
+  const FsyncScope final_writes(config.fsync_outputs);
   if (keep_any) {
     writer->write_in_place(true, model, pos, schedule.at(pos.words_done));
   }
