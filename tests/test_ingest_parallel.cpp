@@ -128,11 +128,11 @@ TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
       eo.text = vo.text;
       const EncodedCorpus ref_corpus = encode_corpus_serial(text, ref, eo);
       // Every thread count with the plain options; the other options, which change the words
-      // kept and how they are read, not how the text is split, with two threads, an odd count,
-      // and many threads of small chunks.
+      // kept and how they are read, not how the text is split, with an even and an odd count.
+      // (Most of the time goes to the many threads' tables: 16 and 64 threads run once each.)
       const bool plain = !lowercase && min_count == 1 && max_vocab == 0;
       const std::vector<uint32_t> thread_counts =
-          plain ? std::vector<uint32_t>{1, 2, 3, 4, 7, 16, 64} : std::vector<uint32_t>{2, 7, 64};
+          plain ? std::vector<uint32_t>{1, 2, 3, 4, 7, 16, 64} : std::vector<uint32_t>{2, 7};
       for (uint32_t threads : thread_counts) {
         for (bool keep_tokens : {false, true}) {
           SCOPED_TRACE("threads " + std::to_string(threads) + (keep_tokens ? ", tokens kept" : ""));
