@@ -127,7 +127,13 @@ TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
       EncodeOptions eo;
       eo.text = vo.text;
       const EncodedCorpus ref_corpus = encode_corpus_serial(text, ref, eo);
-      for (uint32_t threads : {1u, 2u, 3u, 4u, 7u, 16u, 64u}) {
+      // Every thread count with the plain options; the other options, which change the words
+      // kept and how they are read, not how the text is split, with an even and an odd count.
+      // (Most of the time goes to the many threads' tables: 16 and 64 threads run once each.)
+      const bool plain = !lowercase && min_count == 1 && max_vocab == 0;
+      const std::vector<uint32_t> thread_counts =
+          plain ? std::vector<uint32_t>{1, 2, 3, 4, 7, 16, 64} : std::vector<uint32_t>{2, 7};
+      for (uint32_t threads : thread_counts) {
         for (bool keep_tokens : {false, true}) {
           SCOPED_TRACE("threads " + std::to_string(threads) + (keep_tokens ? ", tokens kept" : ""));
           vo.threads = threads;
