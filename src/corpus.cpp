@@ -44,29 +44,34 @@ std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts
   return out;
 }
 
-/// Encodes what the count kept: each chunk's rows, words not kept dropped, and
+/// Encodes what the count kept: each chunk's codes mapped to rows, words not kept dropped, and
 /// the line ends moved to the counts of the tokens kept. The count's chunks are the unit of work.
 std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted) {
   const size_t n = counted.chunks.size();
   std::vector<EncodedChunk> out(n);
+  const uint32_t shift = counted.id_bits;
+  const uint32_t id_mask = shift >= 32 ? 0xFFFFFFFFu : (uint32_t{1} << shift) - 1;
   run_parallel(n, [&](size_t t) {
     const detail::CountedText::Chunk& chunk = counted.chunks[t];
     EncodedChunk& e = out[t];
-    e.tokens.reserve(chunk.rows.size());
+    e.tokens.reserve(chunk.codes.size());
     auto line_end = [&] {
       if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
         e.line_ends.push_back(e.tokens.size());
       }
     };
+    const uint32_t* starts = chunk.shard_start.data();
     const uint32_t* rows = chunk.rows.data();
     size_t k = 0;
-    const size_t m = chunk.rows.size();
+    const size_t m = chunk.codes.size();
     for (size_t i = 0; i < m; ++i) {
       while (k < chunk.line_ends.size() && chunk.line_ends[k] == i) {
         line_end();
         ++k;
       }
-      const uint32_t row = rows[i];
+      const uint32_t code = chunk.codes[i];
+      const uint32_t shard = shift >= 32 ? 0 : code >> shift;
+      const uint32_t row = rows[starts[shard] + (code & id_mask)];
       if (row != detail::WordTable::kNone) e.tokens.push_back(row);
     }
     for (; k < chunk.line_ends.size(); ++k) line_end();

@@ -27,20 +27,8 @@ inline uint64_t hash_bytes(std::string_view s) {
     n -= 8;
   }
   if (n > 0) {
-    // The last 1..7 bytes as a little-endian number, from whole loads that may overlap (a copy
-    // of n bytes into a zeroed word would be read back before its bytes were stored).
-    const auto byte = [p](size_t i) {
-      return static_cast<uint64_t>(static_cast<unsigned char>(p[i]));
-    };
-    uint64_t w;
-    if (n >= 4) {
-      uint32_t lo, hi;
-      std::memcpy(&lo, p, 4);
-      std::memcpy(&hi, p + n - 4, 4);
-      w = lo | static_cast<uint64_t>(hi) << (8 * (n - 4));
-    } else {
-      w = byte(0) | byte(n / 2) << (8 * (n / 2)) | byte(n - 1) << (8 * (n - 1));
-    }
+    uint64_t w = 0;
+    std::memcpy(&w, p, n);
     h = (h ^ w) * kMul;
   }
   h ^= h >> 32;

@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <condition_variable>
-#include <cstring>
 #include <deque>
-#include <mutex>
 #include <numeric>
 
 #include "error.hpp"
@@ -68,85 +65,11 @@ Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
   return count(std::vector<std::string_view>{text}, options);
 }
 
-namespace {
-
-/// A barrier for a fixed team of threads, which any of them can break (when it fails) so that
-/// the others stop waiting.
-class Barrier {
- public:
-  explicit Barrier(size_t n) : n_(n) {}
-  /// Waits until every thread has arrived; false when the barrier was broken.
-  bool wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (broken_) return false;
-    const uint64_t generation = generation_;
-    if (++arrived_ == n_) {
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return true;
-    }
-    cv_.wait(lock, [&] { return generation_ != generation || broken_; });
-    return !broken_;
-  }
-  void break_all() {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  size_t n_;
-  size_t arrived_ = 0;
-  uint64_t generation_ = 0;
-  bool broken_ = false;
-};
-
-/// Where a thread stands in its chunk: the segment and the offset in it.
-struct ChunkCursor {
-  size_t segment = 0;
-  size_t offset = 0;
-};
-
-/// A word as a counting thread hands it to the thread of its shard, in 8-byte units: its hash,
-/// its position (chunk << 40 | token number in the chunk) << 8 | its length, then its bytes.
-/// The word travels with its bytes, so that the shard's thread never reads the corpus.
-constexpr uint32_t kPositionShift = 8;
-constexpr uint32_t kChunkShift = 40;
-
-/// Words handed over, kept between rounds so that their memory is allocated (and zeroed) once.
-struct WordList {
-  std::vector<uint64_t> units;
-  size_t size = 0;
-
-  uint64_t* grow(size_t n) {
-    if (size + n > units.size()) units.resize(std::max(units.size() * 2, size + n + 4096));
-    uint64_t* out = units.data() + size;
-    size += n;
-    return out;
-  }
-};
-
-inline void put_word(WordList& out, std::string_view w, uint64_t h, uint64_t pos) {
-  const size_t words = (w.size() + 7) / 8;
-  uint64_t* at = out.grow(2 + words);
-  if (words > 0) at[1 + words] = 0;  // the padding of the last unit
-  at[0] = h;
-  at[1] = pos << kPositionShift | w.size();
-  std::memcpy(at + 2, w.data(), w.size());
-}
-
-/// The record after `r`.
-inline const uint64_t* next_word(const uint64_t* r) { return r + 2 + ((r[1] & 0xFF) + 7) / 8; }
-
-}  // namespace
-
 Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOptions& options) {
   using detail::WordTable;
-  // At most a thread per min_bytes_per_thread of text (the result does not depend on their
-  // number).
+  // At most a thread per min_bytes_per_thread of text: each brings a table of every shard, so
+  // threads beyond the work cost time and memory quadratically (the result does not depend on
+  // their number).
   uint64_t text_bytes = 0;
   for (const std::string_view part : parts) text_bytes += part.size();
   const size_t n = static_cast<size_t>(
@@ -154,252 +77,185 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
                            std::max<uint32_t>(options.threads, 1)));
   const std::vector<TextChunk> chunks = split_text(parts, n);
   const size_t shards = detail::ShardedWordTable(n, 0).shard_count();
-  const bool keep = options.keep_tokens;
-  const uint64_t round_bytes = std::max<uint64_t>(options.round_bytes, 1);
+  uint32_t shard_bits = 0;
+  while ((size_t{1} << shard_bits) < shards) ++shard_bits;
+  const uint32_t id_bits = 32 - shard_bits;
+  const uint64_t id_limit = uint64_t{1} << id_bits;
 
-  // The count goes in rounds. In each, every thread reads the next round_bytes of its chunk and
-  // hands each word to its shard (by hash); then every thread counts the words handed to its
-  // own shards (p % n == t), in one table per shard. A word is met by one table only, which
-  // stays small and is never merged; a round's hand-over is all the memory the count needs
-  // beside the tables (and the tokens, with keep_tokens). Each word keeps the least position it
-  // was met at: its first occurrence, which breaks count ties.
-  // Tables start small for a small text (many shards of a few words each), and grow.
-  std::vector<WordTable> tables;
-  tables.reserve(shards);
-  for (size_t p = 0; p < shards; ++p) {
-    tables.emplace_back(
-        static_cast<size_t>(std::clamp<uint64_t>(text_bytes / 64 / shards, 16, 4096)));
-  }
-  std::vector<std::vector<uint64_t>> first(shards);  ///< by shard, by id
-  std::vector<WordList> handed(n * shards);          ///< [thread * shards + shard]
-  std::vector<uint64_t> tokens(n, 0);
-  // With keep_tokens: each chunk's tokens as shards in order, each shard's ids in order, and
-  // the token counts at which lines ended.
-  std::vector<std::vector<uint8_t>> token_shards(keep ? n : 0);
-  std::vector<std::vector<uint32_t>> token_ids(keep ? n * shards : 0);
-  std::vector<std::vector<uint64_t>> line_ends(keep ? n : 0);
-  std::vector<ChunkCursor> cursors(n);
-  Barrier barrier(n);
-  std::atomic<size_t> unfinished{n};
-
+  // Each thread counts its chunk into its own shards, and numbers the words it meets first in
+  // its chunk in the order it meets them: (chunk, that number) orders first occurrences in the
+  // whole corpus, whichever shard a word falls in.
+  struct Counted {
+    detail::ShardedWordTable table;
+    std::vector<std::vector<uint32_t>> first;  ///< by shard, by id: the word's number
+    uint64_t tokens = 0;
+    std::vector<uint32_t> codes;      ///< with keep_tokens
+    std::vector<uint64_t> line_ends;  ///< with keep_tokens
+    bool codes_fit = true;            ///< no shard outgrew the ids a code can hold
+  };
+  std::atomic<bool> keep_tokens{options.keep_tokens};
+  std::vector<Counted> counted(n);
   run_parallel(n, [&](size_t t) {
-    try {
-      for (;;) {
-        // Reading: up to round_bytes of the chunk, each piece ending before a space byte.
-        run_guarded(
-            [&] {
-              const TextChunk& chunk = chunks[t];
-              ChunkCursor& at = cursors[t];
-              uint64_t budget = round_bytes;
-              uint64_t& k = tokens[t];
-              const uint64_t chunk_base = static_cast<uint64_t>(t) << kChunkShift;
-              WordList* out = &handed[t * shards];
-              auto line_end = [&] {
-                std::vector<uint64_t>& ends = line_ends[t];
-                if (ends.empty() || ends.back() != k) ends.push_back(k);
-              };
-              while (budget > 0 && at.segment < chunk.size()) {
-                const TextSegment& seg = chunk[at.segment];
-                const std::string_view text = seg.text;
-                size_t end = at.offset + static_cast<size_t>(
-                                             std::min<uint64_t>(budget, text.size() - at.offset));
-                while (end < text.size() && !is_space_byte(static_cast<unsigned char>(text[end])))
-                  ++end;
-                tokenize(
-                    text.substr(at.offset, end - at.offset), options.text,
-                    [&](std::string_view w) {
-                      const uint64_t h = detail::hash_bytes(w);
-                      const size_t p = (h >> 32) & (shards - 1);
-                      put_word(out[p], w, h, chunk_base | k);
-                      if (keep) token_shards[t].push_back(static_cast<uint8_t>(p));
-                      ++k;
-                    },
-                    [&] {
-                      if (keep) line_end();
-                    });
-                budget -= std::min<uint64_t>(budget, end - at.offset);
-                at.offset = end;
-                if (end == text.size()) {
-                  if (keep && seg.ends_part) line_end();
-                  ++at.segment;
-                  at.offset = 0;
-                }
-              }
-              if (at.segment == chunk.size() && at.offset == 0) {
-                at.offset = 1;  // counted as finished once
-                --unfinished;
-              }
-            },
-            "a corpus file");
-        if (!barrier.wait()) return;
-        // Counting: the words handed to this thread's shards, thread by thread. The slot of the
-        // word kAhead records on is prefetched, and so is the first occurrence of a word met
-        // before, which is lowered kAhead words later where this one came first (a word met in
-        // a later chunk in an earlier round): their cache misses overlap.
-        for (size_t p = t; p < shards; p += n) {
-          WordTable& table = tables[p];
-          std::vector<uint64_t>& firsts = first[p];
-          for (size_t u = 0; u < n; ++u) {
-            WordList& in = handed[u * shards + p];
-            std::vector<uint32_t>* ids = keep ? &token_ids[u * shards + p] : nullptr;
-            constexpr size_t kAhead = 16;
-            std::pair<uint32_t, uint64_t> pending[kAhead];  // (id, position)
-            size_t npending = 0;
-            auto lower = [&](const std::pair<uint32_t, uint64_t>& e) {
-              uint64_t& f = firsts[e.first];
-              f = std::min(f, e.second);
-            };
-            const uint64_t* q = in.units.data();
-            const uint64_t* const stop = q + in.size;
-            const uint64_t* ahead = q;
-            for (size_t j = 0; j < kAhead && ahead < stop; ++j, ahead = next_word(ahead)) {
-              table.prefetch(ahead[0]);
-            }
-            for (; q < stop; q = next_word(q)) {
-              if (ahead < stop) {
-                table.prefetch(ahead[0]);
-                ahead = next_word(ahead);
-              }
-              const std::string_view w(reinterpret_cast<const char*>(q + 2), q[1] & 0xFF);
-              WordTable::Slot& s = table.insert(w, q[0]);
-              if (s.value++ == 0) {
-                firsts.push_back(q[1] >> kPositionShift);
-              } else {
-                __builtin_prefetch(&firsts[s.id]);
-                std::pair<uint32_t, uint64_t>& slot = pending[npending++ % kAhead];
-                if (npending > kAhead) lower(slot);
-                slot = {s.id, q[1] >> kPositionShift};
-              }
-              if (ids != nullptr) ids->push_back(s.id);
-            }
-            for (size_t j = 0; j < std::min(npending, kAhead); ++j) lower(pending[j]);
-            in.size = 0;
-          }
-        }
-        const bool more = unfinished.load() > 0;
-        if (!barrier.wait()) return;
-        if (!more) break;
-      }
-    } catch (...) {
-      barrier.break_all();
-      throw;
+    Counted& c = counted[t];
+    c.table = detail::ShardedWordTable(shards, size_t{1} << 14);
+    c.first.resize(shards);
+    uint32_t next = 0;
+    uint64_t seen = 0;
+    if (keep_tokens) {
+      uint64_t bytes = 0;
+      for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+      c.codes.reserve(bytes / 2 +
+                      1);  // at most a token per two bytes; untouched pages cost nothing
     }
+    auto line_end = [&] {
+      if (c.line_ends.empty() || c.line_ends.back() != c.codes.size()) {
+        c.line_ends.push_back(c.codes.size());
+      }
+    };
+    for (const TextSegment& seg : chunks[t]) {
+      const bool keep = keep_tokens;
+      detail::scan_words(
+          seg.text, options.text, [&](uint64_t h) { c.table.prefetch(h); },
+          [&](std::string_view w, uint64_t h) {
+            const size_t p = c.table.shard_of(h);
+            WordTable::Slot& s = c.table.shard(p).insert(w, h);
+            if (s.value++ == 0) c.first[p].push_back(next++);
+            if (keep) {
+              c.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
+              c.codes_fit = c.codes_fit && s.id + 1 < id_limit;
+            }
+            ++seen;
+          },
+          [&] {
+            if (keep) line_end();
+          });
+      if (keep && seg.ends_part) line_end();
+      if (keep && !c.codes_fit) keep_tokens = false;  // the encoder will read the text
+    }
+    c.tokens = seen;
   });
-  handed = {};
   uint64_t corpus_tokens = 0;
-  for (const uint64_t k : tokens) corpus_tokens += k;
+  for (const Counted& c : counted) corpus_tokens += c.tokens;
 
-  // By shard, in parallel: the words kept, sorted by count descending, then first occurrence
-  // (the one-thread stable sort's order).
+  // Shard by shard, in parallel: the chunks' tables merged in chunk order, and the words kept
+  // sorted by count descending, then first occurrence (the one-thread stable sort's order).
   struct Entry {
     uint64_t inverted_count;
-    uint64_t first;
+    uint64_t first;  ///< chunk << 32 | number in the chunk
     uint32_t id;
   };
   auto before = [](const Entry& a, const Entry& b) {
     return a.inverted_count != b.inverted_count ? a.inverted_count < b.inverted_count
                                                 : a.first < b.first;
   };
+  std::vector<WordTable> merged(shards);
   std::vector<std::vector<Entry>> kept(shards);
+  // With keep_tokens, each chunk's codes are mapped to merged ids here, to rows further down.
+  std::shared_ptr<detail::CountedText> text;
+  if (keep_tokens) {
+    text = std::make_shared<detail::CountedText>();
+    text->parts = parts;
+    text->text = options.text;
+    text->id_bits = id_bits;
+    text->chunks.resize(n);
+    for (size_t t = 0; t < n; ++t) {
+      detail::CountedText::Chunk& chunk = text->chunks[t];
+      chunk.codes = std::move(counted[t].codes);
+      chunk.line_ends = std::move(counted[t].line_ends);
+      chunk.shard_start.resize(shards);
+      uint64_t start = 0;
+      for (size_t p = 0; p < shards; ++p) {
+        chunk.shard_start[p] = static_cast<uint32_t>(start);
+        start += counted[t].table.shard(p).size();
+      }
+      if (start >= kNoRow) throw Error("vocabulary: too many words");
+      chunk.rows.resize(start);
+    }
+  }
   run_parallel(std::min(n, shards), [&](size_t worker) {
     for (size_t p = worker; p < shards; p += n) {
+      WordTable all = std::move(counted[0].table.shard(p));
+      std::vector<uint64_t> first(counted[0].first[p].begin(), counted[0].first[p].end());
+      counted[0].first[p] = {};
+      if (text) {
+        uint32_t* ids = text->chunks[0].rows.data() + text->chunks[0].shard_start[p];
+        for (uint32_t id = 0; id < all.size(); ++id) ids[id] = id;
+      }
+      for (size_t t = 1; t < n; ++t) {
+        WordTable& table = counted[t].table.shard(p);
+        const std::vector<uint32_t>& numbers = counted[t].first[p];
+        std::vector<uint64_t> counts(table.size());
+        table.for_each([&](WordTable::Slot& s) { counts[s.id] = s.value; });
+        constexpr uint32_t kAhead = 8;
+        const auto m = static_cast<uint32_t>(counts.size());
+        for (uint32_t id = 0; id < m; ++id) {
+          if (id + kAhead < m) all.prefetch(table.hash(id + kAhead));
+          WordTable::Slot& s = all.insert(table.key(id), table.hash(id));
+          if (s.value == 0) first.push_back(static_cast<uint64_t>(t) << 32 | numbers[id]);
+          s.value += counts[id];
+          if (text) text->chunks[t].rows[text->chunks[t].shard_start[p] + id] = s.id;
+        }
+        table = WordTable(1);
+        counted[t].first[p] = {};
+      }
       std::vector<Entry>& entries = kept[p];
-      tables[p].for_each([&](WordTable::Slot& s) {
-        if (s.value >= options.min_count) entries.push_back({~s.value, first[p][s.id], s.id});
+      all.for_each([&](WordTable::Slot& s) {
+        if (s.value >= options.min_count) entries.push_back({~s.value, first[s.id], s.id});
       });
-      first[p] = {};
       std::sort(entries.begin(), entries.end(), before);
+      merged[p] = std::move(all);
     }
   });
+  counted.clear();
 
-  // The shards' sorted lists merged into rows, in parallel: splitters drawn from the lists cut
-  // the order into n ranges (keys are distinct: no word shares a first occurrence), each found in
-  // every list by binary search and merged by a thread of its own.
+  // The shards' sorted lists merged into rows.
   size_t total_kept = 0;
   for (const auto& e : kept) total_kept += e.size();
   const size_t rows =
       options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab) : total_kept;
   if (rows >= kNoRow) throw Error("vocabulary: too many words");
-  std::vector<Entry> splitters;
-  {
-    std::vector<Entry> sample;
-    const size_t step = std::max<size_t>(1, total_kept / (n * 16 + 1));
-    for (const auto& list : kept) {
-      for (size_t i = step / 2; i < list.size(); i += step) sample.push_back(list[i]);
-    }
-    std::sort(sample.begin(), sample.end(), before);
-    for (size_t j = 1; j < n && !sample.empty(); ++j)
-      splitters.push_back(sample[sample.size() * j / n]);
-  }
-  const size_t ranges = splitters.size() + 1;
-  // cut[j * shards + p]: where range j begins in shard p's list.
-  std::vector<size_t> cut((ranges + 1) * shards);
-  for (size_t p = 0; p < shards; ++p) {
-    cut[p] = 0;
-    for (size_t j = 1; j < ranges; ++j) {
-      cut[j * shards + p] = static_cast<size_t>(
-          std::lower_bound(kept[p].begin(), kept[p].end(), splitters[j - 1], before) -
-          kept[p].begin());
-    }
-    cut[ranges * shards + p] = kept[p].size();
-  }
   std::vector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
   std::vector<uint64_t> row_counts(rows);
-  std::vector<std::vector<uint32_t>> row_of(shards);
-  run_parallel(std::min(n, shards), [&](size_t worker) {
-    for (size_t p = worker; p < shards; p += n)
-      row_of[p].assign(tables[p].size(), WordTable::kNone);
-  });
-  run_parallel(ranges, [&](size_t j) {
-    std::vector<size_t> at(shards), end(shards);
-    size_t row = 0;
-    for (size_t p = 0; p < shards; ++p) {
-      at[p] = cut[j * shards + p];
-      end[p] = cut[(j + 1) * shards + p];
-      row += at[p];
-    }
+  {
+    std::vector<size_t> at(shards, 0);
     auto later = [&](uint32_t a, uint32_t b) { return before(kept[b][at[b]], kept[a][at[a]]); };
     std::vector<uint32_t> heap;
     for (uint32_t p = 0; p < shards; ++p) {
-      if (at[p] < end[p]) heap.push_back(p);
+      if (!kept[p].empty()) heap.push_back(p);
     }
     std::make_heap(heap.begin(), heap.end(), later);
-    while (!heap.empty() && row < rows) {
+    for (size_t row = 0; row < rows; ++row) {
       std::pop_heap(heap.begin(), heap.end(), later);
       const uint32_t p = heap.back();
       const Entry& e = kept[p][at[p]++];
       row_words[row] = {p, e.id};
       row_counts[row] = ~e.inverted_count;
-      row_of[p][e.id] = static_cast<uint32_t>(row);
-      ++row;
-      if (at[p] < end[p]) {
+      if (at[p] < kept[p].size()) {
         std::push_heap(heap.begin(), heap.end(), later);
       } else {
         heap.pop_back();
       }
     }
-  });
-  kept = {};
+  }
+  kept.clear();
 
   // The words copied out, every shard's values turned into rows and the vocabulary's own index
   // filled (from the hashes the shards keep; rows claim slots with compare-and-swap, and the
   // words are known to be distinct), in parallel.
   Vocab v;
   v.words_.resize(rows);
+  std::vector<std::vector<uint32_t>> row_of(shards);
+  for (size_t p = 0; p < shards; ++p) row_of[p].assign(merged[p].size(), WordTable::kNone);
+  for (size_t row = 0; row < rows; ++row) {
+    row_of[row_words[row].first][row_words[row].second] = static_cast<uint32_t>(row);
+  }
   size_t capacity = 64;
   while (capacity < rows * 2) capacity <<= 1;
   v.slots_.assign(capacity, kNoRow);
   v.mask_ = capacity - 1;
-  std::shared_ptr<detail::CountedText> text;
-  if (keep) {
-    text = std::make_shared<detail::CountedText>();
-    text->parts = parts;
-    text->text = options.text;
-    text->chunks.resize(n);
-  }
   run_parallel(n, [&](size_t t) {
     for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
-      const WordTable& shard = tables[row_words[row].first];
+      const WordTable& shard = merged[row_words[row].first];
       const uint32_t id = row_words[row].second;
       v.words_[row] = shard.key(id);
       for (size_t i = shard.hash(id) & v.mask_;; i = (i + 1) & v.mask_) {
@@ -411,36 +267,23 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
       }
     }
     for (size_t p = t; p < shards; p += n) {
-      tables[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
+      merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
+      if (!text) continue;
+      for (detail::CountedText::Chunk& chunk : text->chunks) {
+        const uint32_t end =
+            p + 1 < shards ? chunk.shard_start[p + 1] : static_cast<uint32_t>(chunk.rows.size());
+        for (uint32_t i = chunk.shard_start[p]; i < end; ++i)
+          chunk.rows[i] = row_of[p][chunk.rows[i]];
+      }
     }
-    if (!keep) return;
-    // This chunk's tokens as rows: each shard's ids taken in order.
-    // Each shard's ids become rows first, one shard at a time (its row_of stays in cache), and
-    // are then taken in token order.
-    detail::CountedText::Chunk& chunk = text->chunks[t];
-    const std::vector<uint8_t>& seq = token_shards[t];
-    chunk.rows.resize(seq.size());
-    std::vector<const uint32_t*> next(shards);
-    for (size_t p = 0; p < shards; ++p) {
-      std::vector<uint32_t>& ids = token_ids[t * shards + p];
-      const uint32_t* rows_of_ids = row_of[p].data();
-      for (uint32_t& id : ids) id = rows_of_ids[id];
-      next[p] = ids.data();
-    }
-    for (size_t i = 0; i < seq.size(); ++i) chunk.rows[i] = *next[seq[i]]++;
-    token_shards[t] = {};
-    for (size_t p = 0; p < shards; ++p) token_ids[t * shards + p] = {};
-    chunk.line_ends = std::move(line_ends[t]);
   });
   auto lookup = std::make_shared<detail::ShardedWordTable>(shards, 0);
-  v.distinct_words_ = 0;
-  for (size_t p = 0; p < shards; ++p) {
-    v.distinct_words_ += tables[p].size();
-    lookup->shard(p) = std::move(tables[p]);
-  }
+  for (size_t p = 0; p < shards; ++p) lookup->shard(p) = std::move(merged[p]);
   v.counts_ = std::move(row_counts);
   v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
   v.corpus_tokens_ = corpus_tokens;
+  v.distinct_words_ = 0;
+  for (size_t p = 0; p < shards; ++p) v.distinct_words_ += lookup->shard(p).size();
   v.lookup_ = std::move(lookup);
   v.counted_text_ = std::move(text);
   return v;

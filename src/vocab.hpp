@@ -17,14 +17,17 @@ namespace detail {
 class ShardedWordTable;
 
 /// The corpus as the count read it, kept for the encoder so that it need not read the text again:
-/// per chunk, every token as its row (kNone for a word not kept), and the token counts at which
-/// lines ended.
+/// per chunk, every token as a code (shard << id_bits | id in the chunk's shard), each code's row,
+/// and the token counts at which lines ended.
 struct CountedText {
   std::vector<std::string_view> parts;  ///< the texts counted (the encoder checks it gets these)
   TextOptions text;
+  uint32_t id_bits = 32;
   struct Chunk {
-    std::vector<uint32_t> rows;       ///< by token: its row, or kNone for a word not kept
-    std::vector<uint64_t> line_ends;  ///< counts of `rows`, ascending, repeats dropped
+    std::vector<uint32_t> codes;
+    std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
+    std::vector<uint32_t> rows;         ///< a row, or kNone for a word not kept
+    std::vector<uint64_t> line_ends;    ///< counts of `codes`, ascending, repeats dropped
   };
   std::vector<Chunk> chunks;
 };
@@ -35,12 +38,9 @@ struct VocabOptions {
   uint64_t max_vocab = 0;  ///< keep at most this many (the most frequent); 0 = no limit
   TextOptions text;        ///< how words are read (tokenizer.hpp)
   uint32_t threads = 1;    ///< threads that count; the result does not depend on it
-  /// Text each counting thread takes at least: fewer threads count a small text (tests lower it
-  /// to count small texts on many threads).
+  /// Text each counting thread takes at least: fewer threads count a small text, since each
+  /// brings a table of every shard (tests lower it to count small texts on many threads).
   uint64_t min_bytes_per_thread = uint64_t{1} << 18;
-  /// Text each thread reads in one round of the count (its words are held until counted);
-  /// tests lower it to count in many rounds.
-  uint64_t round_bytes = uint64_t{2} << 20;
   /// Keep what the count read (4 bytes a token) for encode_corpus() of the same texts, which
   /// then maps codes to rows instead of reading and looking up every word again.
   bool keep_tokens = false;
@@ -53,11 +53,9 @@ class Vocab {
   Vocab& operator=(Vocab&&) = default;
 
   /// Counts every word of `text` (see tokenize()) and keeps those the options allow: the text is
-  /// cut into one chunk per thread; in rounds, each thread reads the next part of its chunk and
-  /// hands every word (its bytes, hash and position) to the thread of its hash shard, which
-  /// counts it in that shard's one table. Each shard is sorted by its thread, and the shards'
-  /// lists merged into rows by all threads; every word carries its first occurrence (chunk,
-  /// token number in the chunk), which breaks count ties.
+  /// cut into one chunk per thread, each thread counts its chunk into its own tables sharded by
+  /// hash, and each shard is merged (in chunk order) and sorted by a thread of its own; every
+  /// word carries its first occurrence (chunk, rank in the chunk), which breaks count ties.
   static Vocab count(std::string_view text, const VocabOptions& options);
   /// The same over several parts (files) in order, as if they were one text.
   static Vocab count(const std::vector<std::string_view>& parts, const VocabOptions& options);
