@@ -37,6 +37,13 @@ bool cuda_device_available() {
   }
 }
 
+void start_cuda_context() {
+  try {
+    if (cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+  } catch (...) {
+  }
+}
+
 namespace {
 
 size_t device_used_bytes() {

@@ -391,7 +391,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory, and only on the CPU (cuda holds it whole).
   const uint64_t corpus_memory = corpus_memory_cap(config);
-  const bool on_cpu = resolve_device(config.device) == DeviceKind::kCpu;
+  const DeviceKind device = resolve_device(config.device);
+  const bool on_cpu = device == DeviceKind::kCpu;
+  // The GPU's context is made while the corpus is counted and encoded.
+  BackendWarmUp warm_up(device);
   t = Clock::now();
   Vocab counted;
   bool counted_here = false;
@@ -529,6 +532,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
   }
   t = Clock::now();
+  warm_up.wait();
   if (!ck) {
     // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
     gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
