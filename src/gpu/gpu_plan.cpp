@@ -94,25 +94,25 @@ uint32_t order_key_bits(uint64_t rows) {
 uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
                               const std::vector<uint64_t>& sentence_starts,
                               const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                              uint64_t rows, uint64_t limit) {
-  if (blocks.size() < 2 || rows == 0) return 0;
+                              uint64_t rows, uint64_t limit, uint64_t first) {
+  if (blocks.size() < 2 || rows <= first) return 0;
   const uint64_t nblocks = blocks.size() - 1;
   const uint64_t step = std::max<uint32_t>(1, batch_blocks);
   std::vector<uint64_t> seen((rows + 63) / 64, 0);
   uint64_t most = 0;
   for (uint64_t b = 0; b < nblocks; b += step) {
     const uint64_t e = std::min(nblocks, b + step);
-    const uint32_t* first = tokens.data() + sentence_starts[blocks[b]];
-    const uint32_t* last = tokens.data() + sentence_starts[blocks[e]];
+    const uint32_t* begin = tokens.data() + sentence_starts[blocks[b]];
+    const uint32_t* end = tokens.data() + sentence_starts[blocks[e]];
     uint64_t distinct = 0;
-    for (const uint32_t* t = first; t != last; ++t) {
-      if (*t >= rows) continue;
+    for (const uint32_t* t = begin; t != end; ++t) {
+      if (*t >= rows || *t < first) continue;
       uint64_t& word = seen[*t >> 6];
       const uint64_t bit = uint64_t{1} << (*t & 63);
       distinct += (word & bit) == 0;
       word |= bit;
     }
-    for (const uint32_t* t = first; t != last; ++t) {
+    for (const uint32_t* t = begin; t != end; ++t) {
       if (*t < rows) seen[*t >> 6] = 0;
     }
     most = std::max(most, distinct);
@@ -267,7 +267,31 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                   " is needed; raise --gpu-memory" +
                   (in.choose_batch ? std::string() : std::string(" or lower --batch-words")));
     }
-    plan.cache_rows = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * plan.max_list));
+    // Only rows at or above the hot rows take slots, and the cache it takes away from the hot
+    // rows makes more of them cold: from a third of the rows (as sgd), the cache grows to two
+    // super-batches' cold rows until they fit (or it takes every row). Sizing it for all of a
+    // super-batch's rows would take the hot rows that serve most lookups, and move more rows.
+    const auto cold_need = [&](uint64_t cache) {
+      if (in.tokens == nullptr) return plan.max_list;
+      const uint64_t hot = in.hot_rows > 0 ? std::min<uint64_t>(in.hot_rows, rows)
+                                           : std::min<uint64_t>(rows, layout.rows_fit - cache);
+      const uint64_t ids = max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks,
+                                                plan.batch_blocks, rows, layout.rows_fit, hot);
+      return std::min(plan.max_list, ids + layout.pool_entries);
+    };
+    // A few rounds settle it (each reads the corpus); past them, the bound of every row of two
+    // super-batches, which always holds them.
+    uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * layout.reserve));
+    for (int round = 0;; ++round) {
+      const uint64_t want = std::min(layout.rows_fit, 2 * cold_need(cache));
+      if (want <= cache) break;
+      cache = want;
+      if (round == 7) {
+        cache = std::max(cache, std::min(layout.rows_fit, 2 * plan.max_list));
+        break;
+      }
+    }
+    plan.cache_rows = cache;
   } else {
     // The cache holds the rows of the pieces in flight and serves few repeat lookups beyond
     // them (a tail row recurs only millions of words later), while every hot row saves

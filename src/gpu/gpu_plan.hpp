@@ -113,18 +113,21 @@ void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
 /// Bits of a slot-order key: every id, and `rows` for an empty slot.
 uint32_t order_key_bits(uint64_t rows);
 
-/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids below
-/// `rows`). Stops at the first super-batch with more than `limit` and returns its count so far
+/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids from
+/// `first` to below `rows`: with `first` the hot rows, the rows a super-batch takes cache slots
+/// for). Stops at the first super-batch with more than `limit` and returns its count so far
 /// (then above `limit`). Reads the corpus once (twice per super-batch) with a bit per row.
 uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
                               const std::vector<uint64_t>& sentence_starts,
                               const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                              uint64_t rows, uint64_t limit = UINT64_MAX);
+                              uint64_t rows, uint64_t limit = UINT64_MAX, uint64_t first = 0);
 
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
-/// super-batches train whole), a cache that takes two super-batches' rows (a super-batch's
-/// rows: its distinct token ids, counted, and every pool entry) and, when the run left the
+/// super-batches train whole), a cache that takes two super-batches' cold rows (a super-batch's
+/// cold rows: its distinct token ids at or above the hot rows, counted, and every pool entry;
+/// a third of the rows when that holds them, else as many more as they need) and, when the run
+/// left the
 /// super-batch to the plan, the largest one, halving from the input's, whose two fit in two
 /// thirds of the rows the budget holds (else the largest of which one fits). Throws Error when
 /// resident tables are asked for and do not fit, when the budget is too small for paged tables
