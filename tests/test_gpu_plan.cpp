@@ -436,6 +436,43 @@ TEST(GpuPlan, AnOptimizersCacheTakesTwoSuperBatchesColdRowsNotAllTheirRows) {
   EXPECT_EQ(plan_gpu(fixed_hot, f).cache_rows, p.cache_rows);
 }
 
+// Given the noise the pools draw from, two super-batches are planned with the pool entries
+// likely to be cold, not every one: for Zipf-like words most draws are frequent words, hot.
+// One super-batch still fits with every entry cold.
+TEST(GpuPlan, GivenTheNoiseTheCacheCountsThePoolEntriesLikelyCold) {
+  const uint64_t rows = 400000;
+  const Shape s = make_shape(rows, 3000000, 50, 12);
+  std::vector<uint64_t> counts(rows);
+  for (uint64_t id = 0; id < rows; ++id) counts[id] = 1 + 100000000 / (id + 1);
+  const std::vector<double> weights = unigram_weights(counts);
+  const AliasTable noise(weights);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kAdam, 1024, 64, Placement::kPaged);
+  const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kAdam) / 10 * 6);
+  const GpuPlan every = plan_gpu(in, f);
+  in.noise = &noise;
+  const GpuPlan likely = plan_gpu(in, f);
+  ASSERT_TRUE(every.paged && likely.paged);
+  const uint64_t fit = likely.hot_rows + likely.cache_rows;
+  EXPECT_EQ(every.hot_rows + every.cache_rows, fit);
+  // Every pool entry cold: two super-batches need more than a third of the rows.
+  EXPECT_GT(every.cache_rows, fit / 3 + 2);
+  EXPECT_LT(likely.cache_rows, every.cache_rows);
+  EXPECT_GT(likely.hot_rows, every.hot_rows);
+  EXPECT_GE(likely.cache_rows, fit / 3);
+  // One super-batch with every entry, two with the expected cold entries, fit.
+  EXPECT_GE(likely.cache_rows, brute_cold_need(s, likely));
+  const uint64_t pool_entries = likely.max_pools * uint64_t{likely.negative_pool};
+  double cold_share = 0, total = 0;
+  for (uint64_t id = 0; id < rows; ++id) {
+    total += weights[id];
+    if (id >= likely.hot_rows) cold_share += weights[id];
+  }
+  const double expected = double(pool_entries) * cold_share / total;
+  const uint64_t ids = brute_max_rows(s, likely.super_batch_blocks, likely.hot_rows);
+  EXPECT_GE(double(likely.cache_rows), 2.0 * (double(ids) + expected));
+  EXPECT_LE(paged_bytes(in, likely, f), f.budget);
+}
+
 TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
   const uint64_t rows = 200000;
   const Shape s = make_shape(rows, 2000000, 50, 10, false);

@@ -1,6 +1,7 @@
 #include "gpu/gpu_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "error.hpp"
@@ -32,6 +33,19 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
     plan.max_pools =
         std::max<uint64_t>(plan.max_pools, (e - 1) / pool_blocks - b / pool_blocks + 1);
   }
+}
+
+/// The share of draws from `noise` that fall at or above id `first`.
+double share_from(const AliasTable& noise, uint64_t first) {
+  const std::vector<AliasEntry>& entries = noise.entries();
+  if (entries.empty()) return 1.0;
+  double sum = 0;
+  for (size_t col = 0; col < entries.size(); ++col) {
+    const double own = std::clamp<double>(entries[col].prob, 0.0, 1.0);
+    if (col >= first) sum += own;
+    if (entries[col].alias >= first) sum += 1.0 - own;
+  }
+  return std::min(1.0, sum / double(entries.size()));
 }
 
 uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
@@ -271,19 +285,30 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     // rows makes more of them cold: from a third of the rows (as sgd), the cache grows to two
     // super-batches' cold rows until they fit (or it takes every row). Sizing it for all of a
     // super-batch's rows would take the hot rows that serve most lookups, and move more rows.
-    const auto cold_need = [&](uint64_t cache) {
-      if (in.tokens == nullptr) return plan.max_list;
+    // One super-batch must fit with every pool entry cold (the pipeline refuses it otherwise);
+    // two, for the next to move while one trains, with the entries likely cold: their expected
+    // number and four standard deviations (a pair that does not fit waits, as the pipeline
+    // drains).
+    const auto want_cache = [&](uint64_t cache) {
+      if (in.tokens == nullptr) return std::min(layout.rows_fit, 2 * plan.max_list);
       const uint64_t hot = in.hot_rows > 0 ? std::min<uint64_t>(in.hot_rows, rows)
                                            : std::min<uint64_t>(rows, layout.rows_fit - cache);
       const uint64_t ids = max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks,
                                                 plan.batch_blocks, rows, layout.rows_fit, hot);
-      return std::min(plan.max_list, ids + layout.pool_entries);
+      const uint64_t one = std::min(plan.max_list, ids + layout.pool_entries);
+      uint64_t likely = layout.pool_entries;
+      if (in.noise != nullptr && in.noise->size() == rows) {
+        const double mean = double(layout.pool_entries) * share_from(*in.noise, hot);
+        likely = std::min(likely, static_cast<uint64_t>(mean + 4.0 * std::sqrt(mean)) + 1);
+      }
+      const uint64_t two = 2 * std::min(plan.max_list, ids + likely);
+      return std::max(one, std::min(layout.rows_fit, two));
     };
     // A few rounds settle it (each reads the corpus); past them, the bound of every row of two
     // super-batches, which always holds them.
     uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * layout.reserve));
     for (int round = 0;; ++round) {
-      const uint64_t want = std::min(layout.rows_fit, 2 * cold_need(cache));
+      const uint64_t want = want_cache(cache);
       if (want <= cache) break;
       cache = want;
       if (round == 7) {

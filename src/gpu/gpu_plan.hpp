@@ -21,6 +21,8 @@
 
 namespace pagedw2v {
 
+class AliasTable;
+
 /// What the plan needs to know about the device; the backend queries it once per run.
 struct GpuDeviceFacts {
   std::string name;     ///< for messages
@@ -63,6 +65,10 @@ struct GpuPlanInput {
   /// The corpus's ids: paged with an optimizer, the plan counts the rows each super-batch
   /// touches (max_super_batch_rows); null = bounded by its tokens.
   const std::vector<uint32_t>* tokens = nullptr;
+  /// The noise distribution the pools draw from (TrainData::noise): with it, the cache is
+  /// sized for the pool entries of two super-batches likely to be cold (drawn at or above the
+  /// hot rows), one super-batch still with every entry; null = every entry for both.
+  const AliasTable* noise = nullptr;
 };
 
 /// What the backend allocates and how it trains.
@@ -125,8 +131,9 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
 /// super-batches train whole), a cache that takes two super-batches' cold rows (a super-batch's
-/// cold rows: its distinct token ids at or above the hot rows, counted, and every pool entry;
-/// a third of the rows when that holds them, else as many more as they need) and, when the run
+/// cold rows: its distinct token ids at or above the hot rows, counted, and its pool entries,
+/// every one or, given the noise, those likely cold; one super-batch's with every entry; a
+/// third of the rows when that holds them, else as many more as they need) and, when the run
 /// left the
 /// super-batch to the plan, the largest one, halving from the input's, whose two fit in two
 /// thirds of the rows the budget holds (else the largest of which one fits). Throws Error when
