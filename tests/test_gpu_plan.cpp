@@ -279,14 +279,21 @@ TEST(GpuPlan, SuperBatchRowsAreCountedAndTheCountStopsPastTheLimit) {
     EXPECT_GT(partial, brute / 2) << blocks;
     EXPECT_LE(partial, brute) << blocks;
   }
-  // Counted from a first id: only the ids at or above it.
-  for (const uint64_t first : {uint64_t{0}, uint64_t{1}, uint64_t{100}, uint64_t{2500}, rows}) {
-    EXPECT_EQ(max_super_batch_rows(s.tokens, s.starts, s.blocks, 8, rows, UINT64_MAX, first),
-              brute_max_rows(s, 8, first))
-        << first;
+  // By id range: exact from the start of a range, else at most one range's ids more.
+  for (const uint32_t blocks : {1u, 8u, 1000u}) {
+    const SuperBatchRows r = super_batch_rows(s.tokens, s.starts, s.blocks, blocks, rows, 64);
+    EXPECT_EQ(r.width, (rows + 63) / 64);
+    EXPECT_EQ(r.max_from(0), brute_max_rows(s, blocks)) << blocks;
+    EXPECT_EQ(r.max_from(rows), 0u);
+    for (const uint64_t first : {uint64_t{1}, uint64_t{100}, r.width * 3, uint64_t{2500}}) {
+      const uint64_t exact = brute_max_rows(s, blocks, first);
+      const uint64_t start = first / r.width * r.width;
+      EXPECT_GE(r.max_from(first), exact) << blocks << " " << first;
+      EXPECT_LE(r.max_from(first), brute_max_rows(s, blocks, start)) << blocks << " " << first;
+      if (start == first) EXPECT_EQ(r.max_from(first), exact) << blocks << " " << first;
+    }
+    EXPECT_LT(r.max_from(2500), r.max_from(0));
   }
-  EXPECT_LT(max_super_batch_rows(s.tokens, s.starts, s.blocks, 8, rows, UINT64_MAX, 2500),
-            max_super_batch_rows(s.tokens, s.starts, s.blocks, 8, rows));
   // Larger super-batches touch more rows, and never more than the table has.
   EXPECT_LE(brute_max_rows(s, 2), brute_max_rows(s, 4));
   EXPECT_EQ(max_super_batch_rows(s.tokens, s.starts, s.blocks, 1000, rows),

@@ -119,14 +119,34 @@ void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
 /// Bits of a slot-order key: every id, and `rows` for an empty slot.
 uint32_t order_key_bits(uint64_t rows);
 
-/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids from
-/// `first` to below `rows`: with `first` the hot rows, the rows a super-batch takes cache slots
-/// for). Stops at the first super-batch with more than `limit` and returns its count so far
+/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids below
+/// `rows`). Stops at the first super-batch with more than `limit` and returns its count so far
 /// (then above `limit`). Reads the corpus once (twice per super-batch) with a bit per row.
 uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
                               const std::vector<uint64_t>& sentence_starts,
                               const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                              uint64_t rows, uint64_t limit = UINT64_MAX, uint64_t first = 0);
+                              uint64_t rows, uint64_t limit = UINT64_MAX);
+
+/// The distinct ids of every super-batch by id range, so that those at or above any first id
+/// (the hot rows: the rows a super-batch takes cache slots for) are bounded without reading the
+/// corpus again.
+struct SuperBatchRows {
+  uint64_t rows = 0;             ///< ids counted: those below
+  uint64_t width = 1;            ///< ids per range
+  uint64_t ranges = 0;           ///< ranges per super-batch
+  std::vector<uint32_t> counts;  ///< [super-batch × ranges + range]: its distinct ids there
+  /// The most distinct ids at or above `first` of one super-batch, counted from the start of
+  /// the range that holds `first`: exact where `first` starts a range, else at most one
+  /// range's ids more.
+  uint64_t max_from(uint64_t first) const;
+};
+
+/// SuperBatchRows of the super-batches of `batch_blocks` blocks over ids below `rows`, in
+/// about `ranges` ranges. Reads the corpus once, as max_super_batch_rows.
+SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
+                                const std::vector<uint64_t>& sentence_starts,
+                                const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                                uint64_t rows, uint64_t ranges = 4096);
 
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
