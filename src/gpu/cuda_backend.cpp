@@ -91,6 +91,7 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.sentence_starts = &data.corpus->sentence_starts;
   in.keep = data.keep;
   in.tokens = &data.corpus->tokens;
+  in.noise = data.noise;
   return in;
 }
 
