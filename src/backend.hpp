@@ -29,6 +29,12 @@ struct TrainData {
   const AliasTable* noise = nullptr;              ///< negative-sampling distribution
   TrainParams params;
   OptimizerParams optimizer;  ///< sgd: word2vec's per-example update; else one step per block
+  /// The corpus is streamed (corpus_stream.hpp): `corpus` is a window of it, with its bases
+  /// set, that the trainer refills before each train() call with the blocks of that call, and
+  /// `blocks` grows as the stream reads. A backend reads the window only inside train().
+  bool streamed = false;
+  /// Streamed: the most tokens a backend should stage at once beside the window (0: no limit).
+  uint64_t stage_tokens = 0;
 };
 
 /// What training a range of blocks did.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "error.hpp"
 #include "params.hpp"
@@ -20,6 +21,16 @@ std::string gib(double bytes) {
 /// The largest piece of `batch_blocks` blocks, in tokens, sentences and pool periods.
 void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_blocks,
                  GpuPlan& plan) {
+  if (in.streamed) {
+    // Any piece lies within blocks [kB, (k + 1)B) for some k (B = batch_blocks). Those start
+    // r = kB mod P blocks into a pool period (P = pool_blocks), r a multiple of g = gcd(B, P)
+    // up to P − g, and so span at most (P − g + B − 1) / P + 1 periods.
+    const uint64_t b = batch_blocks, p = std::max<uint32_t>(1, pool_blocks), g = std::gcd(b, p);
+    plan.max_piece_tokens = b * kStreamBlockTokens;
+    plan.max_piece_sentences = b * kStreamBlockSentences;
+    plan.max_pools = (p - g + b - 1) / p + 1;
+    return;
+  }
   const auto& blocks = *in.blocks;
   const auto& starts = *in.sentence_starts;
   const uint64_t nblocks = blocks.size() - 1;
@@ -141,7 +152,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
   l.pool_entries = plan.max_pools * plan.negative_pool;
   plan.max_list = std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
-  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr) {
+  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed) {
     // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
     // ids of one, counted, and every pool entry. Counting stops past the rows the budget
     // could hold at all (a super-batch that large fits nowhere).
@@ -168,7 +179,9 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             (uint64_t{16} << 20);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
-  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest_sentence(*in.sentence_starts));
+  const uint64_t longest =
+      in.streamed ? uint64_t{kMaxSentenceLength} : longest_sentence(*in.sentence_starts);
+  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest);
   return l;
 }
 
@@ -177,6 +190,14 @@ std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords)
 }  // namespace
 
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
+  if (in.streamed && in.optimizer != OptimizerKind::kSgd) {
+    // An optimizer steps once per super-batch trained in one piece, and the blocks a streamed
+    // run hands over at once may end inside a super-batch, which would then step twice.
+    throw UsageError("--optimizer " + to_string(in.optimizer) +
+                     ": a corpus larger than --max-corpus-memory is streamed, and the cuda "
+                     "backend trains a streamed corpus with --optimizer sgd only; raise "
+                     "--max-corpus-memory, or train with --device cpu");
+  }
   GpuPlan plan;
   plan.budget = device.budget;
   const uint64_t rows = in.rows;

@@ -170,6 +170,10 @@ uint64_t stream_window_bytes(uint64_t cap) { return cap / 2; }
 uint64_t stream_span_blocks(uint64_t cap, uint64_t backend_blocks) {
   return std::clamp<uint64_t>(cap / 4 / (kBlockWords * sizeof(uint32_t)), 1, backend_blocks);
 }
+// Beside it, the CUDA backend's two pinned chunk buffers (12 bytes a token) take an eighth more.
+uint64_t stream_stage_tokens(uint64_t cap) {
+  return std::max<uint64_t>(kMaxSentenceLength, cap / 8 / 24);
+}
 
 /// The fingerprint that checkpoints of versions before streaming recorded (a whole-buffer hash):
 /// their checkpoints still resume on a corpus held whole.
@@ -389,9 +393,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
-  // would take more than --max-corpus-memory, and only on the CPU (cuda holds it whole).
+  // would take more than --max-corpus-memory. The cuda backend streams with sgd only
+  // (gpu_plan.hpp): with another optimizer it holds the corpus whole, unless a
+  // --max-corpus-memory that is given asks otherwise (then it refuses, in one line).
   const uint64_t corpus_memory = corpus_memory_cap(config);
-  const bool on_cpu = resolve_device(config.device) == DeviceKind::kCpu;
+  const bool may_stream = resolve_device(config.device) == DeviceKind::kCpu ||
+                          config.optimizer == OptimizerKind::kSgd ||
+                          config.given.count("max-corpus-memory") > 0;
   t = Clock::now();
   Vocab counted;
   bool counted_here = false;
@@ -408,7 +416,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     counted = read_vocabulary(config);
   } else {
     // The count keeps its codes for a fast encoding only when the corpus will be held whole.
-    counted = count_vocabulary(text.parts(), config, !on_cpu || text.bytes() <= corpus_memory);
+    counted = count_vocabulary(text.parts(), config, !may_stream || text.bytes() <= corpus_memory);
     counted_here = true;
   }
   times.vocabulary = seconds_since(t);
@@ -417,16 +425,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                                 : counted_here ? counted.total_count() / 10 * 42
                                                : text.bytes();
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
-  const bool streamed = !ranks && on_cpu && corpus_bytes > corpus_memory;
+  const bool streamed = !ranks && may_stream && corpus_bytes > corpus_memory;
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
     for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
-  }
-  if (!on_cpu && config.given.count("max-corpus-memory") > 0 && corpus_bytes > corpus_memory) {
-    throw UsageError(
-        "--max-corpus-memory: the cuda backend holds the encoded corpus whole "
-        "(about " +
-        format_byte_size(corpus_bytes) + " here); raise it, or train with --device cpu");
   }
   t = Clock::now();
   TrainingSet set = streamed ? make_training_set(std::move(counted), EncodedCorpus{}, config)
@@ -528,20 +530,26 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
           100.0 * static_cast<double>(dropped_tokens) / static_cast<double>(tokens));
     }
   }
+  EncodedCorpus window;  // the blocks a streamed run trains now
+  // What the backend reads: a streamed corpus is a window that each span refills.
+  auto run_data = [&](TrainData d) {
+    if (streamed) {
+      d.corpus = &window;
+      d.blocks = &stream_bounds;
+      d.params.words_per_epoch = stream_words;
+      d.streamed = true;
+      d.stage_tokens = stream_stage_tokens(corpus_memory);
+    }
+    return d;
+  };
   t = Clock::now();
   if (!ck) {
     // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
     gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
                               config.gpu_options());
-    config = plan_train_sizes(config, set.train_data(config), *gpu);
+    config = plan_train_sizes(config, run_data(set.train_data(config)), *gpu);
   }
-  EncodedCorpus window;  // the blocks a streamed run trains now
-  TrainData data = set.train_data(config);
-  if (streamed) {
-    data.corpus = &window;
-    data.blocks = &stream_bounds;
-    data.params.words_per_epoch = stream_words;
-  }
+  TrainData data = run_data(set.train_data(config));
   const TrainParams& p = data.params;
 
   Model model;
