@@ -4,6 +4,9 @@
 // and streamed, which with --deterministic give the same bits, tables resident or paged.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -416,6 +419,109 @@ TEST(CudaStreamedOptimizer, IsRefusedInOneLineOrHeldWhole) {
   EXPECT_NE(text.find("words/epoch in"), std::string::npos) << text;
   EXPECT_EQ(s.words, s.words_per_epoch);
   EXPECT_FALSE(read_file(dir.file("held/vectors.npy")).empty());
+}
+
+/// Runs the binary with `args` and returns its peak resident memory in bytes (0 if it failed);
+/// the last of `args` names where its stderr goes (it is not passed on).
+uint64_t peak_rss_of_run(const std::vector<std::string>& args, std::string* err) {
+  const std::string err_file = args.back() + ".stderr";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string bin = PAGEDW2V_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    copy.pop_back();
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::freopen(err_file.c_str(), "w", stderr);
+    std::freopen("/dev/null", "w", stdout);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  *err = read_file(err_file);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Host memory on the GPU (README, host memory of a run): a streamed run does not hold the encoded
+// corpus, so it peaks lower than the same run holding the corpus whole by much of it, whatever
+// the CUDA runtime itself takes (both runs have its context while the corpus is held); and it
+// trains to the end.
+TEST(CudaStreamedMemory, AStreamedRunDoesNotHoldTheEncodedCorpus) {
+  PAGEDW2V_REQUIRE_GPU();
+  TempDir dir;
+  // 10 M words in lines of 20 (44 MB encoded, about 40 MB of text).
+  std::vector<std::string> words;
+  for (int i = 0; i < 64; ++i) words.push_back("w" + std::to_string(i));
+  const size_t lines = 500000, per_line = 20;
+  std::vector<uint64_t> counts(words.size(), 0);
+  {
+    std::FILE* out = std::fopen(dir.file("corpus.txt").c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    std::mt19937_64 rng(testing_util::fresh_seed());
+    std::string line;
+    for (size_t l = 0; l < lines; ++l) {
+      line.clear();
+      for (size_t i = 0; i < per_line; ++i) {
+        const size_t w = rng() % words.size();
+        ++counts[w];
+        line += words[w];
+        line += i + 1 == per_line ? '\n' : ' ';
+      }
+      ASSERT_EQ(std::fwrite(line.data(), 1, line.size(), out), line.size());
+    }
+    ASSERT_EQ(std::fclose(out), 0);
+  }
+  std::string vocab;
+  for (size_t i = 0; i < words.size(); ++i) {
+    vocab += words[i] + "\t" + std::to_string(counts[i]) + "\n";
+  }
+  write_file(dir.file("vocab.tsv"), vocab);
+  const uint64_t encoded_bytes = lines * per_line * 4 + lines * 8;
+  const std::vector<std::string> common = {"train",
+                                           "--corpus",
+                                           dir.file("corpus.txt"),
+                                           "--vocab",
+                                           dir.file("vocab.tsv"),
+                                           "--dim",
+                                           "2",
+                                           "--window",
+                                           "2",
+                                           "--negative",
+                                           "1",
+                                           "--epochs",
+                                           "2",
+                                           "--device",
+                                           "cuda",
+                                           "--format",
+                                           "npy",
+                                           "--keep-checkpoints",
+                                           "0",
+                                           "--quiet"};
+  std::string err;
+  std::vector<std::string> streamed = common;
+  for (const char* a : {"--max-corpus-memory", "1MiB", "--output"}) streamed.push_back(a);
+  streamed.push_back(dir.file("streamed"));
+  streamed.push_back(dir.file("streamed-run"));
+  const uint64_t streamed_peak = peak_rss_of_run(streamed, &err);
+  ASSERT_GT(streamed_peak, 0u) << err;
+  EXPECT_GT(read_file(dir.file("streamed/vectors.npy")).size(), 64u * 2 * 4);
+
+  std::vector<std::string> whole = common;
+  for (const char* a : {"--max-corpus-memory", "1GiB", "--output"}) whole.push_back(a);
+  whole.push_back(dir.file("whole"));
+  whole.push_back(dir.file("whole-run"));
+  const uint64_t whole_peak = peak_rss_of_run(whole, &err);
+  ASSERT_GT(whole_peak, 0u) << err;
+  std::printf("peak RSS on cuda: %llu bytes streamed, %llu held whole\n",
+              static_cast<unsigned long long>(streamed_peak),
+              static_cast<unsigned long long>(whole_peak));
+  EXPECT_LT(streamed_peak + encoded_bytes / 2, whole_peak)
+      << "streamed " << streamed_peak << ", whole " << whole_peak;
 }
 
 }  // namespace
