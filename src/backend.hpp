@@ -63,6 +63,10 @@ class Backend {
   /// How many words the trainer should hand over per train() call: large enough to keep the
   /// backend busy, small enough for progress and timed checkpoints.
   virtual uint64_t span_words() const = 0;
+  /// Spans that start and end on multiples of this many blocks (or at the corpus's end) train
+  /// as the backend trains a corpus held whole; others may train differently (the CUDA
+  /// backend's optimizer steps once per piece of a super-batch, and a span's end ends a piece).
+  virtual uint64_t span_align_blocks() const { return 1; }
   /// Trains blocks [first, last) of `epoch` and returns when their updates are done.
   virtual SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) = 0;
   /// Makes the host tables of the model hold the current values (a no-op for the CPU).

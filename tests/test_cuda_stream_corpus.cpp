@@ -204,21 +204,33 @@ std::string zipf_corpus(uint64_t seed, uint64_t tokens) {
   return text;
 }
 
-/// A --gpu-memory budget with room for about 5/6 of the kVocab rows beside the fixed part of a
-/// paged plan whose pieces hold at most `piece_tokens` tokens in `piece_sentences` sentences
-/// (gpu_plan.cpp's paged_layout; CUB's scratch estimated). The plan gives a third of the rows
-/// that fit to its cache (at least two longest sentences with their pool, 2 × 1256) and the rest
-/// to hot rows, so fewer than kVocab rows are hot as long as fewer than 1.5 × kVocab fit: the
-/// estimate may be off by thousands of rows either way. The test checks the plan from the log.
-uint64_t paged_budget(uint64_t piece_tokens, uint64_t piece_sentences) {
+/// A --gpu-memory budget with room for about `rows` rows of `optimizer`'s tables beside the fixed
+/// part of a paged plan whose pieces hold at most `piece_tokens` tokens in `piece_sentences`
+/// sentences (gpu_plan.cpp's paged_layout; CUB's scratch estimated, so the rows that fit may be
+/// off by a thousand or so). The test checks the plan it got from the log.
+uint64_t paged_budget(uint64_t piece_tokens, uint64_t piece_sentences, OptimizerKind optimizer,
+                      uint64_t rows) {
   const uint64_t stride = (kDim + 3) & ~3u;
-  const uint64_t slot = stride * sizeof(float) * 2 + 13;
+  const bool stateful = optimizer != OptimizerKind::kSgd;
+  const uint64_t slot =
+      stride * sizeof(float) * (2 + 2 * state_tables(optimizer) + (stateful ? 2 : 0)) +
+      (stateful ? 10 : 0) + 13;
   const uint64_t pools = 2 * kPool;  // the pool periods of one piece of two blocks
   const uint64_t list = std::min<uint64_t>(kVocab, piece_tokens + pools);
   const uint64_t stage = piece_tokens * 8 + (piece_sentences + 1) * 12 + list * 16 + pools * 8 + 64;
   const uint64_t fixed = (uint64_t{16} << 20) + uint64_t{kVocab} * 9 + kPagedStages * stage +
                          list * 16 + (uint64_t{32} << 10);
-  return fixed + uint64_t{kVocab} * 5 / 6 * slot;
+  return fixed + rows * slot;
+}
+
+/// Rows a paged budget leaves room for, so that some rows but fewer than kVocab are hot. Sgd:
+/// the cache takes a third of the rows that fit (at least two longest sentences with their pool,
+/// 2 × 1256), hot rows the rest: fewer than 1.5 × kVocab must fit. Adam: the cache takes two
+/// super-batches' rows where they fit, hot rows the rest; held whole, a super-batch (two blocks)
+/// touches about 3,500 rows, counted; streamed, up to every row (its ids are not counted).
+uint64_t paged_rows(OptimizerKind optimizer, bool streamed) {
+  if (optimizer == OptimizerKind::kSgd) return kVocab * 5 / 6;
+  return streamed ? kVocab * 5 / 2 : kVocab * 3 / 2;
 }
 
 /// A run's log, read back after it ends.
@@ -259,19 +271,20 @@ void expect_same_bits(const std::string& a_path, const std::string& b_path) {
                         << " words differ";
 }
 
-// {placement, model, negative pool (0 = none)}
-using Case = std::tuple<Placement, ModelKind, uint32_t>;
+// {placement, model, negative pool (0 = none), optimizer}
+using Case = std::tuple<Placement, ModelKind, uint32_t, OptimizerKind>;
 
 class CudaStreamedRun : public ::testing::TestWithParam<Case> {
  protected:
   Config config(const TempDir& dir, uint64_t seed, const std::string& out) const {
-    const auto [placement, model, pool] = GetParam();
+    const auto [placement, model, pool, optimizer] = GetParam();
     Config c;
     apply_option(c, "corpus", dir.file("corpus.txt"));
     apply_option(c, "output", dir.file(out));
     apply_option(c, "device", "cuda");
     apply_option(c, "deterministic", "true");
     apply_option(c, "model", to_string(model));
+    apply_option(c, "optimizer", to_string(optimizer));
     apply_option(c, "dim", std::to_string(kDim));
     apply_option(c, "window", "3");
     apply_option(c, "negative", "3");
@@ -296,7 +309,7 @@ class CudaStreamedRun : public ::testing::TestWithParam<Case> {
 // streamed from the encoded cache the streamed run wrote.
 TEST_P(CudaStreamedRun, IsBitIdenticalToTheWholeCorpusRun) {
   PAGEDW2V_REQUIRE_GPU();
-  const auto [placement, model, pool] = GetParam();
+  const auto [placement, model, pool, optimizer] = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
@@ -309,7 +322,9 @@ TEST_P(CudaStreamedRun, IsBitIdenticalToTheWholeCorpusRun) {
     // sentence, which is at most 1000 words long; sentences of at least 3 words but for the
     // ends of long lines.
     const uint64_t tokens = 2 * (kBlockWords - 1 + kMaxSentenceLength);
-    apply_option(whole, "gpu-memory", std::to_string(paged_budget(tokens, tokens / 3 + 8)));
+    apply_option(whole, "gpu-memory",
+                 std::to_string(paged_budget(tokens, tokens / 3 + 8, optimizer,
+                                             paged_rows(optimizer, false))));
   }
   Log whole_log;
   ASSERT_NE(whole_log.get(), nullptr);
@@ -323,12 +338,16 @@ TEST_P(CudaStreamedRun, IsBitIdenticalToTheWholeCorpusRun) {
   for (const char* out : outs) {
     SCOPED_TRACE(out);
     Config streamed = config(dir, seed, out);
-    // 64 KiB: a window of a few blocks, spans of one block, chunks of about 1000 words.
-    apply_option(streamed, "max-corpus-memory", "64KiB");
+    // 64 KiB: a window of a few blocks, spans of one block, chunks of about 1000 words. An
+    // optimizer's spans are whole super-batches (two blocks), at their largest in a quarter of
+    // the memory: 512 KiB, spans of two blocks, chunks of about 2700 words.
+    const bool sgd = optimizer == OptimizerKind::kSgd;
+    apply_option(streamed, "max-corpus-memory", sgd ? "64KiB" : "512KiB");
     if (std::string(out) != "streamed") apply_option(streamed, "cache-dir", dir.file("cache"));
     if (paged) {
       apply_option(streamed, "gpu-memory",
-                   std::to_string(paged_budget(2 * kStreamBlockTokens, 2 * kStreamBlockSentences)));
+                   std::to_string(paged_budget(2 * kMaxBlockTokens, 2 * kMaxBlockSentences,
+                                               optimizer, paged_rows(optimizer, true))));
     }
     Log log;
     const TrainSummary b = run_training(streamed, log.get());
@@ -357,23 +376,31 @@ TEST_P(CudaStreamedRun, IsBitIdenticalToTheWholeCorpusRun) {
 
 std::string case_name(const ::testing::TestParamInfo<CudaStreamedRun::ParamType>& info) {
   return to_string(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_pool" +
-         std::to_string(std::get<2>(info.param));
+         std::to_string(std::get<2>(info.param)) + "_" + to_string(std::get<3>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Runs, CudaStreamedRun,
-                         ::testing::Values(Case{Placement::kResident, ModelKind::kSkipGram, 0},
-                                           Case{Placement::kResident, ModelKind::kCbow, 0},
-                                           Case{Placement::kResident, ModelKind::kSkipGram, kPool},
-                                           Case{Placement::kPaged, ModelKind::kSkipGram, kPool},
-                                           Case{Placement::kPaged, ModelKind::kCbow, kPool}),
-                         case_name);
+constexpr OptimizerKind kSgd = OptimizerKind::kSgd;
+constexpr OptimizerKind kAdam = OptimizerKind::kAdam;
 
-// An optimizer other than sgd with a --max-corpus-memory below the corpus: one clear line, a
-// usage error, before training; without the flag the corpus is held whole and trains.
-TEST(CudaStreamedOptimizer, IsRefusedInOneLineOrHeldWhole) {
+INSTANTIATE_TEST_SUITE_P(
+    Runs, CudaStreamedRun,
+    ::testing::Values(Case{Placement::kResident, ModelKind::kSkipGram, 0, kSgd},
+                      Case{Placement::kResident, ModelKind::kCbow, 0, kSgd},
+                      Case{Placement::kResident, ModelKind::kSkipGram, kPool, kSgd},
+                      Case{Placement::kResident, ModelKind::kSkipGram, kPool, kAdam},
+                      Case{Placement::kResident, ModelKind::kCbow, kPool, kAdam},
+                      Case{Placement::kPaged, ModelKind::kSkipGram, kPool, kSgd},
+                      Case{Placement::kPaged, ModelKind::kCbow, kPool, kSgd},
+                      Case{Placement::kPaged, ModelKind::kSkipGram, kPool, kAdam}),
+    case_name);
+
+// An optimizer steps once per super-batch, so a streamed run's spans are whole super-batches,
+// which a quarter of --max-corpus-memory must hold at their largest: a smaller one is one clear
+// line, a usage error, before training, and names what to change.
+TEST(CudaStreamedOptimizer, ACapTooSmallForASuperBatchIsRefusedInOneLine) {
   PAGEDW2V_REQUIRE_GPU();
   TempDir dir;
-  write_file(dir.file("corpus.txt"), zipf_corpus(3, 60000));
+  write_file(dir.file("corpus.txt"), zipf_corpus(3, 150000));
   for (const char* placement : {"resident", "paged"}) {
     SCOPED_TRACE(placement);
     Config c;
@@ -386,39 +413,32 @@ TEST(CudaStreamedOptimizer, IsRefusedInOneLineOrHeldWhole) {
     apply_option(c, "min-count", "1");
     apply_option(c, "placement", placement);
     apply_option(c, "negative-pool", std::to_string(kPool));
+    apply_option(c, "batch-words", std::to_string(kBatchWords));  // 4 × 2 × 53,156 bytes
     apply_option(c, "format", "npy");
-    Config capped = c;
-    apply_option(capped, "max-corpus-memory", "64KiB");
+    apply_option(c, "max-corpus-memory", "256KiB");
     try {
-      run_training(capped);
-      ADD_FAILURE() << "a streamed corpus trained with adam on cuda";
+      run_training(c);
+      ADD_FAILURE() << "trained with spans that cut super-batches";
     } catch (const UsageError& e) {
       const std::string what = e.what();
+      EXPECT_NE(what.find("--max-corpus-memory 256KiB is too small"), std::string::npos) << what;
+      EXPECT_NE(what.find("give 416KiB or more"), std::string::npos) << what;
       EXPECT_NE(what.find("--optimizer adam"), std::string::npos) << what;
-      EXPECT_NE(what.find("--max-corpus-memory"), std::string::npos) << what;
+      EXPECT_NE(what.find("--batch-words"), std::string::npos) << what;
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
     EXPECT_TRUE(read_file(dir.file(std::string("adam-") + placement + "/vectors.npy")).empty());
+    // The least it names holds one: the same run trains, streamed.
+    apply_option(c, "max-corpus-memory", "416KiB");
+    apply_option(c, "output", dir.file(std::string("streamed-") + placement));
+    Log log;
+    const TrainSummary s = run_training(c, log.get());
+    const std::string text = log.text();
+    EXPECT_NE(text.find("streamed: more than --max-corpus-memory"), std::string::npos) << text;
+    EXPECT_EQ(s.words, s.words_per_epoch);
+    EXPECT_FALSE(
+        read_file(dir.file(std::string("streamed-") + placement + "/vectors.npy")).empty());
   }
-  // A cap that the run sets but the user did not give (as `auto` is): adam on cuda holds the
-  // corpus whole, as it did before streaming, and trains.
-  Config held;
-  apply_option(held, "corpus", dir.file("corpus.txt"));
-  apply_option(held, "output", dir.file("held"));
-  apply_option(held, "device", "cuda");
-  apply_option(held, "optimizer", "adam");
-  apply_option(held, "dim", std::to_string(kDim));
-  apply_option(held, "epochs", "1");
-  apply_option(held, "min-count", "1");
-  apply_option(held, "format", "npy");
-  held.max_corpus_memory = 64 << 10;
-  Log log;
-  const TrainSummary s = run_training(held, log.get());
-  const std::string text = log.text();
-  EXPECT_EQ(text.find("streamed"), std::string::npos) << text;
-  EXPECT_NE(text.find("words/epoch in"), std::string::npos) << text;
-  EXPECT_EQ(s.words, s.words_per_epoch);
-  EXPECT_FALSE(read_file(dir.file("held/vectors.npy")).empty());
 }
 
 /// Runs the binary with `args` and returns its peak resident memory in bytes (0 if it failed);

@@ -183,6 +183,12 @@ class CudaBackend final : public Backend {
   /// (a warp trains its item in order), so a span should be long against one item's time.
   uint64_t span_words() const override { return uint64_t{1} << 25; }
 
+  /// An optimizer steps once per piece, and a span's end ends a piece: spans of whole
+  /// super-batches step once per super-batch.
+  uint64_t span_align_blocks() const override {
+    return data_.optimizer.kind == OptimizerKind::kSgd ? 1 : plan_.batch_blocks;
+  }
+
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
     const auto wall_start = std::chrono::steady_clock::now();
     (void)data_.blocks->at(first_block), (void)data_.blocks->at(last_block);  // in range
@@ -320,9 +326,12 @@ class CudaBackend final : public Backend {
           a.pool_size = pool_size;
           a.sentence_pool = pools_.sentence_pool.data();
         }
-        launcher_->train_piece(a, epoch, super_batch, first_token, st);
+        launcher_->launch_timed(a, st);
         chunk_first += c.sentences;
       });
+      // An optimizer steps once for the super-batch's part in this span, whatever chunks it
+      // was uploaded in (spans aligned to super-batches: once per super-batch).
+      launcher_->step(epoch, super_batch, first_token, st);
       b = end;
     }
   }

@@ -26,8 +26,8 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
     // r = kB mod P blocks into a pool period (P = pool_blocks), r a multiple of g = gcd(B, P)
     // up to P − g, and so span at most (P − g + B − 1) / P + 1 periods.
     const uint64_t b = batch_blocks, p = std::max<uint32_t>(1, pool_blocks), g = std::gcd(b, p);
-    plan.max_piece_tokens = b * kStreamBlockTokens;
-    plan.max_piece_sentences = b * kStreamBlockSentences;
+    plan.max_piece_tokens = b * kMaxBlockTokens;
+    plan.max_piece_sentences = b * kMaxBlockSentences;
     plan.max_pools = (p - g + b - 1) / p + 1;
     return;
   }
@@ -190,14 +190,6 @@ std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords)
 }  // namespace
 
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
-  if (in.streamed && in.optimizer != OptimizerKind::kSgd) {
-    // An optimizer steps once per super-batch trained in one piece, and the blocks a streamed
-    // run hands over at once may end inside a super-batch, which would then step twice.
-    throw UsageError("--optimizer " + to_string(in.optimizer) +
-                     ": a corpus larger than --max-corpus-memory is streamed, and the cuda "
-                     "backend trains a streamed corpus with --optimizer sgd only; raise "
-                     "--max-corpus-memory, or train with --device cpu");
-  }
   GpuPlan plan;
   plan.budget = device.budget;
   const uint64_t rows = in.rows;

@@ -19,7 +19,6 @@
 #include "corpus.hpp"
 #include "optimizer.hpp"
 #include "options.hpp"
-#include "params.hpp"
 
 namespace pagedw2v {
 
@@ -61,7 +60,7 @@ struct GpuPlanInput {
   uint64_t sgd_piece_words = 0;
   /// The corpus is streamed (TrainData::streamed): its blocks are not known when the plan is
   /// made, so `blocks`, `sentence_starts` and `tokens` are not read, and pieces are sized for
-  /// the largest blocks there can be (stream_block_tokens, stream_block_sentences).
+  /// the largest blocks there can be (kMaxBlockTokens, kMaxBlockSentences).
   bool streamed = false;
   const std::vector<uint64_t>* blocks = nullptr;           ///< block boundaries (sentences)
   const std::vector<uint64_t>* sentence_starts = nullptr;  ///< token offset of each sentence
@@ -88,11 +87,6 @@ struct GpuPlan {
   uint64_t keep_count = 0;     ///< words whose keep probability is below 1, and those before
   uint64_t scratch_bytes = 0;  ///< paged: scratch of the selects and the slot-order sort
 };
-
-/// The most tokens and sentences one work block can hold: whole sentences of at most
-/// kMaxSentenceLength tokens, closed at the first that reaches kBlockWords (make_blocks).
-inline constexpr uint64_t kStreamBlockTokens = kBlockWords - 1 + kMaxSentenceLength;
-inline constexpr uint64_t kStreamBlockSentences = kBlockWords;
 
 /// Pieces in flight at once in the paged pipeline, each with its own buffers.
 inline constexpr uint64_t kPagedStages = 4;
@@ -140,7 +134,7 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
 /// thirds of the rows the budget holds (else the largest of which one fits). Throws Error when
 /// resident tables are asked for and do not fit, when the budget is too small for paged tables
 /// (or for a given super-batch's rows) or the device cannot page; UsageError when paged tables
-/// are given no negative pool, or a streamed corpus an optimizer other than sgd.
+/// are given no negative pool.
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device);
 
 }  // namespace pagedw2v

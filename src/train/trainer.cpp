@@ -174,6 +174,8 @@ uint64_t stream_span_blocks(uint64_t cap, uint64_t backend_blocks) {
 uint64_t stream_stage_tokens(uint64_t cap) {
   return std::max<uint64_t>(kMaxSentenceLength, cap / 8 / 24);
 }
+// A block's bytes in the window at most (CorpusStream counts 4 a token, 8 a sentence start).
+constexpr uint64_t kMaxBlockBytes = kMaxBlockTokens * 4 + (kMaxBlockSentences + 1) * 8;
 
 /// The fingerprint that checkpoints of versions before streaming recorded (a whole-buffer hash):
 /// their checkpoints still resume on a corpus held whole.
@@ -393,13 +395,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
-  // would take more than --max-corpus-memory. The cuda backend streams with sgd only
-  // (gpu_plan.hpp): with another optimizer it holds the corpus whole, unless a
-  // --max-corpus-memory that is given asks otherwise (then it refuses, in one line).
+  // would take more than --max-corpus-memory.
   const uint64_t corpus_memory = corpus_memory_cap(config);
-  const bool may_stream = resolve_device(config.device) == DeviceKind::kCpu ||
-                          config.optimizer == OptimizerKind::kSgd ||
-                          config.given.count("max-corpus-memory") > 0;
   t = Clock::now();
   Vocab counted;
   bool counted_here = false;
@@ -416,7 +413,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     counted = read_vocabulary(config);
   } else {
     // The count keeps its codes for a fast encoding only when the corpus will be held whole.
-    counted = count_vocabulary(text.parts(), config, !may_stream || text.bytes() <= corpus_memory);
+    counted = count_vocabulary(text.parts(), config, text.bytes() <= corpus_memory);
     counted_here = true;
   }
   times.vocabulary = seconds_since(t);
@@ -425,7 +422,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                                 : counted_here ? counted.total_count() / 10 * 42
                                                : text.bytes();
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
-  const bool streamed = !ranks && may_stream && corpus_bytes > corpus_memory;
+  const bool streamed = !ranks && corpus_bytes > corpus_memory;
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
     for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
@@ -599,7 +596,28 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<CorpusStream> stream;
   if (streamed) stream.emplace(stream_window_bytes(corpus_memory));
   uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
-  if (streamed) span_blocks = stream_span_blocks(corpus_memory, span_blocks);
+  // Streamed spans of whole super-batches where the backend needs them (align > 1): at their
+  // largest, they fit the quarter of the memory that training may hold, so the window hands
+  // them over whole.
+  uint64_t align = 1;
+  if (streamed) {
+    span_blocks = stream_span_blocks(corpus_memory, span_blocks);
+    align = backend->span_align_blocks();
+    if (align > 1) {
+      const uint64_t fit = corpus_memory / 4 / kMaxBlockBytes;
+      if (fit < align) {
+        throw UsageError("--max-corpus-memory " + format_byte_size(corpus_memory) +
+                         " is too small to stream the corpus to the " + backend->name() +
+                         " backend with --optimizer " + to_string(config.optimizer) +
+                         ": a quarter of it must hold a super-batch of " +
+                         std::to_string(align * kBlockWords) + " words at its largest; give " +
+                         format_byte_size((4 * align * kMaxBlockBytes + 1023) >> 10 << 10) +
+                         " or more, or lower --batch-words");
+      }
+      span_blocks = std::min(span_blocks, fit) / align * align;
+      span_blocks = std::max(span_blocks, align);
+    }
+  }
   const auto t_train = Clock::now();
   const uint64_t words_at_start = pos.words_done;
   uint64_t examples = 0;
@@ -615,7 +633,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     for (uint64_t b = pos.block, e = 0;; b = e) {
       e = std::min(nblocks, b + span_blocks);
       if (stream) {
-        e = b + stream->take(span_blocks, window, stream_bounds);
+        e = b + stream->take(span_blocks - b % align, window, stream_bounds);
         if (e == b) break;
       } else if (b >= nblocks) {
         break;
