@@ -2,12 +2,14 @@
 
 #include <sys/mman.h>
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "error.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -232,6 +234,26 @@ void HostTable::fill(float value) {
     auto* p = static_cast<uint16_t*>(raw_row(r));
     std::fill(p, p + dim_, h);
   }
+}
+
+bool HostTable::all_zero(uint32_t threads) const {
+  const size_t row_bytes = size_t{dim_} * value_bytes();
+  const auto n = static_cast<uint32_t>(std::clamp<uint64_t>(
+      std::min<uint64_t>(threads, rows_ * row_bytes / (size_t{4} << 20) + 1), 1, 64));
+  std::atomic<bool> zero{true};
+  run_workers(n, [&](uint32_t k) {
+    for (uint64_t r = rows_ * k / n; r < rows_ * (k + 1) / n; ++r) {
+      const auto* p = static_cast<const unsigned char*>(raw_row(r));
+      unsigned char any = 0;
+      for (size_t i = 0; i < row_bytes; ++i) any |= p[i];
+      if (any != 0) {
+        zero = false;
+        return;
+      }
+      if ((r & 1023) == 0 && !zero) return;
+    }
+  });
+  return zero;
 }
 
 }  // namespace pagedw2v

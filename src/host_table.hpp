@@ -95,6 +95,8 @@ class HostTable {
   /// (any layout).
   void copy_values_to(HostTable& out) const;
   void fill(float value);
+  /// Whether every stored bit of every value is 0 (+0.0), rows read by up to `threads` threads.
+  bool all_zero(uint32_t threads = 1) const;
 
  private:
   struct Block;

@@ -217,25 +217,64 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   std::vector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
   std::vector<uint64_t> row_counts(rows);
   {
-    std::vector<size_t> at(shards, 0);
-    auto later = [&](uint32_t a, uint32_t b) { return before(kept[b][at[b]], kept[a][at[a]]); };
-    std::vector<uint32_t> heap;
-    for (uint32_t p = 0; p < shards; ++p) {
-      if (!kept[p].empty()) heap.push_back(p);
+    // The order is cut into n ranges of keys at splitters drawn from every shard's list; thread
+    // k merges every shard's part of range k with a heap, into the rows that precede it.
+    std::vector<Entry> samples;
+    constexpr size_t kSamples = 64;
+    for (const auto& e : kept) {
+      for (size_t j = 1; j < kSamples && !e.empty(); ++j)
+        samples.push_back(e[e.size() * j / kSamples]);
     }
-    std::make_heap(heap.begin(), heap.end(), later);
-    for (size_t row = 0; row < rows; ++row) {
-      std::pop_heap(heap.begin(), heap.end(), later);
-      const uint32_t p = heap.back();
-      const Entry& e = kept[p][at[p]++];
-      row_words[row] = {p, e.id};
-      row_counts[row] = ~e.inverted_count;
-      if (at[p] < kept[p].size()) {
-        std::push_heap(heap.begin(), heap.end(), later);
-      } else {
-        heap.pop_back();
+    std::sort(samples.begin(), samples.end(), before);
+    const size_t ranges = rows < 4096 ? 1 : n;
+    std::vector<Entry> splitters;  // ranges - 1 keys: range k ends before splitters[k]
+    for (size_t k = 1; k < ranges && !samples.empty(); ++k)
+      splitters.push_back(samples[samples.size() * k / ranges]);
+    const size_t nr = splitters.size() + 1;
+    // bounds[k * shards + p]: where range k starts in shard p's list.
+    std::vector<size_t> bounds((nr + 1) * shards);
+    std::vector<size_t> first_row(nr + 1, 0);
+    for (size_t p = 0; p < shards; ++p) {
+      bounds[p] = 0;
+      for (size_t k = 1; k < nr; ++k) {
+        bounds[k * shards + p] = static_cast<size_t>(
+            std::lower_bound(kept[p].begin(), kept[p].end(), splitters[k - 1], before) -
+            kept[p].begin());
       }
+      bounds[nr * shards + p] = kept[p].size();
     }
+    for (size_t k = 0; k < nr; ++k) {
+      first_row[k + 1] = first_row[k];
+      for (size_t p = 0; p < shards; ++p)
+        first_row[k + 1] += bounds[(k + 1) * shards + p] - bounds[k * shards + p];
+    }
+    run_parallel(nr, [&](size_t k) {
+      if (first_row[k] >= rows) return;
+      std::vector<size_t> at(shards), end(shards);
+      for (size_t p = 0; p < shards; ++p) {
+        at[p] = bounds[k * shards + p];
+        end[p] = bounds[(k + 1) * shards + p];
+      }
+      auto later = [&](uint32_t a, uint32_t b) { return before(kept[b][at[b]], kept[a][at[a]]); };
+      std::vector<uint32_t> heap;
+      for (uint32_t p = 0; p < shards; ++p) {
+        if (at[p] < end[p]) heap.push_back(p);
+      }
+      std::make_heap(heap.begin(), heap.end(), later);
+      const size_t last = std::min(first_row[k + 1], rows);
+      for (size_t row = first_row[k]; row < last; ++row) {
+        std::pop_heap(heap.begin(), heap.end(), later);
+        const uint32_t p = heap.back();
+        const Entry& e = kept[p][at[p]++];
+        row_words[row] = {p, e.id};
+        row_counts[row] = ~e.inverted_count;
+        if (at[p] < end[p]) {
+          std::push_heap(heap.begin(), heap.end(), later);
+        } else {
+          heap.pop_back();
+        }
+      }
+    });
   }
   kept.clear();
 

@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <signal.h>
@@ -430,6 +431,66 @@ TEST(Hdf5Integrity, OurFilesAreVerifiedBeforeParsing) {
   std::string record = good;
   record[20] = 'z';  // inside the hex digits
   write_file(path, record);
+  expect_error_naming([&] { read_embeddings_h5(path); }, "its checksum record cannot be read");
+}
+
+TEST(Hdf5Integrity, TheHashOfPiecesIsTheHashOfTheirHashes) {
+  const TempDir dir;
+  const std::string path = dir.file("bytes");
+  std::mt19937_64 rng(fresh_seed());
+  std::string bytes(100000 + rng() % 5000, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  write_file(path, bytes);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  const uint64_t offset = 100, n = bytes.size() - offset;
+  for (const uint64_t piece : {uint64_t{4096}, uint64_t{777}, uint64_t{1} << 20}) {
+    Xxh64 all;
+    for (uint64_t at = 0; at < n; at += piece) {
+      Xxh64 h;
+      h.update(bytes.data() + offset + at, std::min(piece, n - at));
+      const uint64_t d = h.digest();
+      unsigned char le[8];
+      for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(d >> (8 * b));
+      all.update(le, sizeof le);
+    }
+    for (const uint32_t threads : {1u, 3u, 16u}) {
+      EXPECT_EQ(xxh64_of_file_pieces(fd, offset, n, piece, threads, path), all.digest())
+          << "piece " << piece << ", " << threads << " threads";
+    }
+  }
+  EXPECT_THROW(xxh64_of_file_pieces(fd, offset, n + 1, 4096, 4, path), Error);
+  ::close(fd);
+}
+
+TEST(Hdf5Integrity, RecordsOfEarlierVersionsAreChecked) {
+  // Files written before the hash was taken in pieces hold the XXH64 of the bytes whole.
+  const TempDir dir;
+  const std::string path = our_file(dir, "e.h5");
+  const std::string good = read_file(path);
+  Xxh64 whole;
+  whole.update(good.data() + 512, good.size() - 512);
+  char line[96];
+  const int n = std::snprintf(line, sizeof line, "pagedw2v-xxh64 %016llx %llu\n",
+                              static_cast<unsigned long long>(whole.digest()),
+                              static_cast<unsigned long long>(good.size()));
+  std::string old = good;
+  old.replace(0, static_cast<size_t>(n), std::string(line, static_cast<size_t>(n)));
+  std::fill(old.begin() + n, old.begin() + 512, '\0');
+  write_file(path, old);
+  EXPECT_EQ(h5_integrity(path), H5Integrity::kVerified);
+  old[good.size() / 2] = static_cast<char>(old[good.size() / 2] ^ 0x01);
+  write_file(path, old);
+  expect_error_naming([&] { read_embeddings_h5(path); },
+                      "the file is damaged (its checksum does not match its contents)");
+
+  // A piece size out of bounds is a record that cannot be read, not a slow check.
+  std::string tiny = good;
+  const size_t last_space =
+      tiny.find('\n') == std::string::npos ? 0 : tiny.rfind(' ', tiny.find('\n'));
+  ASSERT_GT(last_space, 0u);
+  tiny.replace(last_space + 1, tiny.find('\n') - last_space - 1, "64");
+  write_file(path, tiny);
   expect_error_naming([&] { read_embeddings_h5(path); }, "its checksum record cannot be read");
 }
 

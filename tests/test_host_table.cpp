@@ -248,6 +248,30 @@ TEST(HostTable, ContiguousTable) {
   }
 }
 
+TEST(HostTable, AllZeroSeesEveryBitOfEveryRow) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  for (const Storage storage : {Storage::kFp32, Storage::kBf16}) {
+    // Large enough for several threads (a thread per 4 MiB of rows).
+    const uint64_t rows = 70000 + rng() % 1000;
+    const uint32_t dim = 33;
+    HostTable t(rows, dim, "test table", "", default_host_allocator(), storage);
+    for (const uint32_t threads : {1u, 4u, 16u}) EXPECT_TRUE(t.all_zero(threads));
+    // One value anywhere, even -0.0, is not zero; the first and last rows included.
+    for (const uint64_t r : {uint64_t{0}, rows - 1, rng() % rows}) {
+      const uint32_t c = static_cast<uint32_t>(rng() % dim);
+      std::vector<float> row(dim, 0.0f);
+      row[c] = -0.0f;
+      t.write_row(r, row.data());
+      for (const uint32_t threads : {1u, 4u, 16u}) EXPECT_FALSE(t.all_zero(threads)) << r;
+      row[c] = 0.0f;
+      t.write_row(r, row.data());
+      EXPECT_TRUE(t.all_zero(4));
+    }
+  }
+}
+
 TEST(HostTable, InterleavedNeedsATable) {
   EXPECT_THROW(HostTable::interleaved(4, 3, 0, "nothing", ""), Error);
 }

@@ -37,6 +37,13 @@ bool cuda_device_available() {
   }
 }
 
+void start_cuda_context() {
+  try {
+    if (cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+  } catch (...) {
+  }
+}
+
 namespace {
 
 size_t device_used_bytes() {
@@ -148,7 +155,11 @@ class CudaBackend final : public Backend {
       throw Error(std::string(e.what()) + "; lower --gpu-memory" +
                   (plan_.paged ? std::string() : std::string(" or use --placement paged")));
     }
-    sync_from_host();
+    if (paged_) {
+      paged_->reload_from_host();
+    } else {
+      tables_->upload_initial(compute_.get());
+    }
     const size_t used_after = device_used_bytes();
     report_.device_used_bytes = std::max(used_before, used_after);
   }

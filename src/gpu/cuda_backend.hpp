@@ -102,6 +102,10 @@ struct CudaBackendReport {
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.
 bool cuda_device_available();
 
+/// Creates the current device's context (what the first CUDA call of a run otherwise pays for,
+/// a few tenths of a second); errors are dropped: the calls that need the device report them.
+void start_cuda_context();
+
 /// `gpu` with its choices made for tables of `rows × dim` with optimizer `kind` on the current
 /// device: a budget of 0 becomes what the device can give (one memory query), and placement
 /// auto becomes resident or paged (gpu_plan.hpp's rule: paged when the tables and their state

@@ -1,6 +1,7 @@
 #include "gpu/device_tables.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/optimizer_step.hpp"
@@ -71,6 +72,22 @@ void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
     copy_rows(model_.input_state[k], input_state_[k].data(), 2 + 2 * k, kind, stream);
     copy_rows(model_.output_state[k], output_state_[k].data(), 3 + 2 * k, kind, stream);
   }
+  staging_ = DeviceBuffer<uint16_t>();  // held only while copying
+}
+
+void DeviceTables::upload_initial(cudaStream_t stream) {
+  const uint32_t threads = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16);
+  auto copy = [&](HostTable& host, float* dev, uint32_t index) {
+    if (!host.all_zero(threads)) copy_rows(host, dev, index, cudaMemcpyHostToDevice, stream);
+  };
+  // The construction zeroed the device tables on `stream`; the copies follow it there.
+  copy(model_.input, input(), 0);
+  copy(model_.output, output(), 1);
+  for (uint32_t k = 0; k < nstate_; ++k) {
+    copy(model_.input_state[k], input_state_[k].data(), 2 + 2 * k);
+    copy(model_.output_state[k], output_state_[k].data(), 3 + 2 * k);
+  }
+  PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
   staging_ = DeviceBuffer<uint16_t>();  // held only while copying
 }
 

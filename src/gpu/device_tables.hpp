@@ -51,6 +51,10 @@ class DeviceTables {
   /// widened on the way in and rounded stochastically on the way out, the rounded values also
   /// written back to the device (as the row moves do, kernels/paging.hpp).
   void copy_all(cudaMemcpyKind kind, cudaStream_t stream);
+  /// copy_all to the device right after construction: host tables that hold only zeros (the
+  /// output vectors and the optimizer state of a run that starts) are not copied, since the
+  /// device tables start zeroed.
+  void upload_initial(cudaStream_t stream);
 
   /// With 16-bit host storage, rounds device rows 0 … rows − 1 of every table in place as a
   /// write-back would (launch_round_rows); nothing with fp32. Asynchronous on `stream`.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "worker_threads.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -127,6 +128,27 @@ uint64_t xxh64_of_file(int fd, uint64_t offset, uint64_t bytes, const std::strin
     bytes -= static_cast<uint64_t>(got);
   }
   return hash.digest();
+}
+
+uint64_t xxh64_of_file_pieces(int fd, uint64_t offset, uint64_t bytes, uint64_t piece,
+                              uint32_t threads, const std::string& path) {
+  if (piece == 0) throw Error("cannot read '" + path + "': a checksum piece of 0 bytes");
+  const uint64_t pieces = (bytes + piece - 1) / piece;
+  std::vector<uint64_t> digests(pieces);
+  const auto n = static_cast<uint32_t>(std::clamp<uint64_t>(pieces, 1, std::max(threads, 1u)));
+  run_workers(n, [&](uint32_t k) {
+    for (uint64_t i = pieces * k / n; i < pieces * (k + 1) / n; ++i) {
+      const uint64_t at = i * piece;
+      digests[i] = xxh64_of_file(fd, offset + at, std::min(piece, bytes - at), path);
+    }
+  });
+  Xxh64 all;
+  for (const uint64_t d : digests) {
+    unsigned char le[8];
+    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(d >> (8 * b));
+    all.update(le, sizeof le);
+  }
+  return all.digest();
 }
 
 }  // namespace pagedw2v

@@ -28,4 +28,10 @@ class Xxh64 {
 /// they cannot be read (a short file included).
 uint64_t xxh64_of_file(int fd, uint64_t offset, uint64_t bytes, const std::string& path);
 
+/// The XXH64 of the little-endian XXH64s of consecutive `piece`-byte pieces (the last may be
+/// shorter) of `bytes` bytes of the open file `fd` from `offset`: a hash of the range that up to
+/// `threads` threads compute at once, a range of pieces each. Throws as xxh64_of_file.
+uint64_t xxh64_of_file_pieces(int fd, uint64_t offset, uint64_t bytes, uint64_t piece,
+                              uint32_t threads, const std::string& path);
+
 }  // namespace pagedw2v

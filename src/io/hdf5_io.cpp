@@ -308,10 +308,20 @@ class VlenReclaim {
 };
 
 // The user block at the start of our files holds one line, written after libhdf5 closed the file:
+//     pagedw2v-xxh64 <16 hex digits> <file size> <piece bytes>\n
+// the XXH64 of the XXH64s of consecutive pieces of every byte after the user block
+// (xxh64_of_file_pieces), which threads compute at once. Files of earlier versions hold
 //     pagedw2v-xxh64 <16 hex digits> <file size>\n
-// the XXH64 of every byte after the user block. libhdf5 and h5py skip the user block.
+// the XXH64 of those bytes whole; both are checked. libhdf5 and h5py skip the user block.
 constexpr hsize_t kUserBlockBytes = 512;
 constexpr char kIntegrityTag[] = "pagedw2v-xxh64 ";
+constexpr uint64_t kHashPieceBytes = uint64_t{64} << 20;
+// A record's piece size is refused outside these (a file cannot make the check take a hash per
+// byte).
+constexpr uint64_t kMinHashPieceBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxHashPieceBytes = uint64_t{1} << 40;
+
+uint32_t hash_threads() { return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16); }
 
 class Fd {
  public:
@@ -340,10 +350,11 @@ void write_integrity_record(const Checker& h5, const std::string& temp) {
       std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof signature) != 0) {
     h5.fail("the file has no user block to hold its checksum");
   }
-  const uint64_t hash = xxh64_of_file(fd, kUserBlockBytes, size - kUserBlockBytes, temp);
+  const uint64_t hash = xxh64_of_file_pieces(fd, kUserBlockBytes, size - kUserBlockBytes,
+                                             kHashPieceBytes, hash_threads(), temp);
   char line[96];
-  const int n =
-      std::snprintf(line, sizeof line, "%s%016" PRIx64 " %" PRIu64 "\n", kIntegrityTag, hash, size);
+  const int n = std::snprintf(line, sizeof line, "%s%016" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
+                              kIntegrityTag, hash, size, kHashPieceBytes);
   if (::pwrite(fd, line, static_cast<size_t>(n), 0) != n) {
     h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
   }
@@ -650,7 +661,7 @@ H5Integrity h5_integrity(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) throw Error(prefix + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw Error(prefix + "not a regular file");
-  char line[64] = {};
+  char line[96] = {};
   const ssize_t got = ::pread(fd, line, sizeof line - 1, 0);
   const size_t tag = sizeof kIntegrityTag - 1;
   if (got < static_cast<ssize_t>(tag) || std::memcmp(line, kIntegrityTag, tag) != 0) {
@@ -666,10 +677,20 @@ H5Integrity h5_integrity(const std::string& path) {
     p += 17;
     ok = std::strspn(p, "0123456789") > 0 && std::strspn(p, "0123456789") <= 20;
   }
+  uint64_t piece = 0;  // 0: the XXH64 of the bytes whole
   if (ok) {
     errno = 0;
     want_size = std::strtoull(p, &end, 10);
-    ok = errno == 0 && *end == '\n';
+    ok = errno == 0 && (*end == '\n' || *end == ' ');
+  }
+  if (ok && *end == ' ') {
+    p = end + 1;
+    ok = std::strspn(p, "0123456789") > 0 && std::strspn(p, "0123456789") <= 20;
+    if (ok) {
+      errno = 0;
+      piece = std::strtoull(p, &end, 10);
+      ok = errno == 0 && *end == '\n' && piece >= kMinHashPieceBytes && piece <= kMaxHashPieceBytes;
+    }
   }
   if (!ok) throw Error(prefix + "the file is damaged (its checksum record cannot be read)");
   const auto size = static_cast<uint64_t>(st.st_size);
@@ -677,7 +698,11 @@ H5Integrity h5_integrity(const std::string& path) {
     throw Error(prefix + "the file is damaged (" + std::to_string(size) + " bytes, written with " +
                 std::to_string(want_size) + ")");
   }
-  if (xxh64_of_file(fd, kUserBlockBytes, size - kUserBlockBytes, path) != want_hash) {
+  const uint64_t hash = piece == 0
+                            ? xxh64_of_file(fd, kUserBlockBytes, size - kUserBlockBytes, path)
+                            : xxh64_of_file_pieces(fd, kUserBlockBytes, size - kUserBlockBytes,
+                                                   piece, hash_threads(), path);
+  if (hash != want_hash) {
     throw Error(prefix + "the file is damaged (its checksum does not match its contents)");
   }
   return H5Integrity::kVerified;

@@ -1,5 +1,7 @@
 #include "train/backend_factory.hpp"
 
+#include <system_error>
+
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 
@@ -59,6 +61,25 @@ DeviceKind resolve_device(DeviceKind device) {
   if (cuda_device_available()) return DeviceKind::kCuda;
 #endif
   return DeviceKind::kCpu;
+}
+
+BackendWarmUp::BackendWarmUp(DeviceKind device) {
+#ifdef PAGEDW2V_HAVE_CUDA
+  if (device != DeviceKind::kCuda) return;
+  try {
+    thread_ = std::thread(start_cuda_context);
+  } catch (const std::system_error&) {
+    // No thread to be had: the first CUDA call creates the context, as without this.
+  }
+#else
+  (void)device;
+#endif
+}
+
+BackendWarmUp::~BackendWarmUp() { wait(); }
+
+void BackendWarmUp::wait() {
+  if (thread_.joinable()) thread_.join();
 }
 
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,

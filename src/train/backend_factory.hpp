@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <thread>
 
 #include "backend.hpp"
 #include "config.hpp"
@@ -36,6 +37,22 @@ void check_device(DeviceKind device);
 
 /// The device `device` resolves to on this machine: kAuto becomes kCuda or kCpu.
 DeviceKind resolve_device(DeviceKind device);
+
+/// Starts what the backend for `device` needs before its first use and costs time of its own
+/// (with CUDA: the device's context) on a thread, while the caller goes on (counting and
+/// encoding the corpus); the destructor waits for it. Nothing to do for the CPU backend.
+class BackendWarmUp {
+ public:
+  explicit BackendWarmUp(DeviceKind device);
+  ~BackendWarmUp();
+  BackendWarmUp(const BackendWarmUp&) = delete;
+  BackendWarmUp& operator=(const BackendWarmUp&) = delete;
+  /// Waits for the work started (once; later calls return at once).
+  void wait();
+
+ private:
+  std::thread thread_;
+};
 
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,

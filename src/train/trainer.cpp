@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <system_error>
 #include <tuple>
 
 #include "backend.hpp"
@@ -397,6 +399,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   const uint64_t corpus_memory = corpus_memory_cap(config);
+  const DeviceKind device = resolve_device(config.device);
+  // The GPU's context is made while the corpus is counted and encoded.
+  BackendWarmUp warm_up(device);
   t = Clock::now();
   Vocab counted;
   bool counted_here = false;
@@ -436,7 +441,18 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const Vocab& vocab = set.vocab;
   if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
   std::optional<CorpusFingerprint> corpus_id;
-  if (!streamed) corpus_id = fingerprint(set.corpus);
+  // A corpus held whole is hashed on a thread of its own while the model and the backend are
+  // set up, unless a checkpoint or other ranks need its fingerprint now.
+  std::future<CorpusFingerprint> hashing;
+  if (!streamed) {
+    if (!ck && !ranks) {
+      try {
+        hashing = std::async(std::launch::async, [&set] { return fingerprint(set.corpus); });
+      } catch (const std::system_error&) {
+      }
+    }
+    if (!hashing.valid()) corpus_id = fingerprint(set.corpus);
+  }
   // A streamed corpus: its words per epoch come from the count (or a pass over it), its
   // fingerprint at the end of the first pass (or from a pass before training, when resuming).
   EncodeOptions encode_options;
@@ -540,6 +556,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     return d;
   };
   t = Clock::now();
+  warm_up.wait();
   if (!ck) {
     // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
     gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
@@ -576,6 +593,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   CheckpointDir checkpoints(config.output, config.keep_checkpoints, p.words_per_epoch);
   // Made once the corpus's fingerprint is known (a streamed corpus: after its first pass).
   std::optional<CheckpointWriter> writer;
+  if (hashing.valid()) corpus_id = hashing.get();
   if (corpus_id) writer.emplace(checkpoints, config, vocab, *corpus_id);
   auto ensure_writer = [&] {
     if (writer) return;

@@ -1,6 +1,8 @@
 #include "train/training_set.hpp"
 
 #include <algorithm>
+#include <future>
+#include <system_error>
 
 #include "error.hpp"
 
@@ -72,16 +74,37 @@ TrainingSet make_training_set(const std::vector<std::string_view>& parts, const 
   EncodeOptions options;
   options.text = config.text_options();
   options.threads = config.effective_threads();
+  // The samplers need the counts only: they are made on a thread of their own while the corpus
+  // is encoded (or here, after it, when no thread can be had).
+  Samplers samplers;
+  std::future<void> making;
+  try {
+    making =
+        std::async(std::launch::async, [&] { samplers = make_samplers(vocab, config.sample); });
+  } catch (const std::system_error&) {
+  }
   EncodedCorpus corpus = encode_corpus(parts, vocab, options);
+  if (making.valid()) {
+    making.get();
+  } else {
+    samplers = make_samplers(vocab, config.sample);
+  }
   vocab.drop_lookup();
-  return make_training_set(std::move(vocab), std::move(corpus), config);
+  return make_training_set(std::move(vocab), std::move(corpus), std::move(samplers));
 }
 
 TrainingSet make_training_set(std::string_view text, const Config& config, Vocab vocab) {
   return make_training_set(std::vector<std::string_view>{text}, config, std::move(vocab));
 }
 
-TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config) {
+Samplers make_samplers(const Vocab& vocab, double sample) {
+  Samplers s;
+  s.keep = keep_probabilities(vocab.counts(), vocab.total_count(), sample);
+  s.noise = AliasTable(unigram_weights(vocab.counts()));
+  return s;
+}
+
+TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, Samplers samplers) {
   TrainingSet set;
   set.vocab = std::move(vocab);
   // The corpus is encoded: nothing looks a word up in the vocabulary any more, so its index
@@ -89,9 +112,14 @@ TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& c
   set.vocab.drop_index();
   set.corpus = std::move(corpus);
   set.blocks = make_blocks(set.corpus, kBlockWords);
-  set.keep = keep_probabilities(set.vocab.counts(), set.vocab.total_count(), config.sample);
-  set.noise = AliasTable(unigram_weights(set.vocab.counts()));
+  set.keep = std::move(samplers.keep);
+  set.noise = std::move(samplers.noise);
   return set;
+}
+
+TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config) {
+  Samplers samplers = make_samplers(vocab, config.sample);
+  return make_training_set(std::move(vocab), std::move(corpus), std::move(samplers));
 }
 
 }  // namespace pagedw2v

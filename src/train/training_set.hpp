@@ -51,4 +51,15 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
 /// samplers built as above, with `config`'s --sample.
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config);
 
+/// What the samplers of a vocabulary are: the subsampling keep probability of each word (with
+/// --sample `sample`) and the negative-sampling alias table. They depend on the counts only.
+struct Samplers {
+  std::vector<float> keep;
+  AliasTable noise;
+};
+Samplers make_samplers(const Vocab& vocab, double sample);
+
+/// The set of `vocab`, `corpus` and the samplers made of them (make_samplers).
+TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, Samplers samplers);
+
 }  // namespace pagedw2v
