@@ -1,7 +1,9 @@
 // A corpus larger than --max-corpus-memory streamed to the CUDA backend: the device corpus of a
 // window (chunks hold the window's sentences with corpus-wide positions, and the host window is
-// not read once for_each_chunk returns), and whole runs as `pagedw2v train` makes them, held whole
-// and streamed, which with --deterministic give the same bits, tables resident or paged.
+// not read once for_each_chunk returns); whole runs as `pagedw2v train` makes them, held whole
+// and streamed, which with --deterministic give the same bits, tables resident or paged, with
+// sgd or adam (whose spans are whole super-batches, refused in one line when the cap cannot hold
+// one); and the host memory a streamed run saves.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
