@@ -140,6 +140,11 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   for (;;) {
     const uint64_t first_token = starts[cursor_], end_token = starts[piece_end];
     const uint64_t piece_tokens = end_token - first_token, piece_sentences = piece_end - cursor_;
+    if (piece_tokens > s.host_tokens.size() || piece_sentences + 1 > s.host_starts.size()) {
+      // Pieces are sized by the plan: for a streamed corpus, from the largest blocks there can be.
+      throw Error("paged tables: a piece of " + std::to_string(piece_tokens) + " words in " +
+                  std::to_string(piece_sentences) + " sentences is larger than planned");
+    }
     s.wait_host_copies();
     std::copy_n(tokens + first_token, piece_tokens, s.host_tokens.data());
     std::copy_n(starts + cursor_, piece_sentences + 1, s.host_starts.data());

@@ -114,6 +114,9 @@ void SgnsLauncher::draw_pools(uint32_t epoch, uint64_t first, uint64_t last, Poo
                     paged_ ? host_noise_.data() : noise_.data(), static_cast<uint32_t>(rows_),
                     pool_size, out.pool.data(), stream);
   out.wait_host_copies();
+  if (last - first > out.host_sentence_pool.size()) {
+    throw Error("CUDA backend: a piece has more sentences than planned");
+  }
   uint32_t* numbers = out.host_sentence_pool.data();
   for (uint64_t t = first; t < last; ++t) {
     while (block + 1 < blocks.size() && blocks[block + 1] <= t) ++block;
