@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "huge_pages.hpp"
 #include "string_index.hpp"
 #include "tokenizer.hpp"
 
@@ -26,7 +27,7 @@ struct CountedText {
   struct Chunk {
     std::vector<uint32_t> codes;
     std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
-    std::vector<uint32_t> rows;         ///< a row, or kNone for a word not kept
+    HugePageVector<uint32_t> rows;      ///< a row, or kNone for a word not kept
     std::vector<uint64_t> line_ends;    ///< counts of `codes`, ascending, repeats dropped
   };
   std::vector<Chunk> chunks;

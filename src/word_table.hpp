@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "huge_pages.hpp"
 #include "string_index.hpp"
 
 namespace pagedw2v {
@@ -109,7 +110,7 @@ class WordTable {
                        w.size() - kHeadBytes) == 0;
   }
   void rehash(size_t capacity) {
-    std::vector<Slot> old(capacity);
+    HugePageVector<Slot> old(capacity);
     old.swap(slots_);
     for (Slot& s : slots_) s.id = kNone;
     mask_ = capacity - 1;
@@ -121,7 +122,7 @@ class WordTable {
     }
   }
 
-  std::vector<Slot> slots_;
+  HugePageVector<Slot> slots_;
   size_t mask_ = 0;
   std::string arena_;                    ///< the words, in id order
   std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_

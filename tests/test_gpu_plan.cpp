@@ -63,18 +63,37 @@ Shape make_shape(uint64_t rows, uint64_t tokens, uint32_t max_sentence, uint32_t
   return s;
 }
 
-/// The most distinct ids of one super-batch of `batch_blocks` blocks, counted with a set.
-uint64_t brute_max_rows(const Shape& s, uint32_t batch_blocks) {
+/// The most distinct ids (from `first` on) of one super-batch of `batch_blocks` blocks, counted
+/// with a set.
+uint64_t brute_max_rows(const Shape& s, uint32_t batch_blocks, uint64_t first = 0) {
   uint64_t best = 0;
   const uint64_t nblocks = s.blocks.size() - 1;
   for (uint64_t b = 0; b < nblocks; b += batch_blocks) {
     const uint64_t e = std::min(nblocks, b + batch_blocks);
-    std::vector<uint32_t> ids(s.tokens.begin() + s.starts[s.blocks[b]],
-                              s.tokens.begin() + s.starts[s.blocks[e]]);
-    std::sort(ids.begin(), ids.end());
-    best = std::max<uint64_t>(best, std::unique(ids.begin(), ids.end()) - ids.begin());
+    std::set<uint32_t> ids;
+    for (uint64_t t = s.starts[s.blocks[b]]; t < s.starts[s.blocks[e]]; ++t) {
+      if (s.tokens[t] >= first) ids.insert(s.tokens[t]);
+    }
+    best = std::max<uint64_t>(best, ids.size());
   }
   return best;
+}
+
+/// The rows of the fullest super-batch of plan `p` that take cache slots: its distinct ids at
+/// or above the hot rows and every pool entry (the pool's of its periods).
+uint64_t brute_cold_need(const Shape& s, const GpuPlan& p) {
+  const uint64_t nblocks = s.blocks.size() - 1;
+  uint64_t best = 0;
+  for (uint64_t first = 0; first < nblocks; first += p.super_batch_blocks) {
+    const uint64_t last = std::min(nblocks, first + p.super_batch_blocks);
+    std::set<uint32_t> ids;
+    for (uint64_t t = s.starts[s.blocks[first]]; t < s.starts[s.blocks[last]]; ++t) {
+      if (s.tokens[t] >= p.hot_rows) ids.insert(s.tokens[t]);
+    }
+    const uint64_t pools = (last - 1) / p.pool_blocks - first / p.pool_blocks + 1;
+    best = std::max<uint64_t>(best, ids.size() + pools * p.negative_pool);
+  }
+  return std::min(best, p.max_list);
 }
 
 /// Fake CUB scratch sizes: grow with the item count, as CUB's do.
@@ -262,6 +281,21 @@ TEST(GpuPlan, SuperBatchRowsAreCountedAndTheCountStopsPastTheLimit) {
     EXPECT_GT(partial, brute / 2) << blocks;
     EXPECT_LE(partial, brute) << blocks;
   }
+  // By id range: exact from the start of a range, else at most one range's ids more.
+  for (const uint32_t blocks : {1u, 8u, 1000u}) {
+    const SuperBatchRows r = super_batch_rows(s.tokens, s.starts, s.blocks, blocks, rows, 64);
+    EXPECT_EQ(r.width, (rows + 63) / 64);
+    EXPECT_EQ(r.max_from(0), brute_max_rows(s, blocks)) << blocks;
+    EXPECT_EQ(r.max_from(rows), 0u);
+    for (const uint64_t first : {uint64_t{1}, uint64_t{100}, r.width * 3, uint64_t{2500}}) {
+      const uint64_t exact = brute_max_rows(s, blocks, first);
+      const uint64_t start = first / r.width * r.width;
+      EXPECT_GE(r.max_from(first), exact) << blocks << " " << first;
+      EXPECT_LE(r.max_from(first), brute_max_rows(s, blocks, start)) << blocks << " " << first;
+      if (start == first) EXPECT_EQ(r.max_from(first), exact) << blocks << " " << first;
+    }
+    EXPECT_LT(r.max_from(2500), r.max_from(0));
+  }
   // Larger super-batches touch more rows, and never more than the table has.
   EXPECT_LE(brute_max_rows(s, 2), brute_max_rows(s, 4));
   EXPECT_EQ(max_super_batch_rows(s.tokens, s.starts, s.blocks, 1000, rows),
@@ -328,7 +362,10 @@ TEST(GpuPlan, AnOptimizersSuperBatchShrinksUntilItsRowsFit) {
       most = std::max(most, super_batch_need(s, p, b));
     }
     EXPECT_LE(most, p.max_list) << budget;
-    EXPECT_GE(p.cache_rows, p.max_list) << budget;
+    // The cache holds two super-batches' cold rows (or every row on the GPU is a slot).
+    const uint64_t cold = brute_cold_need(s, p);
+    EXPECT_GE(p.cache_rows, cold) << budget;
+    EXPECT_TRUE(2 * cold <= p.cache_rows || p.hot_rows == 0) << budget;
     // Two of them fit in two thirds of the rows on the GPU, and twice as large would not; on
     // a budget where not even one block's would, the largest of which one fits.
     GpuPlanInput twice = in;
@@ -379,6 +416,70 @@ TEST(GpuPlan, AGivenSuperBatchThatCannotFitIsRefusedClearly) {
     EXPECT_NE(std::string(e.what()).find("is too small"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("at least"), std::string::npos) << e.what();
   }
+}
+
+// With an optimizer the cache is sized for the rows a super-batch takes slots for, those at or
+// above the hot rows: where the hot rows serve most of a super-batch (frequent words), a third
+// of the rows holds two super-batches' cold rows, and the rest stay hot. Sizing the cache for
+// all of a super-batch's rows would give up hot rows and move more of them every super-batch.
+TEST(GpuPlan, AnOptimizersCacheTakesTwoSuperBatchesColdRowsNotAllTheirRows) {
+  const uint64_t rows = 400000;
+  const Shape s = make_shape(rows, 3000000, 50, 11);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kAdam, 64, 64, Placement::kPaged);
+  const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kAdam) / 10 * 6);
+  const GpuPlan p = plan_gpu(in, f);
+  ASSERT_TRUE(p.paged);
+  ASSERT_LT(p.hot_rows, rows);
+  const uint64_t fit = p.hot_rows + p.cache_rows;
+  // Two super-batches' rows, hot ones included, need more than a third of the rows ...
+  ASSERT_GT(2 * p.max_list, fit / 3 + 2);
+  // ... their cold rows fit a third: the cache is a third, the hot rows two thirds.
+  const uint64_t cold = brute_cold_need(s, p);
+  EXPECT_LE(2 * cold, p.cache_rows);
+  EXPECT_NEAR(double(p.cache_rows), double(fit) / 3.0, 2.0);
+  EXPECT_EQ(p.hot_rows, fit - p.cache_rows);
+  EXPECT_LE(paged_bytes(in, p, f), f.budget);
+  // Given the same split, the hot rows fixed, the plan sizes the same cache.
+  GpuPlanInput fixed_hot = in;
+  fixed_hot.hot_rows = p.hot_rows;
+  EXPECT_EQ(plan_gpu(fixed_hot, f).cache_rows, p.cache_rows);
+}
+
+// Given the noise the pools draw from, two super-batches are planned with the pool entries
+// likely to be cold, not every one: for Zipf-like words most draws are frequent words, hot.
+// One super-batch still fits with every entry cold.
+TEST(GpuPlan, GivenTheNoiseTheCacheCountsThePoolEntriesLikelyCold) {
+  const uint64_t rows = 400000;
+  const Shape s = make_shape(rows, 3000000, 50, 12);
+  std::vector<uint64_t> counts(rows);
+  for (uint64_t id = 0; id < rows; ++id) counts[id] = 1 + 100000000 / (id + 1);
+  const std::vector<double> weights = unigram_weights(counts);
+  const AliasTable noise(weights);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kAdam, 1024, 64, Placement::kPaged);
+  const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kAdam) / 10 * 6);
+  const GpuPlan every = plan_gpu(in, f);
+  in.noise = &noise;
+  const GpuPlan likely = plan_gpu(in, f);
+  ASSERT_TRUE(every.paged && likely.paged);
+  const uint64_t fit = likely.hot_rows + likely.cache_rows;
+  EXPECT_EQ(every.hot_rows + every.cache_rows, fit);
+  // Every pool entry cold: two super-batches need more than a third of the rows.
+  EXPECT_GT(every.cache_rows, fit / 3 + 2);
+  EXPECT_LT(likely.cache_rows, every.cache_rows);
+  EXPECT_GT(likely.hot_rows, every.hot_rows);
+  EXPECT_GE(likely.cache_rows, fit / 3);
+  // One super-batch with every entry, two with the expected cold entries, fit.
+  EXPECT_GE(likely.cache_rows, brute_cold_need(s, likely));
+  const uint64_t pool_entries = likely.max_pools * uint64_t{likely.negative_pool};
+  double cold_share = 0, total = 0;
+  for (uint64_t id = 0; id < rows; ++id) {
+    total += weights[id];
+    if (id >= likely.hot_rows) cold_share += weights[id];
+  }
+  const double expected = double(pool_entries) * cold_share / total;
+  const uint64_t ids = brute_max_rows(s, likely.super_batch_blocks, likely.hot_rows);
+  EXPECT_GE(double(likely.cache_rows), 2.0 * (double(ids) + expected));
+  EXPECT_LE(paged_bytes(in, likely, f), f.budget);
 }
 
 TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
@@ -568,15 +669,23 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   EXPECT_EQ(p.device_rows, p.hot_rows + p.cache_rows);
   EXPECT_LE(paged_bytes(in, p, f), budget) << "hot " << p.hot_rows << " cache " << p.cache_rows;
   // The cache holds a third of what fits (or twice the largest sentence with its pool); with
-  // an optimizer, also two super-batches' rows where they fit, and always one.
+  // an optimizer, more where two super-batches' cold rows need it (never more than two
+  // super-batches' rows, cold or hot), and always one.
   EXPECT_GE(p.cache_rows, 2u * std::min<uint64_t>(rows, pool + 1));
   const double fit = double(p.cache_rows + p.hot_rows);
   if (p.hot_rows < rows) {
     const double third = fit / 3.0;
-    const double expect = kind == OptimizerKind::kSgd
-                              ? third
-                              : std::max(third, std::min(fit, 2.0 * double(p.max_list)));
-    EXPECT_NEAR(double(p.cache_rows), expect, third * 0.01 + 2.0 * (pool + 60));
+    const double slack = third * 0.01 + 2.0 * (pool + 60);
+    if (kind == OptimizerKind::kSgd) {
+      EXPECT_NEAR(double(p.cache_rows), third, slack);
+    } else {
+      EXPECT_GE(double(p.cache_rows), third - slack);
+      EXPECT_LE(double(p.cache_rows),
+                std::max(third, std::min(fit, 2.0 * double(p.max_list))) + slack);
+      const uint64_t cold = brute_cold_need(s, p);
+      EXPECT_TRUE(2 * cold <= p.cache_rows || p.hot_rows == 0)
+          << "cold " << cold << " cache " << p.cache_rows;
+    }
   }
   // Pieces: sgd is cut to 64 blocks (262,144 words), and halved further only where the
   // stages would leave no room for a cache; optimizers keep whole super-batches.
@@ -597,7 +706,7 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
     // Counted: the distinct ids of the fullest super-batch and every pool entry.
     EXPECT_EQ(p.max_list,
               std::min(bound, brute_max_rows(s, batch_blocks) + p.max_pools * uint64_t{pool}));
-    EXPECT_GE(p.cache_rows, p.max_list);
+    EXPECT_GE(p.cache_rows, brute_cold_need(s, p));
   }
   EXPECT_GT(p.scratch_bytes, 0u);
 }

@@ -88,6 +88,7 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.cache_rows = options.cache_rows;
   in.sgd_piece_words = options.sgd_piece_words;
   in.keep = data.keep;
+  in.noise = data.noise;
   // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
   in.streamed = data.streamed;
   if (!data.streamed) {

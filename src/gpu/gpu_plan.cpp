@@ -1,6 +1,7 @@
 #include "gpu/gpu_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 
@@ -43,6 +44,19 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
     plan.max_pools =
         std::max<uint64_t>(plan.max_pools, (e - 1) / pool_blocks - b / pool_blocks + 1);
   }
+}
+
+/// The share of draws from `noise` that fall at or above id `first`.
+double share_from(const AliasTable& noise, uint64_t first) {
+  const std::vector<AliasEntry>& entries = noise.entries();
+  if (entries.empty()) return 1.0;
+  double sum = 0;
+  for (size_t col = 0; col < entries.size(); ++col) {
+    const double own = std::clamp<double>(entries[col].prob, 0.0, 1.0);
+    if (col >= first) sum += own;
+    if (entries[col].alias >= first) sum += 1.0 - own;
+  }
+  return std::min(1.0, sum / double(entries.size()));
 }
 
 uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
@@ -113,23 +127,66 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
   uint64_t most = 0;
   for (uint64_t b = 0; b < nblocks; b += step) {
     const uint64_t e = std::min(nblocks, b + step);
-    const uint32_t* first = tokens.data() + sentence_starts[blocks[b]];
-    const uint32_t* last = tokens.data() + sentence_starts[blocks[e]];
+    const uint32_t* begin = tokens.data() + sentence_starts[blocks[b]];
+    const uint32_t* end = tokens.data() + sentence_starts[blocks[e]];
     uint64_t distinct = 0;
-    for (const uint32_t* t = first; t != last; ++t) {
+    for (const uint32_t* t = begin; t != end; ++t) {
       if (*t >= rows) continue;
       uint64_t& word = seen[*t >> 6];
       const uint64_t bit = uint64_t{1} << (*t & 63);
       distinct += (word & bit) == 0;
       word |= bit;
     }
-    for (const uint32_t* t = first; t != last; ++t) {
+    for (const uint32_t* t = begin; t != end; ++t) {
       if (*t < rows) seen[*t >> 6] = 0;
     }
     most = std::max(most, distinct);
     if (most > limit) break;
   }
   return most;
+}
+
+uint64_t SuperBatchRows::max_from(uint64_t first) const {
+  if (first >= rows) return 0;
+  const uint64_t from = first / width;
+  uint64_t most = 0;
+  for (uint64_t at = 0; at < counts.size(); at += ranges) {
+    uint64_t n = 0;
+    for (uint64_t k = from; k < ranges; ++k) n += counts[at + k];
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
+                                const std::vector<uint64_t>& sentence_starts,
+                                const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                                uint64_t rows, uint64_t ranges) {
+  SuperBatchRows r;
+  if (blocks.size() < 2 || rows == 0) return r;
+  r.rows = rows;
+  r.width = (rows + std::max<uint64_t>(1, ranges) - 1) / std::max<uint64_t>(1, ranges);
+  r.ranges = (rows + r.width - 1) / r.width;
+  const uint64_t nblocks = blocks.size() - 1;
+  const uint64_t step = std::max<uint32_t>(1, batch_blocks);
+  r.counts.assign((nblocks + step - 1) / step * r.ranges, 0);
+  std::vector<uint64_t> seen((rows + 63) / 64, 0);
+  for (uint64_t b = 0, at = 0; b < nblocks; b += step, at += r.ranges) {
+    const uint64_t e = std::min(nblocks, b + step);
+    const uint32_t* first = tokens.data() + sentence_starts[blocks[b]];
+    const uint32_t* last = tokens.data() + sentence_starts[blocks[e]];
+    for (const uint32_t* t = first; t != last; ++t) {
+      if (*t >= rows) continue;
+      uint64_t& word = seen[*t >> 6];
+      const uint64_t bit = uint64_t{1} << (*t & 63);
+      r.counts[at + *t / r.width] += (word & bit) == 0;
+      word |= bit;
+    }
+    for (const uint32_t* t = first; t != last; ++t) {
+      if (*t < rows) seen[*t >> 6] = 0;
+    }
+  }
+  return r;
 }
 
 namespace {
@@ -280,7 +337,46 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                   " is needed; raise --gpu-memory" +
                   (in.choose_batch ? std::string() : std::string(" or lower --batch-words")));
     }
-    plan.cache_rows = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * plan.max_list));
+    // Only rows at or above the hot rows take slots, and the cache it takes away from the hot
+    // rows makes more of them cold: from a third of the rows (as sgd), the cache grows to two
+    // super-batches' cold rows until they fit (or it takes every row). Sizing it for all of a
+    // super-batch's rows would take the hot rows that serve most lookups, and move more rows.
+    // One super-batch must fit with every pool entry cold (the pipeline refuses it otherwise);
+    // two, for the next to move while one trains, with the entries likely cold: their expected
+    // number and four standard deviations (a pair that does not fit waits, as the pipeline
+    // drains).
+    SuperBatchRows by_range;
+    if (in.tokens != nullptr) {
+      by_range =
+          super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, plan.batch_blocks, rows);
+    }
+    const auto want_cache = [&](uint64_t cache) {
+      if (in.tokens == nullptr) return std::min(layout.rows_fit, 2 * plan.max_list);
+      const uint64_t hot = in.hot_rows > 0 ? std::min<uint64_t>(in.hot_rows, rows)
+                                           : std::min<uint64_t>(rows, layout.rows_fit - cache);
+      const uint64_t ids = by_range.max_from(hot);
+      const uint64_t one = std::min(plan.max_list, ids + layout.pool_entries);
+      uint64_t likely = layout.pool_entries;
+      if (in.noise != nullptr && in.noise->size() == rows) {
+        const double mean = double(layout.pool_entries) * share_from(*in.noise, hot);
+        likely = std::min(likely, static_cast<uint64_t>(mean + 4.0 * std::sqrt(mean)) + 1);
+      }
+      const uint64_t two = 2 * std::min(plan.max_list, ids + likely);
+      return std::max(one, std::min(layout.rows_fit, two));
+    };
+    // A few rounds settle it; past them, the bound of every row of two super-batches, which
+    // always holds them.
+    uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * layout.reserve));
+    for (int round = 0;; ++round) {
+      const uint64_t want = want_cache(cache);
+      if (want <= cache) break;
+      cache = want;
+      if (round == 7) {
+        cache = std::max(cache, std::min(layout.rows_fit, 2 * plan.max_list));
+        break;
+      }
+    }
+    plan.cache_rows = cache;
   } else {
     // The cache holds the rows of the pieces in flight and serves few repeat lookups beyond
     // them (a tail row recurs only millions of words later), while every hot row saves

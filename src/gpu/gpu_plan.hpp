@@ -22,6 +22,8 @@
 
 namespace pagedw2v {
 
+class AliasTable;
+
 /// What the plan needs to know about the device; the backend queries it once per run.
 struct GpuDeviceFacts {
   std::string name;     ///< for messages
@@ -68,6 +70,10 @@ struct GpuPlanInput {
   /// The corpus's ids: paged with an optimizer, the plan counts the rows each super-batch
   /// touches (max_super_batch_rows); null = bounded by its tokens.
   const std::vector<uint32_t>* tokens = nullptr;
+  /// The noise distribution the pools draw from (TrainData::noise): with it, the cache is
+  /// sized for the pool entries of two super-batches likely to be cold (drawn at or above the
+  /// hot rows), one super-batch still with every entry; null = every entry for both.
+  const AliasTable* noise = nullptr;
 };
 
 /// What the backend allocates and how it trains.
@@ -126,10 +132,34 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
                               const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
                               uint64_t rows, uint64_t limit = UINT64_MAX);
 
+/// The distinct ids of every super-batch by id range, so that those at or above any first id
+/// (the hot rows: the rows a super-batch takes cache slots for) are bounded without reading the
+/// corpus again.
+struct SuperBatchRows {
+  uint64_t rows = 0;             ///< ids counted: those below
+  uint64_t width = 1;            ///< ids per range
+  uint64_t ranges = 0;           ///< ranges per super-batch
+  std::vector<uint32_t> counts;  ///< [super-batch × ranges + range]: its distinct ids there
+  /// The most distinct ids at or above `first` of one super-batch, counted from the start of
+  /// the range that holds `first`: exact where `first` starts a range, else at most one
+  /// range's ids more.
+  uint64_t max_from(uint64_t first) const;
+};
+
+/// SuperBatchRows of the super-batches of `batch_blocks` blocks over ids below `rows`, in
+/// about `ranges` ranges. Reads the corpus once, as max_super_batch_rows.
+SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
+                                const std::vector<uint64_t>& sentence_starts,
+                                const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                                uint64_t rows, uint64_t ranges = 4096);
+
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
-/// super-batches train whole), a cache that takes two super-batches' rows (a super-batch's
-/// rows: its distinct token ids, counted, and every pool entry) and, when the run left the
+/// super-batches train whole), a cache that takes two super-batches' cold rows (a super-batch's
+/// cold rows: its distinct token ids at or above the hot rows, counted, and its pool entries,
+/// every one or, given the noise, those likely cold; one super-batch's with every entry; a
+/// third of the rows when that holds them, else as many more as they need) and, when the run
+/// left the
 /// super-batch to the plan, the largest one, halving from the input's, whose two fit in two
 /// thirds of the rows the budget holds (else the largest of which one fits). Throws Error when
 /// resident tables are asked for and do not fit, when the budget is too small for paged tables
