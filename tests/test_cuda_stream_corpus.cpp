@@ -225,14 +225,15 @@ uint64_t paged_budget(uint64_t piece_tokens, uint64_t piece_sentences, Optimizer
   return fixed + rows * slot;
 }
 
-/// Rows a paged budget leaves room for, so that some rows but fewer than kVocab are hot. Sgd:
-/// the cache takes a third of the rows that fit (at least two longest sentences with their pool,
-/// 2 × 1256), hot rows the rest: fewer than 1.5 × kVocab must fit. Adam: the cache takes two
-/// super-batches' rows where they fit, hot rows the rest; held whole, a super-batch (two blocks)
-/// touches about 3,500 rows, counted; streamed, up to every row (its ids are not counted).
+/// Rows a paged budget leaves room for, so that some rows but fewer than kVocab are hot. Held
+/// whole: the cache takes a third of the rows that fit (at least two longest sentences with
+/// their pool, 2 × 1256; with adam, grown to two super-batches' cold rows, counted), hot rows the
+/// rest, so fewer than 1.5 × kVocab must fit; with adam, also one super-batch's rows (about
+/// 3,500: two blocks' distinct ids and 512 pool entries). Streamed with adam: a super-batch's ids
+/// are not counted, so the cache takes two pieces' worth of every id a piece may touch (every
+/// row here, twice), and the hot rows what is left: more than 2 × kVocab must fit.
 uint64_t paged_rows(OptimizerKind optimizer, bool streamed) {
-  if (optimizer == OptimizerKind::kSgd) return kVocab * 5 / 6;
-  return streamed ? kVocab * 5 / 2 : kVocab * 3 / 2;
+  return optimizer != OptimizerKind::kSgd && streamed ? kVocab * 5 / 2 : kVocab * 5 / 6;
 }
 
 /// A run's log, read back after it ends.
