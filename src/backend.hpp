@@ -29,6 +29,12 @@ struct TrainData {
   const AliasTable* noise = nullptr;              ///< negative-sampling distribution
   TrainParams params;
   OptimizerParams optimizer;  ///< sgd: word2vec's per-example update; else one step per block
+  /// The corpus is streamed (corpus_stream.hpp): `corpus` is a window of it, with its bases
+  /// set, that the trainer refills before each train() call with the blocks of that call, and
+  /// `blocks` grows as the stream reads. A backend reads the window only inside train().
+  bool streamed = false;
+  /// Streamed: the most tokens a backend should stage at once beside the window (0: no limit).
+  uint64_t stage_tokens = 0;
 };
 
 /// What training a range of blocks did.
@@ -57,6 +63,10 @@ class Backend {
   /// How many words the trainer should hand over per train() call: large enough to keep the
   /// backend busy, small enough for progress and timed checkpoints.
   virtual uint64_t span_words() const = 0;
+  /// Spans that start and end on multiples of this many blocks (or at the corpus's end) train
+  /// as the backend trains a corpus held whole; others may train differently (the CUDA
+  /// backend's optimizer steps once per piece of a super-batch, and a span's end ends a piece).
+  virtual uint64_t span_align_blocks() const { return 1; }
   /// Trains blocks [first, last) of `epoch` and returns when their updates are done.
   virtual SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) = 0;
   /// Makes the host tables of the model hold the current values (a no-op for the CPU).

@@ -129,7 +129,7 @@ std::vector<OptionSpec> make_train_options() {
                "host memory the encoded corpus may take (4 bytes a word), e.g. 2GiB; a corpus "
                "that needs more is streamed: encoded block by block while training runs, at "
                "most this much waiting, and read again each epoch (from --cache-dir when given). "
-               "auto = a quarter of the machine's memory. CPU only: cuda holds the corpus whole",
+               "auto = a quarter of the machine's memory",
                "auto", false, false,
                [](C& c, V v) {
                  if (v == "auto") {

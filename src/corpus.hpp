@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "params.hpp"
 #include "text_chunks.hpp"
 #include "vocab.hpp"
 #include "word_table.hpp"
@@ -50,6 +51,11 @@ EncodedCorpus encode_corpus(std::string_view text, const Vocab& vocab,
 /// The one-thread reference encoding of one text (what encode_corpus() must equal).
 EncodedCorpus encode_corpus_serial(std::string_view text, const Vocab& vocab,
                                    const EncodeOptions& options);
+
+/// The most tokens and sentences a work block of make_blocks(…, kBlockWords) holds: whole
+/// sentences of at most kMaxSentenceLength tokens, closed by the first that reaches kBlockWords.
+inline constexpr uint64_t kMaxBlockTokens = kBlockWords - 1 + kMaxSentenceLength;
+inline constexpr uint64_t kMaxBlockSentences = kBlockWords;
 
 /// Groups whole sentences into work blocks of at least `target_words` tokens (the last may be
 /// shorter). Returns block boundaries as sentence indices: blocks + 1 entries, first 0, last

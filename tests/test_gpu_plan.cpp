@@ -13,7 +13,9 @@
 #include <tuple>
 #include <vector>
 
+#include "corpus.hpp"
 #include "error.hpp"
+#include "optimizer.hpp"
 #include "params.hpp"
 #include "sampler.hpp"
 
@@ -515,6 +517,114 @@ TEST(GpuPlan, SmallerRowsLeaveRoomForMoreOfThem) {
   const GpuPlan half = plan_gpu(in, f);
   EXPECT_GT(half.device_rows, fp32.device_rows * 19 / 10);
   EXPECT_LE(half.device_rows, fp32.device_rows * 21 / 10 + 100);
+}
+
+// The largest blocks make_blocks can make: the bounds a streamed corpus is planned with.
+TEST(GpuPlan, StreamBlockBoundsAreTheLargestBlocksThereCanBe) {
+  // 4095 one-word sentences, then one of the longest: the most tokens in one block.
+  EncodedCorpus most_tokens;
+  most_tokens.sentence_starts.push_back(0);
+  for (uint64_t i = 0; i + 1 < kBlockWords; ++i) most_tokens.sentence_starts.push_back(i + 1);
+  most_tokens.sentence_starts.push_back(kBlockWords - 1 + kMaxSentenceLength);
+  most_tokens.tokens.assign(most_tokens.sentence_starts.back(), 0);
+  // Then more blocks, to see that the first one closed where it should.
+  for (int i = 0; i < 3; ++i) {
+    most_tokens.sentence_starts.push_back(most_tokens.sentence_starts.back() + 7);
+  }
+  most_tokens.tokens.resize(most_tokens.sentence_starts.back(), 0);
+  const std::vector<uint64_t> a = make_blocks(most_tokens, kBlockWords);
+  ASSERT_GE(a.size(), 2u);
+  EXPECT_EQ(most_tokens.sentence_starts[a[1]], kMaxBlockTokens);
+  // One-word sentences only: the most sentences in one block.
+  EncodedCorpus most_sentences;
+  for (uint64_t i = 0; i <= 3 * kBlockWords; ++i) most_sentences.sentence_starts.push_back(i);
+  most_sentences.tokens.assign(3 * kBlockWords, 0);
+  const std::vector<uint64_t> b = make_blocks(most_sentences, kBlockWords);
+  ASSERT_GE(b.size(), 2u);
+  EXPECT_EQ(b[1] - b[0], kMaxBlockSentences);
+}
+
+// A streamed corpus is planned before its blocks are read: its pieces are sized for the largest
+// blocks, never smaller than those of any real corpus, and the plan of a corpus held whole is
+// what it was.
+TEST(GpuPlan, AStreamedCorpusIsPlannedForItsLargestBlocks) {
+  const uint64_t rows = 50000;
+  const Shape s = make_shape(rows, 400000, kMaxSentenceLength, 21);
+  for (const Placement placement : {Placement::kResident, Placement::kPaged}) {
+    const OptimizerKind kind = OptimizerKind::kSgd;
+    for (const uint32_t batch_blocks : {1u, 3u, 16u, 256u}) {
+      for (const uint32_t pool_blocks : {1u, 2u, 5u, 64u}) {
+        SCOPED_TRACE(std::string(placement == Placement::kPaged ? "paged" : "resident") +
+                     " batch " + std::to_string(batch_blocks) + " pool " +
+                     std::to_string(pool_blocks));
+        GpuPlanInput whole = input(s, rows, 64, kind, 512, batch_blocks, placement);
+        whole.pool_blocks = pool_blocks;
+        GpuPlanInput streamed = whole;
+        streamed.streamed = true;
+        streamed.blocks = nullptr;
+        streamed.sentence_starts = nullptr;
+        streamed.tokens = nullptr;
+        const uint64_t need = resident_bytes(rows, 64, kind);
+        const GpuDeviceFacts f = facts(placement == Placement::kPaged ? need * 2 / 3 : need);
+        const GpuPlan w = plan_gpu(whole, f);
+        const GpuPlan p = plan_gpu(streamed, f);
+        ASSERT_EQ(p.paged, placement == Placement::kPaged);
+        // Larger stages may leave room for shorter sgd pieces only.
+        EXPECT_LE(p.batch_blocks, w.batch_blocks);
+        EXPECT_EQ(p.max_piece_tokens, uint64_t{p.batch_blocks} * kMaxBlockTokens);
+        EXPECT_EQ(p.max_piece_sentences, uint64_t{p.batch_blocks} * kMaxBlockSentences);
+        EXPECT_GE(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
+        if (p.batch_blocks == w.batch_blocks) {
+          EXPECT_GE(p.max_piece_tokens, w.max_piece_tokens);
+          EXPECT_GE(p.max_piece_sentences, w.max_piece_sentences);
+          EXPECT_GE(p.max_pools, w.max_pools);
+        }
+        // A window may cut a piece anywhere inside blocks [kB, (k + 1)B): the pool periods of
+        // the whole range, the most a piece can touch, counted for every k until the ranges'
+        // offsets in a period repeat.
+        uint64_t pools = 1;
+        for (uint64_t k = 0; k <= pool_blocks; ++k) {
+          const uint64_t b = k * p.batch_blocks, e = b + p.batch_blocks;
+          pools = std::max<uint64_t>(pools, (e - 1) / pool_blocks - b / pool_blocks + 1);
+        }
+        EXPECT_EQ(p.max_pools, pools);
+        if (p.paged) {
+          EXPECT_LE(paged_bytes(streamed, p, f), f.budget);
+        }
+        // Unchanged for the corpus held whole.
+        EXPECT_EQ(w.max_piece_tokens, brute_max_tokens(s, w.batch_blocks));
+      }
+    }
+  }
+}
+
+// With an optimizer a streamed corpus's super-batches are not counted (its ids are not read yet):
+// a piece may touch every id it holds and every pool entry, and the cache takes two such.
+TEST(GpuPlan, AStreamedCorpusWithAnOptimizerIsPlannedForItsLargestSuperBatch) {
+  const uint64_t rows = 200000;
+  const Shape s = make_shape(rows, 400000, 50, 4);
+  for (const uint32_t batch_blocks : {1u, 4u, 8u}) {
+    SCOPED_TRACE("batch " + std::to_string(batch_blocks));
+    GpuPlanInput in =
+        input(s, rows, 32, OptimizerKind::kAdam, 256, batch_blocks, Placement::kPaged);
+    in.streamed = true;
+    in.blocks = nullptr;
+    in.sentence_starts = nullptr;
+    in.tokens = nullptr;
+    const GpuDeviceFacts f = facts(resident_bytes(rows, 32, OptimizerKind::kAdam) / 2);
+    const GpuPlan p = plan_gpu(in, f);
+    ASSERT_TRUE(p.paged);
+    EXPECT_EQ(p.batch_blocks, batch_blocks);
+    EXPECT_EQ(p.max_list,
+              std::min<uint64_t>(rows, p.max_piece_tokens + p.max_pools * uint64_t{256}));
+    EXPECT_GE(p.cache_rows, p.max_list);
+    EXPECT_LE(paged_bytes(in, p, f), f.budget);
+    // Counted, the same corpus held whole needs no more.
+    const GpuPlan w =
+        plan_gpu(input(s, rows, 32, OptimizerKind::kAdam, 256, batch_blocks, Placement::kPaged), f);
+    EXPECT_LE(w.max_list, p.max_list);
+    EXPECT_GE(w.hot_rows, p.hot_rows);
+  }
 }
 
 // {rows, dim, optimizer, pool, batch blocks, budget as a share of the resident tables (%)}

@@ -87,11 +87,15 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.hot_rows = options.hot_rows;
   in.cache_rows = options.cache_rows;
   in.sgd_piece_words = options.sgd_piece_words;
-  in.blocks = data.blocks;
-  in.sentence_starts = &data.corpus->sentence_starts;
   in.keep = data.keep;
-  in.tokens = &data.corpus->tokens;
   in.noise = data.noise;
+  // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
+  in.streamed = data.streamed;
+  if (!data.streamed) {
+    in.blocks = data.blocks;
+    in.sentence_starts = &data.corpus->sentence_starts;
+    in.tokens = &data.corpus->tokens;
+  }
   return in;
 }
 
@@ -191,6 +195,12 @@ class CudaBackend final : public Backend {
   /// (a warp trains its item in order), so a span should be long against one item's time.
   uint64_t span_words() const override { return uint64_t{1} << 25; }
 
+  /// An optimizer steps once per piece, and a span's end ends a piece: spans of whole
+  /// super-batches step once per super-batch.
+  uint64_t span_align_blocks() const override {
+    return data_.optimizer.kind == OptimizerKind::kSgd ? 1 : plan_.batch_blocks;
+  }
+
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
     const auto wall_start = std::chrono::steady_clock::now();
     (void)data_.blocks->at(first_block), (void)data_.blocks->at(last_block);  // in range
@@ -270,6 +280,10 @@ class CudaBackend final : public Backend {
     if (!co.force_stream && left / 2 < co.chunk_tokens * 24) {
       co.chunk_tokens = std::max<size_t>(left / 48, size_t{1} << 20);
     }
+    co.window = data_.streamed;
+    if (data_.streamed && data_.stage_tokens > 0) {
+      co.chunk_tokens = std::min<size_t>(co.chunk_tokens, data_.stage_tokens);
+    }
     corpus_ = std::make_unique<DeviceCorpus>(*data_.corpus, co);
     report_.corpus_resident = corpus_->resident();
     bytes += corpus_->device_bytes();
@@ -308,6 +322,9 @@ class CudaBackend final : public Backend {
       const uint64_t super_batch = b / batch_blocks;
       const uint64_t end = std::min<uint64_t>((super_batch + 1) * batch_blocks, last_block);
       uint64_t chunk_first = blocks[b];  // the first sentence of the next chunk
+      // The corpus may be a window of it (streamed): sentence s is sentence_starts[s − base].
+      const uint64_t first_token =
+          data_.corpus->sentence_starts[blocks[b] - data_.corpus->sentence_base];
       corpus_->for_each_chunk(blocks[b], blocks[end], st, [&](const CorpusChunk& c) {
         SgnsArgs a = launcher_->base_args(epoch);
         a.tokens = c.tokens;
@@ -321,9 +338,12 @@ class CudaBackend final : public Backend {
           a.pool_size = pool_size;
           a.sentence_pool = pools_.sentence_pool.data();
         }
-        launcher_->train_piece(a, epoch, super_batch, data_.corpus->sentence_starts[blocks[b]], st);
+        launcher_->launch_timed(a, st);
         chunk_first += c.sentences;
       });
+      // An optimizer steps once for the super-batch's part in this span, whatever chunks it
+      // was uploaded in (spans aligned to super-batches: once per super-batch).
+      launcher_->step(epoch, super_batch, first_token, st);
       b = end;
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
@@ -19,13 +20,14 @@ DeviceCorpus::DeviceCorpus(const EncodedCorpus& corpus, const DeviceCorpusOption
     PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
     limit = free_bytes / 2;
   }
-  resident_ = !options.force_stream && bytes <= limit;
+  resident_ = !options.window && !options.force_stream && bytes <= limit;
   if (resident_) {
     upload_resident();
     return;
   }
 
-  uint64_t longest = 0;
+  // A window's sentences come later; none is longer than the encoder cuts them.
+  uint64_t longest = options.window ? kMaxSentenceLength : 0;
   for (uint64_t s = 0; s < corpus.sentences(); ++s) {
     longest = std::max(longest, corpus.sentence_starts[s + 1] - corpus.sentence_starts[s]);
   }
@@ -97,7 +99,16 @@ double DeviceCorpus::upload_seconds() {
 void DeviceCorpus::for_each_chunk(uint64_t first, uint64_t last, cudaStream_t compute,
                                   const std::function<void(const CorpusChunk&)>& train) {
   if (first >= last) return;
-  const auto& starts = corpus_.sentence_starts;
+  // Sentence s starts at starts[s] and token p is tokens[p], whether the corpus is whole or a
+  // window of it (bases 0 when whole).
+  const uint64_t base = corpus_.sentence_base;
+  if (first < base || last > base + corpus_.sentences()) {
+    throw Error("the corpus on the GPU: sentences [" + std::to_string(first) + ", " +
+                std::to_string(last) + ") are not in the window [" + std::to_string(base) + ", " +
+                std::to_string(base + corpus_.sentences()) + ")");
+  }
+  const uint64_t* starts = corpus_.sentence_starts.data() - base;
+  const uint32_t* tokens = corpus_.tokens.data() - corpus_.token_base;
   if (resident_) {
     CorpusChunk c;
     c.tokens = tokens_.data();
@@ -115,13 +126,18 @@ void DeviceCorpus::for_each_chunk(uint64_t first, uint64_t last, cudaStream_t co
     while (e < last && starts[e + 1] - starts[s] <= chunk_tokens_) ++e;
     const uint64_t t0 = starts[s], t1 = starts[e];
     const size_t ntok = t1 - t0, nst = e - s + 1;
+    if (ntok > chunk_tokens_) {
+      throw Error("the corpus on the GPU: sentence " + std::to_string(s) + " has " +
+                  std::to_string(ntok) + " tokens, more than a chunk holds (" +
+                  std::to_string(chunk_tokens_) + ")");
+    }
 
     // The staging buffer is free once its previous copy has finished.
     copied_[b].synchronize();
     uint32_t* host_tokens = pinned_ ? staged_tokens_[b].data() : pageable_tokens_[b].data();
     uint64_t* host_starts = pinned_ ? staged_starts_[b].data() : pageable_starts_[b].data();
-    std::memcpy(host_tokens, corpus_.tokens.data() + t0, ntok * sizeof(uint32_t));
-    std::memcpy(host_starts, starts.data() + s, nst * sizeof(uint64_t));
+    std::memcpy(host_tokens, tokens + t0, ntok * sizeof(uint32_t));
+    std::memcpy(host_starts, starts + s, nst * sizeof(uint64_t));
 
     // The device buffer is free once the training that read it has finished.
     PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(copy_stream_.get(), trained_[b].get(), 0));

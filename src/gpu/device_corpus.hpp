@@ -4,6 +4,8 @@
 /// stays resident for every epoch. Otherwise it is streamed: consecutive chunks of whole
 /// sentences are copied from the host through two pinned staging buffers into two device
 /// buffers on a copy stream, so the upload of chunk k+1 overlaps the training of chunk k.
+/// A window of a streamed corpus (DeviceCorpusOptions::window) is always streamed, and read
+/// only inside for_each_chunk: the caller may refill it once that returns.
 ///
 /// Owns: the corpus's device copy, its staging and its copy stream. May not touch: the tables,
 /// the launches (the caller trains each chunk it hands over).
@@ -27,6 +29,10 @@ struct DeviceCorpusOptions {
   bool force_stream = false;
   /// Tokens per streamed chunk (raised to the longest sentence if shorter).
   size_t chunk_tokens = size_t{32} << 20;
+  /// The corpus is a window of a streamed one (EncodedCorpus::token_base, sentence_base) whose
+  /// contents change between calls: streamed, never kept, its sentences at most
+  /// kMaxSentenceLength tokens long.
+  bool window = false;
 };
 
 /// A range of whole sentences that is on the device: token p of the corpus is
@@ -43,8 +49,9 @@ class DeviceCorpus {
  public:
   DeviceCorpus(const EncodedCorpus& corpus, const DeviceCorpusOptions& options);
 
-  /// Calls `train(chunk)` for consecutive chunks covering sentences [first, last); `train`
-  /// enqueues its work on `compute` and must not block. Returns once everything is enqueued.
+  /// Calls `train(chunk)` for consecutive chunks covering sentences [first, last) (corpus-wide
+  /// indices, within the window when the corpus is one); `train` enqueues its work on `compute`
+  /// and must not block. Returns once everything is enqueued; the host corpus is not read after.
   void for_each_chunk(uint64_t first, uint64_t last, cudaStream_t compute,
                       const std::function<void(const CorpusChunk&)>& train);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 
 #include "error.hpp"
 #include "params.hpp"
@@ -21,6 +22,16 @@ std::string gib(double bytes) {
 /// The largest piece of `batch_blocks` blocks, in tokens, sentences and pool periods.
 void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_blocks,
                  GpuPlan& plan) {
+  if (in.streamed) {
+    // Any piece lies within blocks [kB, (k + 1)B) for some k (B = batch_blocks). Those start
+    // r = kB mod P blocks into a pool period (P = pool_blocks), r a multiple of g = gcd(B, P)
+    // up to P − g, and so span at most (P − g + B − 1) / P + 1 periods.
+    const uint64_t b = batch_blocks, p = std::max<uint32_t>(1, pool_blocks), g = std::gcd(b, p);
+    plan.max_piece_tokens = b * kMaxBlockTokens;
+    plan.max_piece_sentences = b * kMaxBlockSentences;
+    plan.max_pools = (p - g + b - 1) / p + 1;
+    return;
+  }
   const auto& blocks = *in.blocks;
   const auto& starts = *in.sentence_starts;
   const uint64_t nblocks = blocks.size() - 1;
@@ -198,7 +209,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
   l.pool_entries = plan.max_pools * plan.negative_pool;
   plan.max_list = std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
-  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr) {
+  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed) {
     // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
     // ids of one, counted, and every pool entry. Counting stops past the rows the budget
     // could hold at all (a super-batch that large fits nowhere).
@@ -225,7 +236,9 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             (uint64_t{16} << 20);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
-  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest_sentence(*in.sentence_starts));
+  const uint64_t longest =
+      in.streamed ? uint64_t{kMaxSentenceLength} : longest_sentence(*in.sentence_starts);
+  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest);
   return l;
 }
 

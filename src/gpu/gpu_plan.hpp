@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "corpus.hpp"
 #include "optimizer.hpp"
 #include "options.hpp"
 
@@ -59,6 +60,10 @@ struct GpuPlanInput {
   uint64_t hot_rows = 0, cache_rows = 0;
   /// Paged with sgd: longest piece in words (CudaBackendOptions::sgd_piece_words); 0 = no cap.
   uint64_t sgd_piece_words = 0;
+  /// The corpus is streamed (TrainData::streamed): its blocks are not known when the plan is
+  /// made, so `blocks`, `sentence_starts` and `tokens` are not read, and pieces are sized for
+  /// the largest blocks there can be (kMaxBlockTokens, kMaxBlockSentences).
+  bool streamed = false;
   const std::vector<uint64_t>* blocks = nullptr;           ///< block boundaries (sentences)
   const std::vector<uint64_t>* sentence_starts = nullptr;  ///< token offset of each sentence
   const std::vector<float>* keep = nullptr;                ///< subsampling keep probabilities

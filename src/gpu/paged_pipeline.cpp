@@ -120,7 +120,10 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   PieceTimes& times = piece_times_.back();
   times.prep0.record(st);
   const auto& blocks = *data_.blocks;
-  const auto& starts = data_.corpus->sentence_starts;
+  // The corpus may be a window of it (streamed): sentence s starts at starts[s], token p is
+  // tokens[p]; both are copied to the stage's pinned buffers here, never read later.
+  const uint64_t* starts = data_.corpus->sentence_starts.data() - data_.corpus->sentence_base;
+  const uint32_t* tokens = data_.corpus->tokens.data() - data_.corpus->token_base;
   const uint64_t block = static_cast<uint64_t>(
       std::upper_bound(blocks.begin(), blocks.end(), cursor_) - blocks.begin() - 1);
   const uint64_t super_batch = block / batch_blocks_;
@@ -137,9 +140,14 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   for (;;) {
     const uint64_t first_token = starts[cursor_], end_token = starts[piece_end];
     const uint64_t piece_tokens = end_token - first_token, piece_sentences = piece_end - cursor_;
+    if (piece_tokens > s.host_tokens.size() || piece_sentences + 1 > s.host_starts.size()) {
+      // Pieces are sized by the plan: for a streamed corpus, from the largest blocks there can be.
+      throw Error("paged tables: a piece of " + std::to_string(piece_tokens) + " words in " +
+                  std::to_string(piece_sentences) + " sentences is larger than planned");
+    }
     s.wait_host_copies();
-    std::copy_n(data_.corpus->tokens.data() + first_token, piece_tokens, s.host_tokens.data());
-    std::copy_n(starts.data() + cursor_, piece_sentences + 1, s.host_starts.data());
+    std::copy_n(tokens + first_token, piece_tokens, s.host_tokens.data());
+    std::copy_n(starts + cursor_, piece_sentences + 1, s.host_starts.data());
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), s.host_tokens.data(), piece_tokens * 4,
                                       cudaMemcpyHostToDevice, st));
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), s.host_starts.data(),

@@ -80,14 +80,19 @@ void SgnsLauncher::launch_timed(const SgnsArgs& a, cudaStream_t stream) {
 void SgnsLauncher::train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t super_batch,
                                uint64_t first_token, cudaStream_t stream) {
   launch_timed(a, stream);
+  step(epoch, super_batch, first_token, stream);
+}
+
+void SgnsLauncher::step(uint32_t epoch, uint64_t super_batch, uint64_t first_token,
+                        cudaStream_t stream) {
   if (data_.optimizer.kind == OptimizerKind::kSgd) return;
   const TrainParams& p = data_.params;
   const uint64_t blocks_per_epoch = data_.blocks->size() - 1;
   const uint64_t batches_per_epoch = (blocks_per_epoch + batch_blocks_ - 1) / batch_blocks_;
-  const uint64_t step = uint64_t{epoch} * batches_per_epoch + super_batch + 1;
+  const uint64_t number = uint64_t{epoch} * batches_per_epoch + super_batch + 1;
   const float lr = make_schedule(p, data_.optimizer)
                        .at(static_cast<uint64_t>(epoch) * p.words_per_epoch + first_token);
-  tables_.step_optimizer(data_.optimizer, step, lr, stream);
+  tables_.step_optimizer(data_.optimizer, number, lr, stream);
 }
 
 void SgnsLauncher::draw_pools(uint32_t epoch, uint64_t first, uint64_t last, PoolBuffers& out,
@@ -109,6 +114,9 @@ void SgnsLauncher::draw_pools(uint32_t epoch, uint64_t first, uint64_t last, Poo
                     paged_ ? host_noise_.data() : noise_.data(), static_cast<uint32_t>(rows_),
                     pool_size, out.pool.data(), stream);
   out.wait_host_copies();
+  if (last - first > out.host_sentence_pool.size()) {
+    throw Error("CUDA backend: a piece has more sentences than planned");
+  }
   uint32_t* numbers = out.host_sentence_pool.data();
   for (uint64_t t = first; t < last; ++t) {
     while (block + 1 < blocks.size() && blocks[block + 1] <= t) ++block;

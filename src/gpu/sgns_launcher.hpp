@@ -62,6 +62,9 @@ class SgnsLauncher {
   /// optimizer, applies its step.
   void train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t super_batch, uint64_t first_token,
                    cudaStream_t stream);
+  /// With an optimizer, applies the step of super-batch `super_batch` of `epoch` (its first
+  /// token `first_token`) to the gradients of the launches since the last step; nothing with sgd.
+  void step(uint32_t epoch, uint64_t super_batch, uint64_t first_token, cudaStream_t stream);
   /// Draws the pools of every period that sentences [first, last) touch into `out.pool`, one
   /// after the other, and gives each sentence its pool's number (out.sentence_pool) on `stream`.
   void draw_pools(uint32_t epoch, uint64_t first, uint64_t last, PoolBuffers& out,

@@ -172,6 +172,12 @@ uint64_t stream_window_bytes(uint64_t cap) { return cap / 2; }
 uint64_t stream_span_blocks(uint64_t cap, uint64_t backend_blocks) {
   return std::clamp<uint64_t>(cap / 4 / (kBlockWords * sizeof(uint32_t)), 1, backend_blocks);
 }
+// Beside it, the CUDA backend's two pinned chunk buffers (12 bytes a token) take an eighth more.
+uint64_t stream_stage_tokens(uint64_t cap) {
+  return std::max<uint64_t>(kMaxSentenceLength, cap / 8 / 24);
+}
+// A block's bytes in the window at most (CorpusStream counts 4 a token, 8 a sentence start).
+constexpr uint64_t kMaxBlockBytes = kMaxBlockTokens * 4 + (kMaxBlockSentences + 1) * 8;
 
 /// The fingerprint that checkpoints of versions before streaming recorded (a whole-buffer hash):
 /// their checkpoints still resume on a corpus held whole.
@@ -391,10 +397,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   CorpusText text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
-  // would take more than --max-corpus-memory, and only on the CPU (cuda holds it whole).
+  // would take more than --max-corpus-memory.
   const uint64_t corpus_memory = corpus_memory_cap(config);
   const DeviceKind device = resolve_device(config.device);
-  const bool on_cpu = device == DeviceKind::kCpu;
   // The GPU's context is made while the corpus is counted and encoded.
   BackendWarmUp warm_up(device);
   t = Clock::now();
@@ -413,7 +418,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     counted = read_vocabulary(config);
   } else {
     // The count keeps its codes for a fast encoding only when the corpus will be held whole.
-    counted = count_vocabulary(text.parts(), config, !on_cpu || text.bytes() <= corpus_memory);
+    counted = count_vocabulary(text.parts(), config, text.bytes() <= corpus_memory);
     counted_here = true;
   }
   times.vocabulary = seconds_since(t);
@@ -422,16 +427,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                                 : counted_here ? counted.total_count() / 10 * 42
                                                : text.bytes();
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
-  const bool streamed = !ranks && on_cpu && corpus_bytes > corpus_memory;
+  const bool streamed = !ranks && corpus_bytes > corpus_memory;
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
     for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
-  }
-  if (!on_cpu && config.given.count("max-corpus-memory") > 0 && corpus_bytes > corpus_memory) {
-    throw UsageError(
-        "--max-corpus-memory: the cuda backend holds the encoded corpus whole "
-        "(about " +
-        format_byte_size(corpus_bytes) + " here); raise it, or train with --device cpu");
   }
   t = Clock::now();
   TrainingSet set = streamed ? make_training_set(std::move(counted), EncodedCorpus{}, config)
@@ -544,21 +543,27 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
           100.0 * static_cast<double>(dropped_tokens) / static_cast<double>(tokens));
     }
   }
+  EncodedCorpus window;  // the blocks a streamed run trains now
+  // What the backend reads: a streamed corpus is a window that each span refills.
+  auto run_data = [&](TrainData d) {
+    if (streamed) {
+      d.corpus = &window;
+      d.blocks = &stream_bounds;
+      d.params.words_per_epoch = stream_words;
+      d.streamed = true;
+      d.stage_tokens = stream_stage_tokens(corpus_memory);
+    }
+    return d;
+  };
   t = Clock::now();
   warm_up.wait();
   if (!ck) {
     // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
     gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
                               config.gpu_options());
-    config = plan_train_sizes(config, set.train_data(config), *gpu);
+    config = plan_train_sizes(config, run_data(set.train_data(config)), *gpu);
   }
-  EncodedCorpus window;  // the blocks a streamed run trains now
-  TrainData data = set.train_data(config);
-  if (streamed) {
-    data.corpus = &window;
-    data.blocks = &stream_bounds;
-    data.params.words_per_epoch = stream_words;
-  }
+  TrainData data = run_data(set.train_data(config));
   const TrainParams& p = data.params;
 
   Model model;
@@ -609,7 +614,28 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<CorpusStream> stream;
   if (streamed) stream.emplace(stream_window_bytes(corpus_memory));
   uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
-  if (streamed) span_blocks = stream_span_blocks(corpus_memory, span_blocks);
+  // Streamed spans of whole super-batches where the backend needs them (align > 1): at their
+  // largest, they fit the quarter of the memory that training may hold, so the window hands
+  // them over whole.
+  uint64_t align = 1;
+  if (streamed) {
+    span_blocks = stream_span_blocks(corpus_memory, span_blocks);
+    align = backend->span_align_blocks();
+    if (align > 1) {
+      const uint64_t fit = corpus_memory / 4 / kMaxBlockBytes;
+      if (fit < align) {
+        throw UsageError("--max-corpus-memory " + format_byte_size(corpus_memory) +
+                         " is too small to stream the corpus to the " + backend->name() +
+                         " backend with --optimizer " + to_string(config.optimizer) +
+                         ": a quarter of it must hold a super-batch of " +
+                         std::to_string(align * kBlockWords) + " words at its largest; give " +
+                         format_byte_size((4 * align * kMaxBlockBytes + 1023) >> 10 << 10) +
+                         " or more, or lower --batch-words");
+      }
+      span_blocks = std::min(span_blocks, fit) / align * align;
+      span_blocks = std::max(span_blocks, align);
+    }
+  }
   const auto t_train = Clock::now();
   const uint64_t words_at_start = pos.words_done;
   uint64_t examples = 0;
@@ -625,7 +651,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     for (uint64_t b = pos.block, e = 0;; b = e) {
       e = std::min(nblocks, b + span_blocks);
       if (stream) {
-        e = b + stream->take(span_blocks, window, stream_bounds);
+        e = b + stream->take(span_blocks - b % align, window, stream_bounds);
         if (e == b) break;
       } else if (b >= nblocks) {
         break;
