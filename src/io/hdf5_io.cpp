@@ -11,11 +11,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -175,8 +173,9 @@ struct PendingMatrix {
 };
 
 /// Creates /name for `table`. Its storage is allocated at once and left unfilled, and the values
-/// go into `pending`, to be written in parallel by write_pending() once the file is closed (one
-/// large write per thread and range instead of libhdf5's one-thread copy). Where the storage
+/// go into `pending`, to be written by write_pending() once the file is closed (large writes
+/// from the tables as they lie instead of libhdf5's copy; written beside libhdf5's own writes,
+/// they measured slower: both wait on the file's lock). Where the storage
 /// cannot be placed that way (a big-endian host), libhdf5 writes the values here.
 void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table,
                   std::vector<PendingMatrix>& pending, hid_t link_plist = H5P_DEFAULT) {
@@ -224,8 +223,10 @@ void write_pending(const Checker& h5, const std::string& temp,
     const HostTable& t = *m.table;
     const uint64_t row_bytes = uint64_t{t.dim()} * sizeof(float);
     const uint64_t bytes = t.rows() * row_bytes;
+    // Two threads: a file's buffered writes take its lock one at a time, so more threads only
+    // wait on one another; one of two gathers (16-bit tables) while the other writes.
     const uint32_t threads = static_cast<uint32_t>(
-        std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 16), 1,
+        std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 2), 1,
                              bytes / (uint64_t{32} << 20) + 1));
     try {
       run_workers(threads, [&](uint32_t k) {
@@ -265,48 +266,6 @@ void write_pending(const Checker& h5, const std::string& temp,
   if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
   if (!error.empty()) h5.fail("cannot write the tables: " + error);
 }
-
-/// write_pending() on a thread of its own, or on the caller's when no thread can be had.
-class PendingWriter {
- public:
-  PendingWriter() = default;
-  ~PendingWriter() {
-    if (thread_.joinable()) thread_.join();
-  }
-  PendingWriter(const PendingWriter&) = delete;
-  PendingWriter& operator=(const PendingWriter&) = delete;
-
-  /// Starts writing `pending` into `temp`; the arguments must outlive finish().
-  void start(const Checker& h5, const std::string& temp,
-             const std::vector<PendingMatrix>& pending) {
-    if (pending.empty()) return;
-    try {
-      thread_ = std::thread([this, &h5, &temp, &pending] {
-        try {
-          write_pending(h5, temp, pending);
-        } catch (...) {
-          error_ = std::current_exception();
-        }
-      });
-    } catch (const std::system_error&) {
-      // finish() writes them.
-    }
-  }
-  /// Waits for the values started, or writes them here; throws what writing them threw.
-  void finish(const Checker& h5, const std::string& temp,
-              const std::vector<PendingMatrix>& pending) {
-    if (!thread_.joinable()) {
-      write_pending(h5, temp, pending);
-      return;
-    }
-    thread_.join();
-    if (error_) std::rethrow_exception(error_);
-  }
-
- private:
-  std::thread thread_;
-  std::exception_ptr error_;
-};
 
 void write_attribute(const Checker& h5, hid_t object, const Attribute& attribute) {
   const std::string what = "cannot write attribute '" + attribute.name + "'";
@@ -634,10 +593,6 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
   const std::string temp = temp_name_for(path);
   TempFile temp_file(temp);
   std::vector<PendingMatrix> pending;
-  // The tables' values go in on a thread of their own while libhdf5 writes the rest (the
-  // vocabulary's strings take a good part of a second for millions of words): their storage is
-  // allocated and libhdf5 never writes there. Joined before the temporary file can go.
-  PendingWriter values;
   {
     Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
     h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
@@ -651,7 +606,6 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
       for (const NamedTable& t : extra)
         write_matrix(h5, file, t.name.c_str(), *t.table, pending, links);
     }
-    values.start(h5, temp, pending);
 
     Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
                         "cannot create /vocab");
@@ -693,7 +647,7 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
     h5.check(root.close(), "cannot write the attributes");
     h5.check(file.close(), "cannot close the file");
   }
-  values.finish(h5, temp, pending);
+  write_pending(h5, temp, pending);
   write_integrity_record(h5, temp);
   temp_file.release();
   commit_file(temp, path);
