@@ -38,10 +38,9 @@ void run_guarded(const std::function<void()>& f, const char* what);
 
 namespace detail {
 
-/// Tokenises `text` like tokenize(), calling `prefetch(hash)` for each word as it is read and
-/// handing the words over in batches of up to 16, one batch behind: a batch is handed over once
-/// the next one has been read and prefetched, so that the hash-table misses of one batch overlap
-/// with the reading of the next. Calls `on_word(word, hash)` and `on_newline()` in text order.
+/// Tokenises `text` like tokenize(), handing words over in batches of up to 16 after calling
+/// `prefetch(hash)` for each, so that the hash-table misses of a batch overlap. Calls
+/// `on_word(word, hash)` and `on_newline()` in text order.
 template <class Prefetch, class OnWord, class OnNewline>
 void scan_words(std::string_view text, const TextOptions& options, Prefetch&& prefetch,
                 OnWord&& on_word, OnNewline&& on_newline) {
@@ -52,40 +51,30 @@ void scan_words(std::string_view text, const TextOptions& options, Prefetch&& pr
     uint32_t len;
     uint64_t hash;
   };
-  struct Batch {
-    Event ev[kEvents];
-    int n_ev = 0, n_words = 0;
-    char bufs[kWords][kMaxWordBytes];  // words that normalising changed
-  };
-  Batch batches[2];
-  int cur = 0;  // the batch being read; the other waits to be handed over
-  auto hand_over = [&](Batch& b) {
-    for (int i = 0; i < b.n_ev; ++i) {
-      if (b.ev[i].len == kNewline) {
+  Event ev[kEvents];
+  char bufs[kWords][kMaxWordBytes];
+  int n_ev = 0, n_words = 0;
+  auto flush = [&] {
+    for (int i = 0; i < n_ev; ++i) {
+      if (ev[i].len == kNewline) {
         on_newline();
       } else {
-        on_word(std::string_view(b.ev[i].p, b.ev[i].len), b.ev[i].hash);
+        on_word(std::string_view(ev[i].p, ev[i].len), ev[i].hash);
       }
     }
-    b.n_ev = b.n_words = 0;
-  };
-  // The batch read is full: the one before it goes, and it waits in its place.
-  auto next_batch = [&] {
-    hand_over(batches[cur ^ 1]);
-    cur ^= 1;
+    n_ev = n_words = 0;
   };
   const char* p = text.data();
   const char* const end = p + text.size();
   while (p < end) {
-    Batch& b = batches[cur];
     const unsigned char c = static_cast<unsigned char>(*p);
     if (is_space_byte(c)) {
       if (c == '\n') {
-        if (b.n_ev == 0 && batches[cur ^ 1].n_ev == 0) {
+        if (n_ev == 0) {
           on_newline();
         } else {
-          b.ev[b.n_ev++] = {nullptr, kNewline, 0};
-          if (b.n_ev == kEvents) next_batch();
+          ev[n_ev++] = {nullptr, kNewline, 0};
+          if (n_ev == kEvents) flush();
         }
       }
       ++p;
@@ -94,14 +83,13 @@ void scan_words(std::string_view text, const TextOptions& options, Prefetch&& pr
     const char* start = p;
     while (p < end && !is_space_byte(static_cast<unsigned char>(*p))) ++p;
     const std::string_view w = normalize_word(
-        std::string_view(start, static_cast<size_t>(p - start)), options, b.bufs[b.n_words]);
+        std::string_view(start, static_cast<size_t>(p - start)), options, bufs[n_words]);
     const uint64_t h = hash_bytes(w);
     prefetch(h);
-    b.ev[b.n_ev++] = {w.data(), static_cast<uint32_t>(w.size()), h};
-    if (++b.n_words == kWords || b.n_ev == kEvents) next_batch();
+    ev[n_ev++] = {w.data(), static_cast<uint32_t>(w.size()), h};
+    if (++n_words == kWords || n_ev == kEvents) flush();
   }
-  hand_over(batches[cur ^ 1]);
-  hand_over(batches[cur]);
+  flush();
 }
 
 }  // namespace detail
