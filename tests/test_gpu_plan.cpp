@@ -292,7 +292,9 @@ TEST(GpuPlan, SuperBatchRowsAreCountedAndTheCountStopsPastTheLimit) {
       const uint64_t start = first / r.width * r.width;
       EXPECT_GE(r.max_from(first), exact) << blocks << " " << first;
       EXPECT_LE(r.max_from(first), brute_max_rows(s, blocks, start)) << blocks << " " << first;
-      if (start == first) EXPECT_EQ(r.max_from(first), exact) << blocks << " " << first;
+      if (start == first) {
+        EXPECT_EQ(r.max_from(first), exact) << blocks << " " << first;
+      }
     }
     EXPECT_LT(r.max_from(2500), r.max_from(0));
   }
