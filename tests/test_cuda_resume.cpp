@@ -32,6 +32,9 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::expect_same_bits;
+using testing_util::hot_rows;
+using testing_util::Log;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -93,44 +96,6 @@ uint64_t paged_budget(OptimizerKind optimizer) {
   const uint64_t fixed =
       (uint64_t{16} << 20) + uint64_t{kVocab} * 24 + 3 * piece + (uint64_t{16} << 10);
   return fixed + uint64_t{kVocab} * row;
-}
-
-/// A run's log, read back after it ends.
-class Log {
- public:
-  Log() : file_(std::tmpfile(), &std::fclose) {}
-  std::FILE* get() const { return file_.get(); }
-  std::string text() const {
-    std::fflush(file_.get());
-    std::rewind(file_.get());
-    std::string out;
-    char buf[4096];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, file_.get())) > 0) out.append(buf, n);
-    return out;
-  }
-
- private:
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
-};
-
-/// The hot rows of the "tables paged: N hot rows …" line of a log, or −1 without one.
-int64_t hot_rows(const std::string& log) {
-  const std::string key = "tables paged: ";
-  const size_t at = log.find(key);
-  if (at == std::string::npos) return -1;
-  return std::strtoll(log.c_str() + at + key.size(), nullptr, 10);
-}
-
-/// Compares two files a float at a time, naming how many differ.
-void expect_same_bits(const std::string& a_path, const std::string& b_path) {
-  const std::string a = read_file(a_path), b = read_file(b_path);
-  ASSERT_FALSE(a.empty()) << a_path;
-  ASSERT_EQ(a.size(), b.size()) << a_path << " and " << b_path;
-  size_t differ = 0;
-  for (size_t i = 0; i + 4 <= a.size(); i += 4) differ += a.compare(i, 4, b, i, 4) != 0;
-  EXPECT_EQ(differ, 0u) << a_path << " and " << b_path << ": " << differ << " of " << a.size() / 4
-                        << " words differ";
 }
 
 class CudaResume : public ::testing::TestWithParam<std::tuple<Placement, OptimizerKind>> {

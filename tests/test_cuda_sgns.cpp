@@ -1025,8 +1025,12 @@ TEST(SgnsItemTokens, GivesEveryWarpItsShare) {
       EXPECT_EQ(k & (k - 1), 0u) << k;
       EXPECT_GE(k, before);
       before = k;
-      if (k > kMinItemTokens) EXPECT_GE(tokens / k, warps * kItemsPerWarp) << tokens;
-      if (k < kMaxItemTokens) EXPECT_LT(tokens / (2 * k), warps * kItemsPerWarp) << tokens;
+      if (k > kMinItemTokens) {
+        EXPECT_GE(tokens / k, warps * kItemsPerWarp) << tokens;
+      }
+      if (k < kMaxItemTokens) {
+        EXPECT_LT(tokens / (2 * k), warps * kItemsPerWarp) << tokens;
+      }
     }
   }
   EXPECT_EQ(sgns_item_tokens(0, 3168), kMinItemTokens);

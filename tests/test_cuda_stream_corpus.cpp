@@ -39,6 +39,10 @@ namespace pagedw2v {
 namespace {
 
 using testing_util::download;
+using testing_util::expect_same_bits;
+using testing_util::hot_rows;
+using testing_util::Log;
+using testing_util::peak_rss_of_run;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -236,44 +240,6 @@ uint64_t paged_rows(OptimizerKind optimizer, bool streamed) {
   return optimizer != OptimizerKind::kSgd && streamed ? kVocab * 5 / 2 : kVocab * 5 / 6;
 }
 
-/// A run's log, read back after it ends.
-class Log {
- public:
-  Log() : file_(std::tmpfile(), &std::fclose) {}
-  std::FILE* get() const { return file_.get(); }
-  std::string text() const {
-    std::fflush(file_.get());
-    std::rewind(file_.get());
-    std::string out;
-    char buf[4096];
-    size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, file_.get())) > 0) out.append(buf, n);
-    return out;
-  }
-
- private:
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
-};
-
-/// The hot rows of the "tables paged: N hot rows …" line of a log, or −1 without one.
-int64_t hot_rows(const std::string& log) {
-  const std::string key = "tables paged: ";
-  const size_t at = log.find(key);
-  if (at == std::string::npos) return -1;
-  return std::strtoll(log.c_str() + at + key.size(), nullptr, 10);
-}
-
-/// Compares two files four bytes at a time, naming how many differ.
-void expect_same_bits(const std::string& a_path, const std::string& b_path) {
-  const std::string a = read_file(a_path), b = read_file(b_path);
-  ASSERT_FALSE(a.empty()) << a_path;
-  ASSERT_EQ(a.size(), b.size()) << a_path << " and " << b_path;
-  size_t differ = 0;
-  for (size_t i = 0; i + 4 <= a.size(); i += 4) differ += a.compare(i, 4, b, i, 4) != 0;
-  EXPECT_EQ(differ, 0u) << a_path << " and " << b_path << ": " << differ << " of " << a.size() / 4
-                        << " words differ";
-}
-
 // {placement, model, negative pool (0 = none), optimizer}
 using Case = std::tuple<Placement, ModelKind, uint32_t, OptimizerKind>;
 
@@ -444,32 +410,6 @@ TEST(CudaStreamedOptimizer, ACapTooSmallForASuperBatchIsRefusedInOneLine) {
   }
 }
 
-/// Runs the binary with `args` and returns its peak resident memory in bytes (0 if it failed);
-/// the last of `args` names where its stderr goes (it is not passed on).
-uint64_t peak_rss_of_run(const std::vector<std::string>& args, std::string* err) {
-  const std::string err_file = args.back() + ".stderr";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    std::string bin = PAGEDW2V_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    copy.pop_back();
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::freopen(err_file.c_str(), "w", stderr);
-    std::freopen("/dev/null", "w", stdout);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
-  *err = read_file(err_file);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-}
-
 // Host memory on the GPU (README, host memory of a run): a streamed run does not hold the encoded
 // corpus, so it peaks lower than the same run holding the corpus whole by much of it, whatever
 // the CUDA runtime itself takes (both runs have its context while the corpus is held); and it
@@ -530,7 +470,7 @@ TEST(CudaStreamedMemory, AStreamedRunDoesNotHoldTheEncodedCorpus) {
   for (const char* a : {"--max-corpus-memory", "1MiB", "--output"}) streamed.push_back(a);
   streamed.push_back(dir.file("streamed"));
   streamed.push_back(dir.file("streamed-run"));
-  const uint64_t streamed_peak = peak_rss_of_run(streamed, &err);
+  const uint64_t streamed_peak = peak_rss_of_run(PAGEDW2V_BINARY, streamed, &err);
   ASSERT_GT(streamed_peak, 0u) << err;
   EXPECT_GT(read_file(dir.file("streamed/vectors.npy")).size(), 64u * 2 * 4);
 
@@ -538,7 +478,7 @@ TEST(CudaStreamedMemory, AStreamedRunDoesNotHoldTheEncodedCorpus) {
   for (const char* a : {"--max-corpus-memory", "1GiB", "--output"}) whole.push_back(a);
   whole.push_back(dir.file("whole"));
   whole.push_back(dir.file("whole-run"));
-  const uint64_t whole_peak = peak_rss_of_run(whole, &err);
+  const uint64_t whole_peak = peak_rss_of_run(PAGEDW2V_BINARY, whole, &err);
   ASSERT_GT(whole_peak, 0u) << err;
   std::printf("peak RSS on cuda: %llu bytes streamed, %llu held whole\n",
               static_cast<unsigned long long>(streamed_peak),

@@ -35,6 +35,7 @@ constexpr bool kAddressSanitizer = false;
 constexpr bool kAddressSanitizer = false;
 #endif
 
+using testing_util::peak_rss_of_run;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -206,31 +207,6 @@ TEST(StreamedRun, WithAGivenVocabularyIsTheWholeRun) {
   EXPECT_EQ(read_file(dir.file("streamed/vectors.npy")), read_file(dir.file("whole/vectors.npy")));
 }
 
-/// Runs the binary with `args` and returns its peak resident memory in bytes (0 if it failed).
-uint64_t peak_rss_of_run(const std::vector<std::string>& args, std::string* err) {
-  const std::string err_file = args.back() + ".stderr";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    std::string bin = PAGEDW2V_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    copy.pop_back();
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::freopen(err_file.c_str(), "w", stderr);
-    std::freopen("/dev/null", "w", stdout);
-    ::execv(bin.c_str(), argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
-  *err = read_file(err_file);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-}
-
 // The host-memory rule (README): a streamed run holds its tables and optimizer state, at most
 // --max-corpus-memory of encoded corpus, and a fixed overhead; not the corpus, not its text.
 TEST(StreamedRun, ACorpusLargerThanTheMemoryCapTrainsWithinTheRule) {
@@ -295,7 +271,7 @@ TEST(StreamedRun, ACorpusLargerThanTheMemoryCapTrainsWithinTheRule) {
   streamed.push_back(dir.file("streamed"));
   streamed.push_back(dir.file("streamed-run"));
   std::string err;
-  const uint64_t peak = peak_rss_of_run(streamed, &err);
+  const uint64_t peak = peak_rss_of_run(PAGEDW2V_BINARY, streamed, &err);
   ASSERT_GT(peak, 0u) << err;
   const std::string npy = read_file(dir.file("streamed/vectors.npy"));
   EXPECT_GT(npy.size(), 64u * 2 * 4);
@@ -313,7 +289,7 @@ TEST(StreamedRun, ACorpusLargerThanTheMemoryCapTrainsWithinTheRule) {
   for (const char* a : {"--max-corpus-memory", "1GiB", "--output"}) whole.push_back(a);
   whole.push_back(dir.file("whole"));
   whole.push_back(dir.file("whole-run"));
-  const uint64_t whole_peak = peak_rss_of_run(whole, &err);
+  const uint64_t whole_peak = peak_rss_of_run(PAGEDW2V_BINARY, whole, &err);
   ASSERT_GT(whole_peak, 0u) << err;
   EXPECT_GT(whole_peak, rule + encoded_bytes / 2) << "text " << text_bytes;
   // Same blocks, same order, two threads: not bit-identical, but the same words trained.

@@ -2,13 +2,17 @@
 // Helpers shared by the tests: temporary directories and files, small training settings.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -103,6 +107,71 @@ inline int run_python(const TempDir& dir, const std::string& script) {
 /// The bytes of `n` floats, for bit-exact comparisons.
 inline std::string bytes_of(const float* p, size_t n) {
   return std::string(reinterpret_cast<const char*>(p), n * sizeof(float));
+}
+
+/// A run's log (a temporary file), read back after it ends.
+class Log {
+ public:
+  Log() : file_(std::tmpfile(), &std::fclose) {}
+  std::FILE* get() const { return file_.get(); }
+  std::string text() const {
+    std::fflush(file_.get());
+    std::rewind(file_.get());
+    std::string out;
+    char buf[4096];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, file_.get())) > 0) out.append(buf, n);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file_;
+};
+
+/// The hot rows of the "tables paged: N hot rows …" line of a log, or −1 without one.
+inline int64_t hot_rows(const std::string& log) {
+  const std::string key = "tables paged: ";
+  const size_t at = log.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(log.c_str() + at + key.size(), nullptr, 10);
+}
+
+/// Compares two files four bytes (a float) at a time, naming how many differ.
+inline void expect_same_bits(const std::string& a_path, const std::string& b_path) {
+  const std::string a = read_file(a_path), b = read_file(b_path);
+  ASSERT_FALSE(a.empty()) << a_path;
+  ASSERT_EQ(a.size(), b.size()) << a_path << " and " << b_path;
+  size_t differ = 0;
+  for (size_t i = 0; i + 4 <= a.size(); i += 4) differ += a.compare(i, 4, b, i, 4) != 0;
+  EXPECT_EQ(differ, 0u) << a_path << " and " << b_path << ": " << differ << " of " << a.size() / 4
+                        << " words differ";
+}
+
+/// Runs `binary` with `args` and returns its peak resident memory in bytes (0 if it failed);
+/// the last of `args` names where its stderr goes (it is not passed on), read into `err`.
+inline uint64_t peak_rss_of_run(const std::string& binary, const std::vector<std::string>& args,
+                                std::string* err) {
+  const std::string err_file = args.back() + ".stderr";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    std::string bin = binary;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    copy.pop_back();
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::freopen(err_file.c_str(), "w", stderr);
+    std::freopen("/dev/null", "w", stdout);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  *err = read_file(err_file);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 0;
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
 }
 
 }  // namespace pagedw2v::testing_util
