@@ -18,9 +18,17 @@
 
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
+#include "gpu/gpu_plan.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v::testing_util {
+
+/// A paged budget that leaves `planned` bytes beside the margin the plan keeps back from it
+/// (paged_margin), the margin estimated a little high.
+inline uint64_t with_paged_margin(uint64_t planned) {
+  const uint64_t margin = paged_margin(planned + paged_margin(planned));
+  return planned + margin + margin / 16;
+}
 
 /// Whether PAGEDW2V_REQUIRE_GPU asks for a GPU (set, not empty, not "0").
 inline bool gpu_required() {

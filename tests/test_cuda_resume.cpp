@@ -78,7 +78,7 @@ std::string zipf_corpus(uint64_t seed, uint32_t zipf_tokens = kZipfTokens) {
 }
 
 /// A --gpu-memory budget with room for about kVocab rows beyond the fixed part of a paged plan
-/// (sampling tables, the buffers of the pieces in flight, 16 MiB of slack), the fixed part
+/// (sampling tables, the buffers of the pieces in flight, the plan's margin), the fixed part
 /// estimated a little high. The backend gives about half of that room to hot rows and half to
 /// its row cache, so about half of the vocabulary lives in host memory alone; the test checks
 /// the plan it got.
@@ -93,9 +93,8 @@ uint64_t paged_budget(OptimizerKind optimizer) {
   const uint64_t list = std::min<uint64_t>(kVocab, tokens + pools);
   const uint64_t piece =
       tokens * 8 + (tokens / kShortestSentence + 1) * 12 + list * 16 + pools * 8 + 64;
-  const uint64_t fixed =
-      (uint64_t{16} << 20) + uint64_t{kVocab} * 24 + 3 * piece + (uint64_t{16} << 10);
-  return fixed + uint64_t{kVocab} * row;
+  const uint64_t fixed = uint64_t{kVocab} * 24 + 3 * piece + (uint64_t{16} << 10);
+  return testing_util::with_paged_margin(fixed + uint64_t{kVocab} * row);
 }
 
 class CudaResume : public ::testing::TestWithParam<std::tuple<Placement, OptimizerKind>> {

@@ -224,9 +224,9 @@ uint64_t paged_budget(uint64_t piece_tokens, uint64_t piece_sentences, Optimizer
   const uint64_t pools = 2 * kPool;  // the pool periods of one piece of two blocks
   const uint64_t list = std::min<uint64_t>(kVocab, piece_tokens + pools);
   const uint64_t stage = piece_tokens * 8 + (piece_sentences + 1) * 12 + list * 16 + pools * 8 + 64;
-  const uint64_t fixed = (uint64_t{16} << 20) + uint64_t{kVocab} * 9 + kPagedStages * stage +
-                         list * 16 + (uint64_t{32} << 10);
-  return fixed + rows * slot;
+  const uint64_t fixed =
+      uint64_t{kVocab} * 9 + kPagedStages * stage + list * 16 + (uint64_t{32} << 10);
+  return testing_util::with_paged_margin(fixed + rows * slot);
 }
 
 /// Rows a paged budget leaves room for, so that some rows but fewer than kVocab are hot. Held

@@ -149,7 +149,7 @@ uint64_t paged_bytes(const GpuPlanInput& in, const GpuPlan& p, const GpuDeviceFa
   const uint64_t scratch = f.scratch_bytes(
       std::max(in.rows, p.max_list), static_cast<uint32_t>(p.max_list), order_key_bits(in.rows));
   const uint64_t fixed = in.rows * 5 + p.keep_count * sizeof(float) + kPagedStages * stage +
-                         p.max_list * 8 + scratch + (uint64_t{16} << 20);
+                         p.max_list * 8 + scratch + paged_margin(f.budget);
   return fixed + p.device_rows * (device_row_bytes(in.row_stride, in.optimizer) + 13);
 }
 
@@ -244,7 +244,7 @@ TEST(GpuPlan, TooSmallABudgetSaysWhatIsNeeded) {
   const Shape s = make_shape(rows, 400000, 50, 4);
   const GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
   try {
-    plan_gpu(in, facts(uint64_t{17} << 20));
+    plan_gpu(in, facts(uint64_t{2} << 20));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is too small for paged tables"), std::string::npos)
@@ -412,7 +412,7 @@ TEST(GpuPlan, AGivenSuperBatchThatCannotFitIsRefusedClearly) {
   // Far too small a budget for even one block of words: refused, saying what is needed.
   in.choose_batch = true;
   try {
-    plan_gpu(in, facts(uint64_t{24} << 20));
+    plan_gpu(in, facts(uint64_t{4} << 20));
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is too small"), std::string::npos) << e.what();
@@ -493,7 +493,7 @@ TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
   EXPECT_EQ(roomy.batch_blocks, 64u);
   // A budget that 64-block stages would fill: shorter pieces, a cache of two sentences' rows
   // and pools at least, and everything within the budget.
-  const uint64_t tight = uint64_t{30} << 20;
+  const uint64_t tight = uint64_t{20} << 20;
   const GpuPlan p = plan_gpu(in, facts(tight));
   EXPECT_LT(p.batch_blocks, 64u);
   EXPECT_GE(p.batch_blocks, 1u);
@@ -722,6 +722,24 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuPlanShapes,
                                             ::testing::Values(64u, 1024u),
                                             ::testing::Values(16u, 256u),
                                             ::testing::Values(5u, 10u, 50u, 99u, 100u, 200u)));
+
+// What a paged budget keeps back grows with it, from 1 MiB to 16 MiB: a budget of tens of
+// megabytes keeps nearly all of them for rows.
+TEST(GpuPlan, SmallBudgetsKeepTheirRows) {
+  EXPECT_EQ(paged_margin(uint64_t{8} << 20), uint64_t{1} << 20);
+  EXPECT_EQ(paged_margin(41000000), 41000000u / 32);
+  EXPECT_EQ(paged_margin(uint64_t{8} << 30), uint64_t{16} << 20);
+  // mix5m's shape: 33,755 rows of dim 100 (27 MB of tables), a budget of 41 MB.
+  const uint64_t rows = 33755;
+  const Shape s = make_shape(rows, 600000, 20, 7);
+  GpuPlanInput in = input(s, rows, 100, OptimizerKind::kSgd, 1024, 64, Placement::kPaged);
+  const GpuDeviceFacts f = facts(41000000);
+  const GpuPlan p = plan_gpu(in, f);
+  ASSERT_TRUE(p.paged);
+  EXPECT_LE(paged_bytes(in, p, f), f.budget);
+  // Most rows fit on the GPU (with a margin of 16 MiB, about a third of them did).
+  EXPECT_GE(p.device_rows, rows * 85 / 100) << "hot " << p.hot_rows << " cache " << p.cache_rows;
+}
 
 }  // namespace
 }  // namespace pagedw2v

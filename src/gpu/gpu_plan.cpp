@@ -83,6 +83,10 @@ uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind) 
   return rows * (device_row_bytes(row_stride, kind) + per_word) + (uint64_t{16} << 20);
 }
 
+uint64_t paged_margin(uint64_t budget) {
+  return std::clamp<uint64_t>(budget / 32, uint64_t{1} << 20, uint64_t{16} << 20);
+}
+
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes) {
   const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
   return requested > 0 ? requested : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
@@ -233,7 +237,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             plan.max_list * 8 +
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
-            (uint64_t{16} << 20);
+            paged_margin(plan.budget);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =
