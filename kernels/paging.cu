@@ -218,10 +218,22 @@ __global__ void move_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint
   }
 }
 
+/// Eight fp32 values of a device row: what a lane of the 16-bit move carries for 16 bytes of
+/// host memory.
+struct Float8 {
+  float4 lo, hi;
+};
+
 /// Host values of 16-bit storage as the move kernel carries them: kVec consecutive values of
-/// one row (4: 8 bytes of host memory against a float4 of device memory; 1: one value).
+/// one row (8: 16 bytes of host memory against two float4 of device memory; 4: 8 bytes against
+/// a float4; 1: one value).
 template <int kVec>
 struct HalfVec;
+template <>
+struct HalfVec<8> {
+  using Host = uint4;
+  using Dev = Float8;
+};
 template <>
 struct HalfVec<4> {
   using Host = uint2;
@@ -233,11 +245,35 @@ struct HalfVec<1> {
   using Dev = float;
 };
 
+/// Loads and stores of kVec device values at `p` (aligned to 16 bytes for kVec ≥ 4).
+template <typename Dev>
+__device__ __forceinline__ Dev load_dev(const float* p) {
+  return *reinterpret_cast<const Dev*>(p);
+}
+template <>
+__device__ __forceinline__ Float8 load_dev<Float8>(const float* p) {
+  const float4* q = reinterpret_cast<const float4*>(p);
+  return {q[0], q[1]};
+}
+template <typename Dev>
+__device__ __forceinline__ void store_dev(float* p, const Dev& v) {
+  *reinterpret_cast<Dev*>(p) = v;
+}
+template <>
+__device__ __forceinline__ void store_dev<Float8>(float* p, const Float8& v) {
+  float4* q = reinterpret_cast<float4*>(p);
+  q[0] = v.lo;
+  q[1] = v.hi;
+}
+
 __device__ __forceinline__ float4 widen(Storage s, uint2 h) {
   return make_float4(half_to_float(s, static_cast<uint16_t>(h.x)),
                      half_to_float(s, static_cast<uint16_t>(h.x >> 16)),
                      half_to_float(s, static_cast<uint16_t>(h.y)),
                      half_to_float(s, static_cast<uint16_t>(h.y >> 16)));
+}
+__device__ __forceinline__ Float8 widen(Storage s, uint4 h) {
+  return {widen(s, make_uint2(h.x, h.y)), widen(s, make_uint2(h.z, h.w))};
 }
 __device__ __forceinline__ float widen(Storage s, uint16_t h) { return half_to_float(s, h); }
 
@@ -249,29 +285,41 @@ __device__ __forceinline__ uint16_t write_back(Storage s, float v, uint64_t seed
 
 /// Rounds the kVec values of columns c … of table t going back; `v` becomes the rounded values
 /// as fp32.
-__device__ __forceinline__ uint2 narrow(Storage s, float4& v, uint64_t seed, int t, uint32_t c) {
-  const uint32_t tt = static_cast<uint32_t>(t);
-  const uint16_t h0 = write_back(s, v.x, seed, tt, c);
-  const uint16_t h1 = write_back(s, v.y, seed, tt, c + 1);
-  const uint16_t h2 = write_back(s, v.z, seed, tt, c + 2);
-  const uint16_t h3 = write_back(s, v.w, seed, tt, c + 3);
+__device__ __forceinline__ uint2 narrow(Storage s, float4& v, uint64_t seed, uint32_t t,
+                                        uint32_t c) {
+  const uint16_t h0 = write_back(s, v.x, seed, t, c);
+  const uint16_t h1 = write_back(s, v.y, seed, t, c + 1);
+  const uint16_t h2 = write_back(s, v.z, seed, t, c + 2);
+  const uint16_t h3 = write_back(s, v.w, seed, t, c + 3);
   v = make_float4(half_to_float(s, h0), half_to_float(s, h1), half_to_float(s, h2),
                   half_to_float(s, h3));
   return make_uint2(h0 | (uint32_t{h1} << 16), h2 | (uint32_t{h3} << 16));
 }
-__device__ __forceinline__ uint16_t narrow(Storage s, float& v, uint64_t seed, int t, uint32_t c) {
-  const uint16_t h = write_back(s, v, seed, static_cast<uint32_t>(t), c);
+__device__ __forceinline__ uint4 narrow(Storage s, Float8& v, uint64_t seed, uint32_t t,
+                                        uint32_t c) {
+  const uint2 lo = narrow(s, v.lo, seed, t, c);
+  const uint2 hi = narrow(s, v.hi, seed, t, c + 4);
+  return make_uint4(lo.x, lo.y, hi.x, hi.y);
+}
+__device__ __forceinline__ uint16_t narrow(Storage s, float& v, uint64_t seed, uint32_t t,
+                                           uint32_t c) {
+  const uint16_t h = write_back(s, v, seed, t, c);
   v = half_to_float(s, h);
   return h;
 }
 
-/// move_rows_kernel for host tables of 16-bit storage: the same mapping of items to warps and
-/// lanes (a lane carries kVec values of a row), the same order of loads and stores; values are
-/// widened on the way in and rounded stochastically on the way out (MoveArgs), and kToHost
-/// writes the rounded values back to the device row as well. The rounding bits are a few
-/// integer multiplies a value (storage.hpp's round_bits), small beside a PCIe round trip.
+/// move_rows_kernel for host tables of 16-bit storage: the same order of loads and stores and
+/// the same dealing of items to warps, but an item is a piece of 32 lanes over the rows of *all*
+/// tables of one entry, lane l carrying kVec values (unit l of the piece; the units of table 0's
+/// row first, then table 1's, …): with kVec = 8 each lane loads 16 bytes of host memory, as the
+/// fp32 kernel's float4 does, and at dim 128 the two 256-byte rows of an entry in interleaved
+/// host tables are one 512-byte access. `row_u` is units a row, `host_v` and `dev_v` values
+/// between rows. Values are widened on the way in and rounded stochastically on the way out
+/// (MoveArgs), and kToHost writes the rounded values back to the device row as well. The
+/// rounding bits are a few integer multiplies a value (storage.hpp's round_bits), small beside
+/// a PCIe round trip.
 template <int kVec, int kBatch>
-__global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v, uint32_t pieces,
+__global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_u, uint32_t pieces,
                                       uint32_t host_v, uint32_t dev_v) {
   using Host = typename HalfVec<kVec>::Host;
   using Dev = typename HalfVec<kVec>::Dev;
@@ -281,8 +329,8 @@ __global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v,
   const uint64_t warps = (uint64_t{gridDim.x} * blockDim.x) >> 5;
   const bool swap = kind == MoveKind::kSwap;
   const bool to_host = kind == MoveKind::kToHost;
-  const uint32_t per_entry = static_cast<uint32_t>(a.table_count) * pieces;
-  const uint64_t items = uint64_t{a.n} * per_entry;
+  const uint32_t units = static_cast<uint32_t>(a.table_count) * row_u;
+  const uint64_t items = uint64_t{a.n} * pieces;
   const auto next = [&](uint64_t g) -> uint64_t {
     return a.claim != nullptr ? detail::claim_batch(a.claim, kBatch) : g + warps * kBatch;
   };
@@ -299,16 +347,16 @@ __global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v,
       column[b] = 0;
       table[b] = 0;
       if (g >= items) continue;
-      const uint32_t k = static_cast<uint32_t>(g / per_entry);
-      const uint32_t r = static_cast<uint32_t>(g % per_entry);
-      const uint32_t c = (r % pieces) * 32 + lane;
-      if (c >= row_v) continue;
-      table[b] = static_cast<int>(r / pieces);
+      const uint32_t k = static_cast<uint32_t>(g / pieces);
+      const uint32_t unit = static_cast<uint32_t>(g % pieces) * 32 + lane;
+      if (unit >= units) continue;
+      table[b] = static_cast<int>(unit / row_u);
+      const uint32_t c = (unit % row_u) * kVec;
       const uint32_t h = a.host_rows != nullptr ? a.host_rows[k] : k;
       const uint32_t o = swap ? a.out_rows[k] : kNoRow;
       in[b] = !to_host && h != kNoRow;
       out[b] = to_host ? h != kNoRow : o != kNoRow;
-      column[b] = c * kVec;
+      column[b] = c;
       host_in[b] = uint64_t{h} * host_v + c;
       host_out[b] = uint64_t{to_host ? h : o} * host_v + c;
       const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;
@@ -319,22 +367,26 @@ __global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_v,
     // Out first: a slot's old row is read before anything writes the slot (same thread).
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      if (out[b]) v[b] = reinterpret_cast<const Dev*>(a.tables[table[b]].device)[dev[b]];
+      if (out[b]) v[b] = load_dev<Dev>(a.tables[table[b]].device + dev[b]);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       if (!out[b]) continue;
-      const Host x = narrow(st, v[b], a.round_seed, a.round_table_base + table[b], column[b]);
-      reinterpret_cast<Host*>(a.tables[table[b]].host)[host_out[b]] = x;
-      if (to_host) reinterpret_cast<Dev*>(a.tables[table[b]].device)[dev[b]] = v[b];
+      const Host x = narrow(st, v[b], a.round_seed,
+                            a.round_table_base + static_cast<uint32_t>(table[b]), column[b]);
+      *reinterpret_cast<Host*>(static_cast<uint16_t*>(a.tables[table[b]].host) + host_out[b]) = x;
+      if (to_host) store_dev(a.tables[table[b]].device + dev[b], v[b]);
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      if (in[b]) h[b] = reinterpret_cast<const Host*>(a.tables[table[b]].host)[host_in[b]];
+      if (in[b]) {
+        h[b] = *reinterpret_cast<const Host*>(static_cast<const uint16_t*>(a.tables[table[b]].host) +
+                                              host_in[b]);
+      }
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      if (in[b]) reinterpret_cast<Dev*>(a.tables[table[b]].device)[dev[b]] = widen(st, h[b]);
+      if (in[b]) store_dev(a.tables[table[b]].device + dev[b], widen(st, h[b]));
     }
   }
 }
@@ -501,30 +553,56 @@ void launch_move_rows(MoveKind kind, const MoveArgs& a, cudaStream_t stream) {
   constexpr int kBatch = 8;
   const int sms = detail::device_limits().sms;
   const bool half = a.host_storage != Storage::kFp32;
-  // Four values a lane: 16 bytes of host memory for fp32, 8 for 16-bit storage.
-  const uintptr_t host_align = half ? 7u : 15u;
+  // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
+  // (bench transfer).
+  const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
+  const auto grid_of = [&](uint64_t items) {
+    const uint64_t warps_wanted = (items + kBatch - 1) / kBatch;
+    return static_cast<unsigned>(
+        std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
+  };
+  // Whether every table's rows allow vec values a lane: rows and strides in whole vectors,
+  // host rows aligned to vec 16-bit values (at most 16 bytes), device rows to 16 bytes.
+  const auto allows = [&](uint32_t vec, uint32_t host_bytes) {
+    bool ok = a.dim % vec == 0 && a.stride % 4 == 0 && host_stride % vec == 0;
+    for (int t = 0; t < a.table_count; ++t) {
+      ok = ok && (reinterpret_cast<uintptr_t>(a.tables[t].host) & (host_bytes - 1)) == 0 &&
+           (reinterpret_cast<uintptr_t>(a.tables[t].device) & 15u) == 0;
+    }
+    return ok;
+  };
+  detail::reset_claim(a.claim, stream);
+  if (half) {
+    // 16 bytes of host memory a lane where the rows allow it (as fp32's float4), else 8, else 2.
+    const uint32_t vec = allows(8, 16) ? 8 : allows(4, 8) ? 4 : 1;
+    const uint32_t row_u = a.dim / vec;
+    const uint32_t pieces = (static_cast<uint32_t>(a.table_count) * row_u + 31) / 32;
+    const unsigned grid = grid_of(uint64_t{a.n} * pieces * (vec == 8 ? 2 : 1));
+    if (vec == 8) {
+      // Half the batch: a lane's 16 host bytes of an item are the fp32 kernel's, and an
+      // entry's rows of every table are one item, not one a table.
+      move_half_rows_kernel<8, kBatch / 2>
+          <<<grid, kThreads, 0, stream>>>(kind, a, row_u, pieces, host_stride, a.stride);
+    } else if (vec == 4) {
+      move_half_rows_kernel<4, kBatch>
+          <<<grid, kThreads, 0, stream>>>(kind, a, row_u, pieces, host_stride, a.stride);
+    } else {
+      move_half_rows_kernel<1, kBatch>
+          <<<grid, kThreads, 0, stream>>>(kind, a, row_u, pieces, host_stride, a.stride);
+    }
+    PAGEDW2V_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // Four values a lane (16 bytes) where the rows allow it.
   bool aligned = a.dim % 4 == 0 && a.stride % 4 == 0 && host_stride % 4 == 0;
   for (int t = 0; t < a.table_count; ++t) {
-    aligned = aligned && (reinterpret_cast<uintptr_t>(a.tables[t].host) & host_align) == 0 &&
+    aligned = aligned && (reinterpret_cast<uintptr_t>(a.tables[t].host) & 15u) == 0 &&
               (reinterpret_cast<uintptr_t>(a.tables[t].device) & 15u) == 0;
   }
   const uint32_t row_v = aligned ? a.dim / 4 : a.dim;
   const uint32_t pieces = (row_v + 31) / 32;
-  const uint64_t items = uint64_t{a.n} * static_cast<uint64_t>(a.table_count) * pieces;
-  const uint64_t warps_wanted = (items + kBatch - 1) / kBatch;
-  detail::reset_claim(a.claim, stream);
-  // One block of 8 warps per multiprocessor keeps the host addresses in flight close together
-  // (bench transfer).
-  const uint64_t cap = a.max_blocks > 0 ? a.max_blocks : uint64_t(sms);
-  const unsigned grid =
-      static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>((warps_wanted + 7) / 8, cap)));
-  if (half && aligned) {
-    move_half_rows_kernel<4, kBatch>
-        <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride / 4, a.stride / 4);
-  } else if (half) {
-    move_half_rows_kernel<1, kBatch>
-        <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride, a.stride);
-  } else if (aligned) {
+  const unsigned grid = grid_of(uint64_t{a.n} * static_cast<uint64_t>(a.table_count) * pieces);
+  if (aligned) {
     move_rows_kernel<float4, kBatch>
         <<<grid, kThreads, 0, stream>>>(kind, a, row_v, pieces, host_stride / 4, a.stride / 4);
   } else {

@@ -57,7 +57,8 @@ TEST_P(CudaHalfMoves, MatchTheCpuReference) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   DeviceBuffer<unsigned long long> d_claim(1, "claim counter");
-  for (const uint32_t dim : {7u, 20u, 128u}) {
+  // 7: a value a lane; 20: four; 40, 128 and 200: eight, a piece of lanes spanning tables.
+  for (const uint32_t dim : {7u, 20u, 40u, 128u, 200u}) {
     const uint32_t stride = (dim + 3) & ~3u, vocab = 1000, dev_rows = 900, n = 200;
     const std::string what = to_string(storage) + " dim " + std::to_string(dim) +
                              (interleaved ? " interleaved" : " apart") +
