@@ -741,5 +741,18 @@ TEST(GpuPlan, SmallBudgetsKeepTheirRows) {
   EXPECT_GE(p.device_rows, rows * 85 / 100) << "hot " << p.hot_rows << " cache " << p.cache_rows;
 }
 
+// A piece's row moves take the room training leaves (three blocks on each multiprocessor left
+// to them) until it brings more than a row for every three words, then more, up to eight.
+TEST(GpuPlan, RowMovesTakeMoreBlocksOnlyForPiecesThatBringManyRows) {
+  EXPECT_EQ(piece_move_blocks(0, 262144, 4), 12u);
+  EXPECT_EQ(piece_move_blocks(262144 / 4, 262144, 4), 12u);   // Zipf 1.0: 0.28 a word
+  EXPECT_EQ(piece_move_blocks(262144 / 3, 262144, 4), 12u);
+  EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, 4), 25u);  // Zipf 0.7: 0.72 a word
+  EXPECT_EQ(piece_move_blocks(262144, 262144, 4), 32u);
+  EXPECT_EQ(piece_move_blocks(5000, 0, 4), 32u);
+  EXPECT_EQ(piece_move_blocks(100, 1000, 0), 3u);
+  EXPECT_EQ(piece_move_blocks(1000, 1000, 2), 16u);
+}
+
 }  // namespace
 }  // namespace pagedw2v

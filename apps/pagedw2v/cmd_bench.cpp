@@ -175,6 +175,10 @@ int cmd_bench(int argc, char** argv) {
       "CUDA, paged tables: multiprocessors the training kernel leaves to the paging kernels "
       "(default 4)",
       cxxopts::value<uint32_t>())(
+      "move-blocks",
+      "CUDA, paged tables: blocks of 8 warps a piece's row moves take at most (default: three "
+      "on each multiprocessor left to them)",
+      cxxopts::value<uint32_t>())(
       "cache-rows",
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "
       "frequent rows; default: a third of what fits)",
@@ -202,6 +206,9 @@ int cmd_bench(int argc, char** argv) {
   }
   bench.force_stream = args.count("stream") > 0;
   bench.chunk_tokens = args["chunk-tokens"].as<uint64_t>();
+  if (args.count("move-blocks")) {
+    bench.move_blocks = std::min<uint32_t>(args["move-blocks"].as<uint32_t>(), 65535);
+  }
   if (args.count("cache-rows")) bench.cache_rows = args["cache-rows"].as<uint64_t>();
   if (args.count("item-tokens")) {
     const std::string v = args["item-tokens"].as<std::string>();

@@ -52,6 +52,9 @@ struct CudaBackendOptions {
   /// moves take three blocks of 8 warps on each). The default is the best measured
   /// (kernels/PERFORMANCE.md, "paged").
   uint32_t paging_sms = 4;
+  /// Paged: blocks of 8 warps a piece's row moves take at most; 0 = three on each of the
+  /// paging_sms multiprocessors. Blocks beyond those run as training launches end.
+  uint32_t move_blocks = 0;
   /// Paged with sgd: pieces of at most this many words (whole work blocks), however long
   /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
   /// are never cut. The default is the best measured (kernels/PERFORMANCE.md, "paged").

@@ -158,6 +158,16 @@ SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
                                 const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
                                 uint64_t rows, uint64_t ranges = 4096);
 
+/// Blocks of 8 warps for the row moves of a paged piece of `tokens` words that brings `fresh`
+/// rows from the host: three on each of the `paging_sms` multiprocessors training leaves to
+/// them, which fit beside it; more, up to eight a multiprocessor, when the piece brings more
+/// than a row for every three words. A block moves rows at about a fixed rate whatever their
+/// bytes (the moves wait on host round trips), so such a piece trains in less time than 12
+/// blocks take to move its rows; blocks beyond the room left run as training launches end,
+/// which delays the next launch, so pieces that bring few rows keep to that room (README,
+/// "Paged tables", has the measurements).
+uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint32_t paging_sms);
+
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
 /// super-batches train whole), a cache that takes two super-batches' cold rows (a super-batch's

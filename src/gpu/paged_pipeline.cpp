@@ -233,8 +233,9 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   MoveArgs swap = moves(s.fresh.data(), s.fresh_rows.data(), s.fresh_n, static_cast<uint32_t>(hot_),
                         kMoveOnGather);
   swap.out_rows = s.evicted.data();
-  // About three blocks of 8 warps fit beside training on each multiprocessor it leaves free.
-  swap.max_blocks = 3 * std::max<uint32_t>(1, options_.paging_sms);
+  swap.max_blocks = options_.move_blocks > 0
+                        ? options_.move_blocks
+                        : piece_move_blocks(s.fresh_n, s.tokens_n, options_.paging_sms);
   times.move0.record(gs);
   launch_move_rows(MoveKind::kSwap, swap, gs);
   times.move1.record(gs);
