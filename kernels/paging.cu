@@ -380,8 +380,8 @@ __global__ void move_half_rows_kernel(MoveKind kind, MoveArgs a, uint32_t row_u,
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       if (in[b]) {
-        h[b] = *reinterpret_cast<const Host*>(static_cast<const uint16_t*>(a.tables[table[b]].host) +
-                                              host_in[b]);
+        h[b] = *reinterpret_cast<const Host*>(
+            static_cast<const uint16_t*>(a.tables[table[b]].host) + host_in[b]);
       }
     }
 #pragma unroll

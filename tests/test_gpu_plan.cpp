@@ -745,7 +745,7 @@ TEST(GpuPlan, SmallBudgetsKeepTheirRows) {
 // to them) until it brings more than a row for every three words, then more, up to eight.
 TEST(GpuPlan, RowMovesTakeMoreBlocksOnlyForPiecesThatBringManyRows) {
   EXPECT_EQ(piece_move_blocks(0, 262144, 4), 12u);
-  EXPECT_EQ(piece_move_blocks(262144 / 4, 262144, 4), 12u);   // Zipf 1.0: 0.28 a word
+  EXPECT_EQ(piece_move_blocks(262144 / 4, 262144, 4), 12u);  // Zipf 1.0: 0.28 a word
   EXPECT_EQ(piece_move_blocks(262144 / 3, 262144, 4), 12u);
   EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, 4), 25u);  // Zipf 0.7: 0.72 a word
   EXPECT_EQ(piece_move_blocks(262144, 262144, 4), 32u);
