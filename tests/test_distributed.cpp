@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -21,7 +22,9 @@
 #include <vector>
 
 #include "dist/needed_rows.hpp"
+#include "dist/owned_rows.hpp"
 #include "dist/row_owners.hpp"
+#include "dist/working_set.hpp"
 #include "model.hpp"
 #include "negative_pool.hpp"
 #include "sampler.hpp"
@@ -154,6 +157,181 @@ TEST_P(NeededRowsTest, HoldsExactlyTheRowsTheExamplesTouch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, NeededRowsTest,
+                         ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 0u),
+                                           std::make_tuple(ModelKind::kCbow, 0u),
+                                           std::make_tuple(ModelKind::kSkipGram, 64u),
+                                           std::make_tuple(ModelKind::kCbow, 64u)));
+
+// ---- the rows a rank holds -----------------------------------------------------------------
+
+/// Whether rows `a` and `b` of two tables hold the same bits.
+bool same_row(const HostTable& a, uint64_t ra, const HostTable& b, uint64_t rb) {
+  return std::memcmp(a.row(ra), b.row(rb), sizeof(float) * a.dim()) == 0;
+}
+
+// A rank's compact tables hold, at row k, the values the whole tables give word rank + k·N,
+// fresh or kept from a checkpoint's tables (state tables too).
+TEST(OwnedRows, CompactRowsAreTheWholeTablesRowsOfTheOwner) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint64_t words = 1001;
+  const uint32_t dim = 12;
+  for (const uint32_t ranks : {2u, 3u, 8u}) {
+    const dist::RowOwners owners{ranks};
+    for (uint32_t rank = 0; rank < ranks; ++rank) {
+      Model whole = allocate_model(words, dim, OptimizerKind::kAdam, false, "");
+      init_model(whole, seed, 2);
+      std::mt19937 rng(static_cast<uint32_t>(seed));
+      std::uniform_real_distribution<float> u(-1, 1);
+      for (HostTable* t : {&whole.output, &whole.input_state[0], &whole.input_state[1],
+                           &whole.output_state[0], &whole.output_state[1]}) {
+        for (uint64_t i = 0; i < words * dim; ++i) t->data()[i] = u(rng);
+      }
+      const Model fresh =
+          dist::allocate_owned_rows(words, dim, OptimizerKind::kAdam, owners, rank, seed, 3, "");
+      ASSERT_EQ(fresh.input.rows(), owners.owned(words, rank));
+      ASSERT_EQ(fresh.input_state.size(), 2u);
+      ASSERT_EQ(fresh.output_state.size(), 2u);
+      for (uint64_t k = 0; k < fresh.input.rows(); ++k) {
+        ASSERT_TRUE(same_row(fresh.input, k, whole.input, rank + k * ranks)) << k;
+        for (uint32_t d = 0; d < dim; ++d) ASSERT_EQ(fresh.output.row(k)[d], 0.0f);
+      }
+      std::vector<const HostTable*> tables = {&whole.input, &whole.output};
+      for (const HostTable& t : whole.input_state) tables.push_back(&t);
+      for (const HostTable& t : whole.output_state) tables.push_back(&t);
+      std::vector<std::vector<float>> copies;
+      for (const HostTable* t : tables) copies.emplace_back(t->data(), t->data() + words * dim);
+      const Model kept = dist::keep_owned_rows(std::move(whole), owners, rank);
+      EXPECT_EQ(whole.input.rows(), 0u) << "the whole tables are freed";
+      std::vector<const HostTable*> mine = {&kept.input, &kept.output};
+      for (const HostTable& t : kept.input_state) mine.push_back(&t);
+      for (const HostTable& t : kept.output_state) mine.push_back(&t);
+      ASSERT_EQ(mine.size(), copies.size());
+      for (size_t t = 0; t < mine.size(); ++t) {
+        ASSERT_EQ(mine[t]->rows(), owners.owned(words, rank));
+        for (uint64_t k = 0; k < mine[t]->rows(); ++k) {
+          ASSERT_EQ(std::memcmp(mine[t]->row(k), copies[t].data() + (rank + k * ranks) * dim,
+                                sizeof(float) * dim),
+                    0)
+              << "table " << t << ", row " << k;
+        }
+      }
+    }
+  }
+}
+
+class WorkingSetTest : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t>> {};
+
+// Each span's rows get slots 0, 1, … (every row the span touches, none twice); the previous
+// span's rows lose theirs; the tables grow to the largest span and stay small beside the
+// vocabulary.
+TEST_P(WorkingSetTest, GivesEverySpanRowOneSlot) {
+  const auto [kind, pool] = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  SmallProblem p(kind, pool, seed);
+  const uint64_t words = p.model.input.rows();
+  dist::NeededRows need(words);
+  dist::WorkingSet work(words, p.data.params.dim);
+  EXPECT_EQ(work.capacity(), 0u);
+  const uint64_t nblocks = p.blocks.size() - 1;
+  for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 1}, {1, nblocks}, {3, 4}}) {
+    need.collect(p.data, 0, first, last);
+    work.assign(need);
+    std::set<uint32_t> rows(need.output().begin(), need.output().end());
+    rows.insert(need.input().begin(), need.input().end());
+    ASSERT_EQ(work.words().size(), rows.size());
+    EXPECT_GE(work.capacity(), rows.size());
+    EXPECT_LE(work.capacity(), words);
+    for (uint32_t slot = 0; slot < work.words().size(); ++slot) {
+      EXPECT_EQ(work.slot(work.words()[slot]), slot);
+      EXPECT_EQ(rows.count(work.words()[slot]), 1u);
+    }
+    for (uint32_t id = 0; id < words; ++id) {
+      EXPECT_EQ(work.slot(id) == dist::WorkingSet::kNoSlot, rows.count(id) == 0) << id;
+    }
+  }
+}
+
+// The CPU backend trained on a working set (the rows copied in by slot, trained, copied back)
+// changes every row exactly as it changes the whole tables: the same bits, sgd and the batched
+// gradients alike.
+TEST_P(WorkingSetTest, TrainingTheSlotsGivesTheBitsOfTrainingTheWholeTables) {
+  const auto [kind, pool] = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  SmallProblem whole(kind, pool, seed), slots(kind, pool, seed);
+  const uint64_t words = whole.model.input.rows();
+  const uint32_t dim = whole.data.params.dim;
+  // Output rows that are not zero, so that every row's update depends on its values.
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> u(-0.1f, 0.1f);
+  for (uint64_t i = 0; i < words * dim; ++i) {
+    whole.model.output.data()[i] = slots.model.output.data()[i] = u(rng);
+  }
+  dist::NeededRows need(words);
+  dist::WorkingSet work(words, dim);
+  auto on_whole = make_cpu_backend(whole.model, whole.data, 1);
+  auto on_slots = make_cpu_backend(work.tables(), slots.data, 1, work.slot_of());
+  const uint64_t nblocks = whole.blocks.size() - 1;
+  for (const uint32_t epoch : {0u, 1u}) {
+    for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 2}, {2, 3}, {3, nblocks}}) {
+      const SpanStats a = on_whole->train(epoch, first, last);
+      need.collect(slots.data, epoch, first, last);
+      work.assign(need);
+      for (const uint32_t id : work.words()) {
+        std::copy_n(slots.model.input.row(id), dim, work.input(id));
+        std::copy_n(slots.model.output.row(id), dim, work.output(id));
+      }
+      const SpanStats b = on_slots->train(epoch, first, last);
+      for (const uint32_t id : work.words()) {
+        std::copy_n(work.input(id), dim, slots.model.input.row(id));
+        std::copy_n(work.output(id), dim, slots.model.output.row(id));
+      }
+      EXPECT_EQ(a.loss, b.loss);
+      EXPECT_EQ(a.loss_terms, b.loss_terms);
+      EXPECT_GT(a.loss_terms, 0u);
+      for (uint64_t id = 0; id < words; ++id) {
+        ASSERT_TRUE(same_row(whole.model.input, id, slots.model.input, id)) << "input " << id;
+        ASSERT_TRUE(same_row(whole.model.output, id, slots.model.output, id)) << "output " << id;
+      }
+    }
+  }
+
+  // The batched pass's gradients, per slot, are the gradients of the whole tables' rows.
+  need.collect(slots.data, 1, 0, nblocks);
+  work.assign(need);
+  for (const uint32_t id : work.words()) {
+    std::copy_n(slots.model.input.row(id), dim, work.input(id));
+    std::copy_n(slots.model.output.row(id), dim, work.output(id));
+  }
+  std::vector<float> gin(words * dim, 0.0f), gout(words * dim, 0.0f);
+  std::vector<uint8_t> tin(words, 0), tout(words, 0);
+  const size_t n = work.words().size();
+  std::vector<float> sin(n * dim, 0.0f), sout(n * dim, 0.0f);
+  std::vector<uint8_t> stin(n, 0), stout(n, 0);
+  SpanStats sa, sb;
+  detail::accumulate_gradients_cpu(whole.data, whole.model, 1, 0, 0, whole.corpus.sentences(),
+                                   gin.data(), gout.data(), tin.data(), tout.data(), &sa);
+  detail::accumulate_gradients_cpu(slots.data, work.tables(), 1, 0, 0, slots.corpus.sentences(),
+                                   sin.data(), sout.data(), stin.data(), stout.data(), &sb,
+                                   work.slot_of());
+  EXPECT_EQ(sa.loss, sb.loss);
+  for (uint32_t id = 0; id < words; ++id) {
+    const uint32_t slot = work.slot(id);
+    if (slot == dist::WorkingSet::kNoSlot) {
+      EXPECT_EQ(tin[id] + tout[id], 0) << id;
+      continue;
+    }
+    EXPECT_EQ(tin[id], stin[slot]) << id;
+    EXPECT_EQ(tout[id], stout[slot]) << id;
+    EXPECT_EQ(std::memcmp(gin.data() + id * dim, sin.data() + slot * dim, sizeof(float) * dim), 0);
+    EXPECT_EQ(std::memcmp(gout.data() + id * dim, sout.data() + slot * dim, sizeof(float) * dim),
+              0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WorkingSetTest,
                          ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 0u),
                                            std::make_tuple(ModelKind::kCbow, 0u),
                                            std::make_tuple(ModelKind::kSkipGram, 64u),
@@ -369,6 +547,80 @@ TEST_F(TwoRanks, AdamStepsAtTheOwnersTrainAndResumeExactly) {
   EXPECT_TRUE(testing_util::read_file(dir_.file("two/vectors.npy")) ==
               testing_util::read_file(resumed + "/vectors.npy"))
       << "the resumed run's vectors differ from the run's that did not stop";
+}
+
+/// A corpus of `words` distinct words, each at least once, then `tokens` more drawn with Zipf
+/// weights: a vocabulary large beside what one span of it touches.
+void write_wide_corpus(const std::string& path, uint32_t words, uint32_t tokens, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::ofstream out(path);
+  std::vector<double> zipf(words);
+  for (uint32_t i = 0; i < words; ++i) zipf[i] = 1.0 / static_cast<double>(i + 1);
+  std::discrete_distribution<uint32_t> word(zipf.begin(), zipf.end());
+  for (uint32_t i = 0; i < words; ++i) out << 'w' << i << (i % 20 == 19 ? '\n' : ' ');
+  out << '\n';
+  for (uint32_t i = 0; i < tokens; ++i) out << 'w' << word(rng) << (i % 20 == 19 ? '\n' : ' ');
+  out << '\n';
+}
+
+// Rank 1 of two holds the rows it owns (half of each table) and a working set much smaller
+// than the vocabulary, rank 0 the whole tables; rank 1's peak memory is below one process's by
+// most of the half of the tables it does not hold.
+TEST_F(TwoRanks, ARankOtherThanZeroHoldsItsHalfOfTheTables) {
+  const uint32_t words = 400000, dim = 128;
+  const std::string corpus = dir_.file("wide.txt");
+  write_wide_corpus(corpus, words, 600000, 5);
+  auto args = [&](const std::string& out) {
+    return std::vector<std::string>{"train",
+                                    "--corpus",
+                                    corpus,
+                                    "--output",
+                                    out,
+                                    "--dim",
+                                    std::to_string(dim),
+                                    "--epochs",
+                                    "1",
+                                    "--threads",
+                                    "1",
+                                    "--min-count",
+                                    "1",
+                                    "--model",
+                                    "cbow",
+                                    "--window",
+                                    "2",
+                                    "--negative",
+                                    "2",
+                                    "--keep-checkpoints",
+                                    "0",
+                                    "--format",
+                                    "npy",
+                                    "--device",
+                                    "cpu"};
+  };
+  std::vector<std::string> one = args(dir_.file("one"));
+  one.push_back(dir_.file("one.log"));
+  std::string err;
+  const uint64_t one_peak = testing_util::peak_rss_of_run(PAGEDW2V_BINARY, one, &err);
+  ASSERT_GT(one_peak, 0u) << err;
+  ASSERT_EQ(run(2, args(dir_.file("two")), dir_.file("two.log")), 0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const nlohmann::json r = read_json(dir_.file("two/run.json"));
+  ASSERT_EQ(r["vocabulary"]["words"], words);
+  ASSERT_TRUE(r.contains("ranks")) << r.dump(2);
+  const nlohmann::json& ranks = r["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0]["table_rows"], words);
+  EXPECT_EQ(ranks[1]["table_rows"], words / 2);
+  for (const auto& rank : ranks) {
+    EXPECT_GT(rank["working_rows"].get<uint64_t>(), 0u);
+    EXPECT_LT(rank["working_rows"].get<uint64_t>(), words / 8) << rank.dump();
+  }
+  const uint64_t tables = uint64_t{2} * words * dim * sizeof(float);
+  const uint64_t rank1_peak = ranks[1]["peak_rss_bytes"];
+  // Rank 1 leaves out half the tables (less its working set, about 7 % of the vocabulary here)
+  // and adds what MPI takes (about 20 MB).
+  EXPECT_LT(rank1_peak + tables / 4, one_peak) << "rank 1 " << rank1_peak << " B, one process "
+                                               << one_peak << " B, tables " << tables << " B";
 }
 
 /// The pids of the ranks of a job whose command line names `out`, by rank.
