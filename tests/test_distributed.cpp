@@ -29,6 +29,7 @@
 #include "negative_pool.hpp"
 #include "sampler.hpp"
 #include "test_util.hpp"
+#include "train/checkpoint.hpp"
 #include "train/cpu_backend.hpp"
 
 namespace pagedw2v {
@@ -169,9 +170,9 @@ bool same_row(const HostTable& a, uint64_t ra, const HostTable& b, uint64_t rb) 
   return std::memcmp(a.row(ra), b.row(rb), sizeof(float) * a.dim()) == 0;
 }
 
-// A rank's compact tables hold, at row k, the values the whole tables give word rank + k·N,
-// fresh or kept from a checkpoint's tables (state tables too).
-TEST(OwnedRows, CompactRowsAreTheWholeTablesRowsOfTheOwner) {
+// A rank's fresh compact tables hold, at row k, the values the whole tables give word
+// rank + k·N, with zeroed state tables.
+TEST(OwnedRows, FreshCompactRowsAreTheWholeTablesRowsOfTheOwner) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const uint64_t words = 1001;
@@ -179,14 +180,8 @@ TEST(OwnedRows, CompactRowsAreTheWholeTablesRowsOfTheOwner) {
   for (const uint32_t ranks : {2u, 3u, 8u}) {
     const dist::RowOwners owners{ranks};
     for (uint32_t rank = 0; rank < ranks; ++rank) {
-      Model whole = allocate_model(words, dim, OptimizerKind::kAdam, false, "");
+      Model whole = allocate_model(words, dim, OptimizerKind::kSgd, false, "");
       init_model(whole, seed, 2);
-      std::mt19937 rng(static_cast<uint32_t>(seed));
-      std::uniform_real_distribution<float> u(-1, 1);
-      for (HostTable* t : {&whole.output, &whole.input_state[0], &whole.input_state[1],
-                           &whole.output_state[0], &whole.output_state[1]}) {
-        for (uint64_t i = 0; i < words * dim; ++i) t->data()[i] = u(rng);
-      }
       const Model fresh =
           dist::allocate_owned_rows(words, dim, OptimizerKind::kAdam, owners, rank, seed, 3, "");
       ASSERT_EQ(fresh.input.rows(), owners.owned(words, rank));
@@ -194,26 +189,58 @@ TEST(OwnedRows, CompactRowsAreTheWholeTablesRowsOfTheOwner) {
       ASSERT_EQ(fresh.output_state.size(), 2u);
       for (uint64_t k = 0; k < fresh.input.rows(); ++k) {
         ASSERT_TRUE(same_row(fresh.input, k, whole.input, rank + k * ranks)) << k;
-        for (uint32_t d = 0; d < dim; ++d) ASSERT_EQ(fresh.output.row(k)[d], 0.0f);
       }
-      std::vector<const HostTable*> tables = {&whole.input, &whole.output};
-      for (const HostTable& t : whole.input_state) tables.push_back(&t);
-      for (const HostTable& t : whole.output_state) tables.push_back(&t);
-      std::vector<std::vector<float>> copies;
-      for (const HostTable* t : tables) copies.emplace_back(t->data(), t->data() + words * dim);
-      const Model kept = dist::keep_owned_rows(std::move(whole), owners, rank);
-      EXPECT_EQ(whole.input.rows(), 0u) << "the whole tables are freed";
-      std::vector<const HostTable*> mine = {&kept.input, &kept.output};
-      for (const HostTable& t : kept.input_state) mine.push_back(&t);
-      for (const HostTable& t : kept.output_state) mine.push_back(&t);
-      ASSERT_EQ(mine.size(), copies.size());
+      EXPECT_TRUE(fresh.output.all_zero());
+      for (const HostTable& t : fresh.input_state) EXPECT_TRUE(t.all_zero());
+      for (const HostTable& t : fresh.output_state) EXPECT_TRUE(t.all_zero());
+    }
+  }
+}
+
+// A rank resuming reads its rows alone from a checkpoint of the whole tables (state tables
+// too): row k of each of its tables is row rank + k·N of the checkpoint's.
+TEST(OwnedRows, ARankReadsItsRowsAloneFromACheckpoint) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  const uint32_t words = 1001, dim = 12;
+  Config c;
+  c.corpus = "/some/corpus.txt";
+  c.dim = dim;
+  apply_option(c, "optimizer", "adam");
+  std::vector<std::string> names;
+  std::vector<uint64_t> counts;
+  for (uint32_t i = 0; i < words; ++i) {
+    names.push_back("w" + std::to_string(i));
+    counts.push_back(words - i);
+  }
+  const Vocab vocab = Vocab::from_words(names, counts);
+  Model whole = allocate_model(words, dim, OptimizerKind::kAdam, false, "");
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<HostTable*> tables = {&whole.input, &whole.output};
+  for (HostTable& t : whole.input_state) tables.push_back(&t);
+  for (HostTable& t : whole.output_state) tables.push_back(&t);
+  ASSERT_EQ(tables.size(), 6u);
+  for (HostTable* t : tables) {
+    for (uint64_t i = 0; i < uint64_t{words} * dim; ++i) t->data()[i] = u(rng);
+  }
+  const std::string path = dir.file("c.h5");
+  save_checkpoint(path, c, vocab, whole, TrainPosition{0, 1, 10},
+                  CorpusFingerprint{uint64_t{words} * words, 100, 7}, 0.01f);
+  for (const uint32_t ranks : {2u, 3u, 8u}) {
+    for (uint32_t rank = 0; rank < ranks; ++rank) {
+      const Checkpoint ck = load_checkpoint(path, {}, RowSelection{rank, ranks});
+      std::vector<const HostTable*> mine = {&ck.model.input, &ck.model.output};
+      for (const HostTable& t : ck.model.input_state) mine.push_back(&t);
+      for (const HostTable& t : ck.model.output_state) mine.push_back(&t);
+      ASSERT_EQ(mine.size(), tables.size());
+      EXPECT_EQ(ck.vocab.size(), words);
       for (size_t t = 0; t < mine.size(); ++t) {
-        ASSERT_EQ(mine[t]->rows(), owners.owned(words, rank));
+        ASSERT_EQ(mine[t]->rows(), dist::RowOwners{ranks}.owned(words, rank));
         for (uint64_t k = 0; k < mine[t]->rows(); ++k) {
-          ASSERT_EQ(std::memcmp(mine[t]->row(k), copies[t].data() + (rank + k * ranks) * dim,
-                                sizeof(float) * dim),
-                    0)
-              << "table " << t << ", row " << k;
+          ASSERT_TRUE(same_row(*mine[t], k, *tables[t], rank + k * ranks))
+              << ranks << " ranks, rank " << rank << ", table " << t << ", row " << k;
         }
       }
     }

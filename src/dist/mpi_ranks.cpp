@@ -48,9 +48,6 @@ class MpiRanks final : public Ranks {
     return dist::allocate_owned_rows(rows, dim, kind, RowOwners{size()}, rank(), seed, threads,
                                      hint);
   }
-  Model keep_owned_rows(Model&& whole) override {
-    return dist::keep_owned_rows(std::move(whole), RowOwners{size()}, rank());
-  }
 
   std::vector<RankMemory> memory_of_ranks() override {
     struct rusage usage {};

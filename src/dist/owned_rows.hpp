@@ -31,8 +31,4 @@ struct OwnedRows {
 Model allocate_owned_rows(uint64_t rows, uint32_t dim, OptimizerKind kind, RowOwners owners,
                           uint32_t rank, uint64_t seed, uint32_t threads, const std::string& hint);
 
-/// The rows of `whole` (every word's, as a checkpoint holds them) that `rank` owns, copied into
-/// compact tables of their own, state tables included. `whole` is left empty, its memory freed.
-Model keep_owned_rows(Model&& whole, RowOwners owners, uint32_t rank);
-
 }  // namespace pagedw2v::dist

@@ -40,11 +40,11 @@ class Ranks {
   virtual void check_same(uint64_t value, const std::string& what) = 0;
 
   /// The model of a rank that does not hold the whole tables: its owned rows, compact
-  /// (dist/owned_rows.hpp), fresh (initialised as the whole tables give them) out of a
-  /// vocabulary of `rows` words, or kept from `whole` (a checkpoint's tables, freed).
+  /// (dist/owned_rows.hpp), initialised as the whole tables give them, out of a vocabulary of
+  /// `rows` words. (Resuming, such a rank reads its rows alone from the checkpoint:
+  /// load_checkpoint's RowSelection {rank(), size()}.)
   virtual Model allocate_owned_rows(uint64_t rows, uint32_t dim, OptimizerKind kind, uint64_t seed,
                                     uint32_t threads, const std::string& hint) = 0;
-  virtual Model keep_owned_rows(Model&& whole) = 0;
 
   /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
   /// `model`, whose rows this rank owns as row_owners.hpp says.

@@ -379,12 +379,18 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<Checkpoint> ck;
   // Placement and GPU budget, resolved once for the model's layout and the backend.
   std::optional<GpuOptions> gpu;
+  // Over ranks, a rank other than 0 holds only the rows it owns (dist/owned_rows.hpp), and reads
+  // only those from a checkpoint.
+  const bool owned_rows_only = ranks != nullptr && !ranks->holds_whole_tables();
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
-    ck = load_checkpoint(requested.resume, [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
-      gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
-      return gpu->placement == Placement::kPaged;
-    });
+    ck = load_checkpoint(
+        requested.resume,
+        [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
+          gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
+          return gpu->placement == Placement::kPaged;
+        },
+        owned_rows_only ? RowSelection{ranks->rank(), ranks->size()} : RowSelection{});
   }
   Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
@@ -579,10 +585,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
 
   Model model;
   TrainPosition pos;
-  // Over ranks, a rank other than 0 holds only the rows it owns (dist/owned_rows.hpp).
-  const bool owned_rows_only = ranks != nullptr && !ranks->holds_whole_tables();
   if (ck) {
-    model = owned_rows_only ? ranks->keep_owned_rows(std::move(ck->model)) : std::move(ck->model);
+    model = std::move(ck->model);
     pos = ck->position;
     if (pos.epoch >= config.epochs) {
       throw UsageError("the checkpoint has finished " + std::to_string(pos.epoch) +
