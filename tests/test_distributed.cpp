@@ -249,113 +249,156 @@ TEST(OwnedRows, ARankReadsItsRowsAloneFromACheckpoint) {
 
 class WorkingSetTest : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t>> {};
 
-// Each span's rows get slots 0, 1, … (every row the span touches, none twice); the previous
-// span's rows lose theirs; the tables grow to the largest span and stay small beside the
-// vocabulary.
-TEST_P(WorkingSetTest, GivesEverySpanRowOneSlot) {
+/// The rows rank `rank` of `ranks` holds of `whole`, compact (rank 0: `whole` itself is used).
+Model owned_copy(const Model& whole, uint32_t ranks, uint32_t rank) {
+  const uint64_t n = dist::RowOwners{ranks}.owned(whole.input.rows(), rank);
+  Model m{HostTable(n, whole.input.dim(), "in", ""), HostTable(n, whole.input.dim(), "out", "")};
+  for (uint64_t k = 0; k < n; ++k) {
+    std::copy_n(whole.input.row(rank + k * ranks), whole.input.dim(), m.input.row(k));
+    std::copy_n(whole.output.row(rank + k * ranks), whole.input.dim(), m.output.row(k));
+  }
+  return m;
+}
+
+// Each span's rows get a slot: a row the rank holds keeps its row of the owned tables (every row
+// on rank 0, whose tables are whole), any other gets the next row of the copy tables; the
+// previous span's rows lose theirs; the copy tables grow to the largest span's copies.
+TEST_P(WorkingSetTest, GivesEverySpanRowItsPlace) {
   const auto [kind, pool] = GetParam();
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   SmallProblem p(kind, pool, seed);
   const uint64_t words = p.model.input.rows();
-  dist::NeededRows need(words);
-  dist::WorkingSet work(words, p.data.params.dim);
-  EXPECT_EQ(work.capacity(), 0u);
+  const uint32_t ranks = 3;
   const uint64_t nblocks = p.blocks.size() - 1;
-  for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 1}, {1, nblocks}, {3, 4}}) {
-    need.collect(p.data, 0, first, last);
-    work.assign(need);
-    std::set<uint32_t> rows(need.output().begin(), need.output().end());
-    rows.insert(need.input().begin(), need.input().end());
-    ASSERT_EQ(work.words().size(), rows.size());
-    EXPECT_GE(work.capacity(), rows.size());
-    EXPECT_LE(work.capacity(), words);
-    for (uint32_t slot = 0; slot < work.words().size(); ++slot) {
-      EXPECT_EQ(work.slot(work.words()[slot]), slot);
-      EXPECT_EQ(rows.count(work.words()[slot]), 1u);
-    }
-    for (uint32_t id = 0; id < words; ++id) {
-      EXPECT_EQ(work.slot(id) == dist::WorkingSet::kNoSlot, rows.count(id) == 0) << id;
+  for (const uint32_t rank : {0u, 1u, 2u}) {
+    Model mine = owned_copy(p.model, ranks, rank);
+    const dist::OwnedRows owned{rank == 0 ? &p.model : &mine, rank == 0 ? 1u : ranks};
+    dist::NeededRows need(words);
+    dist::WorkingSet work(owned, dist::RowOwners{ranks}, rank, words, p.data.params.dim);
+    EXPECT_EQ(work.capacity(), 0u);
+    for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 1}, {1, nblocks}, {3, 4}}) {
+      need.collect(p.data, 0, first, last);
+      work.assign(need);
+      std::set<uint32_t> rows(need.output().begin(), need.output().end());
+      rows.insert(need.input().begin(), need.input().end());
+      ASSERT_EQ(work.words().size(), rows.size());
+      std::vector<uint32_t> copies;
+      for (uint32_t id = 0; id < words; ++id) {
+        if (rows.count(id) == 0) {
+          EXPECT_EQ(work.slot(id), dist::WorkingSet::kNoSlot) << id;
+        } else if (rank == 0 || id % ranks == rank) {
+          EXPECT_FALSE(work.is_copy(id)) << id;
+          EXPECT_EQ(work.input(id), owned.input(id)) << id;
+          EXPECT_EQ(work.output(id), owned.output(id)) << id;
+        } else {
+          EXPECT_TRUE(work.is_copy(id)) << id;
+          copies.push_back(id);
+        }
+      }
+      EXPECT_EQ(std::set<uint32_t>(work.copies().begin(), work.copies().end()),
+                std::set<uint32_t>(copies.begin(), copies.end()));
+      EXPECT_EQ(work.copies().size(), copies.size());
+      EXPECT_GE(work.capacity(), copies.size());
+      EXPECT_LE(work.capacity(), words - mine.input.rows());
+      if (rank == 0) EXPECT_TRUE(copies.empty());
+      for (size_t k = 0; k < work.copies().size(); ++k) {
+        const uint32_t id = work.copies()[k];
+        EXPECT_EQ(work.input(id), work.rows().copy_input + k * p.data.params.dim);
+        EXPECT_EQ(work.output(id), work.rows().copy_output + k * p.data.params.dim);
+      }
     }
   }
 }
 
-// The CPU backend trained on a working set (the rows copied in by slot, trained, copied back)
+// The CPU backend trained on a rank's rows (its own rows in place, the others' as copies)
 // changes every row exactly as it changes the whole tables: the same bits, sgd and the batched
 // gradients alike.
-TEST_P(WorkingSetTest, TrainingTheSlotsGivesTheBitsOfTrainingTheWholeTables) {
+TEST_P(WorkingSetTest, TrainingARanksRowsGivesTheBitsOfTrainingTheWholeTables) {
   const auto [kind, pool] = GetParam();
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  SmallProblem whole(kind, pool, seed), slots(kind, pool, seed);
+  SmallProblem whole(kind, pool, seed), split(kind, pool, seed);
   const uint64_t words = whole.model.input.rows();
   const uint32_t dim = whole.data.params.dim;
   // Output rows that are not zero, so that every row's update depends on its values.
   std::mt19937 rng(static_cast<uint32_t>(seed));
   std::uniform_real_distribution<float> u(-0.1f, 0.1f);
   for (uint64_t i = 0; i < words * dim; ++i) {
-    whole.model.output.data()[i] = slots.model.output.data()[i] = u(rng);
+    whole.model.output.data()[i] = split.model.output.data()[i] = u(rng);
   }
+  const uint32_t ranks = 3, rank = 2;
+  Model mine = owned_copy(split.model, ranks, rank);
+  const dist::OwnedRows owned{&mine, ranks};
   dist::NeededRows need(words);
-  dist::WorkingSet work(words, dim);
+  dist::WorkingSet work(owned, dist::RowOwners{ranks}, rank, words, dim);
   auto on_whole = make_cpu_backend(whole.model, whole.data, 1);
-  auto on_slots = make_cpu_backend(work.tables(), slots.data, 1, work.slot_of());
+  auto on_rank = make_cpu_backend(mine, split.data, 1, &work.rows());
+  // Before a span: the rank's rows and its copies from split.model; after it, back there.
+  auto fill = [&] {
+    for (uint64_t k = 0; k < mine.input.rows(); ++k) {
+      std::copy_n(split.model.input.row(rank + k * ranks), dim, mine.input.row(k));
+      std::copy_n(split.model.output.row(rank + k * ranks), dim, mine.output.row(k));
+    }
+    for (const uint32_t id : work.copies()) {
+      std::copy_n(split.model.input.row(id), dim, work.input(id));
+      std::copy_n(split.model.output.row(id), dim, work.output(id));
+    }
+  };
+  auto drain = [&] {
+    for (const uint32_t id : work.words()) {
+      std::copy_n(work.input(id), dim, split.model.input.row(id));
+      std::copy_n(work.output(id), dim, split.model.output.row(id));
+    }
+  };
   const uint64_t nblocks = whole.blocks.size() - 1;
   for (const uint32_t epoch : {0u, 1u}) {
     for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 2}, {2, 3}, {3, nblocks}}) {
       const SpanStats a = on_whole->train(epoch, first, last);
-      need.collect(slots.data, epoch, first, last);
+      need.collect(split.data, epoch, first, last);
       work.assign(need);
-      for (const uint32_t id : work.words()) {
-        std::copy_n(slots.model.input.row(id), dim, work.input(id));
-        std::copy_n(slots.model.output.row(id), dim, work.output(id));
-      }
-      const SpanStats b = on_slots->train(epoch, first, last);
-      for (const uint32_t id : work.words()) {
-        std::copy_n(work.input(id), dim, slots.model.input.row(id));
-        std::copy_n(work.output(id), dim, slots.model.output.row(id));
-      }
+      fill();
+      const SpanStats b = on_rank->train(epoch, first, last);
+      drain();
       EXPECT_EQ(a.loss, b.loss);
       EXPECT_EQ(a.loss_terms, b.loss_terms);
       EXPECT_GT(a.loss_terms, 0u);
       for (uint64_t id = 0; id < words; ++id) {
-        ASSERT_TRUE(same_row(whole.model.input, id, slots.model.input, id)) << "input " << id;
-        ASSERT_TRUE(same_row(whole.model.output, id, slots.model.output, id)) << "output " << id;
+        ASSERT_TRUE(same_row(whole.model.input, id, split.model.input, id)) << "input " << id;
+        ASSERT_TRUE(same_row(whole.model.output, id, split.model.output, id)) << "output " << id;
       }
     }
   }
 
-  // The batched pass's gradients, per slot, are the gradients of the whole tables' rows.
-  need.collect(slots.data, 1, 0, nblocks);
+  // The batched pass's gradients, per row touched, are the dense pass's rows.
+  need.collect(split.data, 1, 0, nblocks);
   work.assign(need);
-  for (const uint32_t id : work.words()) {
-    std::copy_n(slots.model.input.row(id), dim, work.input(id));
-    std::copy_n(slots.model.output.row(id), dim, work.output(id));
-  }
+  fill();
   std::vector<float> gin(words * dim, 0.0f), gout(words * dim, 0.0f);
   std::vector<uint8_t> tin(words, 0), tout(words, 0);
-  const size_t n = work.words().size();
-  std::vector<float> sin(n * dim, 0.0f), sout(n * dim, 0.0f);
-  std::vector<uint8_t> stin(n, 0), stout(n, 0);
   SpanStats sa, sb;
   detail::accumulate_gradients_cpu(whole.data, whole.model, 1, 0, 0, whole.corpus.sentences(),
                                    gin.data(), gout.data(), tin.data(), tout.data(), &sa);
-  detail::accumulate_gradients_cpu(slots.data, work.tables(), 1, 0, 0, slots.corpus.sentences(),
-                                   sin.data(), sout.data(), stin.data(), stout.data(), &sb,
-                                   work.slot_of());
+  detail::RowGradients g;
+  detail::accumulate_row_gradients_cpu(split.data, work.rows(), 1, 0, 0, split.corpus.sentences(),
+                                       &g, &sb);
   EXPECT_EQ(sa.loss, sb.loss);
-  for (uint32_t id = 0; id < words; ++id) {
-    const uint32_t slot = work.slot(id);
-    if (slot == dist::WorkingSet::kNoSlot) {
-      EXPECT_EQ(tin[id] + tout[id], 0) << id;
-      continue;
+  auto check = [&](const std::vector<uint32_t>& ids, const std::vector<float>& grads,
+                   const std::vector<float>& dense, const std::vector<uint8_t>& touched) {
+    ASSERT_EQ(grads.size(), ids.size() * dim);
+    EXPECT_EQ(std::set<uint32_t>(ids.begin(), ids.end()).size(), ids.size());
+    size_t count = 0;
+    for (const uint8_t t : touched) count += t;
+    EXPECT_EQ(ids.size(), count);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      EXPECT_EQ(touched[ids[k]], 1) << ids[k];
+      EXPECT_EQ(
+          std::memcmp(dense.data() + ids[k] * dim, grads.data() + k * dim, sizeof(float) * dim), 0)
+          << ids[k];
     }
-    EXPECT_EQ(tin[id], stin[slot]) << id;
-    EXPECT_EQ(tout[id], stout[slot]) << id;
-    EXPECT_EQ(std::memcmp(gin.data() + id * dim, sin.data() + slot * dim, sizeof(float) * dim), 0);
-    EXPECT_EQ(std::memcmp(gout.data() + id * dim, sout.data() + slot * dim, sizeof(float) * dim),
-              0);
-  }
+  };
+  check(g.input_ids, g.input, gin, tin);
+  check(g.output_ids, g.output, gout, tout);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, WorkingSetTest,
@@ -590,9 +633,9 @@ void write_wide_corpus(const std::string& path, uint32_t words, uint32_t tokens,
   out << '\n';
 }
 
-// Rank 1 of two holds the rows it owns (half of each table) and a working set much smaller
-// than the vocabulary, rank 0 the whole tables; rank 1's peak memory is below one process's by
-// most of the half of the tables it does not hold.
+// Rank 1 of two holds the rows it owns (half of each table) and copies of other rows much
+// fewer than the vocabulary, rank 0 the whole tables; rank 1's peak memory is below one process's
+// by most of the half of the tables it does not hold.
 TEST_F(TwoRanks, ARankOtherThanZeroHoldsItsHalfOfTheTables) {
   const uint32_t words = 400000, dim = 128;
   const std::string corpus = dir_.file("wide.txt");
@@ -638,13 +681,13 @@ TEST_F(TwoRanks, ARankOtherThanZeroHoldsItsHalfOfTheTables) {
   ASSERT_EQ(ranks.size(), 2u);
   EXPECT_EQ(ranks[0]["table_rows"], words);
   EXPECT_EQ(ranks[1]["table_rows"], words / 2);
-  for (const auto& rank : ranks) {
-    EXPECT_GT(rank["working_rows"].get<uint64_t>(), 0u);
-    EXPECT_LT(rank["working_rows"].get<uint64_t>(), words / 8) << rank.dump();
-  }
+  // Rank 0's whole tables hold its copies of the others' rows; rank 1 copies them apart.
+  EXPECT_EQ(ranks[0]["working_rows"], 0u);
+  EXPECT_GT(ranks[1]["working_rows"].get<uint64_t>(), 0u);
+  EXPECT_LT(ranks[1]["working_rows"].get<uint64_t>(), words / 8) << ranks[1].dump();
   const uint64_t tables = uint64_t{2} * words * dim * sizeof(float);
   const uint64_t rank1_peak = ranks[1]["peak_rss_bytes"];
-  // Rank 1 leaves out half the tables (less its working set, about 7 % of the vocabulary here)
+  // Rank 1 leaves out half the tables (less its copies, about 7 % of the vocabulary here)
   // and adds what MPI takes (about 20 MB).
   EXPECT_LT(rank1_peak + tables / 4, one_peak) << "rank 1 " << rank1_peak << " B, one process "
                                                << one_peak << " B, tables " << tables << " B";

@@ -11,8 +11,8 @@ namespace pagedw2v::dist {
 OwnerSteps::OwnerSteps(MpiComm& comm, uint32_t dim)
     : comm_(comm), owners_{comm.size()}, dim_(dim) {}
 
-SpanStats OwnerSteps::train(const TrainData& data, const OwnedRows& owned, WorkingSet& work,
-                            uint32_t epoch, BlockRange mine, const NeededRows& need) {
+SpanStats OwnerSteps::train(const TrainData& data, const OwnedRows& owned, const WorkingSet& work,
+                            uint32_t epoch, BlockRange mine) {
   const TrainParams& p = data.params;
   const auto& blocks = *data.blocks;
   const uint32_t n = comm_.size();
@@ -22,39 +22,26 @@ SpanStats OwnerSteps::train(const TrainData& data, const OwnedRows& owned, Worki
   std::vector<std::vector<float>> grads(n);
   SpanStats stats;
   std::vector<uint32_t> count_at(n);
-  const size_t slots = work.words().size();
-  if (touched_input_.size() < slots) {
-    input_grad_.resize(slots * dim_, 0.0f);
-    output_grad_.resize(slots * dim_, 0.0f);
-    touched_input_.resize(slots, 0);
-    touched_output_.resize(slots, 0);
-  }
+  detail::RowGradients block;
   for (uint64_t b = mine.first; b < mine.last; ++b) {
-    detail::accumulate_gradients_cpu(data, work.tables(), epoch, super_batch_of(b, p.pool_blocks),
-                                     blocks[b], blocks[b + 1], input_grad_.data(),
-                                     output_grad_.data(), touched_input_.data(),
-                                     touched_output_.data(), &stats, work.slot_of());
+    detail::accumulate_row_gradients_cpu(data, work.rows(), epoch, super_batch_of(b, p.pool_blocks),
+                                         blocks[b], blocks[b + 1], &block, &stats);
     for (uint32_t r = 0; r < n; ++r) {
       records[r].insert(records[r].end(), {static_cast<uint32_t>(b), 0u, 0u});
       count_at[r] = static_cast<uint32_t>(records[r].size());
     }
-    // Moves the touched rows' gradients into the owners' messages and zeroes them.
-    auto take = [&](const std::vector<uint32_t>& ids, std::vector<float>& grad,
-                    std::vector<uint8_t>& touched, uint32_t field) {
-      for (const uint32_t id : ids) {
-        const uint32_t slot = work.slot(id);
-        if (touched[slot] == 0) continue;
-        touched[slot] = 0;
-        const uint32_t r = owners_.owner(id);
-        records[r].push_back(id);
+    // The touched rows' gradients, into their owners' messages.
+    auto take = [&](const std::vector<uint32_t>& ids, const std::vector<float>& grad,
+                    uint32_t field) {
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const uint32_t r = owners_.owner(ids[k]);
+        records[r].push_back(ids[k]);
         ++records[r][count_at[r] - 3 + field];
-        float* g = grad.data() + static_cast<size_t>(slot) * dim_;
-        grads[r].insert(grads[r].end(), g, g + dim_);
-        std::fill_n(g, dim_, 0.0f);
+        grads[r].insert(grads[r].end(), grad.begin() + k * dim_, grad.begin() + (k + 1) * dim_);
       }
     };
-    take(need.input(), input_grad_, touched_input_, 1);
-    take(need.output(), output_grad_, touched_output_, 2);
+    take(block.input_ids, block.input, 1);
+    take(block.output_ids, block.output, 2);
   }
 
   std::vector<int> record_counts;

@@ -7,9 +7,9 @@
 ///
 /// Roles: every rank counts the vocabulary and encodes the corpus; rank r owns the rows
 /// `id % N == r` (dist/row_owners.hpp), holds them (dist/owned_rows.hpp: compact, 1/N of the
-/// tables, except on rank 0) and trains its share of each span of work blocks on a working set
-/// of rows. Rank 0 alone writes files: it holds the whole tables, into which the owners' rows are
-/// gathered for the checkpoints and the export.
+/// tables, except on rank 0) and trains its share of each span of work blocks on them and on
+/// copies of the other rows the share touches. Rank 0 alone writes files: it holds the whole
+/// tables, into which the owners' rows are gathered for the checkpoints and the export.
 
 #include <atomic>
 #include <cstdint>

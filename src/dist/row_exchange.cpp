@@ -21,24 +21,20 @@ float* RowExchange::owned_row(const OwnedRows& owned, uint32_t tagged) {
   return (tagged & kOutputTag) != 0 ? owned.output(id) : owned.input(id);
 }
 
-float* RowExchange::work_row(WorkingSet& work, uint32_t tagged) {
+float* RowExchange::work_row(const WorkingSet& work, uint32_t tagged) {
   const uint32_t id = tagged & ~kOutputTag;
   return (tagged & kOutputTag) != 0 ? work.output(id) : work.input(id);
 }
 
-void RowExchange::fetch(const OwnedRows& owned, WorkingSet& work, const NeededRows& need) {
+void RowExchange::fetch(const OwnedRows& owned, const WorkingSet& work, const NeededRows& need) {
   const uint32_t me = comm_.rank(), n = comm_.size();
   for (auto& a : asked_) a.clear();
-  mine_.clear();
-  auto sort_out = [&](uint32_t id, uint32_t tag) {
-    if (owners_.owner(id) == me) {
-      mine_.push_back(id | tag);
-    } else {
-      asked_[owners_.owner(id)].push_back(id | tag);
-    }
-  };
-  for (const uint32_t id : need.input()) sort_out(id, 0);
-  for (const uint32_t id : need.output()) sort_out(id, kOutputTag);
+  for (const uint32_t id : need.input()) {
+    if (owners_.owner(id) != me) asked_[owners_.owner(id)].push_back(id);
+  }
+  for (const uint32_t id : need.output()) {
+    if (owners_.owner(id) != me) asked_[owners_.owner(id)].push_back(id | kOutputTag);
+  }
   std::vector<int> served_ids;
   served_ = comm_.all_to_all(asked_, &served_ids);
   served_counts_.resize(n);
@@ -62,12 +58,9 @@ void RowExchange::fetch(const OwnedRows& owned, WorkingSet& work, const NeededRo
       ++k;
     }
   }
-  for (const uint32_t tagged : mine_) {
-    std::copy_n(owned_row(owned, tagged), dim_, work_row(work, tagged));
-  }
 }
 
-void RowExchange::return_deltas(const OwnedRows& owned, WorkingSet& work) {
+void RowExchange::return_deltas(const OwnedRows& owned, const WorkingSet& work) {
   size_t k = 0;
   for (const auto& ids : asked_) {
     for (const uint32_t tagged : ids) {
@@ -77,11 +70,7 @@ void RowExchange::return_deltas(const OwnedRows& owned, WorkingSet& work) {
     }
   }
   comm_.all_to_all(fetched_.data(), asked_counts_, buffer_.data(), served_counts_);
-  // This rank's own training first (as if it had trained its rows in place), then the deltas
-  // in rank order, as the receive buffer holds them: every owner adds them in that order.
-  for (const uint32_t tagged : mine_) {
-    std::copy_n(work_row(work, tagged), dim_, owned_row(owned, tagged));
-  }
+  // The receive buffer holds the deltas in rank order: every owner adds them in that order.
   for (size_t j = 0; j < served_.size(); ++j) {
     Row(owned_row(owned, served_[j]), dim_) += ConstRow(buffer_.data() + j * dim_, dim_);
   }

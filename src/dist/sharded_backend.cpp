@@ -30,7 +30,7 @@ class RankBackend final : public ShardedBackend {
         threads_(threads),
         owned_{&model, comm.rank() == 0 ? 1u : comm.size()},
         need_(words_of(data)),
-        work_(words_of(data), data.params.dim),
+        work_(owned_, RowOwners{comm.size()}, comm.rank(), words_of(data), data.params.dim),
         exchange_(comm, data.params.dim),
         agreed_stop_(agreed_stop),
         stop_(stop) {
@@ -53,7 +53,7 @@ class RankBackend final : public ShardedBackend {
     if (data.optimizer.kind != OptimizerKind::kSgd) {
       steps_.emplace(comm, data.params.dim);
     } else {
-      cpu_ = make_cpu_backend(work_.tables(), data, threads, work_.slot_of());
+      cpu_ = make_cpu_backend(model, data, threads, &work_.rows());
     }
   }
 
@@ -76,7 +76,7 @@ class RankBackend final : public ShardedBackend {
     exchange_.fetch(owned_, work_, need_);
     SpanStats s;
     if (steps_) {
-      s = steps_->train(data_, owned_, work_, epoch, mine, need_);
+      s = steps_->train(data_, owned_, work_, epoch, mine);
     } else {
       if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
       exchange_.return_deltas(owned_, work_);
@@ -121,7 +121,7 @@ class RankBackend final : public ShardedBackend {
   OwnedRows owned_;
   NeededRows need_;
   WorkingSet work_;
-  std::unique_ptr<Backend> cpu_;  ///< sgd: trains the working set
+  std::unique_ptr<Backend> cpu_;  ///< sgd: trains the rows work_ lays out
   RowExchange exchange_;
   uint64_t peak_working_rows_ = 0;
   std::optional<OwnerSteps> steps_;  ///< optimizers other than sgd

@@ -2,14 +2,16 @@
 /// @file sharded_backend.hpp
 /// The backend of a distributed CPU run (row-wise sharding, as TorchRec shards embedding
 /// tables). For each span of work blocks the trainer hands every rank:
-///   share (row_owners.hpp) → the rows the share needs (needed_rows.hpp) → a slot for each in
-///   the working set (working_set.hpp) → fetch them from their owners (row_exchange.hpp) →
-///   train the share with the CPU backend on the working set → write the owned rows back and
-///   return the deltas to the owners → sum the span's statistics and agree on a stop.
-/// A working copy is stale only within a span: it misses what the other ranks add to the row
+///   share (row_owners.hpp) → the rows the share needs (needed_rows.hpp) → a place for each
+///   (working_set.hpp: the rank's own rows where it holds them, the others' in copy rows) →
+///   fetch the others' rows from their owners (row_exchange.hpp) → train the share with the CPU
+///   backend on those rows, its own in place → return the deltas of the fetched rows to their
+///   owners → sum the span's statistics and agree on a stop.
+/// A fetched copy is stale only within a span: it misses what the other ranks add to the row
 /// during that span (README, "Distributed training"). The model a rank holds is its owned rows
-/// (owned_rows.hpp): compact on ranks other than 0, the whole tables on rank 0, where
-/// sync_to_host() gathers the other owners' rows for checkpoints and the export.
+/// (owned_rows.hpp): compact on ranks other than 0, the whole tables on rank 0 (which also
+/// serve as its copies of the others' rows), where sync_to_host() gathers the other owners' rows
+/// for checkpoints and the export.
 /// Built only with MPI.
 
 #include <atomic>
@@ -32,7 +34,7 @@ class ShardedBackend : public Backend {
  public:
   /// Rows of each table (input, output, and each state table) the model of this rank holds.
   virtual uint64_t table_rows() const = 0;
-  /// The most rows of each working-set table this rank has held (its capacity).
+  /// The most rows of each copy table (working_set.hpp) this rank has held.
   virtual uint64_t peak_working_rows() const = 0;
 };
 

@@ -1,16 +1,21 @@
 #pragma once
 /// @file working_set.hpp
-/// The rows a rank trains a span on: one slot for every word the span's examples touch
-/// (needed_rows.hpp), its input and output rows at that slot of two compact tables, and the map
-/// from word id to slot that the CPU backend reads the rows through (make_cpu_backend's
-/// `slot_of`). The tables grow to the largest span's rows and are reused; the map costs 4 bytes
-/// a word of the vocabulary, the tables 2 · 4 · dim bytes a slot.
+/// Where a rank finds the rows it trains a span on (needed_rows.hpp): the rows it holds — its
+/// own rows (owned_rows.hpp), trained in place, and on rank 0, whose tables are whole, every
+/// row — and, for the other rows, copies fetched from their owners in two compact tables of
+/// one row per copy. A map from word id to slot says where each row lies (RankRows, which the
+/// CPU backend trains through): slots below `split` are rows of the owned tables, the others
+/// rows of the copy tables. The copy tables grow to the largest span's copies and are reused;
+/// the map costs 4 bytes a word of the vocabulary, the copies 2 · 4 · dim bytes a row.
 
 #include <cstdint>
 #include <vector>
 
 #include "dist/needed_rows.hpp"
+#include "dist/owned_rows.hpp"
+#include "dist/row_owners.hpp"
 #include "model.hpp"
+#include "train/cpu_backend.hpp"
 
 namespace pagedw2v::dist {
 
@@ -18,36 +23,45 @@ class WorkingSet {
  public:
   static constexpr uint32_t kNoSlot = 0xFFFFFFFFu;
 
-  /// For a vocabulary of `words` words of dimension `dim`.
-  WorkingSet(uint64_t words, uint32_t dim);
+  /// For rank `rank` of `owners`, a vocabulary of `words` words of dimension `dim`, and the rows
+  /// `owned` that the rank holds (step N: its own rows, compact; step 1: the whole tables).
+  WorkingSet(const OwnedRows& owned, RowOwners owners, uint32_t rank, uint64_t words, uint32_t dim);
 
-  /// Gives every row of `need` a slot (the output rows in their order, then any input row that
-  /// is not among them); the previous span's rows lose theirs. The tables grow when the span
-  /// needs more slots than they hold; the values of the slots are left to the caller.
+  /// Gives every row of `need` its slot: a row this rank holds keeps its row of the owned
+  /// tables; any other takes the next row of the copy tables (the copies of the previous span
+  /// are dropped). The copy tables grow when the span needs more copies than they hold; the
+  /// values of the copies are left to the caller.
   void assign(const NeededRows& need);
 
   /// The slot of word `id`, kNoSlot when the span does not touch it.
   uint32_t slot(uint32_t id) const { return slot_of_[id]; }
-  /// slot() of every word, for make_cpu_backend; valid for the life of the working set.
-  const uint32_t* slot_of() const { return slot_of_.data(); }
-  /// The words that hold a slot, by slot.
+  /// Whether the span's rows of word `id` are copies (not rows this rank holds).
+  bool is_copy(uint32_t id) const { return slot_of_[id] >= rows_.split; }
+  /// The words whose rows are copies, by row of the copy tables.
+  const std::vector<uint32_t>& copies() const { return copies_; }
+  /// The words that have a slot, in the order they got it.
   const std::vector<uint32_t>& words() const { return words_; }
 
-  float* input(uint32_t id) { return tables_.input.row(slot_of_[id]); }
-  float* output(uint32_t id) { return tables_.output.row(slot_of_[id]); }
-  /// The tables, slot by slot (rows beyond words().size() are unused). The object stays the
-  /// same when the tables grow, so a backend may keep a reference to it.
-  Model& tables() { return tables_; }
-  /// Rows the tables hold now (each of the two).
-  uint64_t capacity() const { return tables_.input.rows(); }
+  float* input(uint32_t id) const;
+  float* output(uint32_t id) const;
+  /// The layout, for make_cpu_backend and accumulate_row_gradients_cpu: the object stays the same
+  /// (its pointers follow the copy tables when they grow), so a backend may keep its address.
+  const RankRows& rows() const { return rows_; }
+  /// Rows each copy table holds now.
+  uint64_t capacity() const { return copy_input_.rows(); }
 
  private:
-  void grow(uint64_t slots);
+  void grow(uint64_t rows);
 
+  OwnedRows owned_;
+  RowOwners owners_;
+  uint32_t rank_;
   uint32_t dim_;
   std::vector<uint32_t> slot_of_;
   std::vector<uint32_t> words_;
-  Model tables_;
+  std::vector<uint32_t> copies_;
+  HostTable copy_input_, copy_output_;
+  RankRows rows_;
 };
 
 }  // namespace pagedw2v::dist
