@@ -9,7 +9,8 @@
 
 namespace pagedw2v {
 
-void init_model(Model& model, uint64_t seed, uint32_t threads) {
+void init_model(Model& model, uint64_t seed, uint32_t threads, uint64_t first_word,
+                uint64_t word_step) {
   const uint32_t dim = model.input.dim();
   const float scale = 1.0f / static_cast<float>(dim);
   const uint64_t rows = model.input.rows();
@@ -25,7 +26,7 @@ void init_model(Model& model, uint64_t seed, uint32_t threads) {
     for (uint64_t r = rows * t / n; r < rows * (t + 1) / n; ++r) {
       float* row = fp32 ? model.input.row(r) : buffer.data();
       for (uint32_t d = 0; d < dim; d += 4) {
-        const Philox4 x = draw(seed, r, 0, DrawKind::kInit, d >> 2);
+        const Philox4 x = draw(seed, first_word + r * word_step, 0, DrawKind::kInit, d >> 2);
         for (uint32_t k = 0; k < 4 && d + k < dim; ++k) {
           row[d + k] = (to_unit_float(x.v[k]) - 0.5f) * scale;
         }

@@ -32,8 +32,12 @@ Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool inter
                      const std::string& hint, Storage storage = Storage::kFp32);
 
 /// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
-/// (seed, row), output zero. `threads` threads share the rows; the values do not depend on it.
-void init_model(Model& model, uint64_t seed, uint32_t threads = 1);
+/// (seed, word), output zero. `threads` threads share the rows; the values do not depend on it.
+/// Row r holds word `first_word + r·word_step`: every word of the vocabulary (the defaults), or
+/// the words one rank of a distributed run owns (dist/owned_rows.hpp), which get the values the
+/// whole tables give them.
+void init_model(Model& model, uint64_t seed, uint32_t threads = 1, uint64_t first_word = 0,
+                uint64_t word_step = 1);
 
 /// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd), in
 /// the storage of model.input.

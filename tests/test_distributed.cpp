@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -21,11 +22,14 @@
 #include <vector>
 
 #include "dist/needed_rows.hpp"
+#include "dist/owned_rows.hpp"
 #include "dist/row_owners.hpp"
+#include "dist/working_set.hpp"
 #include "model.hpp"
 #include "negative_pool.hpp"
 #include "sampler.hpp"
 #include "test_util.hpp"
+#include "train/checkpoint.hpp"
 #include "train/cpu_backend.hpp"
 
 namespace pagedw2v {
@@ -154,6 +158,250 @@ TEST_P(NeededRowsTest, HoldsExactlyTheRowsTheExamplesTouch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, NeededRowsTest,
+                         ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 0u),
+                                           std::make_tuple(ModelKind::kCbow, 0u),
+                                           std::make_tuple(ModelKind::kSkipGram, 64u),
+                                           std::make_tuple(ModelKind::kCbow, 64u)));
+
+// ---- the rows a rank holds -----------------------------------------------------------------
+
+/// Whether rows `a` and `b` of two tables hold the same bits.
+bool same_row(const HostTable& a, uint64_t ra, const HostTable& b, uint64_t rb) {
+  return std::memcmp(a.row(ra), b.row(rb), sizeof(float) * a.dim()) == 0;
+}
+
+// A rank's fresh compact tables hold, at row k, the values the whole tables give word
+// rank + k·N, with zeroed state tables.
+TEST(OwnedRows, FreshCompactRowsAreTheWholeTablesRowsOfTheOwner) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const uint64_t words = 1001;
+  const uint32_t dim = 12;
+  for (const uint32_t ranks : {2u, 3u, 8u}) {
+    const dist::RowOwners owners{ranks};
+    for (uint32_t rank = 0; rank < ranks; ++rank) {
+      Model whole = allocate_model(words, dim, OptimizerKind::kSgd, false, "");
+      init_model(whole, seed, 2);
+      const Model fresh =
+          dist::allocate_owned_rows(words, dim, OptimizerKind::kAdam, owners, rank, seed, 3, "");
+      ASSERT_EQ(fresh.input.rows(), owners.owned(words, rank));
+      ASSERT_EQ(fresh.input_state.size(), 2u);
+      ASSERT_EQ(fresh.output_state.size(), 2u);
+      for (uint64_t k = 0; k < fresh.input.rows(); ++k) {
+        ASSERT_TRUE(same_row(fresh.input, k, whole.input, rank + k * ranks)) << k;
+      }
+      EXPECT_TRUE(fresh.output.all_zero());
+      for (const HostTable& t : fresh.input_state) EXPECT_TRUE(t.all_zero());
+      for (const HostTable& t : fresh.output_state) EXPECT_TRUE(t.all_zero());
+    }
+  }
+}
+
+// A rank resuming reads its rows alone from a checkpoint of the whole tables (state tables
+// too): row k of each of its tables is row rank + k·N of the checkpoint's.
+TEST(OwnedRows, ARankReadsItsRowsAloneFromACheckpoint) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  const uint32_t words = 1001, dim = 12;
+  Config c;
+  c.corpus = "/some/corpus.txt";
+  c.dim = dim;
+  apply_option(c, "optimizer", "adam");
+  std::vector<std::string> names;
+  std::vector<uint64_t> counts;
+  for (uint32_t i = 0; i < words; ++i) {
+    names.push_back("w" + std::to_string(i));
+    counts.push_back(words - i);
+  }
+  const Vocab vocab = Vocab::from_words(names, counts);
+  Model whole = allocate_model(words, dim, OptimizerKind::kAdam, false, "");
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<HostTable*> tables = {&whole.input, &whole.output};
+  for (HostTable& t : whole.input_state) tables.push_back(&t);
+  for (HostTable& t : whole.output_state) tables.push_back(&t);
+  ASSERT_EQ(tables.size(), 6u);
+  for (HostTable* t : tables) {
+    for (uint64_t i = 0; i < uint64_t{words} * dim; ++i) t->data()[i] = u(rng);
+  }
+  const std::string path = dir.file("c.h5");
+  save_checkpoint(path, c, vocab, whole, TrainPosition{0, 1, 10},
+                  CorpusFingerprint{uint64_t{words} * words, 100, 7}, 0.01f);
+  for (const uint32_t ranks : {2u, 3u, 8u}) {
+    for (uint32_t rank = 0; rank < ranks; ++rank) {
+      const Checkpoint ck = load_checkpoint(path, {}, RowSelection{rank, ranks});
+      std::vector<const HostTable*> mine = {&ck.model.input, &ck.model.output};
+      for (const HostTable& t : ck.model.input_state) mine.push_back(&t);
+      for (const HostTable& t : ck.model.output_state) mine.push_back(&t);
+      ASSERT_EQ(mine.size(), tables.size());
+      EXPECT_EQ(ck.vocab.size(), words);
+      for (size_t t = 0; t < mine.size(); ++t) {
+        ASSERT_EQ(mine[t]->rows(), dist::RowOwners{ranks}.owned(words, rank));
+        for (uint64_t k = 0; k < mine[t]->rows(); ++k) {
+          ASSERT_TRUE(same_row(*mine[t], k, *tables[t], rank + k * ranks))
+              << ranks << " ranks, rank " << rank << ", table " << t << ", row " << k;
+        }
+      }
+    }
+  }
+}
+
+class WorkingSetTest : public ::testing::TestWithParam<std::tuple<ModelKind, uint32_t>> {};
+
+/// The rows rank `rank` of `ranks` holds of `whole`, compact (rank 0: `whole` itself is used).
+Model owned_copy(const Model& whole, uint32_t ranks, uint32_t rank) {
+  const uint64_t n = dist::RowOwners{ranks}.owned(whole.input.rows(), rank);
+  Model m{HostTable(n, whole.input.dim(), "in", ""), HostTable(n, whole.input.dim(), "out", "")};
+  for (uint64_t k = 0; k < n; ++k) {
+    std::copy_n(whole.input.row(rank + k * ranks), whole.input.dim(), m.input.row(k));
+    std::copy_n(whole.output.row(rank + k * ranks), whole.input.dim(), m.output.row(k));
+  }
+  return m;
+}
+
+// Each span's rows get a slot: a row the rank holds keeps its row of the owned tables (every row
+// on rank 0, whose tables are whole), any other gets the next row of the copy tables; the
+// previous span's rows lose theirs; the copy tables grow to the largest span's copies.
+TEST_P(WorkingSetTest, GivesEverySpanRowItsPlace) {
+  const auto [kind, pool] = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  SmallProblem p(kind, pool, seed);
+  const uint64_t words = p.model.input.rows();
+  const uint32_t ranks = 3;
+  const uint64_t nblocks = p.blocks.size() - 1;
+  for (const uint32_t rank : {0u, 1u, 2u}) {
+    Model mine = owned_copy(p.model, ranks, rank);
+    const dist::OwnedRows owned{rank == 0 ? &p.model : &mine, rank == 0 ? 1u : ranks};
+    dist::NeededRows need(words);
+    dist::WorkingSet work(owned, dist::RowOwners{ranks}, rank, words, p.data.params.dim);
+    EXPECT_EQ(work.capacity(), 0u);
+    for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 1}, {1, nblocks}, {3, 4}}) {
+      need.collect(p.data, 0, first, last);
+      work.assign(need);
+      std::set<uint32_t> rows(need.output().begin(), need.output().end());
+      rows.insert(need.input().begin(), need.input().end());
+      ASSERT_EQ(work.words().size(), rows.size());
+      std::vector<uint32_t> copies;
+      for (uint32_t id = 0; id < words; ++id) {
+        if (rows.count(id) == 0) {
+          EXPECT_EQ(work.slot(id), dist::WorkingSet::kNoSlot) << id;
+        } else if (rank == 0 || id % ranks == rank) {
+          EXPECT_FALSE(work.is_copy(id)) << id;
+          EXPECT_EQ(work.input(id), owned.input(id)) << id;
+          EXPECT_EQ(work.output(id), owned.output(id)) << id;
+        } else {
+          EXPECT_TRUE(work.is_copy(id)) << id;
+          copies.push_back(id);
+        }
+      }
+      EXPECT_EQ(std::set<uint32_t>(work.copies().begin(), work.copies().end()),
+                std::set<uint32_t>(copies.begin(), copies.end()));
+      EXPECT_EQ(work.copies().size(), copies.size());
+      EXPECT_GE(work.capacity(), copies.size());
+      EXPECT_LE(work.capacity(), words - mine.input.rows());
+      if (rank == 0) EXPECT_TRUE(copies.empty());
+      for (size_t k = 0; k < work.copies().size(); ++k) {
+        const uint32_t id = work.copies()[k];
+        EXPECT_EQ(work.input(id), work.rows().copy_input + k * p.data.params.dim);
+        EXPECT_EQ(work.output(id), work.rows().copy_output + k * p.data.params.dim);
+      }
+    }
+  }
+}
+
+// The CPU backend trained on a rank's rows (its own rows in place, the others' as copies)
+// changes every row exactly as it changes the whole tables: the same bits, sgd and the batched
+// gradients alike.
+TEST_P(WorkingSetTest, TrainingARanksRowsGivesTheBitsOfTrainingTheWholeTables) {
+  const auto [kind, pool] = GetParam();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  SmallProblem whole(kind, pool, seed), split(kind, pool, seed);
+  const uint64_t words = whole.model.input.rows();
+  const uint32_t dim = whole.data.params.dim;
+  // Output rows that are not zero, so that every row's update depends on its values.
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> u(-0.1f, 0.1f);
+  for (uint64_t i = 0; i < words * dim; ++i) {
+    whole.model.output.data()[i] = split.model.output.data()[i] = u(rng);
+  }
+  const uint32_t ranks = 3, rank = 2;
+  Model mine = owned_copy(split.model, ranks, rank);
+  const dist::OwnedRows owned{&mine, ranks};
+  dist::NeededRows need(words);
+  dist::WorkingSet work(owned, dist::RowOwners{ranks}, rank, words, dim);
+  auto on_whole = make_cpu_backend(whole.model, whole.data, 1);
+  auto on_rank = make_cpu_backend(mine, split.data, 1, &work.rows());
+  // Before a span: the rank's rows and its copies from split.model; after it, back there.
+  auto fill = [&] {
+    for (uint64_t k = 0; k < mine.input.rows(); ++k) {
+      std::copy_n(split.model.input.row(rank + k * ranks), dim, mine.input.row(k));
+      std::copy_n(split.model.output.row(rank + k * ranks), dim, mine.output.row(k));
+    }
+    for (const uint32_t id : work.copies()) {
+      std::copy_n(split.model.input.row(id), dim, work.input(id));
+      std::copy_n(split.model.output.row(id), dim, work.output(id));
+    }
+  };
+  auto drain = [&] {
+    for (const uint32_t id : work.words()) {
+      std::copy_n(work.input(id), dim, split.model.input.row(id));
+      std::copy_n(work.output(id), dim, split.model.output.row(id));
+    }
+  };
+  const uint64_t nblocks = whole.blocks.size() - 1;
+  for (const uint32_t epoch : {0u, 1u}) {
+    for (const auto& [first, last] : {std::pair<uint64_t, uint64_t>{0, 2}, {2, 3}, {3, nblocks}}) {
+      const SpanStats a = on_whole->train(epoch, first, last);
+      need.collect(split.data, epoch, first, last);
+      work.assign(need);
+      fill();
+      const SpanStats b = on_rank->train(epoch, first, last);
+      drain();
+      EXPECT_EQ(a.loss, b.loss);
+      EXPECT_EQ(a.loss_terms, b.loss_terms);
+      EXPECT_GT(a.loss_terms, 0u);
+      for (uint64_t id = 0; id < words; ++id) {
+        ASSERT_TRUE(same_row(whole.model.input, id, split.model.input, id)) << "input " << id;
+        ASSERT_TRUE(same_row(whole.model.output, id, split.model.output, id)) << "output " << id;
+      }
+    }
+  }
+
+  // The batched pass's gradients, per row touched, are the dense pass's rows.
+  need.collect(split.data, 1, 0, nblocks);
+  work.assign(need);
+  fill();
+  std::vector<float> gin(words * dim, 0.0f), gout(words * dim, 0.0f);
+  std::vector<uint8_t> tin(words, 0), tout(words, 0);
+  SpanStats sa, sb;
+  detail::accumulate_gradients_cpu(whole.data, whole.model, 1, 0, 0, whole.corpus.sentences(),
+                                   gin.data(), gout.data(), tin.data(), tout.data(), &sa);
+  detail::RowGradients g;
+  detail::accumulate_row_gradients_cpu(split.data, work.rows(), 1, 0, 0, split.corpus.sentences(),
+                                       &g, &sb);
+  EXPECT_EQ(sa.loss, sb.loss);
+  auto check = [&](const std::vector<uint32_t>& ids, const std::vector<float>& grads,
+                   const std::vector<float>& dense, const std::vector<uint8_t>& touched) {
+    ASSERT_EQ(grads.size(), ids.size() * dim);
+    EXPECT_EQ(std::set<uint32_t>(ids.begin(), ids.end()).size(), ids.size());
+    size_t count = 0;
+    for (const uint8_t t : touched) count += t;
+    EXPECT_EQ(ids.size(), count);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      EXPECT_EQ(touched[ids[k]], 1) << ids[k];
+      EXPECT_EQ(
+          std::memcmp(dense.data() + ids[k] * dim, grads.data() + k * dim, sizeof(float) * dim), 0)
+          << ids[k];
+    }
+  };
+  check(g.input_ids, g.input, gin, tin);
+  check(g.output_ids, g.output, gout, tout);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WorkingSetTest,
                          ::testing::Values(std::make_tuple(ModelKind::kSkipGram, 0u),
                                            std::make_tuple(ModelKind::kCbow, 0u),
                                            std::make_tuple(ModelKind::kSkipGram, 64u),
@@ -369,6 +617,80 @@ TEST_F(TwoRanks, AdamStepsAtTheOwnersTrainAndResumeExactly) {
   EXPECT_TRUE(testing_util::read_file(dir_.file("two/vectors.npy")) ==
               testing_util::read_file(resumed + "/vectors.npy"))
       << "the resumed run's vectors differ from the run's that did not stop";
+}
+
+/// A corpus of `words` distinct words, each at least once, then `tokens` more drawn with Zipf
+/// weights: a vocabulary large beside what one span of it touches.
+void write_wide_corpus(const std::string& path, uint32_t words, uint32_t tokens, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::ofstream out(path);
+  std::vector<double> zipf(words);
+  for (uint32_t i = 0; i < words; ++i) zipf[i] = 1.0 / static_cast<double>(i + 1);
+  std::discrete_distribution<uint32_t> word(zipf.begin(), zipf.end());
+  for (uint32_t i = 0; i < words; ++i) out << 'w' << i << (i % 20 == 19 ? '\n' : ' ');
+  out << '\n';
+  for (uint32_t i = 0; i < tokens; ++i) out << 'w' << word(rng) << (i % 20 == 19 ? '\n' : ' ');
+  out << '\n';
+}
+
+// Rank 1 of two holds the rows it owns (half of each table) and copies of other rows much
+// fewer than the vocabulary, rank 0 the whole tables; rank 1's peak memory is below one process's
+// by most of the half of the tables it does not hold.
+TEST_F(TwoRanks, ARankOtherThanZeroHoldsItsHalfOfTheTables) {
+  const uint32_t words = 400000, dim = 128;
+  const std::string corpus = dir_.file("wide.txt");
+  write_wide_corpus(corpus, words, 600000, 5);
+  auto args = [&](const std::string& out) {
+    return std::vector<std::string>{"train",
+                                    "--corpus",
+                                    corpus,
+                                    "--output",
+                                    out,
+                                    "--dim",
+                                    std::to_string(dim),
+                                    "--epochs",
+                                    "1",
+                                    "--threads",
+                                    "1",
+                                    "--min-count",
+                                    "1",
+                                    "--model",
+                                    "cbow",
+                                    "--window",
+                                    "2",
+                                    "--negative",
+                                    "2",
+                                    "--keep-checkpoints",
+                                    "0",
+                                    "--format",
+                                    "npy",
+                                    "--device",
+                                    "cpu"};
+  };
+  std::vector<std::string> one = args(dir_.file("one"));
+  one.push_back(dir_.file("one.log"));
+  std::string err;
+  const uint64_t one_peak = testing_util::peak_rss_of_run(PAGEDW2V_BINARY, one, &err);
+  ASSERT_GT(one_peak, 0u) << err;
+  ASSERT_EQ(run(2, args(dir_.file("two")), dir_.file("two.log")), 0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const nlohmann::json r = read_json(dir_.file("two/run.json"));
+  ASSERT_EQ(r["vocabulary"]["words"], words);
+  ASSERT_TRUE(r.contains("ranks")) << r.dump(2);
+  const nlohmann::json& ranks = r["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0]["table_rows"], words);
+  EXPECT_EQ(ranks[1]["table_rows"], words / 2);
+  // Rank 0's whole tables hold its copies of the others' rows; rank 1 copies them apart.
+  EXPECT_EQ(ranks[0]["working_rows"], 0u);
+  EXPECT_GT(ranks[1]["working_rows"].get<uint64_t>(), 0u);
+  EXPECT_LT(ranks[1]["working_rows"].get<uint64_t>(), words / 8) << ranks[1].dump();
+  const uint64_t tables = uint64_t{2} * words * dim * sizeof(float);
+  const uint64_t rank1_peak = ranks[1]["peak_rss_bytes"];
+  // Rank 1 leaves out half the tables (less its copies, about 7 % of the vocabulary here)
+  // and adds what MPI takes (about 20 MB).
+  EXPECT_LT(rank1_peak + tables / 4, one_peak) << "rank 1 " << rank1_peak << " B, one process "
+                                               << one_peak << " B, tables " << tables << " B";
 }
 
 /// The pids of the ranks of a job whose command line names `out`, by rank.

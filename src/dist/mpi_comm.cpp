@@ -179,12 +179,15 @@ void MpiComm::gather_owned_rows(float* table, uint64_t rows, uint32_t dim) {
             "receive rows");
     }
   } else if (rank_ < rows) {
+    // Rows as one datatype each, so that a count of rows, not of floats, fits an int.
+    const uint64_t count = (rows - rank_ + n - 1) / n;
     types.emplace_back();
-    owned_type(rank_, &types.back());
+    check(MPI_Type_contiguous(static_cast<int>(dim), MPI_FLOAT, &types.back()), "datatype");
+    check(MPI_Type_commit(&types.back()), "datatype");
     req.emplace_back();
-    check(MPI_Isend(table + static_cast<size_t>(rank_) * dim, 1, types.back(), 0, 0, MPI_COMM_WORLD,
-                    &req.back()),
-          "send rows");
+    check(
+        MPI_Isend(table, static_cast<int>(count), types.back(), 0, 0, MPI_COMM_WORLD, &req.back()),
+        "send rows");
   }
   try {
     wait(req, "gather rows");
@@ -193,6 +196,20 @@ void MpiComm::gather_owned_rows(float* table, uint64_t rows, uint32_t dim) {
     throw;
   }
   for (MPI_Datatype& t : types) MPI_Type_free(&t);
+}
+
+}  // namespace pagedw2v::dist
+
+namespace pagedw2v::dist {
+
+std::vector<uint64_t> MpiComm::gather(const uint64_t* values, int n) {
+  std::vector<uint64_t> all(rank_ == 0 ? static_cast<size_t>(n) * size_ : 0);
+  std::vector<MPI_Request> req(1);
+  check(
+      MPI_Igather(values, n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req[0]),
+      "gather");
+  wait(req, "gather");
+  return all;
 }
 
 }  // namespace pagedw2v::dist

@@ -43,9 +43,12 @@ class MpiComm {
   int max(int value);
   /// Rank 0's bytes, on every rank.
   void broadcast(void* data, int bytes);
-  /// Rank 0 receives from every other rank r the rows of `table` (rows × dim floats) whose
-  /// index is r modulo size(); every other rank sends its own. Rows move in place, strided.
+  /// The rows of a `rows` × `dim` table that every rank other than 0 owns (dist/owned_rows.hpp),
+  /// gathered into rank 0's: on rank 0 `table` is the whole table and receives row id from rank
+  /// id modulo size() (strided, in place); on rank r it holds r's rows, compact, and is sent.
   void gather_owned_rows(float* table, uint64_t rows, uint32_t dim);
+  /// `values` (n of them) of every rank, concatenated in rank order, on rank 0 (empty on others).
+  std::vector<uint64_t> gather(const uint64_t* values, int n);
 
   /// Marks that training has started: from then on, a rank that finds the job ending names the
   /// checkpoint that resumes it.

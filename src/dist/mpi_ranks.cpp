@@ -1,6 +1,9 @@
 // The ranks of a distributed run over MPI (ranks.hpp), built when MPI is found.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include "dist/mpi_comm.hpp"
+#include "dist/owned_rows.hpp"
 #include "dist/ranks.hpp"
 #include "dist/sharded_backend.hpp"
 #include "error.hpp"
@@ -34,7 +37,30 @@ class MpiRanks final : public Ranks {
 
   std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
                                         uint32_t threads) override {
-    return make_sharded_backend(comm_, model, data, threads, agreed_stop_, stop_);
+    std::unique_ptr<ShardedBackend> b =
+        make_sharded_backend(comm_, model, data, threads, agreed_stop_, stop_);
+    backend_ = b.get();
+    return b;
+  }
+
+  Model allocate_owned_rows(uint64_t rows, uint32_t dim, OptimizerKind kind, uint64_t seed,
+                            uint32_t threads, const std::string& hint) override {
+    return dist::allocate_owned_rows(rows, dim, kind, RowOwners{size()}, rank(), seed, threads,
+                                     hint);
+  }
+
+  std::vector<RankMemory> memory_of_ranks() override {
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    const uint64_t mine[3] = {backend_ != nullptr ? backend_->table_rows() : 0,
+                              backend_ != nullptr ? backend_->peak_working_rows() : 0,
+                              static_cast<uint64_t>(usage.ru_maxrss) * 1024};
+    const std::vector<uint64_t> all = comm_.gather(mine, 3);
+    std::vector<RankMemory> out;
+    for (size_t r = 0; r * 3 < all.size(); ++r) {
+      out.push_back({static_cast<uint32_t>(r), all[3 * r], all[3 * r + 1], all[3 * r + 2]});
+    }
+    return out;
   }
 
   const std::atomic<int>* agreed_stop() const override { return &agreed_stop_; }
@@ -45,6 +71,7 @@ class MpiRanks final : public Ranks {
   MpiComm comm_;
   const std::atomic<int>* stop_;
   std::atomic<int> agreed_stop_{0};
+  const ShardedBackend* backend_ = nullptr;  ///< the trainer's, for memory_of_ranks()
 };
 
 }  // namespace

@@ -8,17 +8,11 @@
 
 namespace pagedw2v::dist {
 
-OwnerSteps::OwnerSteps(MpiComm& comm, uint64_t rows, uint32_t dim)
-    : comm_(comm),
-      owners_{comm.size()},
-      dim_(dim),
-      input_grad_(rows * dim, 0.0f),
-      output_grad_(rows * dim, 0.0f),
-      touched_input_(rows, 0),
-      touched_output_(rows, 0) {}
+OwnerSteps::OwnerSteps(MpiComm& comm, uint32_t dim)
+    : comm_(comm), owners_{comm.size()}, dim_(dim) {}
 
-SpanStats OwnerSteps::train(const TrainData& data, Model& model, uint32_t epoch, BlockRange mine,
-                            const NeededRows& need) {
+SpanStats OwnerSteps::train(const TrainData& data, const OwnedRows& owned, const WorkingSet& work,
+                            uint32_t epoch, BlockRange mine) {
   const TrainParams& p = data.params;
   const auto& blocks = *data.blocks;
   const uint32_t n = comm_.size();
@@ -28,35 +22,30 @@ SpanStats OwnerSteps::train(const TrainData& data, Model& model, uint32_t epoch,
   std::vector<std::vector<float>> grads(n);
   SpanStats stats;
   std::vector<uint32_t> count_at(n);
+  detail::RowGradients block;
   for (uint64_t b = mine.first; b < mine.last; ++b) {
-    detail::accumulate_gradients_cpu(data, model, epoch, super_batch_of(b, p.pool_blocks),
-                                     blocks[b], blocks[b + 1], input_grad_.data(),
-                                     output_grad_.data(), touched_input_.data(),
-                                     touched_output_.data(), &stats);
+    detail::accumulate_row_gradients_cpu(data, work.rows(), epoch, super_batch_of(b, p.pool_blocks),
+                                         blocks[b], blocks[b + 1], &block, &stats);
     for (uint32_t r = 0; r < n; ++r) {
       records[r].insert(records[r].end(), {static_cast<uint32_t>(b), 0u, 0u});
       count_at[r] = static_cast<uint32_t>(records[r].size());
     }
-    // Moves the touched rows' gradients into the owners' messages and zeroes them.
-    auto take = [&](const std::vector<uint32_t>& ids, std::vector<float>& grad,
-                    std::vector<uint8_t>& touched, uint32_t field) {
-      for (const uint32_t id : ids) {
-        if (touched[id] == 0) continue;
-        touched[id] = 0;
-        const uint32_t r = owners_.owner(id);
-        records[r].push_back(id);
+    // The touched rows' gradients, into their owners' messages.
+    auto take = [&](const std::vector<uint32_t>& ids, const std::vector<float>& grad,
+                    uint32_t field) {
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const uint32_t r = owners_.owner(ids[k]);
+        records[r].push_back(ids[k]);
         ++records[r][count_at[r] - 3 + field];
-        float* g = grad.data() + static_cast<size_t>(id) * dim_;
-        grads[r].insert(grads[r].end(), g, g + dim_);
-        std::fill_n(g, dim_, 0.0f);
+        grads[r].insert(grads[r].end(), grad.begin() + k * dim_, grad.begin() + (k + 1) * dim_);
       }
     };
-    take(need.input(), input_grad_, touched_input_, 1);
-    take(need.output(), output_grad_, touched_output_, 2);
+    take(block.input_ids, block.input, 1);
+    take(block.output_ids, block.output, 2);
   }
 
   std::vector<int> record_counts;
-  const std::vector<uint32_t> got = comm_.all_to_all(records, &record_counts);
+  std::vector<uint32_t> got = comm_.all_to_all(records, &record_counts);
   std::vector<int> send_floats(n), recv_floats(n, 0);
   std::vector<float> flat;
   for (uint32_t r = 0; r < n; ++r) {
@@ -81,11 +70,20 @@ SpanStats OwnerSteps::train(const TrainData& data, Model& model, uint32_t epoch,
   const LrSchedule schedule = make_schedule(p, data.optimizer);
   const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
   const auto& starts = data.corpus->sentence_starts;
+  Model& model = *owned.model;
   float* in_state[2] = {nullptr, nullptr};
   float* out_state[2] = {nullptr, nullptr};
   for (size_t k = 0; k < model.input_state.size() && k < 2; ++k) {
     in_state[k] = model.input_state[k].data();
     out_state[k] = model.output_state[k].data();
+  }
+  // The ids received are all this rank's: their rows in its tables.
+  for (size_t at = 0; at < got.size();) {
+    const uint32_t count = got[at + 1] + got[at + 2];
+    for (uint32_t k = 0; k < count; ++k) {
+      got[at + 3 + k] = static_cast<uint32_t>(owned.row(got[at + 3 + k]));
+    }
+    at += 3 + count;
   }
   const float* g = received.data();
   for (size_t at = 0; at < got.size();) {

@@ -7,33 +7,34 @@
 /// steps of all the span's blocks, in block order, to its rows and their state, with the step
 /// number and learning rate one process gives that block. A block's gradients are thus computed
 /// up to one span late (the blocks before it in the span have not stepped yet); with one rank the
-/// result is one process's. Built only with MPI.
+/// result is one process's. The gradients are summed per row touched, in a small map, not in
+/// tables of the vocabulary's size. Built only with MPI.
 
 #include <cstdint>
 #include <vector>
 
 #include "backend.hpp"
 #include "dist/mpi_comm.hpp"
-#include "dist/needed_rows.hpp"
+#include "dist/owned_rows.hpp"
 #include "dist/row_owners.hpp"
+#include "dist/working_set.hpp"
 
 namespace pagedw2v::dist {
 
 class OwnerSteps {
  public:
-  OwnerSteps(MpiComm& comm, uint64_t rows, uint32_t dim);
+  OwnerSteps(MpiComm& comm, uint32_t dim);
 
-  /// Gradients of the blocks `mine` of `epoch` (whose rows are `need`, fetched), sent to their
-  /// owners, then the owners' steps of every block of the span. Returns this rank's statistics.
-  SpanStats train(const TrainData& data, Model& model, uint32_t epoch, BlockRange mine,
-                  const NeededRows& need);
+  /// Gradients of the blocks `mine` of `epoch` against the rows `work` lays out (fetched), sent
+  /// to their owners, then the owners' steps of every block of the span on `owned` (rows and
+  /// state). Returns this rank's statistics.
+  SpanStats train(const TrainData& data, const OwnedRows& owned, const WorkingSet& work,
+                  uint32_t epoch, BlockRange mine);
 
  private:
   MpiComm& comm_;
   RowOwners owners_;
   uint32_t dim_;
-  std::vector<float> input_grad_, output_grad_;  ///< dense, rows × dim, zero between blocks
-  std::vector<uint8_t> touched_input_, touched_output_;
 };
 
 }  // namespace pagedw2v::dist

@@ -5,17 +5,20 @@
 /// this rank's share. No MPI type appears here, so the trainer compiles without MPI; the MPI
 /// implementation is dist/mpi_ranks.cpp, built when MPI is found (PAGEDW2V_DISTRIBUTED).
 ///
-/// Roles: every rank counts the vocabulary, encodes the corpus and holds the tables as the
-/// address space of its rows; rank r owns the rows `id % N == r` (dist/row_owners.hpp) and
-/// trains its share of each span of work blocks. Rank 0 alone writes files: the checkpoints
-/// (gathered from the owners) and the export.
+/// Roles: every rank counts the vocabulary and encodes the corpus; rank r owns the rows
+/// `id % N == r` (dist/row_owners.hpp), holds them (dist/owned_rows.hpp: compact, 1/N of the
+/// tables, except on rank 0) and trains its share of each span of work blocks on them and on
+/// copies of the other rows the share touches. Rank 0 alone writes files: it holds the whole
+/// tables, into which the owners' rows are gathered for the checkpoints and the export.
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend.hpp"
+#include "dist/rank_memory.hpp"
 
 namespace pagedw2v::dist {
 
@@ -26,12 +29,22 @@ class Ranks {
   virtual uint32_t size() const = 0;
   /// Whether this rank writes the run's files (rank 0).
   bool writes_files() const { return rank() == 0; }
+  /// Whether this rank's model is the whole tables (rank 0, which writes them), or only the rows
+  /// it owns, compact (dist/owned_rows.hpp).
+  bool holds_whole_tables() const { return rank() == 0; }
 
   /// Rank 0's `value`, on every rank. Collective: every rank calls it at the same point.
   virtual bool rank0_decides(bool value) = 0;
   /// Throws Error saying that the ranks disagree on `what` unless every rank passes the same
   /// `value`. Collective.
   virtual void check_same(uint64_t value, const std::string& what) = 0;
+
+  /// The model of a rank that does not hold the whole tables: its owned rows, compact
+  /// (dist/owned_rows.hpp), initialised as the whole tables give them, out of a vocabulary of
+  /// `rows` words. (Resuming, such a rank reads its rows alone from the checkpoint:
+  /// load_checkpoint's RowSelection {rank(), size()}.)
+  virtual Model allocate_owned_rows(uint64_t rows, uint32_t dim, OptimizerKind kind, uint64_t seed,
+                                    uint32_t threads, const std::string& hint) = 0;
 
   /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
   /// `model`, whose rows this rank owns as row_owners.hpp says.
@@ -40,6 +53,8 @@ class Ranks {
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer
   /// reads this instead of its own signal flag, so that every rank stops at the same span.
   virtual const std::atomic<int>* agreed_stop() const = 0;
+  /// What every rank held (after make_backend), on rank 0; empty on the others. Collective.
+  virtual std::vector<RankMemory> memory_of_ranks() = 0;
 };
 
 /// Whether this process was started by an MPI launcher (mpirun, srun) with more than one rank.

@@ -2,21 +2,22 @@
 /// @file row_exchange.hpp
 /// Moving rows between the ranks that own them and the ranks that train on them, for one span:
 ///   1. fetch: each rank asks every owner for the rows its share needs (ids by all-to-all), and
-///      writes the owners' current values into its own tables at those rows — its working
-///      copies — keeping the values as fetched;
-///   2. (the rank trains its share on its tables, owned rows and working copies alike);
+///      writes the owners' current values where its working set puts them (working_set.hpp:
+///      copy rows; on rank 0, the rows of its whole tables), keeping the values as fetched;
+///   2. (the rank trains its share: its own rows in place, and the fetched ones);
 ///   3. return_deltas: each rank sends back, for every row it fetched, what its training added
 ///      (its value now minus the value fetched), and each owner adds the deltas it receives in
 ///      rank order, so the result does not depend on timing.
-/// Rows a rank owns are trained in place and never move. Built only with MPI.
+/// Built only with MPI.
 
 #include <cstdint>
 #include <vector>
 
 #include "dist/mpi_comm.hpp"
 #include "dist/needed_rows.hpp"
+#include "dist/owned_rows.hpp"
 #include "dist/row_owners.hpp"
-#include "model.hpp"
+#include "dist/working_set.hpp"
 
 namespace pagedw2v::dist {
 
@@ -24,14 +25,15 @@ class RowExchange {
  public:
   RowExchange(MpiComm& comm, uint32_t dim);
 
-  /// Step 1 for the rows of `need` that other ranks own.
-  void fetch(Model& model, const NeededRows& need);
-  /// Step 3: the deltas of the rows fetched by the last fetch() go back to their owners.
-  void return_deltas(Model& model);
+  /// Step 1 for the rows of `need` that other ranks own, whose slots `work` has assigned.
+  void fetch(const OwnedRows& owned, const WorkingSet& work, const NeededRows& need);
+  /// Step 3 for the rows of the last fetch().
+  void return_deltas(const OwnedRows& owned, const WorkingSet& work);
 
  private:
-  /// The row of `model` a tagged id names (bit 31: the output table).
-  static float* row_of(Model& model, uint32_t tagged);
+  /// The owned row a tagged id names (bit 31: the output table), and where the span trains it.
+  static float* owned_row(const OwnedRows& owned, uint32_t tagged);
+  static float* work_row(const WorkingSet& work, uint32_t tagged);
 
   MpiComm& comm_;
   RowOwners owners_;

@@ -2,12 +2,16 @@
 /// @file sharded_backend.hpp
 /// The backend of a distributed CPU run (row-wise sharding, as TorchRec shards embedding
 /// tables). For each span of work blocks the trainer hands every rank:
-///   share (row_owners.hpp) → the rows the share needs (needed_rows.hpp) → fetch them from
-///   their owners → train the share with the CPU backend, on the owned rows and the working
-///   copies → return the deltas to the owners → sum the span's statistics and agree on a stop.
-/// A working copy is stale only within a span: it misses what the other ranks add to the row
-/// during that span (README, "Distributed training"). sync_to_host() gathers the owned rows
-/// into rank 0's tables, which then hold the whole model for checkpoints and the export.
+///   share (row_owners.hpp) → the rows the share needs (needed_rows.hpp) → a place for each
+///   (working_set.hpp: the rank's own rows where it holds them, the others' in copy rows) →
+///   fetch the others' rows from their owners (row_exchange.hpp) → train the share with the CPU
+///   backend on those rows, its own in place → return the deltas of the fetched rows to their
+///   owners → sum the span's statistics and agree on a stop.
+/// A fetched copy is stale only within a span: it misses what the other ranks add to the row
+/// during that span (README, "Distributed training"). The model a rank holds is its owned rows
+/// (owned_rows.hpp): compact on ranks other than 0, the whole tables on rank 0 (which also
+/// serve as its copies of the others' rows), where sync_to_host() gathers the other owners' rows
+/// for checkpoints and the export.
 /// Built only with MPI.
 
 #include <atomic>
@@ -25,10 +29,21 @@ namespace pagedw2v::dist {
 /// the copies fresher. The README's "Distributed training" gives the measured trade.
 inline constexpr uint64_t kRankSpanWords = 2 * kBlockWords;
 
-/// The backend for `model` (the full tables, the same on every rank at the start) and `data`,
-/// with `threads` CPU threads on this rank; writes the agreed stop signal to `agreed_stop`.
-std::unique_ptr<Backend> make_sharded_backend(MpiComm& comm, Model& model, const TrainData& data,
-                                              uint32_t threads, std::atomic<int>& agreed_stop,
-                                              const std::atomic<int>* stop);
+/// The backend of one rank, and what it holds.
+class ShardedBackend : public Backend {
+ public:
+  /// Rows of each table (input, output, and each state table) the model of this rank holds.
+  virtual uint64_t table_rows() const = 0;
+  /// The most rows of each copy table (working_set.hpp) this rank has held.
+  virtual uint64_t peak_working_rows() const = 0;
+};
+
+/// The backend for `model` and `data`, with `threads` CPU threads on this rank; writes the
+/// agreed stop signal to `agreed_stop`. On rank 0 `model` holds the whole tables, on rank r the
+/// rows r owns, compact (owned_rows.hpp); every rank's rows start as one process's would.
+std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
+                                                     const TrainData& data, uint32_t threads,
+                                                     std::atomic<int>& agreed_stop,
+                                                     const std::atomic<int>* stop);
 
 }  // namespace pagedw2v::dist

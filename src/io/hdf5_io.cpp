@@ -722,9 +722,10 @@ void vet_h5_file(const std::string& path, const std::function<void()>& trial) {
   run_isolated("cannot read '" + path + "': ", limits, trial);
 }
 
-LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
+LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check, bool with_vectors) {
   if (check == H5Check::kVet) {
-    vet_h5_file(path, [&] { (void)read_embeddings_h5(path, H5Check::kAlreadyVetted); });
+    vet_h5_file(path,
+                [&] { (void)read_embeddings_h5(path, H5Check::kAlreadyVetted, with_vectors); });
   }
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
@@ -745,7 +746,7 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check) {
     }
     e.rows = dims[0];
     e.dim = static_cast<uint32_t>(dims[1]);
-    resize_or_fail(h5, e.vectors, e.rows * e.dim, "/vectors");
+    if (with_vectors) resize_or_fail(h5, e.vectors, e.rows * e.dim, "/vectors");
     if (!e.vectors.empty()) {
       h5.check(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.vectors.data()),
                "cannot read /vectors");
@@ -821,10 +822,10 @@ std::vector<Attribute> read_attributes_h5(const std::string& path,
   return out;
 }
 
-void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out,
-                    H5Check check) {
+void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out, H5Check check,
+                    RowSelection selection) {
   if (check == H5Check::kVet) {
-    vet_h5_file(path, [&] { read_matrix_h5(path, name, out, H5Check::kAlreadyVetted); });
+    vet_h5_file(path, [&] { read_matrix_h5(path, name, out, H5Check::kAlreadyVetted, selection); });
   }
   const uint64_t rows = out.rows();
   const uint32_t dim = out.dim();
@@ -839,11 +840,26 @@ void read_matrix_h5(const std::string& path, const std::string& name, HostTable&
   Hid type = h5.make(H5Dget_type(set), H5Tclose, "cannot read " + label);
   if (H5Tget_class(type) != H5T_FLOAT) h5.fail(label + " is not floating point");
   const std::vector<hsize_t> dims = extent(h5, set, 2, label);
-  if (dims[0] != rows || dims[1] != dim) {
+  const bool every_row = selection.first == 0 && selection.step == 1;
+  if (selection.step == 0 || selection.count(dims[0]) != rows || dims[1] != dim) {
+    const std::string expected = every_row ? std::to_string(rows)
+                                           : "rows of which " + std::to_string(selection.first) +
+                                                 " + k·" + std::to_string(selection.step) +
+                                                 " make " + std::to_string(rows);
     h5.fail(label + " is " + std::to_string(dims[0]) + " x " + std::to_string(dims[1]) +
-            ", expected " + std::to_string(rows) + " x " + std::to_string(dim));
+            ", expected " + expected + " x " + std::to_string(dim));
   }
-  if (rows > 0 && dim > 0 && out.storage() == Storage::kFp32) {
+  if (rows > 0 && dim > 0 && out.storage() == Storage::kFp32 && !every_row) {
+    // Every step-th row, straight into the table.
+    Hid memory = table_memory_space(h5, out, "cannot read " + label);
+    Hid file_space = h5.make(H5Dget_space(set), H5Sclose, "cannot read " + label);
+    const hsize_t start[2] = {selection.first, 0}, stride[2] = {selection.step, 1};
+    const hsize_t count[2] = {rows, 1}, block[2] = {1, dim};
+    h5.check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, stride, count, block),
+             "cannot read " + label);
+    h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, file_space, H5P_DEFAULT, out.block()),
+             "cannot read " + label);
+  } else if (rows > 0 && dim > 0 && out.storage() == Storage::kFp32) {
     Hid memory = table_memory_space(h5, out, "cannot read " + label);
     h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, out.block()),
              "cannot read " + label);
@@ -855,10 +871,12 @@ void read_matrix_h5(const std::string& path, const std::string& name, HostTable&
     Hid file_space = h5.make(H5Dget_space(set), H5Sclose, "cannot read " + label);
     for (uint64_t r = 0; r < rows; r += step) {
       const uint64_t n = std::min(step, rows - r);
-      const hsize_t start[2] = {r, 0}, count[2] = {n, dim};
-      h5.check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, nullptr, count, nullptr),
+      const hsize_t start[2] = {selection.first + r * selection.step, 0};
+      const hsize_t stride[2] = {selection.step, 1}, count[2] = {n, 1}, block[2] = {1, dim};
+      h5.check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, stride, count, block),
                "cannot read " + label);
-      Hid memory = h5.make(H5Screate_simple(2, count, nullptr), H5Sclose, "cannot read " + label);
+      const hsize_t shape[2] = {n, dim};
+      Hid memory = h5.make(H5Screate_simple(2, shape, nullptr), H5Sclose, "cannot read " + label);
       h5.check(H5Dread(set, H5T_NATIVE_FLOAT, memory, file_space, H5P_DEFAULT, buffer.data()),
                "cannot read " + label);
       for (uint64_t i = 0; i < n; ++i) out.write_row(r + i, buffer.data() + i * dim);

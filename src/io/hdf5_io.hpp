@@ -79,13 +79,27 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
 
 /// Reads `/vectors`, `/vocab/words` and (when present) `/vocab/counts`. `/vectors` may be any
 /// floating-point type; words may be variable- or fixed-length strings. Throws
-/// Error("cannot read 'PATH': …") when the file is not such a file.
-LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check = H5Check::kVet);
+/// Error("cannot read 'PATH': …") when the file is not such a file. Without `with_vectors`, the
+/// values of `/vectors` are not read (rows and dim are; `vectors` stays empty).
+LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check = H5Check::kVet,
+                                    bool with_vectors = true);
 
-/// Reads the 2-D float dataset `name` into table `out`, which must have its shape. Throws
-/// Error("cannot read 'PATH': …") when the dataset is missing or has another shape.
+/// The rows `first`, `first + step`, `first + 2·step`, … of a table (all of them by default):
+/// the rows one rank of a distributed run owns (dist/owned_rows.hpp).
+struct RowSelection {
+  uint64_t first = 0;
+  uint64_t step = 1;
+  /// How many rows of a `rows`-row table it selects.
+  uint64_t count(uint64_t rows) const {
+    return first < rows ? (rows - first + step - 1) / step : 0;
+  }
+};
+
+/// Reads the rows `rows` selects of the 2-D float dataset `name` into table `out`, row k of `out`
+/// from row first + k·step; `out` must have as many rows as are selected and the dataset's dim.
+/// Throws Error("cannot read 'PATH': …") when the dataset is missing or has another shape.
 void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out,
-                    H5Check check = H5Check::kVet);
+                    H5Check check = H5Check::kVet, RowSelection rows = {});
 
 /// Reads the scalar integer, floating-point and string attributes of the root group, in name
 /// order (or only those named in `only`, when it is not empty; missing ones are left out); other

@@ -164,7 +164,8 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
 
 namespace {
 
-Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& interleave,
+                           RowSelection rows) {
   const H5Check vetted = H5Check::kAlreadyVetted;
   std::vector<std::string> names = {"format",       "format_version",   "epoch",
                                     "block",        "words_done",       "lr",
@@ -216,7 +217,9 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
     ck.lr = static_cast<float>(value);
   }
 
-  LoadedEmbeddings e = read_embeddings_h5(path, vetted);
+  // The tables are read straight into the model below, so that loading needs no more memory
+  // than training: here, the vocabulary and the shape alone.
+  LoadedEmbeddings e = read_embeddings_h5(path, vetted, /*with_vectors=*/false);
   if (e.counts.size() != e.rows || e.dim != ck.config.dim || e.rows == 0) {
     throw Error("checkpoint '" + path + "' is damaged: vocabulary and tables disagree");
   }
@@ -241,28 +244,26 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
   }
   ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
   const std::string hint = "this checkpoint needs more memory than is free";
-  // The tables are read straight into the model (a second read of /vectors), so that loading
-  // needs no more memory than training.
-  e.vectors = std::vector<float>();
   const OptimizerKind kind = ck.config.optimizer;
-  ck.model = allocate_model(e.rows, e.dim, kind, interleave && interleave(e.rows, e.dim, kind),
-                            hint, ck.config.storage);
-  read_matrix_h5(path, "vectors", ck.model.input, vetted);
-  read_matrix_h5(path, "context_vectors", ck.model.output, vetted);
+  ck.model = allocate_model(rows.count(e.rows), e.dim, kind,
+                            interleave && interleave(e.rows, e.dim, kind), hint, ck.config.storage);
+  read_matrix_h5(path, "vectors", ck.model.input, vetted, rows);
+  read_matrix_h5(path, "context_vectors", ck.model.output, vetted, rows);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
-    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k], vetted);
-    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k], vetted);
+    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k], vetted, rows);
+    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k], vetted, rows);
   }
   return ck;
 }
 
 }  // namespace
 
-Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave) {
+Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave,
+                           RowSelection rows) {
   // One vetting for the whole load: a file without our integrity record is loaded once in a
   // child process first (hdf5_io.hpp).
-  vet_h5_file(path, [&] { (void)read_checkpoint(path, {}); });
-  return read_checkpoint(path, interleave);
+  vet_h5_file(path, [&] { (void)read_checkpoint(path, {}, rows); });
+  return read_checkpoint(path, interleave, rows);
 }
 
 void check_resume_position(const TrainPosition& position, uint64_t blocks,

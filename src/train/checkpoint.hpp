@@ -33,6 +33,7 @@
 #include "backend.hpp"
 #include "config.hpp"
 #include "corpus.hpp"
+#include "io/hdf5_io.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
@@ -89,8 +90,10 @@ using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, Optimi
 /// non-HDF5 or newer-format file, a position outside what its run could reach, and a word that is
 /// empty or holds whitespace. The file is vetted first (hdf5_io.hpp: its checksum, or a trial
 /// load in a child process). The tables are interleaved when `interleave` says so (default:
-/// apart).
-Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {});
+/// apart). The model holds the rows `rows` selects of every table (all by default; one rank's
+/// owned rows, compact, in a distributed run), and only those are read.
+Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {},
+                           RowSelection rows = {});
 
 /// Throws Error unless `position` (read from checkpoint `path`) lies inside an epoch of `blocks`
 /// work blocks: the check that needs the corpus, which load_checkpoint does not read.

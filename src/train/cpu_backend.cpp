@@ -24,6 +24,37 @@ struct Kept {
 
 constexpr uint64_t kNoSuperBatch = ~uint64_t{0};
 
+/// Where the rows of a word lie: at its id in the whole tables (one process), or as a rank lays
+/// them out (RankRows). Every pass below is a template over this, so the whole-table path
+/// compiles as it did before ranks existed.
+struct IdRows {
+  float* in;
+  float* out;
+  uint32_t dim;
+  float* input(uint32_t id) const { return in + static_cast<size_t>(id) * dim; }
+  float* output(uint32_t id) const { return out + static_cast<size_t>(id) * dim; }
+};
+struct SplitRows {
+  RankRows r;
+  uint32_t dim;
+  float* input(uint32_t id) const {
+    const uint32_t s = r.slot_of[id];
+    return s < r.split ? r.owned_input + static_cast<size_t>(s) * dim
+                       : r.copy_input + static_cast<size_t>(s - r.split) * dim;
+  }
+  float* output(uint32_t id) const {
+    const uint32_t s = r.slot_of[id];
+    return s < r.split ? r.owned_output + static_cast<size_t>(s) * dim
+                       : r.copy_output + static_cast<size_t>(s - r.split) * dim;
+  }
+};
+
+/// The whole tables of `model`, which a pass only reads when `model` is const.
+IdRows id_rows(const Model& model) {
+  return {const_cast<float*>(model.input.data()), const_cast<float*>(model.output.data()),
+          model.input.dim()};
+}
+
 /// Per-thread buffers, reused across sentences.
 struct Scratch {
   std::vector<Kept> kept;
@@ -90,9 +121,9 @@ struct Example {
 /// Calls `visit(example)` for every example of the kept tokens in word2vec.c's order (centre
 /// after centre, context after context). Both the per-example SGD pass and the batched gradient
 /// pass walk sentences through this, so they train exactly the same examples. With a negative
-/// pool, the negatives come from s.pool (use_pool first).
-template <class Visit>
-void for_each_example(const TrainData& data, uint32_t epoch, const float* in, Scratch& s,
+/// pool, the negatives come from s.pool (use_pool first). `h` is read from `rows`.
+template <class Rows, class Visit>
+void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, Scratch& s,
                       Visit&& visit) {
   const TrainParams& p = data.params;
   NegativeSource src{data.noise->entries().data(), data.noise->size()};
@@ -114,14 +145,14 @@ void for_each_example(const TrainData& data, uint32_t epoch, const float* in, Sc
         const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
         const uint32_t nt =
             draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, src, targets);
-        visit(Example{&c, in + static_cast<size_t>(s.kept[j].id) * dim, targets, nt, j, j, -1, 1});
+        visit(Example{&c, rows.input(s.kept[j].id), targets, nt, j, j, -1, 1});
       }
     } else {
       s.h.setZero();
       int64_t cw = 0;
       for (int64_t j = lo; j <= hi; ++j) {
         if (j == i) continue;
-        s.h += ConstVecMap(in + static_cast<size_t>(s.kept[j].id) * dim, dim);
+        s.h += ConstVecMap(rows.input(s.kept[j].id), dim);
         ++cw;
       }
       if (cw == 0) continue;
@@ -140,24 +171,23 @@ void for_each_context_row(const Example& e, const std::vector<Kept>& kept, F&& f
   }
 }
 
-void train_sentence(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
+template <class Rows>
+void train_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uint64_t first,
                     uint64_t last, Scratch& s, SpanStats* stats) {
   const TrainParams& p = data.params;
   const LrSchedule schedule = make_schedule(p);
   const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
   const uint32_t dim = p.dim;
-  float* in = model.input.data();
-  float* out = model.output.data();
+  const auto output_row = [&rows](uint32_t id) { return rows.output(id); };
 
   collect_kept(data, epoch, first, last, s.kept, stats);
-  for_each_example(data, epoch, in, s, [&](const Example& e) {
+  for_each_example(data, epoch, rows, s, [&](const Example& e) {
     const float lr = schedule.at(epoch_base + e.centre->pos);
     s.err.setZero();
-    stats->loss += sgns_update(e.h, s.err.data(), out, e.targets, e.n_targets, dim, lr, true);
+    stats->loss +=
+        sgns_update_rows(e.h, s.err.data(), output_row, e.targets, e.n_targets, dim, lr, true);
     ++stats->loss_terms;
-    for_each_context_row(e, s.kept, [&](uint32_t row) {
-      VecMap(in + static_cast<size_t>(row) * dim, dim) += s.err;
-    });
+    for_each_context_row(e, s.kept, [&](uint32_t id) { VecMap(rows.input(id), dim) += s.err; });
   });
 }
 
@@ -233,13 +263,14 @@ struct BatchGrads {
 /// The loss and gradient of one example against the tables as they are (read-only): for each
 /// target t with label y, f = h·out[t], s = σ(f) − y = ∂loss/∂f; out[t]'s gradient gains s·h and
 /// `err` (the gradient of h, not zeroed here) gains s·out[t].
-inline double sgns_gradient(const float* h, float* err, const float* output,
-                            const uint32_t* targets, uint32_t n, uint32_t dim, RowGrads& grads) {
+template <class Rows>
+inline double sgns_gradient(const float* h, float* err, const Rows& rows, const uint32_t* targets,
+                            uint32_t n, uint32_t dim, RowGrads& grads) {
   ConstVecMap hv(h, dim);
   VecMap ev(err, dim);
   double loss = 0.0;
   for (uint32_t k = 0; k < n; ++k) {
-    ConstVecMap out(output + static_cast<size_t>(targets[k]) * dim, dim);
+    ConstVecMap out(rows.output(targets[k]), dim);
     const float f = hv.dot(out);
     const float sg = clipped_sigmoid(f) - (k == 0 ? 1.0f : 0.0f);
     loss += example_loss(f, k == 0);
@@ -249,16 +280,17 @@ inline double sgns_gradient(const float* h, float* err, const float* output,
   return loss;
 }
 
-/// Adds the gradients of one sentence's examples to `g`; the tables are only read.
-void accumulate_sentence(const TrainData& data, const Model& model, uint32_t epoch, uint64_t first,
+/// Adds the gradients of one sentence's examples to `g`, keyed by word id; the rows are only
+/// read.
+template <class Rows>
+void accumulate_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uint64_t first,
                          uint64_t last, Scratch& s, BatchGrads& g, SpanStats* stats) {
   const uint32_t dim = data.params.dim;
-  const float* out = model.output.data();
 
   collect_kept(data, epoch, first, last, s.kept, stats);
-  for_each_example(data, epoch, model.input.data(), s, [&](const Example& e) {
+  for_each_example(data, epoch, rows, s, [&](const Example& e) {
     s.err.setZero();
-    stats->loss += sgns_gradient(e.h, s.err.data(), out, e.targets, e.n_targets, dim, g.output);
+    stats->loss += sgns_gradient(e.h, s.err.data(), rows, e.targets, e.n_targets, dim, g.output);
     ++stats->loss_terms;
     // CBOW's h is the mean of the context rows: each row gets 1/count of h's gradient.
     if (e.count > 1) s.err /= static_cast<float>(e.count);
@@ -276,7 +308,7 @@ void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, ui
   g.output.clear();
   use_pool_of_block(data, epoch, b, s);
   for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
-    accumulate_sentence(data, model, epoch, starts[sent], starts[sent + 1], s, g, stats);
+    accumulate_sentence(data, id_rows(model), epoch, starts[sent], starts[sent + 1], s, g, stats);
   }
   const TrainParams& p = data.params;
   const uint64_t blocks_per_epoch = blocks.size() - 1;
@@ -308,7 +340,7 @@ void train_sentence_cpu(const TrainData& data, Model& model, uint32_t epoch, uin
                         uint64_t last, SpanStats* stats, uint64_t super_batch) {
   Scratch s = make_scratch(data.params.dim);
   use_pool(data, epoch, super_batch, s);
-  train_sentence(data, model, epoch, first, last, s, stats);
+  train_sentence(data, id_rows(model), epoch, first, last, s, stats);
 }
 
 void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_t epoch,
@@ -321,7 +353,7 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
   use_pool(data, epoch, super_batch, s);
   BatchGrads g(dim);
   for (uint64_t sent = first_sentence; sent < last_sentence; ++sent) {
-    accumulate_sentence(data, model, epoch, starts[sent], starts[sent + 1], s, g, stats);
+    accumulate_sentence(data, id_rows(model), epoch, starts[sent], starts[sent + 1], s, g, stats);
   }
   auto scatter = [dim](const RowGrads& rg, float* grad, uint8_t* touched) {
     for (size_t k = 0; k < rg.ids().size(); ++k) {
@@ -334,6 +366,24 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
   scatter(g.output, output_grad, touched_output);
 }
 
+void accumulate_row_gradients_cpu(const TrainData& data, const RankRows& rows, uint32_t epoch,
+                                  uint64_t super_batch, uint64_t first_sentence,
+                                  uint64_t last_sentence, RowGradients* out, SpanStats* stats) {
+  const uint32_t dim = data.params.dim;
+  const uint64_t* starts = sentence_starts(data);
+  Scratch s = make_scratch(dim);
+  use_pool(data, epoch, super_batch, s);
+  BatchGrads g(dim);
+  const SplitRows split{rows, dim};
+  for (uint64_t sent = first_sentence; sent < last_sentence; ++sent) {
+    accumulate_sentence(data, split, epoch, starts[sent], starts[sent + 1], s, g, stats);
+  }
+  out->input_ids = g.input.ids();
+  out->output_ids = g.output.ids();
+  out->input.assign(g.input.grads(), g.input.grads() + g.input.ids().size() * dim);
+  out->output.assign(g.output.grads(), g.output.grads() + g.output.ids().size() * dim);
+}
+
 std::vector<std::vector<uint32_t>> block_example_targets(const TrainData& data, const Model& model,
                                                          uint32_t epoch, uint64_t block) {
   const auto& blocks = *data.blocks;
@@ -344,7 +394,7 @@ std::vector<std::vector<uint32_t>> block_example_targets(const TrainData& data, 
   std::vector<std::vector<uint32_t>> out;
   for (uint64_t sent = blocks[block]; sent < blocks[block + 1]; ++sent) {
     collect_kept(data, epoch, starts[sent], starts[sent + 1], s.kept, &stats);
-    for_each_example(data, epoch, model.input.data(), s, [&](const Example& e) {
+    for_each_example(data, epoch, id_rows(model), s, [&](const Example& e) {
       out.emplace_back(e.targets, e.targets + e.n_targets);
     });
   }
@@ -357,8 +407,11 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(Model& model, const TrainData& data, uint32_t threads)
-      : model_(model), data_(data), threads_(std::max<uint32_t>(1, threads)) {
+  CpuBackend(Model& model, const TrainData& data, uint32_t threads, const RankRows* rank_rows)
+      : model_(model),
+        data_(data),
+        threads_(std::max<uint32_t>(1, threads)),
+        rank_rows_(rank_rows) {
     if (model.input.storage() != Storage::kFp32) {
       throw UsageError(storage_needs_cuda(model.input.storage()));
     }
@@ -366,6 +419,9 @@ class CpuBackend final : public Backend {
     for (const HostTable& t : model.input_state) contiguous = contiguous && t.contiguous();
     for (const HostTable& t : model.output_state) contiguous = contiguous && t.contiguous();
     if (!contiguous) throw Error("the CPU backend needs tables allocated apart, not interleaved");
+    if (rank_rows != nullptr && data.optimizer.kind != OptimizerKind::kSgd) {
+      throw Error("the CPU backend trains a rank's rows with sgd only");
+    }
     const uint32_t n = state_tables(data.optimizer.kind);
     if (model.input_state.size() != n || model.output_state.size() != n) {
       throw Error("the model holds " + std::to_string(model.input_state.size()) +
@@ -396,8 +452,13 @@ class CpuBackend final : public Backend {
       for (uint64_t b = next++; b < last_block; b = next++) {
         detail::use_pool_of_block(data_, epoch, b, s);
         for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
-          detail::train_sentence(data_, model_, epoch, starts[sent], starts[sent + 1], s,
-                                 &stats[t]);
+          if (rank_rows_ != nullptr) {
+            detail::train_sentence(data_, detail::SplitRows{*rank_rows_, data_.params.dim}, epoch,
+                                   starts[sent], starts[sent + 1], s, &stats[t]);
+          } else {
+            detail::train_sentence(data_, detail::id_rows(model_), epoch, starts[sent],
+                                   starts[sent + 1], s, &stats[t]);
+          }
         }
       }
     };
@@ -426,12 +487,14 @@ class CpuBackend final : public Backend {
   Model& model_;
   const TrainData& data_;
   uint32_t threads_;
+  const RankRows* rank_rows_;  ///< null: the rows of `model_`, at their ids
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(Model& model, const TrainData& data, uint32_t threads) {
-  return std::make_unique<CpuBackend>(model, data, threads);
+std::unique_ptr<Backend> make_cpu_backend(Model& model, const TrainData& data, uint32_t threads,
+                                          const RankRows* rank_rows) {
+  return std::make_unique<CpuBackend>(model, data, threads, rank_rows);
 }
 
 }  // namespace pagedw2v

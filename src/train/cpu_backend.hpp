@@ -12,7 +12,25 @@
 
 namespace pagedw2v {
 
-std::unique_ptr<Backend> make_cpu_backend(Model& model, const TrainData& data, uint32_t threads);
+/// How a rank of a distributed run lays out the rows it trains a span on
+/// (dist/working_set.hpp): the rows of word `id` are row s = slot_of[id] of the tables
+/// `owned_*` (the rows it owns, trained in place) when s < split, else row s − split of the
+/// tables `copy_*` (its copies of other ranks' rows). Tables are row-major with rows of dim
+/// floats.
+struct RankRows {
+  const uint32_t* slot_of = nullptr;
+  uint32_t split = 0;
+  float* owned_input = nullptr;
+  float* owned_output = nullptr;
+  float* copy_input = nullptr;
+  float* copy_output = nullptr;
+};
+
+/// The CPU backend over `model`. With `rank_rows` (sgd only), it trains the rows `*rank_rows`
+/// lays out instead of `model`'s: every word the blocks handed to train() touch must have its
+/// rows there then (the struct is read at each train()).
+std::unique_ptr<Backend> make_cpu_backend(Model& model, const TrainData& data, uint32_t threads,
+                                          const RankRows* rank_rows = nullptr);
 
 namespace detail {
 /// Trains one sentence (tokens [first, last) of the corpus) in `epoch`; the CPU reference that
@@ -31,6 +49,20 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
                               uint64_t super_batch, uint64_t first_sentence, uint64_t last_sentence,
                               float* input_grad, float* output_grad, uint8_t* touched_input,
                               uint8_t* touched_output, SpanStats* stats);
+
+/// The gradients of one pass of accumulate_gradients_cpu, per row touched: the ids of the
+/// input and of the output rows in first-touch order, and their gradients (dim floats each, in
+/// the same order).
+struct RowGradients {
+  std::vector<uint32_t> input_ids, output_ids;
+  std::vector<float> input, output;
+};
+
+/// accumulate_gradients_cpu over the rows `rows` lays out (a rank's), its gradients returned
+/// per row touched, not added to tables of the vocabulary's size.
+void accumulate_row_gradients_cpu(const TrainData& data, const RankRows& rows, uint32_t epoch,
+                                  uint64_t super_batch, uint64_t first_sentence,
+                                  uint64_t last_sentence, RowGradients* out, SpanStats* stats);
 
 /// The targets (the centre, then the negatives) of every example of block `block` of `epoch`,
 /// in the order the CPU backend trains them, with the pool of the block's super-batch when there

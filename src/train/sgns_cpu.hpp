@@ -36,16 +36,19 @@ inline double example_loss(float f, bool positive) {
   return std::log1p(std::exp(-static_cast<double>(x)));
 }
 
-/// One negative-sampling update of `h` against `targets[0..n)` (targets[0] is the positive).
-/// Accumulates the input-side error into `err` (not zeroed here) and updates the output rows.
-/// Returns the loss of the example when `with_loss`, else 0.
-inline double sgns_update(const float* h, float* err, float* output, const uint32_t* targets,
-                          uint32_t n, uint32_t dim, float lr, bool with_loss) {
+/// One negative-sampling update of `h` against `targets[0..n)` (targets[0] is the positive),
+/// whose output rows `output_row(target)` gives. Accumulates the input-side error into `err` (not
+/// zeroed here) and updates the output rows. Returns the loss of the example when `with_loss`,
+/// else 0.
+template <class OutputRow>
+inline double sgns_update_rows(const float* h, float* err, const OutputRow& output_row,
+                               const uint32_t* targets, uint32_t n, uint32_t dim, float lr,
+                               bool with_loss) {
   ConstVecMap hv(h, dim);
   VecMap ev(err, dim);
   double loss = 0.0;
   for (uint32_t k = 0; k < n; ++k) {
-    VecMap out(output + static_cast<size_t>(targets[k]) * dim, dim);
+    VecMap out(output_row(targets[k]), dim);
     const float f = hv.dot(out);
     const float label = k == 0 ? 1.0f : 0.0f;
     const float g = (label - clipped_sigmoid(f)) * lr;
@@ -54,6 +57,14 @@ inline double sgns_update(const float* h, float* err, float* output, const uint3
     out.noalias() += g * hv;
   }
   return loss;
+}
+
+/// sgns_update_rows with the output rows of the table `output` (rows × dim, row-major).
+inline double sgns_update(const float* h, float* err, float* output, const uint32_t* targets,
+                          uint32_t n, uint32_t dim, float lr, bool with_loss) {
+  return sgns_update_rows(
+      h, err, [output, dim](uint32_t t) { return output + static_cast<size_t>(t) * dim; }, targets,
+      n, dim, lr, with_loss);
 }
 
 /// Where an example's negatives come from: alias draws from the noise table (`pool` null, as

@@ -269,7 +269,7 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
   }
   json losses = json::array();
   for (const double l : s.epoch_loss) losses.push_back(number(l));
-  const json record = {
+  json record = {
       {"pagedw2v_version", PAGEDW2V_VERSION},
       {"settings", settings},
       {"device", s.device},
@@ -304,6 +304,17 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
       {"checkpoint", s.last_checkpoint.empty() ? json() : json(s.last_checkpoint)},
       {"files", files},
   };
+  // Over ranks: what each rank held.
+  if (!s.ranks.empty()) {
+    json ranks = json::array();
+    for (const dist::RankMemory& r : s.ranks) {
+      ranks.push_back({{"rank", r.rank},
+                       {"table_rows", r.table_rows},
+                       {"working_rows", r.working_rows},
+                       {"peak_rss_bytes", r.peak_rss_bytes}});
+    }
+    record["ranks"] = ranks;
+  }
   // Paths and words are bytes, not always UTF-8: invalid sequences become U+FFFD.
   return record.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -368,12 +379,18 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<Checkpoint> ck;
   // Placement and GPU budget, resolved once for the model's layout and the backend.
   std::optional<GpuOptions> gpu;
+  // Over ranks, a rank other than 0 holds only the rows it owns (dist/owned_rows.hpp), and reads
+  // only those from a checkpoint.
+  const bool owned_rows_only = ranks != nullptr && !ranks->holds_whole_tables();
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
-    ck = load_checkpoint(requested.resume, [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
-      gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
-      return gpu->placement == Placement::kPaged;
-    });
+    ck = load_checkpoint(
+        requested.resume,
+        [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
+          gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
+          return gpu->placement == Placement::kPaged;
+        },
+        owned_rows_only ? RowSelection{ranks->rank(), ranks->size()} : RowSelection{});
   }
   Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
@@ -578,9 +595,14 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     ck.reset();
   } else {
     const std::string hint = "lower --dim or --max-vocab";
-    model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                           gpu->placement == Placement::kPaged, hint, config.storage);
-    init_model(model, config.seed, config.effective_threads());
+    if (owned_rows_only) {
+      model = ranks->allocate_owned_rows(vocab.size(), config.dim, config.optimizer, config.seed,
+                                         config.effective_threads(), hint);
+    } else {
+      model = allocate_model(vocab.size(), config.dim, config.optimizer,
+                             gpu->placement == Placement::kPaged, hint, config.storage);
+      init_model(model, config.seed, config.effective_threads());
+    }
   }
   const uint32_t threads = config.effective_threads();
   GpuOptions gpu_settings = gpu.value_or(config.gpu_options());
@@ -738,6 +760,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   times.training = seconds_since(t_train) - side_seconds;
   progress.finish();
+  if (ranks) summary.ranks = ranks->memory_of_ranks();
   if (!writes_files) {
     summary.vocab_size = vocab.size();
     summary.words = pos.words_done;

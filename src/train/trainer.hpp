@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "dist/rank_memory.hpp"
 
 namespace pagedw2v {
 
@@ -68,8 +69,9 @@ struct TrainSummary {
   std::vector<EpochEvaluation> evaluations;
   StageTimes times;
   std::string device;
-  std::string last_checkpoint;     ///< path of the newest checkpoint written
-  std::vector<std::string> files;  ///< the export files and run.json, as written
+  std::string last_checkpoint;          ///< path of the newest checkpoint written
+  std::vector<std::string> files;       ///< the export files and run.json, as written
+  std::vector<dist::RankMemory> ranks;  ///< over ranks, on rank 0: what each rank held
 };
 
 /// Runs `config` end to end (or continues `config.resume`); progress goes to `log` unless
