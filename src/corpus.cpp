@@ -66,7 +66,8 @@ std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted,
     uint64_t kept = chunk.codes.size();
     if (!counted.all_kept) {
       kept = 0;
-      for (const uint32_t code : chunk.codes) kept += row_of(chunk, code) != detail::WordTable::kNone;
+      for (const uint32_t code : chunk.codes)
+        kept += row_of(chunk, code) != detail::WordTable::kNone;
     }
     out[t].size = kept;
   });
@@ -120,7 +121,8 @@ ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
       for (uint32_t row = 0; row < rows; ++row) {
         if (table.shard_of(hashes[row]) != p) continue;
         const std::string& w = vocab.word(row);
-        if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
+        // No word of a text is empty or longer.
+        if (w.empty() || w.size() > kMaxWordBytes) continue;
         shard.insert(w, hashes[row]).value = row;
       }
     }

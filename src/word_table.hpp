@@ -26,8 +26,8 @@ class WordTable {
 
   struct Slot {
     uint64_t value;  ///< a count while counting, a vocabulary row while encoding
-    uint32_t id;     ///< kNone: empty
-    uint32_t tag;    ///< hash bits 40..63 << 8 | length (words are at most 255 bytes)
+    uint32_t id;
+    uint32_t tag;  ///< hash bits 40..63 << 8 | length (1 to 255 bytes); 0: the slot is empty
     char head[kHeadBytes];
   };
   static_assert(sizeof(Slot) == 32, "two slots per cache line");
@@ -45,14 +45,15 @@ class WordTable {
   }
   void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
 
-  /// The slot of `w` (hash `h`), inserting it with value 0 and the next id when absent.
+  /// The slot of `w` (hash `h`), inserting it with value 0 and the next id when absent. `w` is
+  /// 1 to 255 bytes long (no word of a text is empty).
   Slot& insert(std::string_view w, uint64_t h) {
     char head[kHeadBytes] = {};
     std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
     const uint32_t tag = tag_of(h, w.size());
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.id == kNone) {
+      if (s.tag == 0) {
         if ((size() + 1) * 2 > slots_.size()) {
           rehash(slots_.size() * 2);
           return insert(w, h);
@@ -77,7 +78,7 @@ class WordTable {
     const uint32_t tag = tag_of(h, w.size());
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
-      if (s.id == kNone) return nullptr;
+      if (s.tag == 0) return nullptr;
       if (s.tag == tag && same_key(s, head, w)) return &s;
     }
   }
@@ -93,7 +94,7 @@ class WordTable {
   template <class F>
   void for_each(F&& f) {
     for (Slot& s : slots_) {
-      if (s.id != kNone) f(s);
+      if (s.tag != 0) f(s);
     }
   }
 
@@ -110,19 +111,18 @@ class WordTable {
                        w.size() - kHeadBytes) == 0;
   }
   void rehash(size_t capacity) {
-    HugePageVector<Slot> old(capacity);
+    ZeroedArray<Slot> old(capacity);  // every slot empty
     old.swap(slots_);
-    for (Slot& s : slots_) s.id = kNone;
     mask_ = capacity - 1;
     for (const Slot& s : old) {
-      if (s.id == kNone) continue;
+      if (s.tag == 0) continue;
       size_t i = hashes_[s.id] & mask_;
-      while (slots_[i].id != kNone) i = (i + 1) & mask_;
+      while (slots_[i].tag != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
   }
 
-  HugePageVector<Slot> slots_;
+  ZeroedArray<Slot> slots_;
   size_t mask_ = 0;
   std::string arena_;                    ///< the words, in id order
   std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
