@@ -43,7 +43,13 @@ class WordTable {
   static uint32_t tag_of(uint64_t h, size_t len) {
     return static_cast<uint32_t>(h >> 40) << 8 | static_cast<uint32_t>(len);
   }
-  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
+  /// The hash bits that place a word: bits 40..63, then 0..31 (32..39 pick a ShardedWordTable's
+  /// shard). A table of 2^k slots puts a word's home at the top k of them, so a table of up to
+  /// 2^24 slots finds it in the tag, and doubling a table sends the words of each slot to two
+  /// neighbouring slots: a rehash streams through both tables and reads no hash.
+  static uint64_t place_bits(uint64_t h) { return (h >> 40) << 40 | (h & 0xFFFFFFFFull) << 8; }
+  size_t home(uint64_t h) const { return static_cast<size_t>(place_bits(h) >> shift_); }
+  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[home(h)]); }
 
   /// The slot of `w` (hash `h`), inserting it with value 0 and the next id when absent. `w` is
   /// 1 to 255 bytes long (no word of a text is empty).
@@ -51,7 +57,7 @@ class WordTable {
     char head[kHeadBytes] = {};
     std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
     const uint32_t tag = tag_of(h, w.size());
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = home(h);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.tag == 0) {
         if ((size() + 1) * 2 > slots_.size()) {
@@ -76,7 +82,7 @@ class WordTable {
     char head[kHeadBytes] = {};
     std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
     const uint32_t tag = tag_of(h, w.size());
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = home(h);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.tag == 0) return nullptr;
       if (s.tag == tag && same_key(s, head, w)) return &s;
@@ -114,9 +120,11 @@ class WordTable {
     ZeroedArray<Slot> old(capacity);  // every slot empty
     old.swap(slots_);
     mask_ = capacity - 1;
+    shift_ = 64 - static_cast<uint32_t>(__builtin_ctzll(capacity));
+    const bool tag_places = shift_ >= 40;  // at most 2^24 slots
     for (const Slot& s : old) {
       if (s.tag == 0) continue;
-      size_t i = hashes_[s.id] & mask_;
+      size_t i = tag_places ? (s.tag >> 8) >> (shift_ - 40) : home(hashes_[s.id]);
       while (slots_[i].tag != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
@@ -124,6 +132,7 @@ class WordTable {
 
   ZeroedArray<Slot> slots_;
   size_t mask_ = 0;
+  uint32_t shift_ = 64;  ///< 64 - log2(slots)
   std::string arena_;                    ///< the words, in id order
   std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
   std::vector<uint64_t> hashes_;         ///< by id, for rehashing
