@@ -131,7 +131,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     detail::ShardedWordTable table;
     std::vector<std::vector<uint32_t>> first;  ///< by shard, by id: the word's number
     uint64_t tokens = 0;
-    std::vector<uint32_t> codes;      ///< with keep_tokens
+    HugePageVector<uint32_t> codes;   ///< with keep_tokens
     std::vector<uint64_t> line_ends;  ///< with keep_tokens
     bool codes_fit = true;            ///< no shard outgrew the ids a code can hold
   };
@@ -191,7 +191,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
                                                 : a.first < b.first;
   };
   std::vector<WordTable> merged(shards);
-  std::vector<std::vector<Entry>> kept(shards);
+  std::vector<HugePageVector<Entry>> kept(shards);
   // With keep_tokens, each chunk's codes are mapped to merged ids here, to rows further down.
   std::shared_ptr<detail::CountedText> text;
   if (keep_tokens) {
@@ -249,7 +249,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
         table = WordTable(1);
         counted[t].first[p] = {};
       }
-      std::vector<Entry>& entries = kept[p];
+      HugePageVector<Entry>& entries = kept[p];
+      entries.reserve(all.size());
       all.for_each([&](WordTable::Slot& s) {
         if (s.value >= options.min_count) entries.push_back({~s.value, first[s.id], s.id});
       });
@@ -265,7 +266,15 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   const size_t rows =
       options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab) : total_kept;
   if (rows >= kNoRow) throw Error("vocabulary: too many words");
-  std::vector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
+  // The vocabulary's words (empty strings) are made on a thread of its own meanwhile.
+  std::future<std::vector<std::string>> making_words;
+  try {
+    making_words =
+        std::async(std::launch::async, [rows] { return std::vector<std::string>(rows); });
+  } catch (const std::system_error&) {
+    // No thread to be had: they are made below.
+  }
+  HugePageVector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
   std::vector<uint64_t> row_counts(rows);
   {
     // The order is cut into n ranges of keys at splitters drawn from every shard's list; thread
@@ -332,6 +341,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   // The words copied out and every shard's values turned into rows, in parallel. find()'s index
   // is left to the first find(): the encoder looks words up in the count's own tables.
   Vocab v;
+  if (making_words.valid()) v.words_ = making_words.get();
   v.words_.resize(rows);
   std::vector<std::vector<uint32_t>> row_of(shards);
   for (size_t p = 0; p < shards; ++p) row_of[p].assign(merged[p].size(), WordTable::kNone);

@@ -27,7 +27,7 @@ struct CountedText {
   TextOptions text;
   uint32_t id_bits = 32;
   struct Chunk {
-    std::vector<uint32_t> codes;
+    HugePageVector<uint32_t> codes;
     std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
     HugePageVector<uint32_t> rows;      ///< a row, or kNone for a word not kept
     std::vector<uint64_t> line_ends;    ///< counts of `codes`, ascending, repeats dropped

@@ -133,9 +133,12 @@ class WordTable {
   ZeroedArray<Slot> slots_;
   size_t mask_ = 0;
   uint32_t shift_ = 64;  ///< 64 - log2(slots)
-  std::string arena_;                    ///< the words, in id order
-  std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
-  std::vector<uint64_t> hashes_;         ///< by id, for rehashing
+  // Large ones get huge pages too: a table of millions of words would otherwise take a page
+  // fault every 4 KiB of them.
+  std::basic_string<char, std::char_traits<char>, HugePageAllocator<char>>
+      arena_;                               ///< the words, in id order
+  HugePageVector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
+  HugePageVector<uint64_t> hashes_;         ///< by id, for rehashing
 };
 
 /// Words spread over 2^k WordTables by hash bits 32..39, which neither a table's slot index
