@@ -13,8 +13,9 @@ namespace {
 /// What one thread's chunk encodes to: its tokens and, in order, the token counts at which a
 /// line ended (a newline or a part's end), repeated counts dropped.
 struct EncodedChunk {
-  std::vector<uint32_t> tokens;
+  std::vector<uint32_t> tokens;  ///< empty when the tokens went straight into the result
   std::vector<uint64_t> line_ends;
+  uint64_t size = 0;  ///< the chunk's tokens
 };
 
 /// Encodes by reading the text: each thread tokenises its chunk and looks every word up.
@@ -40,28 +41,48 @@ std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts
                        1024);
     }
     detail::encode_chunk(chunks[t], table, options.text, e.tokens, e.line_ends);
+    e.size = e.tokens.size();
   });
   return out;
 }
 
-/// Encodes what the count kept: each chunk's codes mapped to rows, words not kept dropped, and
-/// the line ends moved to the counts of the tokens kept. The count's chunks are the unit of work.
-std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted) {
+/// Encodes what the count kept straight into `tokens` (the result, its size the tokens kept):
+/// each chunk's codes mapped to rows, words not kept dropped, and the line ends moved to the
+/// counts of the tokens kept. The count's chunks are the unit of work; a first pass counts each
+/// chunk's tokens kept (the codes, when every word is kept), so that each writes at its offset.
+std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted,
+                                         std::vector<uint32_t>& tokens) {
   const size_t n = counted.chunks.size();
   std::vector<EncodedChunk> out(n);
   const uint32_t shift = counted.id_bits;
   const uint32_t id_mask = shift >= 32 ? 0xFFFFFFFFu : (uint32_t{1} << shift) - 1;
+  auto row_of = [&](const detail::CountedText::Chunk& chunk, uint32_t code) {
+    const uint32_t shard = shift >= 32 ? 0 : code >> shift;
+    return chunk.rows[chunk.shard_start[shard] + (code & id_mask)];
+  };
+  std::vector<uint64_t> offsets(n + 1, 0);
+  run_parallel(n, [&](size_t t) {
+    const detail::CountedText::Chunk& chunk = counted.chunks[t];
+    uint64_t kept = chunk.codes.size();
+    if (!counted.all_kept) {
+      kept = 0;
+      for (const uint32_t code : chunk.codes)
+        kept += row_of(chunk, code) != detail::WordTable::kNone;
+    }
+    out[t].size = kept;
+  });
+  for (size_t t = 0; t < n; ++t) offsets[t + 1] = offsets[t] + out[t].size;
+  tokens = counted.take_tokens(offsets[n]);
+  tokens.resize(offsets[n]);
   run_parallel(n, [&](size_t t) {
     const detail::CountedText::Chunk& chunk = counted.chunks[t];
     EncodedChunk& e = out[t];
-    e.tokens.reserve(chunk.codes.size());
+    uint32_t* const begin = tokens.data() + offsets[t];
+    uint32_t* at = begin;
     auto line_end = [&] {
-      if (e.line_ends.empty() || e.line_ends.back() != e.tokens.size()) {
-        e.line_ends.push_back(e.tokens.size());
-      }
+      const uint64_t size = static_cast<uint64_t>(at - begin);
+      if (e.line_ends.empty() || e.line_ends.back() != size) e.line_ends.push_back(size);
     };
-    const uint32_t* starts = chunk.shard_start.data();
-    const uint32_t* rows = chunk.rows.data();
     size_t k = 0;
     const size_t m = chunk.codes.size();
     for (size_t i = 0; i < m; ++i) {
@@ -69,10 +90,8 @@ std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted) {
         line_end();
         ++k;
       }
-      const uint32_t code = chunk.codes[i];
-      const uint32_t shard = shift >= 32 ? 0 : code >> shift;
-      const uint32_t row = rows[starts[shard] + (code & id_mask)];
-      if (row != detail::WordTable::kNone) e.tokens.push_back(row);
+      const uint32_t row = row_of(chunk, chunk.codes[i]);
+      if (row != detail::WordTable::kNone) *at++ = row;
     }
     for (; k < chunk.line_ends.size(); ++k) line_end();
   });
@@ -102,7 +121,8 @@ ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
       for (uint32_t row = 0; row < rows; ++row) {
         if (table.shard_of(hashes[row]) != p) continue;
         const std::string& w = vocab.word(row);
-        if (w.size() > kMaxWordBytes) continue;  // no word of a text is longer
+        // No word of a text is empty or longer.
+        if (w.empty() || w.size() > kMaxWordBytes) continue;
         shard.insert(w, hashes[row]).value = row;
       }
     }
@@ -213,23 +233,24 @@ EncodedCorpus encode_corpus(const std::vector<std::string_view>& parts, const Vo
   } else {
     counted = nullptr;
   }
+  EncodedCorpus c;
   std::vector<EncodedChunk> out =
-      counted != nullptr ? encode_counted(*counted) : encode_text(parts, vocab, options);
+      counted != nullptr ? encode_counted(*counted, c.tokens) : encode_text(parts, vocab, options);
   const size_t n = out.size();
 
   // Sentence cuts, as the one-thread loop makes them: at every line end that closes a non-empty
   // sentence, and every max_sentence tokens within a line.
-  EncodedCorpus c;
   c.sentence_starts.push_back(0);
   detail::SentenceCutter cutter(options.max_sentence);
   uint64_t base = 0;
   std::vector<uint64_t> offsets(n + 1, 0);
   for (size_t t = 0; t < n; ++t) {
     for (uint64_t e : out[t].line_ends) cutter.line_end(base + e, c.sentence_starts);
-    base += out[t].tokens.size();
+    base += out[t].size;
     offsets[t + 1] = base;
   }
   cutter.line_end(base, c.sentence_starts);
+  if (counted != nullptr) return c;  // the tokens are in place
 
   // Concatenate: the first chunk's vector grows to hold all, the others copy in parallel.
   c.tokens = std::move(out[0].tokens);

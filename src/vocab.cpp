@@ -4,7 +4,9 @@
 #include <atomic>
 #include <charconv>
 #include <deque>
+#include <mutex>
 #include <numeric>
+#include <system_error>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
@@ -14,6 +16,46 @@
 #include "word_table.hpp"
 
 namespace pagedw2v {
+
+namespace detail {
+
+std::vector<uint32_t> CountedText::take_tokens(size_t size) const {
+  std::future<std::vector<uint32_t>> prepared;
+  {
+    const std::lock_guard<std::mutex> lock(taking);
+    prepared = std::move(prepared_tokens);
+  }
+  if (prepared.valid()) {
+    std::vector<uint32_t> tokens = prepared.get();
+    // Not when it is much larger (many words dropped): the excess would stay held.
+    if (tokens.size() >= size && tokens.size() - size <= size / 8) return tokens;
+  }
+  return std::vector<uint32_t>(size);
+}
+
+}  // namespace detail
+
+struct Vocab::Index {
+  std::once_flag once;
+  std::atomic<bool> built{false};
+  std::vector<uint32_t> slots;
+  size_t mask = 0;
+};
+
+int64_t Vocab::find(std::string_view word) const {
+  Index* index = index_.get();
+  if (index == nullptr) return -1;
+  std::call_once(index->once, [&] { build_index(*index); });
+  for (size_t i = detail::hash_bytes(word) & index->mask;; i = (i + 1) & index->mask) {
+    const uint32_t id = index->slots[i];
+    if (id == kNoRow) return -1;
+    if (words_[id] == word) return static_cast<int64_t>(id);
+  }
+}
+
+bool Vocab::index_built() const {
+  return index_ != nullptr && index_->built.load(std::memory_order_acquire);
+}
 
 Vocab Vocab::count_serial(std::string_view text, const VocabOptions& options) {
   // Normalised words may live in the tokenizer's buffer, so the index keeps its own copies.
@@ -89,7 +131,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     detail::ShardedWordTable table;
     std::vector<std::vector<uint32_t>> first;  ///< by shard, by id: the word's number
     uint64_t tokens = 0;
-    std::vector<uint32_t> codes;      ///< with keep_tokens
+    HugePageVector<uint32_t> codes;   ///< with keep_tokens
     std::vector<uint64_t> line_ends;  ///< with keep_tokens
     bool codes_fit = true;            ///< no shard outgrew the ids a code can hold
   };
@@ -149,7 +191,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
                                                 : a.first < b.first;
   };
   std::vector<WordTable> merged(shards);
-  std::vector<std::vector<Entry>> kept(shards);
+  std::vector<HugePageVector<Entry>> kept(shards);
   // With keep_tokens, each chunk's codes are mapped to merged ids here, to rows further down.
   std::shared_ptr<detail::CountedText> text;
   if (keep_tokens) {
@@ -170,6 +212,15 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
       }
       if (start >= kNoRow) throw Error("vocabulary: too many words");
       chunk.rows.resize(start);
+    }
+    // The encoder's output (at most a token per word counted) is allocated and its pages zeroed
+    // meanwhile, on a thread of its own, instead of by one thread once the encoding is done.
+    try {
+      text->prepared_tokens = std::async(std::launch::async, [size = corpus_tokens] {
+        return std::vector<uint32_t>(static_cast<size_t>(size));
+      });
+    } catch (const std::system_error&) {
+      // No thread to be had: the encoder makes it.
     }
   }
   run_parallel(std::min(n, shards), [&](size_t worker) {
@@ -198,7 +249,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
         table = WordTable(1);
         counted[t].first[p] = {};
       }
-      std::vector<Entry>& entries = kept[p];
+      HugePageVector<Entry>& entries = kept[p];
+      entries.reserve(all.size());
       all.for_each([&](WordTable::Slot& s) {
         if (s.value >= options.min_count) entries.push_back({~s.value, first[s.id], s.id});
       });
@@ -214,7 +266,15 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   const size_t rows =
       options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab) : total_kept;
   if (rows >= kNoRow) throw Error("vocabulary: too many words");
-  std::vector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
+  // The vocabulary's words (empty strings) are made on a thread of its own meanwhile.
+  std::future<std::vector<std::string>> making_words;
+  try {
+    making_words =
+        std::async(std::launch::async, [rows] { return std::vector<std::string>(rows); });
+  } catch (const std::system_error&) {
+    // No thread to be had: they are made below.
+  }
+  HugePageVector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
   std::vector<uint64_t> row_counts(rows);
   {
     // The order is cut into n ranges of keys at splitters drawn from every shard's list; thread
@@ -278,32 +338,19 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   }
   kept.clear();
 
-  // The words copied out, every shard's values turned into rows and the vocabulary's own index
-  // filled (from the hashes the shards keep; rows claim slots with compare-and-swap, and the
-  // words are known to be distinct), in parallel.
+  // The words copied out and every shard's values turned into rows, in parallel. find()'s index
+  // is left to the first find(): the encoder looks words up in the count's own tables.
   Vocab v;
+  if (making_words.valid()) v.words_ = making_words.get();
   v.words_.resize(rows);
   std::vector<std::vector<uint32_t>> row_of(shards);
   for (size_t p = 0; p < shards; ++p) row_of[p].assign(merged[p].size(), WordTable::kNone);
   for (size_t row = 0; row < rows; ++row) {
     row_of[row_words[row].first][row_words[row].second] = static_cast<uint32_t>(row);
   }
-  size_t capacity = 64;
-  while (capacity < rows * 2) capacity <<= 1;
-  v.slots_.assign(capacity, kNoRow);
-  v.mask_ = capacity - 1;
   run_parallel(n, [&](size_t t) {
     for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
-      const WordTable& shard = merged[row_words[row].first];
-      const uint32_t id = row_words[row].second;
-      v.words_[row] = shard.key(id);
-      for (size_t i = shard.hash(id) & v.mask_;; i = (i + 1) & v.mask_) {
-        uint32_t empty = kNoRow;
-        if (__atomic_compare_exchange_n(&v.slots_[i], &empty, static_cast<uint32_t>(row), false,
-                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-          break;
-        }
-      }
+      v.words_[row] = merged[row_words[row].first].key(row_words[row].second);
     }
     for (size_t p = t; p < shards; p += n) {
       merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
@@ -324,7 +371,9 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   v.distinct_words_ = 0;
   for (size_t p = 0; p < shards; ++p) v.distinct_words_ += lookup->shard(p).size();
   v.lookup_ = std::move(lookup);
+  if (text) text->all_kept = rows == v.distinct_words_;
   v.counted_text_ = std::move(text);
+  v.index_ = std::make_shared<Index>();
   return v;
 }
 
@@ -335,15 +384,18 @@ Vocab Vocab::from_words(std::vector<std::string> words, std::vector<uint64_t> co
   v.words_ = std::move(words);
   v.counts_ = std::move(counts);
   v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
-  v.build_index();
+  v.index_ = std::make_shared<Index>();
+  std::call_once(v.index_->once, [&] { v.build_index(*v.index_); });
   return v;
 }
 
-void Vocab::build_index() {
+void Vocab::build_index(Index& index) const {
   size_t capacity = 64;
   while (capacity < words_.size() * 2) capacity <<= 1;
-  slots_.assign(capacity, kNoRow);
-  mask_ = capacity - 1;
+  std::vector<uint32_t>& slots = index.slots;
+  slots.assign(capacity, kNoRow);
+  const size_t mask = capacity - 1;
+  index.mask = mask;
   // Slots are found a batch at a time and prefetched first: the misses of a batch overlap,
   // which makes building the index of a large vocabulary several times faster.
   constexpr uint32_t kBatch = 32;
@@ -352,18 +404,19 @@ void Vocab::build_index() {
   for (uint32_t base = 0; base < n; base += kBatch) {
     const uint32_t m = std::min(kBatch, n - base);
     for (uint32_t j = 0; j < m; ++j) {
-      home[j] = detail::hash_bytes(words_[base + j]) & mask_;
-      __builtin_prefetch(&slots_[home[j]]);
+      home[j] = detail::hash_bytes(words_[base + j]) & mask;
+      __builtin_prefetch(&slots[home[j]]);
     }
     for (uint32_t j = 0; j < m; ++j) {
       const std::string& w = words_[base + j];
       size_t i = home[j];
-      for (; slots_[i] != kNoRow; i = (i + 1) & mask_) {
-        if (words_[slots_[i]] == w) throw Error("vocabulary: duplicate word '" + w + "'");
+      for (; slots[i] != kNoRow; i = (i + 1) & mask) {
+        if (words_[slots[i]] == w) throw Error("vocabulary: duplicate word '" + w + "'");
       }
-      slots_[i] = base + j;
+      slots[i] = base + j;
     }
   }
+  index.built.store(true, std::memory_order_release);
 }
 
 Vocab Vocab::load_tsv(const std::string& path) {

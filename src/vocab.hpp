@@ -4,7 +4,9 @@
 /// occurrence in the corpus first). Row i of every embedding table belongs to word i.
 
 #include <cstdint>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,12 +27,23 @@ struct CountedText {
   TextOptions text;
   uint32_t id_bits = 32;
   struct Chunk {
-    std::vector<uint32_t> codes;
+    HugePageVector<uint32_t> codes;
     std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
     HugePageVector<uint32_t> rows;      ///< a row, or kNone for a word not kept
     std::vector<uint64_t> line_ends;    ///< counts of `codes`, ascending, repeats dropped
   };
   std::vector<Chunk> chunks;
+  bool all_kept = false;  ///< every word counted has a row: each code becomes a token
+
+  /// A vector of `size` to `size` * 9 / 8 tokens (values unspecified) for the encoder's output:
+  /// the first call gets the one made while the count merged its shards when its size fits,
+  /// other calls a new one.
+  std::vector<uint32_t> take_tokens(size_t size) const;
+
+  /// The encoder's output vector (a token for every word counted), made and its pages zeroed on
+  /// a thread of its own while the shards merge; the first take_tokens() takes it.
+  mutable std::future<std::vector<uint32_t>> prepared_tokens;
+  mutable std::mutex taking;
 };
 }  // namespace detail
 
@@ -95,25 +108,22 @@ class Vocab {
 
   /// Frees the index of find() (4 bytes a slot, two slots a word): afterwards find() finds no
   /// word. For runs that look no word up once the corpus is encoded.
-  void drop_index() {
-    slots_ = std::vector<uint32_t>();
-    mask_ = 0;
-  }
+  void drop_index() { index_.reset(); }
 
-  /// Row of `word`, or -1 when it is not in the vocabulary (or after drop_index()).
-  int64_t find(std::string_view word) const {
-    if (slots_.empty()) return -1;
-    for (size_t i = detail::hash_bytes(word) & mask_;; i = (i + 1) & mask_) {
-      const uint32_t id = slots_[i];
-      if (id == kNoRow) return -1;
-      if (words_[id] == word) return static_cast<int64_t>(id);
-    }
-  }
+  /// Row of `word`, or -1 when it is not in the vocabulary (or after drop_index()). A counted
+  /// vocabulary builds its index on the first call (the encoder does not need it); calls from
+  /// several threads at once are safe.
+  int64_t find(std::string_view word) const;
+
+  /// Whether find()'s index is built (a counted vocabulary leaves it to the first find()).
+  bool index_built() const;
 
  private:
   static constexpr uint32_t kNoRow = detail::StringIndex::kEmpty;
+  struct Index;
 
-  void build_index();
+  /// Fills `index` from words_; throws Error on a repeated word.
+  void build_index(Index& index) const;
 
   std::vector<std::string> words_;
   std::vector<uint64_t> counts_;
@@ -122,9 +132,9 @@ class Vocab {
   uint64_t distinct_words_ = 0;
   // The index is open addressing over rows, at most half full: 4 bytes a slot and no copy of
   // the words, so that a vocabulary of tens of millions of words stays small. Lookups compare
-  // against words_ directly, which a hit needs anyway.
-  std::vector<uint32_t> slots_;
-  size_t mask_ = 0;
+  // against words_ directly, which a hit needs anyway. Null: no index (find() finds nothing).
+  // Shared so that Vocab stays movable; it is never shared between two vocabularies.
+  std::shared_ptr<Index> index_;
   std::shared_ptr<detail::ShardedWordTable> lookup_;
   std::shared_ptr<detail::CountedText> counted_text_;
 };

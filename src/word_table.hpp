@@ -26,8 +26,8 @@ class WordTable {
 
   struct Slot {
     uint64_t value;  ///< a count while counting, a vocabulary row while encoding
-    uint32_t id;     ///< kNone: empty
-    uint32_t tag;    ///< hash bits 40..63 << 8 | length (words are at most 255 bytes)
+    uint32_t id;
+    uint32_t tag;  ///< hash bits 40..63 << 8 | length (1 to 255 bytes); 0: the slot is empty
     char head[kHeadBytes];
   };
   static_assert(sizeof(Slot) == 32, "two slots per cache line");
@@ -43,16 +43,23 @@ class WordTable {
   static uint32_t tag_of(uint64_t h, size_t len) {
     return static_cast<uint32_t>(h >> 40) << 8 | static_cast<uint32_t>(len);
   }
-  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
+  /// The hash bits that place a word: bits 40..63, then 0..31 (32..39 pick a ShardedWordTable's
+  /// shard). A table of 2^k slots puts a word's home at the top k of them, so a table of up to
+  /// 2^24 slots finds it in the tag, and doubling a table sends the words of each slot to two
+  /// neighbouring slots: a rehash streams through both tables and reads no hash.
+  static uint64_t place_bits(uint64_t h) { return (h >> 40) << 40 | (h & 0xFFFFFFFFull) << 8; }
+  size_t home(uint64_t h) const { return static_cast<size_t>(place_bits(h) >> shift_); }
+  void prefetch(uint64_t h) const { __builtin_prefetch(&slots_[home(h)]); }
 
-  /// The slot of `w` (hash `h`), inserting it with value 0 and the next id when absent.
+  /// The slot of `w` (hash `h`), inserting it with value 0 and the next id when absent. `w` is
+  /// 1 to 255 bytes long (no word of a text is empty).
   Slot& insert(std::string_view w, uint64_t h) {
     char head[kHeadBytes] = {};
     std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
     const uint32_t tag = tag_of(h, w.size());
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = home(h);; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
-      if (s.id == kNone) {
+      if (s.tag == 0) {
         if ((size() + 1) * 2 > slots_.size()) {
           rehash(slots_.size() * 2);
           return insert(w, h);
@@ -75,9 +82,9 @@ class WordTable {
     char head[kHeadBytes] = {};
     std::memcpy(head, w.data(), w.size() < kHeadBytes ? w.size() : kHeadBytes);
     const uint32_t tag = tag_of(h, w.size());
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
+    for (size_t i = home(h);; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
-      if (s.id == kNone) return nullptr;
+      if (s.tag == 0) return nullptr;
       if (s.tag == tag && same_key(s, head, w)) return &s;
     }
   }
@@ -93,7 +100,7 @@ class WordTable {
   template <class F>
   void for_each(F&& f) {
     for (Slot& s : slots_) {
-      if (s.id != kNone) f(s);
+      if (s.tag != 0) f(s);
     }
   }
 
@@ -110,23 +117,28 @@ class WordTable {
                        w.size() - kHeadBytes) == 0;
   }
   void rehash(size_t capacity) {
-    HugePageVector<Slot> old(capacity);
+    ZeroedArray<Slot> old(capacity);  // every slot empty
     old.swap(slots_);
-    for (Slot& s : slots_) s.id = kNone;
     mask_ = capacity - 1;
+    shift_ = 64 - static_cast<uint32_t>(__builtin_ctzll(capacity));
+    const bool tag_places = shift_ >= 40;  // at most 2^24 slots
     for (const Slot& s : old) {
-      if (s.id == kNone) continue;
-      size_t i = hashes_[s.id] & mask_;
-      while (slots_[i].id != kNone) i = (i + 1) & mask_;
+      if (s.tag == 0) continue;
+      size_t i = tag_places ? (s.tag >> 8) >> (shift_ - 40) : home(hashes_[s.id]);
+      while (slots_[i].tag != 0) i = (i + 1) & mask_;
       slots_[i] = s;
     }
   }
 
-  HugePageVector<Slot> slots_;
+  ZeroedArray<Slot> slots_;
   size_t mask_ = 0;
-  std::string arena_;                    ///< the words, in id order
-  std::vector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
-  std::vector<uint64_t> hashes_;         ///< by id, for rehashing
+  uint32_t shift_ = 64;  ///< 64 - log2(slots)
+  // Large ones get huge pages too: a table of millions of words would otherwise take a page
+  // fault every 4 KiB of them.
+  std::basic_string<char, std::char_traits<char>, HugePageAllocator<char>>
+      arena_;                               ///< the words, in id order
+  HugePageVector<uint64_t> offsets_ = {0};  ///< size() + 1 offsets into arena_
+  HugePageVector<uint64_t> hashes_;         ///< by id, for rehashing
 };
 
 /// Words spread over 2^k WordTables by hash bits 32..39, which neither a table's slot index

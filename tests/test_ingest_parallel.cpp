@@ -2,6 +2,7 @@
 // counts, order, ids, tokens and sentence cuts for any thread count.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <random>
 #include <string>
 #include <vector>
@@ -197,6 +198,58 @@ TEST_P(ParallelIngest, PartsAreTextsJoinedByNewlines) {
     EXPECT_EQ(k.tokens, ref_corpus.tokens);
     EXPECT_EQ(k.sentence_starts, ref_corpus.sentence_starts);
   }
+}
+
+TEST(CountedText, TheEncoderTakesTheTokensPreparedWhileTheCountMerged) {
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::string text = large_vocabulary(rng);
+  for (uint64_t min_count : {1, 2}) {
+    SCOPED_TRACE("min_count " + std::to_string(min_count));
+    VocabOptions vo;
+    vo.min_count = min_count;
+    vo.threads = 4;
+    vo.min_bytes_per_thread = 1;
+    vo.keep_tokens = true;
+    const Vocab v = Vocab::count(text, vo);
+    const EncodedCorpus ref = encode_corpus_serial(text, Vocab::count_serial(text, vo), {});
+    const detail::CountedText* counted = v.counted_text();
+    ASSERT_NE(counted, nullptr);
+    EXPECT_TRUE(counted->prepared_tokens.valid());
+    EXPECT_EQ(counted->all_kept, v.size() == v.distinct_words());
+    EXPECT_EQ(counted->all_kept, min_count == 1);  // the text has words seen once
+    EncodeOptions eo;
+    eo.threads = 4;
+    const EncodedCorpus c = encode_corpus({text}, v, eo);
+    EXPECT_FALSE(counted->prepared_tokens.valid());
+    EXPECT_EQ(c.tokens, ref.tokens);
+    EXPECT_EQ(c.sentence_starts, ref.sentence_starts);
+    // Again, with no vector prepared.
+    const EncodedCorpus again = encode_corpus({text}, v, eo);
+    EXPECT_EQ(again.tokens, ref.tokens);
+    EXPECT_EQ(again.sentence_starts, ref.sentence_starts);
+  }
+}
+
+TEST(CountedText, TakesThePreparedTokensOnceAndOnlyWhenTheirSizeFits) {
+  auto prepared = [](size_t size) {
+    std::promise<std::vector<uint32_t>> p;
+    p.set_value(std::vector<uint32_t>(size, 7));
+    return p.get_future();
+  };
+  detail::CountedText counted;
+  EXPECT_EQ(counted.take_tokens(5).size(), 5u);
+  counted.prepared_tokens = prepared(100);
+  std::vector<uint32_t> taken = counted.take_tokens(90);
+  EXPECT_EQ(taken.size(), 100u);  // the prepared vector (its excess within an eighth)
+  EXPECT_EQ(taken[0], 7u);
+  EXPECT_FALSE(counted.prepared_tokens.valid());
+  EXPECT_EQ(counted.take_tokens(90).size(), 90u);  // a new one
+  counted.prepared_tokens = prepared(100);
+  EXPECT_EQ(counted.take_tokens(50).size(), 50u);  // too large: a new one
+  counted.prepared_tokens = prepared(100);
+  EXPECT_EQ(counted.take_tokens(101).size(), 101u);  // too small: a new one
 }
 
 INSTANTIATE_TEST_SUITE_P(Ingest, ParallelIngest, ::testing::ValuesIn(kShapes),

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "error.hpp"
@@ -236,6 +238,40 @@ TEST(Vocab, EmptyAndMovedFromFindNothing) {
   Vocab w = std::move(v);
   EXPECT_EQ(w.find("b"), 1);
   EXPECT_EQ(Vocab::from_words({}, {}).find("a"), -1);
+}
+
+TEST(Vocab, ACountedVocabularyBuildsItsIndexOnTheFirstFind) {
+  std::mt19937_64 rng(testing_util::fresh_seed());
+  std::string text;
+  for (int i = 0; i < 60000; ++i) {
+    text += "w" + std::to_string(rng() % 20000) + (rng() % 10 == 0 ? "\n" : " ");
+  }
+  VocabOptions o = opts(2, 0);
+  o.threads = 3;
+  o.min_bytes_per_thread = 1;
+  Vocab v = Vocab::count(text, o);
+  ASSERT_GT(v.size(), 1000u);
+  EXPECT_FALSE(v.index_built());
+  // Threads find at once, while the index is being built.
+  std::atomic<uint64_t> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint32_t i = 0; i < v.size(); ++i) {
+        const uint32_t row = (i + static_cast<uint32_t>(t) * 977) % v.size();
+        if (v.find(v.word(row)) != static_cast<int64_t>(row)) ++wrong;
+      }
+      if (v.find("x" + std::to_string(t)) != -1) ++wrong;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_TRUE(v.index_built());
+  v.drop_index();
+  EXPECT_FALSE(v.index_built());
+  EXPECT_EQ(v.find(v.word(0)), -1);
+  EXPECT_TRUE(Vocab::from_words({"a", "b"}, {2, 1}).index_built());
+  EXPECT_FALSE(Vocab().index_built());
 }
 
 TEST(Vocab, DroppingTheIndexKeepsWordsAndCounts) {
