@@ -742,16 +742,21 @@ TEST(GpuPlan, SmallBudgetsKeepTheirRows) {
 }
 
 // A piece's row moves take the room training leaves (three blocks on each multiprocessor left
-// to them) until it brings more than a row for every three words, then more, up to eight.
+// to them) until it brings more than a row for every three words, then more: up to eight, and
+// no more than those whose row rate reaches the path's bytes (rows of 1 KB at three).
 TEST(GpuPlan, RowMovesTakeMoreBlocksOnlyForPiecesThatBringManyRows) {
-  EXPECT_EQ(piece_move_blocks(0, 262144, 4), 12u);
-  EXPECT_EQ(piece_move_blocks(262144 / 4, 262144, 4), 12u);  // Zipf 1.0: 0.28 a word
-  EXPECT_EQ(piece_move_blocks(262144 / 3, 262144, 4), 12u);
-  EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, 4), 25u);  // Zipf 0.7: 0.72 a word
-  EXPECT_EQ(piece_move_blocks(262144, 262144, 4), 32u);
-  EXPECT_EQ(piece_move_blocks(5000, 0, 4), 32u);
-  EXPECT_EQ(piece_move_blocks(100, 1000, 0), 3u);
-  EXPECT_EQ(piece_move_blocks(1000, 1000, 2), 16u);
+  const uint64_t bf16 = 128 * 2 * 2, fp32 = 128 * 4 * 2, small = 16 * 2 * 2;
+  EXPECT_EQ(piece_move_blocks(0, 262144, bf16, 4), 12u);
+  EXPECT_EQ(piece_move_blocks(262144 / 4, 262144, bf16, 4), 12u);  // Zipf 1.0: 0.28 a word
+  EXPECT_EQ(piece_move_blocks(262144 / 3, 262144, bf16, 4), 12u);
+  EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, bf16, 4), 24u);  // Zipf 0.7
+  EXPECT_EQ(piece_move_blocks(262144 * 60 / 100, 262144, bf16, 4), 21u);
+  EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, fp32, 4), 12u);  // at the bound
+  EXPECT_EQ(piece_move_blocks(262144, 262144, small, 4), 32u);
+  EXPECT_EQ(piece_move_blocks(5000, 0, small, 4), 32u);
+  EXPECT_EQ(piece_move_blocks(100, 1000, small, 0), 3u);
+  EXPECT_EQ(piece_move_blocks(1000, 1000, small, 2), 16u);
+  EXPECT_EQ(piece_move_blocks(1000, 1000, 0, 4), 32u);
 }
 
 }  // namespace

@@ -83,9 +83,12 @@ uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind) 
   return rows * (device_row_bytes(row_stride, kind) + per_word) + (uint64_t{16} << 20);
 }
 
-uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint32_t paging_sms) {
+uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes,
+                           uint32_t paging_sms) {
   const uint64_t sms = std::max<uint32_t>(1, paging_sms);
-  const uint64_t least = 3 * sms, most = 8 * sms;
+  const uint64_t least = 3 * sms;
+  const uint64_t most = std::clamp<uint64_t>(
+      least * kMoveBoundRowBytes / std::max<uint64_t>(1, entry_bytes), least, 8 * sms);
   const uint64_t want = tokens > 0 ? least * 3 * fresh / tokens : most;
   return static_cast<uint32_t>(std::clamp(want, least, most));
 }

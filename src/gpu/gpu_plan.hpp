@@ -159,14 +159,18 @@ SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
                                 uint64_t rows, uint64_t ranges = 4096);
 
 /// Blocks of 8 warps for the row moves of a paged piece of `tokens` words that brings `fresh`
-/// rows from the host: three on each of the `paging_sms` multiprocessors training leaves to
-/// them, which fit beside it; more, up to eight a multiprocessor, when the piece brings more
-/// than a row for every three words. A block moves rows at about a fixed rate whatever their
-/// bytes (the moves wait on host round trips), so such a piece trains in less time than 12
-/// blocks take to move its rows; blocks beyond the room left run as training launches end,
-/// which delays the next launch, so pieces that bring few rows keep to that room (README,
-/// "Paged tables", has the measurements).
-uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint32_t paging_sms);
+/// rows of `entry_bytes` host bytes each (an id's row in every table): three on each of the
+/// `paging_sms` multiprocessors training leaves to them, which fit beside it; more when the
+/// piece brings more than a row for every three words, up to eight a multiprocessor and up to
+/// the blocks whose row rate reaches the bytes the path carries. A block moves rows at about a
+/// fixed rate whatever their bytes (the moves wait on host round trips): three blocks a
+/// multiprocessor move rows of kMoveBoundRowBytes at the path's bound already, smaller rows
+/// below it. Blocks beyond the room left run as training launches end, which delays the next
+/// launch, so pieces that bring few rows keep to that room (README, "Paged tables", has the
+/// measurements).
+uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes,
+                           uint32_t paging_sms);
+inline constexpr uint64_t kMoveBoundRowBytes = 1024;
 
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose

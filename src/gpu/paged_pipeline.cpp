@@ -46,6 +46,8 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
       compute_(compute),
       cache_(rows_, plan.hot_rows, plan.cache_rows, plan.max_list, plan.scratch_bytes,
              compute.get()) {
+  move_entry_bytes_ = uint64_t{data.params.dim} * tables.host_value_bytes() *
+                      (2 + 2 * state_tables(data.optimizer.kind));
   move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
   bytes_ = cache_.bytes() + move_claims_.bytes();
   const uint64_t max_list = plan.max_list, pool_entries = plan.max_pools * pool_size_;
@@ -169,9 +171,13 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
       s.token_base = first_token;
       s.tokens_n = piece_tokens;
       refs_ += piece_tokens + s.pools * pool_size_;
-      // A piece that fit at the size of the last split: try a little more next time.
-      if (!split && fit_sentences_ > 0 && piece_end < batch_end) {
-        fit_sentences_ += fit_sentences_ / 8 + 1;
+      // A piece that fit at the size of the last split with 15 % of the free slots to spare:
+      // try a little more next time. One that filled more of them keeps its size, so that the
+      // pieces settle just below the size that splits (a split aims at 90 %) instead of
+      // growing into it again.
+      if (!split && fit_sentences_ > 0 && piece_end < batch_end &&
+          uint64_t{new_rows} * 20 <= uint64_t{free_slots} * 17) {
+        fit_sentences_ += fit_sentences_ / 16 + 1;
       }
       pcie_corpus_bytes_ += piece_tokens * 4 + (piece_sentences + 1) * 8;
       break;
@@ -233,9 +239,10 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   MoveArgs swap = moves(s.fresh.data(), s.fresh_rows.data(), s.fresh_n, static_cast<uint32_t>(hot_),
                         kMoveOnGather);
   swap.out_rows = s.evicted.data();
-  swap.max_blocks = options_.move_blocks > 0
-                        ? options_.move_blocks
-                        : piece_move_blocks(s.fresh_n, s.tokens_n, options_.paging_sms);
+  swap.max_blocks =
+      options_.move_blocks > 0
+          ? options_.move_blocks
+          : piece_move_blocks(s.fresh_n, s.tokens_n, move_entry_bytes_, options_.paging_sms);
   times.move0.record(gs);
   launch_move_rows(MoveKind::kSwap, swap, gs);
   times.move1.record(gs);

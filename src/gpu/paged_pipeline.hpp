@@ -95,6 +95,7 @@ class PagedPipeline {
   SgnsLauncher& launcher_;
   CudaBackendReport& report_;
   uint64_t rows_ = 0, hot_ = 0, batch_blocks_ = 1;
+  uint64_t move_entry_bytes_ = 0;  ///< host bytes of an id's rows in every table
   uint32_t pool_size_ = 0;
   bool optimizer_ = false;
   Stream& compute_;
