@@ -25,7 +25,7 @@ struct TrainBenchOptions {
   uint64_t chunk_tokens = uint64_t{32} << 20;  ///< CUDA: tokens per streamed chunk
   /// CUDA, paged: multiprocessors left to the paging kernels; negative: the backend's default.
   int paging_sms = -1;
-  /// CUDA, paged: blocks a piece's row moves take at most; 0: the backend's default.
+  /// CUDA, paged: blocks every piece's row moves take; 0: the backend's choice.
   uint32_t move_blocks = 0;
   /// CUDA, paged: slots of the row cache; 0: the backend's default.
   uint64_t cache_rows = 0;

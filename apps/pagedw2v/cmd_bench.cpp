@@ -176,8 +176,8 @@ int cmd_bench(int argc, char** argv) {
       "(default 4)",
       cxxopts::value<uint32_t>())(
       "move-blocks",
-      "CUDA, paged tables: blocks of 8 warps a piece's row moves take at most (default: three "
-      "on each multiprocessor left to them)",
+      "CUDA, paged tables: blocks of 8 warps every piece's row moves take (default: three on "
+      "each multiprocessor left to them, more for pieces that bring many rows)",
       cxxopts::value<uint32_t>())(
       "cache-rows",
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "

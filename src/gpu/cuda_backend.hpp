@@ -49,11 +49,11 @@ struct CudaBackendOptions {
   /// deterministic, so the paged pipeline as users run it can be compared bit for bit.
   bool ordered = false;
   /// Paged: multiprocessors the training kernel leaves to the row moves that run beside it (the
-  /// moves take three blocks of 8 warps on each). The default is the best measured
+  /// moves take three blocks of 8 warps on each, more for pieces that bring many rows:
+  /// piece_move_blocks in gpu_plan.hpp). The default is the best measured
   /// (kernels/PERFORMANCE.md, "paged").
   uint32_t paging_sms = 4;
-  /// Paged: blocks of 8 warps a piece's row moves take at most; 0 = three on each of the
-  /// paging_sms multiprocessors. Blocks beyond those run as training launches end.
+  /// Paged: blocks of 8 warps every piece's row moves take; 0 = as piece_move_blocks decides.
   uint32_t move_blocks = 0;
   /// Paged with sgd: pieces of at most this many words (whole work blocks), however long
   /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
