@@ -108,7 +108,7 @@ uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind);
 
 /// What a paged budget keeps back for what the plan does not count (allocations rounded up,
 /// small buffers of the backend): a 32nd of it, from 1 MiB to 16 MiB, so that a small budget
-/// keeps its rows (16 MiB of a 41 MB budget were 40 % of the rows it could hold).
+/// keeps its rows (at 41 MB, 16 MiB held back cost about two thirds of the rows it could hold).
 uint64_t paged_margin(uint64_t budget);
 
 /// The budget: `requested` bytes when not 0, else what is free minus a margin.
