@@ -160,6 +160,86 @@ TEST(Hdf5, LargeTablesWrittenByThreadsReadBack) {
   }
 }
 
+// A 16-bit table's file holds fp32 values; its checksum is computed from rows gathered and
+// widened in memory, over more than one checksum piece, and must match the file read back.
+TEST(Hdf5, SixteenBitTablesAreWrittenAndHashedAsFloats) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  const std::string path = dir.file("half.h5");
+  const uint32_t rows = 9001, dim = 2048;  // 73.7 MB as fp32: two checksum pieces
+  const Vocab vocab = random_vocab(rows, seed);
+  const HostTable values = random_table(rows, dim, seed + 1);
+  HostTable half(rows, dim, "half", "", default_host_allocator(), Storage::kBf16);
+  std::vector<float> row(dim);
+  for (uint64_t r = 0; r < rows; ++r) half.write_row(r, values.row(r));
+  write_embeddings_h5(path, vocab, half, nullptr, {});
+  EXPECT_EQ(h5_integrity(path), H5Integrity::kVerified);
+  const LoadedEmbeddings e = read_embeddings_h5(path, H5Check::kVet);
+  ASSERT_EQ(e.vectors.size(), uint64_t{rows} * dim);
+  for (uint64_t r = 0; r < rows; r += 997) {
+    half.read_rows(r, 1, row.data());
+    ASSERT_EQ(std::memcmp(row.data(), e.vectors.data() + r * dim, dim * sizeof(float)), 0)
+        << "row " << r;
+  }
+}
+
+TEST(Hdf5, PreparedFileTakesItsValuesAndLateAttributes) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir dir;
+  const std::string path = dir.file("p.h5");
+  const uint32_t rows = 300, dim = 24;
+  const Vocab vocab = random_vocab(rows, seed);
+  const HostTable vectors = random_table(rows, dim, seed + 1);
+  const HostTable state = random_table(rows, dim, seed + 2);
+  PreparedH5 file =
+      prepare_embeddings_h5(path, vocab, {{"vectors", rows, dim}, {"optimizer/input_0", rows, dim}},
+                            {{"early", int64_t{7}}});
+  ASSERT_TRUE(file.ready());
+  // Only a temporary file so far: the path appears when the values are in.
+  const std::vector<std::string> before = entries(dir.path());
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_NE(before[0], "p.h5");
+  finish_embeddings_h5(file, {{"vectors", &vectors}, {"optimizer/input_0", &state}},
+                       {{"late", std::string("value")}, {"lr", 0.25}});
+  EXPECT_FALSE(file.ready());
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"p.h5"});
+  EXPECT_EQ(h5_integrity(path), H5Integrity::kVerified);
+  expect_same(read_embeddings_h5(path), vocab, vectors);
+  HostTable back(rows, dim, "back", "");
+  read_matrix_h5(path, "optimizer/input_0", back);
+  for (uint64_t r = 0; r < rows; ++r) {
+    ASSERT_EQ(std::memcmp(back.row(r), state.row(r), dim * sizeof(float)), 0) << "row " << r;
+  }
+  const std::vector<Attribute> a = read_attributes_h5(path, {"early", "late", "lr"});
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(std::get<int64_t>(a[0].value), 7);
+  EXPECT_EQ(std::get<std::string>(a[1].value), "value");
+  EXPECT_EQ(std::get<double>(a[2].value), 0.25);
+}
+
+TEST(Hdf5, APreparedFileNotFinishedLeavesNothing) {
+  const uint64_t seed = fresh_seed();
+  const TempDir dir;
+  const std::string path = dir.file("p.h5");
+  const Vocab vocab = random_vocab(20, seed);
+  const HostTable vectors = random_table(20, 5, seed + 1);
+  {
+    PreparedH5 file = prepare_embeddings_h5(path, vocab, {{"vectors", 20, 5}}, {});
+    EXPECT_EQ(entries(dir.path()).size(), 1u);
+  }
+  EXPECT_TRUE(entries(dir.path()).empty());
+  // Tables other than those prepared are refused, and the prepared file goes.
+  PreparedH5 file = prepare_embeddings_h5(path, vocab, {{"vectors", 20, 6}}, {});
+  EXPECT_THROW(finish_embeddings_h5(file, {{"vectors", &vectors}}), Error);
+  EXPECT_FALSE(file.ready());
+  EXPECT_TRUE(entries(dir.path()).empty());
+  EXPECT_THROW(finish_embeddings_h5(file, {{"vectors", &vectors}}), Error);
+  EXPECT_THROW(prepare_embeddings_h5(path, vocab, {{"vectors", 21, 5}}, {}), Error);
+  EXPECT_TRUE(entries(dir.path()).empty());
+}
+
 TEST(Hdf5, OverwriteReplacesTheFile) {
   const uint64_t seed = fresh_seed();
   const TempDir dir;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -137,21 +138,6 @@ Hid vlen_string_type(const Checker& h5, H5T_cset_t cset = H5T_CSET_UTF8) {
   return type;
 }
 
-// Removes a temporary file unless released.
-class TempFile {
- public:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
-  ~TempFile() {
-    if (!path_.empty()) std::remove(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  void release() { path_.clear(); }
-
- private:
-  std::string path_;
-};
-
 /// The table's values in memory as HDF5 sees them: the allocation it lies in as rows × stride
 /// floats, of which the table's dim columns are selected (interleaved tables share the rows).
 /// I/O passes table.block() as the buffer.
@@ -165,52 +151,172 @@ Hid table_memory_space(const Checker& h5, const HostTable& table, const std::str
   return space;
 }
 
-/// A table whose values are written into its dataset's storage after libhdf5 has closed the
-/// file: `offset` is where that storage starts in the file.
-struct PendingMatrix {
-  const HostTable* table;
-  uint64_t offset;
+// The user block at the start of our files holds one line, written after libhdf5 closed the file:
+//     pagedw2v-xxh64 <16 hex digits> <file size> <piece bytes>\n
+// the XXH64 of the XXH64s of consecutive pieces of every byte after the user block
+// (xxh64_of_file_pieces), which threads compute at once. Files of earlier versions hold
+//     pagedw2v-xxh64 <16 hex digits> <file size>\n
+// the XXH64 of those bytes whole; both are checked. libhdf5 and h5py skip the user block.
+constexpr hsize_t kUserBlockBytes = 512;
+constexpr char kIntegrityTag[] = "pagedw2v-xxh64 ";
+constexpr uint64_t kHashPieceBytes = uint64_t{64} << 20;
+// A record's piece size is refused outside these (a file cannot make the check take a hash per
+// byte).
+constexpr uint64_t kMinHashPieceBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxHashPieceBytes = uint64_t{1} << 40;
+
+uint32_t hash_threads() { return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16); }
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  operator int() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
 };
 
-/// Creates /name for `table`. Its storage is allocated at once and left unfilled, and the values
-/// go into `pending`, to be written by write_pending() once the file is closed (large writes
-/// from the tables as they lie instead of libhdf5's copy; written beside libhdf5's own writes,
-/// they measured slower: both wait on the file's lock). Where the storage
-/// cannot be placed that way (a big-endian host), libhdf5 writes the values here.
-void write_matrix(const Checker& h5, hid_t file, const char* name, const HostTable& table,
-                  std::vector<PendingMatrix>& pending, hid_t link_plist = H5P_DEFAULT) {
-  const std::string what = std::string("cannot write /") + name;
-  const hsize_t dims[2] = {table.rows(), table.dim()};
+/// Writes the integrity record of the closed file `temp`: `hash` when the caller computed it for a
+/// file of `bytes` bytes (write_pending), else from the file read back.
+void write_integrity_record(const Checker& h5, const std::string& temp,
+                            std::optional<uint64_t> hash = {}, uint64_t bytes = 0) {
+  Fd fd(::open(temp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (fd < 0) h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) h5.fail(std::string("cannot stat the file: ") + std::strerror(errno));
+  const auto size = static_cast<uint64_t>(st.st_size);
+  char signature[8] = {};
+  if (size < kUserBlockBytes + sizeof signature ||
+      ::pread(fd, signature, sizeof signature, kUserBlockBytes) != sizeof signature ||
+      std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof signature) != 0) {
+    h5.fail("the file has no user block to hold its checksum");
+  }
+  // A hash computed for a file of another size (which nothing here should make) is not used.
+  if (!hash || bytes != size) {
+    hash = xxh64_of_file_pieces(fd, kUserBlockBytes, size - kUserBlockBytes, kHashPieceBytes,
+                                hash_threads(), temp);
+  }
+  char line[96];
+  const int n = std::snprintf(line, sizeof line, "%s%016" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
+                              kIntegrityTag, *hash, size, kHashPieceBytes);
+  if (::pwrite(fd, line, static_cast<size_t>(n), 0) != n) {
+    h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
+  }
+  if (::close(fd.release()) != 0) {
+    h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
+  }
+}
+
+/// Creates /name, `rows × dim` float32. Its storage is allocated at once, contiguous and left
+/// unfilled; the returned offset (from the start of the file, user block included) is where the
+/// values go once libhdf5 has closed the file (large writes from the tables as they lie instead of
+/// libhdf5's copy; written beside libhdf5's own writes, they measured slower: both wait on the
+/// file's lock). Where the storage cannot be placed that way (a big-endian host), the offset is
+/// kNoOffset and libhdf5 writes the values when the file is finished.
+constexpr uint64_t kNoOffset = std::numeric_limits<uint64_t>::max();
+
+uint64_t create_matrix(const Checker& h5, hid_t file, const std::string& name, uint64_t rows,
+                       uint32_t dim, hid_t link_plist) {
+  const std::string what = "cannot write /" + name;
+  const hsize_t dims[2] = {rows, dim};
   Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
   Hid dcpl = h5.make(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, what);
-  const bool direct =
-      __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && table.rows() > 0 && table.dim() > 0;
+  const bool direct = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && rows > 0 && dim > 0;
   if (direct) {
     h5.check(H5Pset_layout(dcpl, H5D_CONTIGUOUS), what);
     h5.check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), what);
     h5.check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), what);
   }
-  Hid set = h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, link_plist, dcpl, H5P_DEFAULT),
-                    H5Dclose, what);
+  Hid set =
+      h5.make(H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, space, link_plist, dcpl, H5P_DEFAULT),
+              H5Dclose, what);
+  uint64_t offset = kNoOffset;
   if (direct) {
-    // The offset counts from the start of the file, user block included.
-    const haddr_t offset = H5Dget_offset(set);
-    if (offset == HADDR_UNDEF) h5.fail(what + " (no storage was allocated)");
-    pending.push_back({&table, static_cast<uint64_t>(offset)});
-  } else if (table.rows() > 0 && table.dim() > 0) {
-    if (table.storage() != Storage::kFp32) h5.fail(what + " (16-bit tables on a big-endian host)");
-    Hid memory = table_memory_space(h5, table, what);
-    h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, table.block()), what);
+    const haddr_t at = H5Dget_offset(set);
+    if (at == HADDR_UNDEF) h5.fail(what + " (no storage was allocated)");
+    offset = static_cast<uint64_t>(at);
   }
+  h5.check(set.close(), what);
+  return offset;
+}
+
+/// libhdf5 writes `table` into /name of the open file (the values of a table without a place of
+/// its own in the file).
+void write_matrix_values(const Checker& h5, hid_t file, const std::string& name,
+                         const HostTable& table) {
+  if (table.rows() == 0 || table.dim() == 0) return;
+  const std::string what = "cannot write /" + name;
+  if (table.storage() != Storage::kFp32) h5.fail(what + " (16-bit tables on a big-endian host)");
+  Hid set = h5.make(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose, what);
+  Hid memory = table_memory_space(h5, table, what);
+  h5.check(H5Dwrite(set, H5T_NATIVE_FLOAT, memory, H5S_ALL, H5P_DEFAULT, table.block()), what);
   h5.check(set.close(), what);
 }
 
-/// Writes the pending tables' values into the closed file `temp`, rows cut among threads.
-void write_pending(const Checker& h5, const std::string& temp,
-                   const std::vector<PendingMatrix>& pending) {
-  if (pending.empty()) return;
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+/// A table whose values go at `offset` of the closed file.
+struct PendingMatrix {
+  const HostTable* table;
+  uint64_t offset;
+  uint64_t bytes() const { return table->rows() * uint64_t{table->dim()} * sizeof(float); }
+};
+
+/// Hands out `bytes` bytes of a table's rows as the file holds them (fp32, row after row),
+/// from byte `at` of the table: straight from the table where it lies so, else gathered.
+class RowBytes {
+ public:
+  explicit RowBytes(const HostTable& t) : t_(t), row_bytes_(uint64_t{t.dim()} * sizeof(float)) {}
+
+  /// Calls feed(pointer, n) for consecutive pieces of bytes [at, at + bytes) of the table.
+  template <class Feed>
+  void read(uint64_t at, uint64_t bytes, Feed&& feed) {
+    if (t_.contiguous() && t_.storage() == Storage::kFp32) {
+      feed(static_cast<const char*>(t_.raw_row(0)) + at, bytes);
+      return;
+    }
+    const uint64_t rows_per_gather = std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes_);
+    buffer_.resize(rows_per_gather * t_.dim());
+    while (bytes > 0) {
+      const uint64_t r = at / row_bytes_;
+      const uint64_t n = std::min(rows_per_gather, t_.rows() - r);
+      t_.read_rows(r, n, buffer_.data());
+      const uint64_t skip = at - r * row_bytes_;
+      const uint64_t take = std::min(bytes, n * row_bytes_ - skip);
+      feed(reinterpret_cast<const char*>(buffer_.data()) + skip, take);
+      at += take;
+      bytes -= take;
+    }
+  }
+
+ private:
+  const HostTable& t_;
+  uint64_t row_bytes_;
+  std::vector<float> buffer_;
+};
+
+/// Writes the pending tables' values into the closed file `temp` and returns the file's integrity
+/// hash (xxh64_of_file_pieces of the `file_bytes` - kUserBlockBytes bytes after the user block),
+/// computed from the tables in memory and, between them, from the file as libhdf5 left it, so
+/// that the file is never read back. Two threads write (a file's buffered writes take its lock one
+/// at a time, so more threads only wait on one another), the others hash.
+uint64_t write_pending(const Checker& h5, const std::string& temp,
+                       std::vector<PendingMatrix> pending, uint64_t file_bytes) {
+  Fd fd(::open(temp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (fd < 0) h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
+  std::sort(pending.begin(), pending.end(),
+            [](const PendingMatrix& a, const PendingMatrix& b) { return a.offset < b.offset; });
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const uint64_t end = pending[i].offset + pending[i].bytes();
+    if (pending[i].offset < kUserBlockBytes || end > file_bytes ||
+        (i + 1 < pending.size() && end > pending[i + 1].offset)) {
+      h5.fail("the tables' storage does not lie inside the file");
+    }
+  }
   std::string error;
   std::mutex error_mutex;
   std::atomic<bool> failed{false};
@@ -219,52 +325,98 @@ void write_pending(const Checker& h5, const std::string& temp,
     if (error.empty()) error = e;
     failed = true;
   };
-  for (const PendingMatrix& m : pending) {
-    const HostTable& t = *m.table;
-    const uint64_t row_bytes = uint64_t{t.dim()} * sizeof(float);
-    const uint64_t bytes = t.rows() * row_bytes;
-    // Two threads: a file's buffered writes take its lock one at a time, so more threads only
-    // wait on one another; one of two gathers (16-bit tables) while the other writes.
-    const uint32_t threads = static_cast<uint32_t>(
-        std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 2), 1,
-                             bytes / (uint64_t{32} << 20) + 1));
-    try {
-      run_workers(threads, [&](uint32_t k) {
-        const uint64_t first = t.rows() * k / threads, last = t.rows() * (k + 1) / threads;
-        // Contiguous fp32 tables go out as they lie; interleaved rows, and 16-bit values
-        // converted to fp32, are gathered a few MiB at a time.
-        const bool as_they_lie = t.contiguous() && t.storage() == Storage::kFp32;
-        std::vector<float> buffer;
-        const uint64_t rows_per_write =
-            as_they_lie ? last - first : std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes);
-        if (!as_they_lie) buffer.resize(rows_per_write * t.dim());
-        for (uint64_t r = first; r < last && !failed; r += rows_per_write) {
-          const uint64_t n = std::min(rows_per_write, last - r);
-          const char* src = static_cast<const char*>(t.raw_row(r));
-          if (!as_they_lie) {
-            t.read_rows(r, n, buffer.data());
-            src = reinterpret_cast<const char*>(buffer.data());
+  uint64_t payload = 0;
+  for (const PendingMatrix& m : pending) payload += m.bytes();
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto writers = static_cast<uint32_t>(
+      std::clamp<uint64_t>(std::min<uint32_t>(cores, 2), 1, payload / (uint64_t{32} << 20) + 1));
+  const uint64_t hashed = file_bytes - kUserBlockBytes;
+  const uint64_t pieces = (hashed + kHashPieceBytes - 1) / kHashPieceBytes;
+  const auto hashers = static_cast<uint32_t>(std::clamp<uint64_t>(
+      pieces, 1, std::clamp<uint32_t>(cores > writers ? cores - writers : 1, 1, 16)));
+  std::vector<uint64_t> digests(pieces);
+  std::atomic<uint64_t> next_piece{0};
+
+  // Writer k writes the k-th share of every table's rows.
+  auto write_share = [&](uint32_t k) {
+    for (const PendingMatrix& m : pending) {
+      const uint64_t row_bytes = uint64_t{m.table->dim()} * sizeof(float);
+      const uint64_t first = m.table->rows() * k / writers * row_bytes;
+      const uint64_t last = m.table->rows() * (k + 1) / writers * row_bytes;
+      uint64_t at = m.offset + first;
+      RowBytes(*m.table).read(first, last - first, [&](const char* src, uint64_t n) {
+        for (uint64_t done = 0; done < n && !failed;) {
+          const ssize_t w = ::pwrite(fd, src + done, n - done, static_cast<off_t>(at + done));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            fail(w < 0 ? std::strerror(errno) : "nothing written");
+            return;
           }
-          uint64_t done = 0, at = m.offset + r * row_bytes;
-          while (done < n * row_bytes) {
-            const ssize_t w =
-                ::pwrite(fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-              fail(w < 0 ? std::strerror(errno) : "nothing written");
-              return;
-            }
-            done += static_cast<uint64_t>(w);
-          }
+          done += static_cast<uint64_t>(w);
         }
+        at += n;
       });
-    } catch (const std::exception& e) {
-      fail(e.what());
+      if (failed) return;
     }
-    if (failed) break;
+  };
+  // A hasher takes pieces in turn; a piece's bytes come from the tables it crosses and, between
+  // them, from the file.
+  auto hash_pieces = [&] {
+    std::vector<char> buffer;
+    for (uint64_t i = next_piece++; i < pieces && !failed; i = next_piece++) {
+      uint64_t at = kUserBlockBytes + i * kHashPieceBytes;
+      const uint64_t end = std::min(file_bytes, at + kHashPieceBytes);
+      Xxh64 hash;
+      auto feed = [&](const char* p, uint64_t n) { hash.update(p, static_cast<size_t>(n)); };
+      auto table = std::upper_bound(
+          pending.begin(), pending.end(), at,
+          [](uint64_t a, const PendingMatrix& m) { return a < m.offset + m.bytes(); });
+      while (at < end && !failed) {
+        if (table != pending.end() && at >= table->offset) {
+          const uint64_t until = std::min(end, table->offset + table->bytes());
+          RowBytes(*table->table).read(at - table->offset, until - at, feed);
+          at = until;
+          ++table;
+          continue;
+        }
+        const uint64_t until = std::min(end, table != pending.end() ? table->offset : end);
+        buffer.resize(static_cast<size_t>(std::min<uint64_t>(until - at, uint64_t{1} << 20)));
+        const ssize_t got = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          fail(got < 0 ? std::strerror(errno) : "the file is shorter than its storage");
+          return;
+        }
+        feed(buffer.data(), static_cast<uint64_t>(got));
+        at += static_cast<uint64_t>(got);
+      }
+      digests[i] = hash.digest();
+    }
+  };
+  try {
+    run_workers(writers + hashers, [&](uint32_t k) {
+      try {
+        if (k < writers) {
+          write_share(k);
+        } else {
+          hash_pieces();
+        }
+      } catch (const std::exception& e) {
+        fail(e.what());
+      }
+    });
+  } catch (const std::exception& e) {
+    fail(e.what());
   }
-  if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
+  if (::close(fd.release()) != 0 && error.empty()) error = std::strerror(errno);
   if (!error.empty()) h5.fail("cannot write the tables: " + error);
+  Xxh64 all;
+  for (const uint64_t d : digests) {
+    unsigned char le[8];
+    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(d >> (8 * b));
+    all.update(le, sizeof le);
+  }
+  return all.digest();
 }
 
 void write_attribute(const Checker& h5, hid_t object, const Attribute& attribute) {
@@ -309,62 +461,6 @@ class VlenReclaim {
   hid_t space_;
   void* buf_;
 };
-
-// The user block at the start of our files holds one line, written after libhdf5 closed the file:
-//     pagedw2v-xxh64 <16 hex digits> <file size> <piece bytes>\n
-// the XXH64 of the XXH64s of consecutive pieces of every byte after the user block
-// (xxh64_of_file_pieces), which threads compute at once. Files of earlier versions hold
-//     pagedw2v-xxh64 <16 hex digits> <file size>\n
-// the XXH64 of those bytes whole; both are checked. libhdf5 and h5py skip the user block.
-constexpr hsize_t kUserBlockBytes = 512;
-constexpr char kIntegrityTag[] = "pagedw2v-xxh64 ";
-constexpr uint64_t kHashPieceBytes = uint64_t{64} << 20;
-// A record's piece size is refused outside these (a file cannot make the check take a hash per
-// byte).
-constexpr uint64_t kMinHashPieceBytes = uint64_t{1} << 20;
-constexpr uint64_t kMaxHashPieceBytes = uint64_t{1} << 40;
-
-uint32_t hash_threads() { return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16); }
-
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  operator int() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-void write_integrity_record(const Checker& h5, const std::string& temp) {
-  Fd fd(::open(temp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  if (fd < 0) h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) h5.fail(std::string("cannot stat the file: ") + std::strerror(errno));
-  const auto size = static_cast<uint64_t>(st.st_size);
-  char signature[8] = {};
-  if (size < kUserBlockBytes + sizeof signature ||
-      ::pread(fd, signature, sizeof signature, kUserBlockBytes) != sizeof signature ||
-      std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof signature) != 0) {
-    h5.fail("the file has no user block to hold its checksum");
-  }
-  const uint64_t hash = xxh64_of_file_pieces(fd, kUserBlockBytes, size - kUserBlockBytes,
-                                             kHashPieceBytes, hash_threads(), temp);
-  char line[96];
-  const int n = std::snprintf(line, sizeof line, "%s%016" PRIx64 " %" PRIu64 " %" PRIu64 "\n",
-                              kIntegrityTag, hash, size, kHashPieceBytes);
-  if (::pwrite(fd, line, static_cast<size_t>(n), 0) != n) {
-    h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
-  }
-  if (::close(fd.release()) != 0) {
-    h5.fail(std::string("cannot write the checksum: ") + std::strerror(errno));
-  }
-}
 
 // A dataset's storage as the file declares it, checked before anything is allocated for it:
 // no storage outside the file (external raw data, virtual datasets), no filter but the standard
@@ -576,35 +672,48 @@ void read_attribute(const Checker& h5, hid_t object, const std::string& name, ui
 
 }  // namespace
 
-void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,
-                         const HostTable* context, const std::vector<Attribute>& attributes,
-                         const std::vector<NamedTable>& extra) {
-  const Checker h5("cannot write '" + path + "': ");
-  if (vectors.rows() != vocab.size()) {
-    h5.fail("the vocabulary has " + std::to_string(vocab.size()) + " words but the vectors " +
-            std::to_string(vectors.rows()) + " rows");
+PreparedH5& PreparedH5::operator=(PreparedH5&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temp_ = std::exchange(other.temp_, std::string());
+    shapes_ = std::move(other.shapes_);
+    offsets_ = std::move(other.offsets_);
   }
-  if (context != nullptr &&
-      (context->rows() != vectors.rows() || context->dim() != vectors.dim())) {
-    h5.fail("the context vectors and the vectors differ in shape");
-  }
+  return *this;
+}
 
+PreparedH5::~PreparedH5() { discard(); }
+
+void PreparedH5::discard() {
+  if (!temp_.empty()) std::remove(temp_.c_str());
+  temp_.clear();
+}
+
+PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
+                                 const std::vector<TableShape>& tables,
+                                 const std::vector<Attribute>& attributes) {
+  const Checker h5("cannot write '" + path + "': ");
+  if (tables.empty() || tables[0].name != "vectors") h5.fail("the first table must be /vectors");
+  if (tables[0].rows != vocab.size()) {
+    h5.fail("the vocabulary has " + std::to_string(vocab.size()) + " words but the vectors " +
+            std::to_string(tables[0].rows) + " rows");
+  }
   const QuietErrors quiet;
-  const std::string temp = temp_name_for(path);
-  TempFile temp_file(temp);
-  std::vector<PendingMatrix> pending;
+  PreparedH5 prepared;
+  prepared.path_ = path;
+  prepared.temp_ = temp_name_for(path);
+  prepared.shapes_ = tables;
+  const std::string& temp = prepared.temp_;
   {
     Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
     h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
     Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, create, H5P_DEFAULT), H5Fclose,
                        "cannot create the file");
-    write_matrix(h5, file, "vectors", vectors, pending);
-    if (context != nullptr) write_matrix(h5, file, "context_vectors", *context, pending);
-    if (!extra.empty()) {
-      Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the extra tables");
-      h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the extra tables");
-      for (const NamedTable& t : extra)
-        write_matrix(h5, file, t.name.c_str(), *t.table, pending, links);
+    Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the tables");
+    h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the tables");
+    for (const TableShape& t : tables) {
+      prepared.offsets_.push_back(create_matrix(h5, file, t.name, t.rows, t.dim, links));
     }
 
     Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
@@ -647,10 +756,71 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
     h5.check(root.close(), "cannot write the attributes");
     h5.check(file.close(), "cannot close the file");
   }
-  write_pending(h5, temp, pending);
-  write_integrity_record(h5, temp);
-  temp_file.release();
-  commit_file(temp, path);
+  return prepared;
+}
+
+void finish_embeddings_h5(PreparedH5& prepared, const std::vector<NamedTable>& tables,
+                          const std::vector<Attribute>& attributes) {
+  const Checker h5("cannot write '" + prepared.path() + "': ");
+  if (!prepared.ready()) h5.fail("the file was not prepared, or is already written");
+  // Whatever fails from here on, the temporary file goes with `prepared`.
+  PreparedH5 file = std::move(prepared);
+  if (tables.size() != file.shapes_.size()) h5.fail("the tables are not those prepared");
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const TableShape& s = file.shapes_[i];
+    if (tables[i].name != s.name || tables[i].table == nullptr ||
+        tables[i].table->rows() != s.rows || tables[i].table->dim() != s.dim) {
+      h5.fail("/" + tables[i].name + " is not the table prepared");
+    }
+  }
+  const QuietErrors quiet;
+  const std::string& temp = file.temp_;
+  std::vector<PendingMatrix> pending;
+  bool reopen = !attributes.empty();
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (file.offsets_[i] != kNoOffset) pending.push_back({tables[i].table, file.offsets_[i]});
+    reopen = reopen ||
+             (file.offsets_[i] == kNoOffset && file.shapes_[i].rows > 0 && file.shapes_[i].dim > 0);
+  }
+  if (reopen) {
+    Hid f = h5.make(H5Fopen(temp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose,
+                    "cannot reopen the file");
+    for (size_t i = 0; i < tables.size(); ++i) {
+      if (file.offsets_[i] == kNoOffset)
+        write_matrix_values(h5, f, tables[i].name, *tables[i].table);
+    }
+    Hid root = h5.make(H5Gopen2(f, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
+    for (const Attribute& attribute : attributes) write_attribute(h5, root, attribute);
+    h5.check(root.close(), "cannot write the attributes");
+    h5.check(f.close(), "cannot close the file");
+  }
+  struct stat st {};
+  if (::stat(temp.c_str(), &st) != 0)
+    h5.fail(std::string("cannot stat the file: ") + std::strerror(errno));
+  uint64_t bytes = static_cast<uint64_t>(st.st_size);
+  for (const PendingMatrix& m : pending) bytes = std::max(bytes, m.offset + m.bytes());
+  if (bytes < kUserBlockBytes) h5.fail("the file has no user block to hold its checksum");
+  const uint64_t hash = write_pending(h5, temp, pending, bytes);
+  write_integrity_record(h5, temp, hash, bytes);
+  commit_file(temp, file.path_);
+  file.temp_.clear();
+}
+
+void write_embeddings_h5(const std::string& path, const Vocab& vocab, const HostTable& vectors,
+                         const HostTable* context, const std::vector<Attribute>& attributes,
+                         const std::vector<NamedTable>& extra) {
+  const Checker h5("cannot write '" + path + "': ");
+  if (context != nullptr &&
+      (context->rows() != vectors.rows() || context->dim() != vectors.dim())) {
+    h5.fail("the context vectors and the vectors differ in shape");
+  }
+  std::vector<NamedTable> tables = {{"vectors", &vectors}};
+  if (context != nullptr) tables.push_back({"context_vectors", context});
+  tables.insert(tables.end(), extra.begin(), extra.end());
+  std::vector<TableShape> shapes;
+  for (const NamedTable& t : tables) shapes.push_back({t.name, t.table->rows(), t.table->dim()});
+  PreparedH5 file = prepare_embeddings_h5(path, vocab, shapes, attributes);
+  finish_embeddings_h5(file, tables);
 }
 
 void seal_h5_file(const std::string& path) {

@@ -77,6 +77,61 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
                          const HostTable* context, const std::vector<Attribute>& attributes,
                          const std::vector<NamedTable>& extra = {});
 
+/// The name and shape of a 2-D float dataset of an embeddings file.
+struct TableShape {
+  std::string name;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+};
+
+/// An embeddings file whose vocabulary, attributes and tables' storage are written before the
+/// tables' values: a temporary file beside its path, removed when the object goes unless
+/// finish_embeddings_h5() has committed it. A run makes its last checkpoint so while it trains:
+/// its end then writes only the values (libhdf5 takes a while over a large vocabulary's strings).
+class PreparedH5 {
+ public:
+  PreparedH5() = default;
+  PreparedH5(PreparedH5&& other) noexcept { *this = std::move(other); }
+  PreparedH5& operator=(PreparedH5&& other) noexcept;
+  ~PreparedH5();
+  PreparedH5(const PreparedH5&) = delete;
+  PreparedH5& operator=(const PreparedH5&) = delete;
+
+  /// Whether a file is prepared (and not yet finished).
+  bool ready() const { return !temp_.empty(); }
+  /// The path it will be committed to.
+  const std::string& path() const { return path_; }
+  /// The tables it was made for, in order.
+  const std::vector<TableShape>& tables() const { return shapes_; }
+
+ private:
+  friend PreparedH5 prepare_embeddings_h5(const std::string&, const Vocab&,
+                                          const std::vector<TableShape>&,
+                                          const std::vector<Attribute>&);
+  friend void finish_embeddings_h5(PreparedH5&, const std::vector<NamedTable>&,
+                                   const std::vector<Attribute>&);
+  void discard();
+
+  std::string path_;
+  std::string temp_;
+  std::vector<TableShape> shapes_;
+  std::vector<uint64_t> offsets_;  ///< where each table's values go (max: libhdf5 writes them)
+};
+
+/// Prepares the layout above for `path`: the datasets `tables` (the first is /vectors, of as many
+/// rows as `vocab` has words; names may hold groups, which are created), the vocabulary, and the
+/// root attributes (plus `pagedw2v_version` unless given). Throws as write_embeddings_h5.
+PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
+                                 const std::vector<TableShape>& tables,
+                                 const std::vector<Attribute>& attributes);
+
+/// Writes the values of the prepared file's tables (`tables` names each, in the order and shapes
+/// it was prepared for), adds `attributes` to the root group, writes the integrity record and
+/// commits the file to its path. Throws Error("cannot write 'PATH': …") on failure (the file is
+/// then removed).
+void finish_embeddings_h5(PreparedH5& file, const std::vector<NamedTable>& tables,
+                          const std::vector<Attribute>& attributes = {});
+
 /// Reads `/vectors`, `/vocab/words` and (when present) `/vocab/counts`. `/vectors` may be any
 /// floating-point type; words may be variable- or fixed-length strings. Throws
 /// Error("cannot read 'PATH': …") when the file is not such a file. Without `with_vectors`, the
