@@ -11,6 +11,7 @@
 
 #include "error.hpp"
 #include "io/hdf5_io.hpp"
+#include "model.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -385,6 +386,79 @@ TEST(CheckpointDir, KeepsTheNewestAndLinksLatest) {
   char target[64] = {};
   ASSERT_GT(readlink(dir.file("a/checkpoints/latest.h5").c_str(), target, sizeof target - 1), 0);
   EXPECT_STREQ(target, "epoch-4.h5");
+}
+
+// The last checkpoint's file is made ahead (prepare) and its write fills in the tables and the
+// position: what it holds is what a whole write holds, and nothing is left behind either way.
+TEST(CheckpointWriter, APreparedCheckpointHoldsWhatAWholeWriteHolds) {
+  TempDir dir;
+  Config c;
+  c.corpus = "/some/corpus.txt";
+  c.dim = 5;
+  c.optimizer = OptimizerKind::kAdam;
+  const Vocab vocab = Vocab::from_words({"a", "b", "c"}, {9, 4, 2});
+  Model m = allocate_model(3, 5, OptimizerKind::kAdam, false, "");
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (HostTable* t : {&m.input, &m.output, &m.input_state[0], &m.output_state[0],
+                       &m.input_state[1], &m.output_state[1]}) {
+    for (uint64_t i = 0; i < 15; ++i) t->data()[i] = u(rng);
+  }
+  const CorpusFingerprint fp{30, 3, 0x1234};
+  CheckpointDir d(dir.path(), 2, 10);
+  const std::string checkpoints = dir.file("checkpoints");
+  {
+    // Prepared and never written: its temporary file goes with the writer.
+    CheckpointWriter w(d, c, vocab, fp);
+    w.prepare({3, 0, 0}, 3, 5);
+    bool made = false;
+    for (int i = 0; i < 500 && !made; ++i) {
+      made = !testing_util::entries(checkpoints).empty();
+      if (!made) usleep(10000);
+    }
+    EXPECT_TRUE(made);
+  }
+  EXPECT_TRUE(testing_util::entries(checkpoints).empty());
+
+  CheckpointWriter w(d, c, vocab, fp);
+  w.prepare({3, 0, 0}, 3, 5);
+  w.write_snapshot(true, m, {2, 0, 20}, 0.02f);  // another file: written whole
+  w.write_in_place(true, m, {3, 0, 30}, 0.01f);
+  EXPECT_EQ(w.wait(), checkpoints + "/epoch-3.h5");
+  EXPECT_EQ(testing_util::entries(checkpoints),
+            (std::vector<std::string>{"epoch-2.h5", "epoch-3.h5", "latest.h5"}));
+  save_checkpoint(dir.file("whole.h5"), c, vocab, m, {3, 0, 30}, fp, 0.01f);
+  const Checkpoint a = load_checkpoint(checkpoints + "/epoch-3.h5");
+  const Checkpoint b = load_checkpoint(dir.file("whole.h5"));
+  EXPECT_EQ(a.position.epoch, 3u);
+  EXPECT_EQ(a.position.words_done, 30u);
+  EXPECT_FLOAT_EQ(a.lr, 0.01f);
+  EXPECT_TRUE(a.corpus == fp);
+  EXPECT_EQ(a.config.optimizer, OptimizerKind::kAdam);
+  EXPECT_EQ(a.vocab.words(), b.vocab.words());
+  EXPECT_EQ(a.vocab.counts(), b.vocab.counts());
+  EXPECT_EQ(read_attributes_h5(checkpoints + "/epoch-3.h5").size(),
+            read_attributes_h5(dir.file("whole.h5")).size());
+  const Model* models[2] = {&a.model, &b.model};
+  for (const Model* x : models) {
+    ASSERT_EQ(x->input_state.size(), 2u);
+    for (uint64_t i = 0; i < 15; ++i) {
+      EXPECT_EQ(x->input.data()[i], m.input.data()[i]);
+      EXPECT_EQ(x->output.data()[i], m.output.data()[i]);
+      for (size_t k = 0; k < 2; ++k) {
+        EXPECT_EQ(x->input_state[k].data()[i], m.input_state[k].data()[i]);
+        EXPECT_EQ(x->output_state[k].data()[i], m.output_state[k].data()[i]);
+      }
+    }
+  }
+
+  // Prepared for other tables: the write does not use it, and the file is still right.
+  CheckpointWriter other(d, c, vocab, fp);
+  other.prepare({4, 0, 0}, 3, 6);
+  other.write_now(true, m, {4, 0, 40}, 0.005f);
+  EXPECT_EQ(load_checkpoint(checkpoints + "/epoch-4.h5").position.words_done, 40u);
+  EXPECT_EQ(testing_util::entries(checkpoints),
+            (std::vector<std::string>{"epoch-3.h5", "epoch-4.h5", "latest.h5"}));
 }
 
 TEST(Checkpoint, BadFilesGiveOneClearError) {

@@ -16,7 +16,6 @@
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
-#include "io/hdf5_lock.hpp"
 #include "io/npy.hpp"
 #include "io/word2vec_format.hpp"
 
@@ -249,7 +248,6 @@ void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
   if (wants(options, "h5")) {
     const std::string path = files.path_for("embeddings.h5");
     tasks.push_back([&, path] {
-      const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
       write_embeddings_h5(path, vocab, model.input, options.save_context ? &model.output : nullptr,
                           options.attributes);
     });

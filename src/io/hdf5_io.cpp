@@ -23,6 +23,7 @@
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checksum.hpp"
+#include "io/hdf5_lock.hpp"
 #include "io/isolated_call.hpp"
 #include "worker_threads.hpp"
 
@@ -699,6 +700,7 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
     h5.fail("the vocabulary has " + std::to_string(vocab.size()) + " words but the vectors " +
             std::to_string(tables[0].rows) + " rows");
   }
+  const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
   const QuietErrors quiet;
   PreparedH5 prepared;
   prepared.path_ = path;
@@ -783,6 +785,7 @@ void finish_embeddings_h5(PreparedH5& prepared, const std::vector<NamedTable>& t
              (file.offsets_[i] == kNoOffset && file.shapes_[i].rows > 0 && file.shapes_[i].dim > 0);
   }
   if (reopen) {
+    const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
     Hid f = h5.make(H5Fopen(temp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose,
                     "cannot reopen the file");
     for (size_t i = 0; i < tables.size(); ++i) {

@@ -1,8 +1,9 @@
 #pragma once
 /// @file hdf5_lock.hpp
-/// One lock for the HDF5 writes of this process. libhdf5 is thread-safe only when built so; a
-/// checkpoint written in the background and an export written at the same time take this lock,
-/// so that neither depends on how the library was built.
+/// One lock for the HDF5 writes of this process. libhdf5 is thread-safe only when built so; the
+/// writers of hdf5_io.hpp hold it while they call libhdf5 (not while they write the tables'
+/// values, which go to the file after libhdf5 has closed it), so that a checkpoint written in the
+/// background and an export written at the same time do not depend on how the library was built.
 
 #include <mutex>
 

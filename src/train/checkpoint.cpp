@@ -19,7 +19,6 @@
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
-#include "io/hdf5_lock.hpp"
 #include "string_index.hpp"
 #include "tokenizer.hpp"
 
@@ -125,21 +124,13 @@ CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
   return f;
 }
 
-void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
-                     const Model& model, const TrainPosition& position,
-                     const CorpusFingerprint& corpus, float lr) {
-  // The recorded storage decides how a resumed run allocates its tables: it must be the model's.
-  if (model.input.storage() != config.storage) {
-    throw Error("checkpoint: the tables are stored as " + to_string(model.input.storage()) +
-                " but the run's --storage is " + to_string(config.storage));
-  }
+namespace {
+
+// What a checkpoint records besides its position: the run's settings and the corpus.
+std::vector<Attribute> run_attributes(const Config& config, const CorpusFingerprint& corpus) {
   std::vector<Attribute> attrs = {
       {"format", std::string("pagedw2v checkpoint")},
       {"format_version", kCheckpointFormatVersion},
-      {"epoch", static_cast<int64_t>(position.epoch)},
-      {"block", static_cast<int64_t>(position.block)},
-      {"words_done", static_cast<int64_t>(position.words_done)},
-      {"lr", static_cast<double>(lr)},
       {"corpus_words", static_cast<int64_t>(corpus.words)},
       {"corpus_sentences", static_cast<int64_t>(corpus.sentences)},
       {"corpus_hash", static_cast<int64_t>(corpus.hash)},
@@ -148,18 +139,76 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) attrs.push_back({kOptionPrefix + spec.name, spec.get(config)});
   }
+  return attrs;
+}
+
+std::vector<Attribute> position_attributes(const TrainPosition& position, float lr) {
+  return {{"epoch", static_cast<int64_t>(position.epoch)},
+          {"block", static_cast<int64_t>(position.block)},
+          {"words_done", static_cast<int64_t>(position.words_done)},
+          {"lr", static_cast<double>(lr)}};
+}
+
+// The tables of a checkpoint, in the order the file holds them.
+std::vector<TableShape> checkpoint_shapes(uint64_t rows, uint32_t dim, OptimizerKind optimizer) {
+  std::vector<TableShape> shapes = {{"vectors", rows, dim}, {"context_vectors", rows, dim}};
+  for (uint32_t k = 0; k < state_tables(optimizer); ++k) {
+    shapes.push_back({state_dataset("input", k), rows, dim});
+    shapes.push_back({state_dataset("output", k), rows, dim});
+  }
+  return shapes;
+}
+
+}  // namespace
+
+bool prepared_fits(const PreparedH5& file, const Config& config, const Model& model) {
+  const std::vector<TableShape> want =
+      checkpoint_shapes(model.input.rows(), model.input.dim(), config.optimizer);
+  const std::vector<TableShape>& have = file.tables();
+  if (want.size() != have.size()) return false;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i].name != have[i].name || want[i].rows != have[i].rows || want[i].dim != have[i].dim)
+      return false;
+  }
+  return true;
+}
+
+PreparedH5 prepare_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
+                              uint64_t rows, uint32_t dim, const CorpusFingerprint& corpus) {
+  return prepare_embeddings_h5(path, vocab, checkpoint_shapes(rows, dim, config.optimizer),
+                               run_attributes(config, corpus));
+}
+
+void finish_checkpoint(PreparedH5& file, const Config& config, const Model& model,
+                       const TrainPosition& position, float lr) {
+  // The recorded storage decides how a resumed run allocates its tables: it must be the model's.
+  if (model.input.storage() != config.storage) {
+    throw Error("checkpoint: the tables are stored as " + to_string(model.input.storage()) +
+                " but the run's --storage is " + to_string(config.storage));
+  }
   const uint32_t nstate = state_tables(config.optimizer);
   if (model.input_state.size() != nstate || model.output_state.size() != nstate) {
-    throw Error("cannot write '" + path + "': the model does not hold the state tables of " +
+    throw Error("cannot write '" + file.path() + "': the model does not hold the state tables of " +
                 to_string(config.optimizer));
   }
-  std::vector<NamedTable> state;
+  std::vector<NamedTable> tables = {{"vectors", &model.input}, {"context_vectors", &model.output}};
   for (uint32_t k = 0; k < nstate; ++k) {
-    state.push_back({state_dataset("input", k), &model.input_state[k]});
-    state.push_back({state_dataset("output", k), &model.output_state[k]});
+    tables.push_back({state_dataset("input", k), &model.input_state[k]});
+    tables.push_back({state_dataset("output", k), &model.output_state[k]});
   }
-  const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
-  write_embeddings_h5(path, vocab, model.input, &model.output, attrs, state);
+  finish_embeddings_h5(file, tables, position_attributes(position, lr));
+}
+
+void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
+                     const Model& model, const TrainPosition& position,
+                     const CorpusFingerprint& corpus, float lr) {
+  if (model.input.storage() != config.storage) {
+    throw Error("checkpoint: the tables are stored as " + to_string(model.input.storage()) +
+                " but the run's --storage is " + to_string(config.storage));
+  }
+  PreparedH5 file =
+      prepare_checkpoint(path, config, vocab, model.input.rows(), model.input.dim(), corpus);
+  finish_checkpoint(file, config, model, position, lr);
 }
 
 namespace {
@@ -304,13 +353,23 @@ CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep, uint64_t words_
   }
 }
 
+std::string CheckpointDir::path_for(bool end_of_epoch, const TrainPosition& position) const {
+  return dir_ + "/" +
+         (end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
+                       : "step-" + std::to_string(position.words_done) + ".h5");
+}
+
 std::string CheckpointDir::write(bool end_of_epoch, const Config& config, const Vocab& vocab,
                                  const Model& model, const TrainPosition& position,
-                                 const CorpusFingerprint& corpus, float lr) {
-  const std::string name = end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
-                                        : "step-" + std::to_string(position.words_done) + ".h5";
-  const std::string path = dir_ + "/" + name;
-  save_checkpoint(path, config, vocab, model, position, corpus, lr);
+                                 const CorpusFingerprint& corpus, float lr, PreparedH5* prepared) {
+  const std::string path = path_for(end_of_epoch, position);
+  const std::string name = path.substr(dir_.size() + 1);
+  if (prepared != nullptr && prepared->ready() && prepared->path() == path &&
+      prepared_fits(*prepared, config, model)) {
+    finish_checkpoint(*prepared, config, model, position, lr);
+  } else {
+    save_checkpoint(path, config, vocab, model, position, corpus, lr);
+  }
   // latest.h5 is a relative link, replaced atomically by renaming a new link over it.
   replace_symlink(name, dir_ + "/latest.h5");
   prune(name, position.words_done);
@@ -355,6 +414,7 @@ CheckpointWriter::CheckpointWriter(CheckpointDir& dir, const Config& config, con
 
 CheckpointWriter::~CheckpointWriter() {
   if (worker_.joinable()) worker_.join();
+  if (preparing_.joinable()) preparing_.join();
 }
 
 const std::string& CheckpointWriter::wait() {
@@ -371,10 +431,34 @@ const std::string& CheckpointWriter::wait() {
   return last_path_;
 }
 
+void CheckpointWriter::prepare(const TrainPosition& position, uint64_t rows, uint32_t dim) {
+  if (preparing_.joinable()) return;
+  const std::string path = dir_.path_for(true, position);
+  prepared_path_ = path;
+  try {
+    preparing_ = std::thread([this, path, rows, dim] {
+      try {
+        prepared_ = prepare_checkpoint(path, config_, vocab_, rows, dim, corpus_);
+      } catch (const Error&) {
+        // The checkpoint is then written whole when its time comes, and fails there if it must.
+      }
+    });
+  } catch (const std::system_error&) {
+  }
+}
+
 void CheckpointWriter::write_file(bool end_of_epoch, const Model& model,
                                   const TrainPosition& position, float lr) {
   const auto t = Clock::now();
-  last_path_ = dir_.write(end_of_epoch, config_, vocab_, model, position, corpus_, lr);
+  PreparedH5* prepared = nullptr;
+  if (end_of_epoch && preparing_.joinable() &&
+      dir_.path_for(end_of_epoch, position) == prepared_path_) {
+    preparing_.join();
+    prepared = &prepared_;
+  }
+  last_path_ = dir_.write(end_of_epoch, config_, vocab_, model, position, corpus_, lr, prepared);
+  // Prepared for other tables (unused): its temporary file goes now.
+  if (prepared != nullptr) prepared_ = PreparedH5();
   write_seconds_ += seconds_since(t);
   ++written_;
 }

@@ -82,6 +82,17 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
                      const Model& model, const TrainPosition& position,
                      const CorpusFingerprint& corpus, float lr);
 
+/// A checkpoint's file made ahead of its values (hdf5_io.hpp): everything but the position and
+/// the tables, for a model of `rows × dim` tables. A run prepares its last checkpoint while it
+/// trains, so that its end writes only the tables.
+PreparedH5 prepare_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
+                              uint64_t rows, uint32_t dim, const CorpusFingerprint& corpus);
+/// Whether `file` was prepared for the tables of `model` and the optimizer of `config`.
+bool prepared_fits(const PreparedH5& file, const Config& config, const Model& model);
+/// Writes the tables and the position into the prepared file and commits it, as save_checkpoint.
+void finish_checkpoint(PreparedH5& file, const Config& config, const Model& model,
+                       const TrainPosition& position, float lr);
+
 /// Whether the tables of a model of `rows × dim` with optimizer `kind` are to be allocated
 /// interleaved (allocate_model).
 using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, OptimizerKind kind)>;
@@ -106,9 +117,13 @@ class CheckpointDir {
   /// `words_per_epoch` orders `epoch-N.h5` (N epochs done) against `step-WORDS.h5` by position.
   CheckpointDir(std::string run_dir, uint32_t keep, uint64_t words_per_epoch);
   const std::string& path() const { return dir_; }
-  /// Writes `epoch-N.h5` (after epoch N) or `step-WORDS.h5` and returns its path.
+  /// The file a checkpoint at `position` goes to: `epoch-N.h5` (after epoch N) or `step-WORDS.h5`.
+  std::string path_for(bool end_of_epoch, const TrainPosition& position) const;
+  /// Writes the checkpoint at path_for(…) and returns its path; into `prepared` when that file was
+  /// prepared for this path and model.
   std::string write(bool end_of_epoch, const Config& config, const Vocab& vocab, const Model& model,
-                    const TrainPosition& position, const CorpusFingerprint& corpus, float lr);
+                    const TrainPosition& position, const CorpusFingerprint& corpus, float lr,
+                    PreparedH5* prepared = nullptr);
 
  private:
   void prune(const std::string& written, uint64_t words);
@@ -144,6 +159,10 @@ class CheckpointWriter {
   /// the thread that asked for them (FsyncScope).
   void write_in_place(bool end_of_epoch, const Model& model, const TrainPosition& position,
                       float lr);
+  /// Prepares the file of the end-of-epoch checkpoint at `position` (its vocabulary, settings
+  /// and storage for tables of `rows × dim`) on a thread of its own, now; the write of that
+  /// checkpoint then writes only the tables and the position.
+  void prepare(const TrainPosition& position, uint64_t rows, uint32_t dim);
   /// Writes `model` on this thread.
   void write_now(bool end_of_epoch, const Model& model, const TrainPosition& position, float lr);
   /// Waits for the write in progress and throws its error; returns the newest checkpoint's path
@@ -173,6 +192,9 @@ class CheckpointWriter {
   CorpusFingerprint corpus_;
   Model snapshot_;
   std::thread worker_;
+  std::thread preparing_;  ///< prepare()'s, joined by the write it prepared for
+  std::string prepared_path_;
+  PreparedH5 prepared_;
   std::atomic<bool> done_{true};
   std::exception_ptr error_;
   std::string last_path_;

@@ -625,6 +625,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     corpus_id = CorpusFingerprint{f.words, f.sentences, f.hash};
     writer.emplace(checkpoints, config, vocab, *corpus_id);
   };
+  // The last checkpoint's file (its vocabulary and settings) is made while the run trains, so
+  // that the run's end writes only its tables.
+  if (writes_files && writer && config.keep_checkpoints > 0) {
+    writer->prepare({p.epochs, 0, 0}, model.input.rows(), model.input.dim());
+  }
   times.setup += seconds_since(t);
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
