@@ -102,7 +102,7 @@ TEST_P(Word2vecRoundTrip, ReadsBackWhatItWrote) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Word2vecRoundTrip,
-                         testing::Combine(testing::Values(1u, 9u, 500u),
+                         testing::Combine(testing::Values(1u, 9u, 500u, 20000u),
                                           testing::Values(1u, 7u, 100u), testing::Bool()));
 
 TEST(Word2vec, EmptyVocabulary) {

@@ -5,10 +5,12 @@
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/ordered_blocks.hpp"
 #include "mapped_file.hpp"
 #include "tokenizer.hpp"
 #include "utf8.hpp"
@@ -18,8 +20,6 @@ namespace {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "word2vec binary rows are written straight from memory as little-endian float32");
-
-constexpr size_t kFlushBytes = 1 << 20;
 
 void check_writable(const std::string& path, const Vocab& vocab, const HostTable& table) {
   if (table.rows() != vocab.size()) {
@@ -140,50 +140,58 @@ class Reader {
 
 }  // namespace
 
-void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostTable& table) {
+namespace {
+
+// Writes the header, then the rows in blocks of about a MiB (`row_bytes` a row, a guess for
+// text) that threads make at once: `row(i, bytes, values)` appends row i, its values read as
+// float32 into `values` (16-bit storage goes out as float32).
+template <class Row>
+void write_rows_in_blocks(const std::string& path, const Vocab& vocab, const HostTable& table,
+                          uint64_t row_bytes, const Row& row) {
   check_writable(path, vocab, table);
   AtomicFile out(path);
-  std::string buf = header(vocab, table);
-  const size_t row_bytes = static_cast<size_t>(table.dim()) * sizeof(float);
-  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
-  for (uint32_t i = 0; i < vocab.size(); ++i) {
-    buf += vocab.word(i);
-    buf += ' ';
-    table.read_row(i, row.data());
-    buf.append(reinterpret_cast<const char*>(row.data()), row_bytes);
-    buf += '\n';
-    if (buf.size() >= kFlushBytes) {
-      out.write(buf);
-      buf.clear();
-    }
-  }
-  out.write(buf);
+  out.write(header(vocab, table));
+  const uint64_t rows = vocab.size();
+  const uint64_t per_block = std::max<uint64_t>(1, (uint64_t{1} << 20) / (row_bytes + 1));
+  const uint64_t blocks = (rows + per_block - 1) / per_block;
+  write_ordered_blocks(out, blocks, std::max(1u, std::thread::hardware_concurrency()),
+                       [&](uint64_t b, std::string& bytes) {
+                         std::vector<float> values(table.dim());
+                         const uint64_t end = std::min(rows, (b + 1) * per_block);
+                         for (uint64_t i = b * per_block; i < end; ++i) {
+                           table.read_row(i, values.data());
+                           row(static_cast<uint32_t>(i), bytes, values);
+                         }
+                       });
   out.commit();
 }
 
+}  // namespace
+
+void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostTable& table) {
+  const size_t row_bytes = static_cast<size_t>(table.dim()) * sizeof(float);
+  write_rows_in_blocks(path, vocab, table, row_bytes + 16,
+                       [&](uint32_t i, std::string& bytes, const std::vector<float>& values) {
+                         bytes += vocab.word(i);
+                         bytes += ' ';
+                         bytes.append(reinterpret_cast<const char*>(values.data()), row_bytes);
+                         bytes += '\n';
+                       });
+}
+
 void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostTable& table) {
-  check_writable(path, vocab, table);
-  AtomicFile out(path);
-  std::string buf = header(vocab, table);
-  char number[64];
-  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
-  for (uint32_t i = 0; i < vocab.size(); ++i) {
-    buf += vocab.word(i);
-    table.read_row(i, row.data());
-    for (uint32_t j = 0; j < table.dim(); ++j) {
-      buf += ' ';
-      // Shortest form that parses back to the same float32.
-      const auto result = std::to_chars(number, number + sizeof number, row[j]);
-      buf.append(number, result.ptr);
-    }
-    buf += '\n';
-    if (buf.size() >= kFlushBytes) {
-      out.write(buf);
-      buf.clear();
-    }
-  }
-  out.write(buf);
-  out.commit();
+  write_rows_in_blocks(path, vocab, table, uint64_t{table.dim()} * 11 + 16,
+                       [&](uint32_t i, std::string& bytes, const std::vector<float>& values) {
+                         bytes += vocab.word(i);
+                         char number[64];
+                         for (const float v : values) {
+                           bytes += ' ';
+                           // Shortest form that parses back to the same float32.
+                           const auto result = std::to_chars(number, number + sizeof number, v);
+                           bytes.append(number, result.ptr);
+                         }
+                         bytes += '\n';
+                       });
 }
 
 LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {
