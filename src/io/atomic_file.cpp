@@ -1,7 +1,5 @@
 #include "io/atomic_file.hpp"
 
-#include "io/mapped_write.hpp"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +18,6 @@
 #include <vector>
 
 #include "error.hpp"
-#include "io/mapped_write.hpp"
 #include "worker_threads.hpp"
 
 namespace pagedw2v {
@@ -72,7 +69,8 @@ std::string temp_candidate(const std::string& path) {
 int create_temp(const std::string& path, std::string* name) {
   for (int attempt = 0;; ++attempt) {
     *name = temp_candidate(path);
-    const int fd = ::open(name->c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    const int fd =
+        ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd >= 0) return fd;
     if (errno != EEXIST || attempt >= 16) {
       throw Error("cannot write '" + path + "': " + std::strerror(errno));
@@ -166,28 +164,6 @@ void AtomicFile::write_rows(const void* data, uint64_t rows, size_t row_bytes,
   const uint32_t threads = static_cast<uint32_t>(
       std::clamp<uint64_t>(std::min<uint64_t>(std::thread::hardware_concurrency(), 16), 1,
                            bytes / (uint64_t{32} << 20) + 1));
-  const char* base = static_cast<const char*>(data);
-  if (write_mapped(fd, static_cast<uint64_t>(start), bytes, std::min(threads, 8u), path_,
-                   [&](uint64_t at, uint64_t n, char* dst) {
-                     if (stride_bytes == row_bytes) {
-                       std::memcpy(dst, base + at, n);
-                       return;
-                     }
-                     // Rows apart: the rows (and parts of rows) that bytes [at, at + n) hold.
-                     while (n > 0) {
-                       const uint64_t r = at / row_bytes, skip = at % row_bytes;
-                       const uint64_t take = std::min<uint64_t>(n, row_bytes - skip);
-                       std::memcpy(dst, base + r * stride_bytes + skip, take);
-                       dst += take;
-                       at += take;
-                       n -= take;
-                     }
-                   })) {
-    if (::fseeko(file_, start + static_cast<off_t>(bytes), SEEK_SET) != 0) {
-      throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
-    }
-    return;
-  }
   std::atomic<int> error{0};
   run_workers(threads, [&](uint32_t k) {
     const uint64_t first = rows * k / threads, last = rows * (k + 1) / threads;
@@ -195,6 +171,7 @@ void AtomicFile::write_rows(const void* data, uint64_t rows, size_t row_bytes,
     const uint64_t per_write =
         contiguous ? last - first : std::max<uint64_t>(1, (uint64_t{4} << 20) / row_bytes);
     std::vector<char> buffer(contiguous ? 0 : per_write * row_bytes);
+    const char* base = static_cast<const char*>(data);
     for (uint64_t r = first; r < last && error == 0; r += per_write) {
       const uint64_t n = std::min(per_write, last - r);
       const char* src = base + r * stride_bytes;
@@ -221,26 +198,6 @@ void AtomicFile::write_rows(const void* data, uint64_t rows, size_t row_bytes,
   if (error != 0) throw Error("cannot write '" + path_ + "': " + std::strerror(error));
   if (::fseeko(file_, start + static_cast<off_t>(bytes), SEEK_SET) != 0) {
     throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
-  }
-}
-
-void AtomicFile::write_filled(uint64_t bytes,
-                              const std::function<void(uint64_t, uint64_t, char*)>& fill) {
-  if (bytes == 0) return;
-  const off_t start = std::fflush(file_) == 0 ? ::ftello(file_) : -1;
-  if (start < 0) throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
-  const auto threads = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 8);
-  if (write_mapped(::fileno(file_), static_cast<uint64_t>(start), bytes, threads, path_, fill)) {
-    if (::fseeko(file_, start + static_cast<off_t>(bytes), SEEK_SET) != 0) {
-      throw Error("cannot write '" + path_ + "': " + std::strerror(errno));
-    }
-    return;
-  }
-  std::vector<char> buffer(static_cast<size_t>(std::min<uint64_t>(bytes, uint64_t{4} << 20)));
-  for (uint64_t at = 0; at < bytes; at += buffer.size()) {
-    const uint64_t n = std::min<uint64_t>(buffer.size(), bytes - at);
-    fill(at, n, buffer.data());
-    write(buffer.data(), static_cast<size_t>(n));
   }
 }
 

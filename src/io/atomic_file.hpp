@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,11 +55,6 @@ class AtomicFile {
   /// large payloads are cut among threads, each writing its range with pwrite at its place in
   /// the file (rows that do not lie side by side gathered a few MiB at a time). Throws as write().
   void write_rows(const void* data, uint64_t rows, size_t row_bytes, size_t stride_bytes);
-  /// Appends `bytes` bytes that `fill(at, n, dst)` writes (the n bytes from `at` into `dst`),
-  /// pieces made and written by threads at once where the file system allows it
-  /// (mapped_write.hpp), else a few MiB at a time on this thread. Throws as write(), and what
-  /// `fill` throws.
-  void write_filled(uint64_t bytes, const std::function<void(uint64_t, uint64_t, char*)>& fill);
   /// Flushes, fsyncs (see fsync_on_commit) and renames onto the final path; throws Error on any
   /// failure.
   void commit();

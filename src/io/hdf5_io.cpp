@@ -25,7 +25,6 @@
 #include "io/checksum.hpp"
 #include "io/hdf5_lock.hpp"
 #include "io/isolated_call.hpp"
-#include "io/mapped_write.hpp"
 #include "worker_threads.hpp"
 
 namespace pagedw2v {
@@ -304,7 +303,8 @@ class RowBytes {
 /// Writes the pending tables' values into the closed file `temp` and returns the file's integrity
 /// hash (xxh64_of_file_pieces of the `file_bytes` - kUserBlockBytes bytes after the user block),
 /// computed from the tables in memory and, between them, from the file as libhdf5 left it, so
-/// that the file is never read back. Half the threads (at most 8) write, the others hash.
+/// that the file is never read back. Two threads write (a file's buffered writes take its lock one
+/// at a time, so more threads only wait on one another), the others hash.
 uint64_t write_pending(const Checker& h5, const std::string& temp,
                        std::vector<PendingMatrix> pending, uint64_t file_bytes) {
   Fd fd(::open(temp.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
@@ -333,43 +333,30 @@ uint64_t write_pending(const Checker& h5, const std::string& temp,
       std::clamp<uint64_t>(std::min<uint32_t>(cores, 2), 1, payload / (uint64_t{32} << 20) + 1));
   const uint64_t hashed = file_bytes - kUserBlockBytes;
   const uint64_t pieces = (hashed + kHashPieceBytes - 1) / kHashPieceBytes;
-  const uint32_t mappers = std::clamp<uint32_t>(cores / 2, 1, 8);
   const auto hashers = static_cast<uint32_t>(std::clamp<uint64_t>(
-      pieces, 1, std::clamp<uint32_t>(cores > mappers ? cores - mappers : 1, 1, 16)));
+      pieces, 1, std::clamp<uint32_t>(cores > writers ? cores - writers : 1, 1, 16)));
   std::vector<uint64_t> digests(pieces);
   std::atomic<uint64_t> next_piece{0};
 
-  // Each table goes through a mapping of its range of the file (mapped_write.hpp) by up to 8
-  // threads, or where that cannot be, by `writers` threads with pwrite, writer k the k-th share
-  // of its rows.
-  auto pwrite_share = [&](const PendingMatrix& m, uint32_t k) {
-    const uint64_t row_bytes = uint64_t{m.table->dim()} * sizeof(float);
-    const uint64_t first = m.table->rows() * k / writers * row_bytes;
-    const uint64_t last = m.table->rows() * (k + 1) / writers * row_bytes;
-    uint64_t at = m.offset + first;
-    RowBytes(*m.table).read(first, last - first, [&](const char* src, uint64_t n) {
-      for (uint64_t done = 0; done < n && !failed;) {
-        const ssize_t w = ::pwrite(fd, src + done, n - done, static_cast<off_t>(at + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-          fail(w < 0 ? std::strerror(errno) : "nothing written");
-          return;
-        }
-        done += static_cast<uint64_t>(w);
-      }
-      at += n;
-    });
-  };
-  auto write_tables = [&] {
+  // Writer k writes the k-th share of every table's rows.
+  auto write_share = [&](uint32_t k) {
     for (const PendingMatrix& m : pending) {
-      const bool mapped = write_mapped(
-          fd, m.offset, m.bytes(), mappers, temp, [&](uint64_t at, uint64_t n, char* dst) {
-            RowBytes(*m.table).read(at, n, [&](const char* src, uint64_t k) {
-              std::memcpy(dst, src, k);
-              dst += k;
-            });
-          });
-      if (!mapped) run_workers(writers, [&](uint32_t k) { pwrite_share(m, k); });
+      const uint64_t row_bytes = uint64_t{m.table->dim()} * sizeof(float);
+      const uint64_t first = m.table->rows() * k / writers * row_bytes;
+      const uint64_t last = m.table->rows() * (k + 1) / writers * row_bytes;
+      uint64_t at = m.offset + first;
+      RowBytes(*m.table).read(first, last - first, [&](const char* src, uint64_t n) {
+        for (uint64_t done = 0; done < n && !failed;) {
+          const ssize_t w = ::pwrite(fd, src + done, n - done, static_cast<off_t>(at + done));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            fail(w < 0 ? std::strerror(errno) : "nothing written");
+            return;
+          }
+          done += static_cast<uint64_t>(w);
+        }
+        at += n;
+      });
       if (failed) return;
     }
   };
@@ -408,10 +395,10 @@ uint64_t write_pending(const Checker& h5, const std::string& temp,
     }
   };
   try {
-    run_workers(1 + hashers, [&](uint32_t k) {
+    run_workers(writers + hashers, [&](uint32_t k) {
       try {
-        if (k == 0) {
-          write_tables();
+        if (k < writers) {
+          write_share(k);
         } else {
           hash_pieces();
         }

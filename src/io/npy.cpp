@@ -203,23 +203,12 @@ void write_npy(const std::string& path, uint64_t rows, uint32_t cols, uint64_t c
   AtomicFile out(path);
   out.write(preamble);
   chunk_rows = std::max<uint64_t>(chunk_rows, 1);
-  const uint64_t row_bytes = uint64_t{cols} * sizeof(float);
-  // Pieces of bytes need not start or end on a row: the rows they touch are made, and the
-  // piece's part of them copied.
-  out.write_filled(rows * row_bytes, [&](uint64_t at, uint64_t n, char* dst) {
-    std::vector<float> buffer(std::min(chunk_rows, rows) * cols);
-    while (n > 0) {
-      const uint64_t r = at / row_bytes;
-      const uint64_t k = std::min(chunk_rows, rows - r);
-      rows_at(r, k, buffer.data());
-      const uint64_t skip = at - r * row_bytes;
-      const uint64_t take = std::min(n, k * row_bytes - skip);
-      std::memcpy(dst, reinterpret_cast<const char*>(buffer.data()) + skip, take);
-      dst += take;
-      at += take;
-      n -= take;
-    }
-  });
+  std::vector<float> buffer(std::min(chunk_rows, rows) * cols);
+  for (uint64_t r = 0; r < rows; r += chunk_rows) {
+    const uint64_t n = std::min(chunk_rows, rows - r);
+    rows_at(r, n, buffer.data());
+    out.write(buffer.data(), n * cols * sizeof(float));
+  }
   out.commit();
 }
 

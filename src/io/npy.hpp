@@ -26,7 +26,7 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
 
 /// The same, the rows produced `chunk_rows` at a time by `rows_at(first, n, out)`, which fills
 /// out with rows first … first + n − 1 (n × cols floats): tables stored in another format are
-/// converted a few MiB at a time, by several threads at once (rows_at must allow that).
+/// converted a few MiB at a time.
 void write_npy(const std::string& path, uint64_t rows, uint32_t cols, uint64_t chunk_rows,
                const std::function<void(uint64_t, uint64_t, float*)>& rows_at);
 
