@@ -22,6 +22,7 @@
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checksum.hpp"
+#include "io/hdf5_lock.hpp"
 #include "io/isolated_call.hpp"
 #include "worker_threads.hpp"
 
@@ -651,6 +652,153 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
   write_integrity_record(h5, temp);
   temp_file.release();
   commit_file(temp, path);
+}
+
+namespace {
+
+/// Creates /name, `rows × dim` float32, with its storage allocated at once and left unfilled
+/// (as write_matrix() does for a table), and returns where that storage starts in the file.
+uint64_t allocate_matrix(const Checker& h5, hid_t file, const char* name, uint64_t rows,
+                         uint32_t dim, hid_t link_plist = H5P_DEFAULT) {
+  const std::string what = std::string("cannot write /") + name;
+  const hsize_t dims[2] = {rows, dim};
+  Hid space = h5.make(H5Screate_simple(2, dims, nullptr), H5Sclose, what);
+  Hid dcpl = h5.make(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, what);
+  h5.check(H5Pset_layout(dcpl, H5D_CONTIGUOUS), what);
+  h5.check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), what);
+  h5.check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), what);
+  Hid set = h5.make(H5Dcreate2(file, name, H5T_IEEE_F32LE, space, link_plist, dcpl, H5P_DEFAULT),
+                    H5Dclose, what);
+  const haddr_t offset = H5Dget_offset(set);
+  if (offset == HADDR_UNDEF) h5.fail(what + " (no storage was allocated)");
+  h5.check(set.close(), what);
+  return static_cast<uint64_t>(offset);
+}
+
+}  // namespace
+
+struct H5RowWriter::Impl {
+  Impl(const std::string& p) : h5("cannot write '" + p + "': "), path(p), temp(temp_name_for(p)),
+                               temp_file(temp) {}
+  Checker h5;
+  std::string path;
+  std::string temp;
+  TempFile temp_file;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  std::vector<uint64_t> offsets;
+  std::vector<uint64_t> written;  ///< rows written of each table
+  int fd = -1;
+};
+
+H5RowWriter::H5RowWriter(const std::string& path, const Vocab& vocab, uint32_t dim, bool context,
+                         const std::vector<Attribute>& attributes,
+                         const std::vector<std::string>& extra)
+    : impl_(std::make_unique<Impl>(path)) {
+  Impl& m = *impl_;
+  const Checker& h5 = m.h5;
+  if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) h5.fail("row blocks are written little-endian");
+  m.rows = vocab.size();
+  m.dim = dim;
+  {
+    const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
+    const QuietErrors quiet;
+    Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
+    h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
+    Hid file = h5.make(H5Fcreate(m.temp.c_str(), H5F_ACC_TRUNC, create, H5P_DEFAULT), H5Fclose,
+                       "cannot create the file");
+    const bool some = m.rows > 0 && dim > 0;
+    if (some) m.offsets.push_back(allocate_matrix(h5, file, "vectors", m.rows, dim));
+    if (some && context) {
+      m.offsets.push_back(allocate_matrix(h5, file, "context_vectors", m.rows, dim));
+    }
+    if (!extra.empty() && some) {
+      Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the extra tables");
+      h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the extra tables");
+      for (const std::string& name : extra) {
+        m.offsets.push_back(allocate_matrix(h5, file, name.c_str(), m.rows, dim, links));
+      }
+    }
+    if (!some) h5.fail("row blocks need rows and columns");
+
+    // The vocabulary and the attributes, as write_embeddings_h5() writes them.
+    Hid group = h5.make(H5Gcreate2(file, "vocab", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
+                        "cannot create /vocab");
+    const hsize_t n = vocab.size();
+    Hid space = h5.make(H5Screate_simple(1, &n, nullptr), H5Sclose, "cannot write /vocab");
+    {
+      Hid type = vlen_string_type(h5);
+      Hid set =
+          h5.make(H5Dcreate2(group, "words", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                  H5Dclose, "cannot write /vocab/words");
+      std::vector<const char*> ptrs;
+      ptrs.reserve(vocab.size());
+      for (const std::string& w : vocab.words()) ptrs.push_back(w.c_str());
+      h5.check(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()),
+               "cannot write /vocab/words");
+      h5.check(set.close(), "cannot write /vocab/words");
+    }
+    {
+      Hid set = h5.make(
+          H5Dcreate2(group, "counts", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+          H5Dclose, "cannot write /vocab/counts");
+      const std::vector<int64_t> counts(vocab.counts().begin(), vocab.counts().end());
+      h5.check(H5Dwrite(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts.data()),
+               "cannot write /vocab/counts");
+      h5.check(set.close(), "cannot write /vocab/counts");
+    }
+    h5.check(group.close(), "cannot write /vocab");
+    Hid root = h5.make(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
+    for (const Attribute& attribute : attributes) write_attribute(h5, root, attribute);
+    bool has_version = false;
+    for (const Attribute& a : attributes) has_version = has_version || a.name == kVersionAttribute;
+    if (!has_version) write_attribute(h5, root, {kVersionAttribute, std::string(version())});
+    h5.check(root.close(), "cannot write the attributes");
+    h5.check(file.close(), "cannot close the file");
+  }
+  m.written.assign(m.offsets.size(), 0);
+  m.fd = ::open(m.temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (m.fd < 0) h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
+}
+
+H5RowWriter::~H5RowWriter() {
+  if (impl_->fd >= 0) ::close(impl_->fd);
+}
+
+void H5RowWriter::write_rows(size_t table, uint64_t first, uint64_t n, const float* rows) {
+  Impl& m = *impl_;
+  if (table >= m.offsets.size() || first > m.rows || n > m.rows - first || m.fd < 0) {
+    m.h5.fail("rows " + std::to_string(first) + " to " + std::to_string(first + n) +
+              " of table " + std::to_string(table) + " lie outside the file's tables");
+  }
+  const uint64_t row_bytes = uint64_t{m.dim} * sizeof(float);
+  const char* src = reinterpret_cast<const char*>(rows);
+  const uint64_t at = m.offsets[table] + first * row_bytes;
+  for (uint64_t done = 0; done < n * row_bytes;) {
+    const ssize_t w = ::pwrite(m.fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      m.h5.fail(std::string("cannot write the tables: ") +
+                (w < 0 ? std::strerror(errno) : "nothing written"));
+    }
+    done += static_cast<uint64_t>(w);
+  }
+  m.written[table] += n;
+}
+
+void H5RowWriter::commit() {
+  Impl& m = *impl_;
+  for (size_t t = 0; t < m.written.size(); ++t) {
+    if (m.written[t] != m.rows) {
+      m.h5.fail(std::to_string(m.written[t]) + " of " + std::to_string(m.rows) + " rows of table " +
+                std::to_string(t) + " were written");
+    }
+  }
+  const int fd = std::exchange(m.fd, -1);
+  if (::close(fd) != 0) m.h5.fail(std::string("cannot write the tables: ") + std::strerror(errno));
+  write_integrity_record(m.h5, m.temp);
+  m.temp_file.release();
+  commit_file(m.temp, m.path);
 }
 
 void seal_h5_file(const std::string& path) {

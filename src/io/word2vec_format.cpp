@@ -21,11 +21,14 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 
 constexpr size_t kFlushBytes = 1 << 20;
 
-void check_writable(const std::string& path, const Vocab& vocab, const HostTable& table) {
+void check_rows(const std::string& path, const Vocab& vocab, const HostTable& table) {
   if (table.rows() != vocab.size()) {
     throw Error("cannot write '" + path + "': the vocabulary has " + std::to_string(vocab.size()) +
                 " words but the table " + std::to_string(table.rows()) + " rows");
   }
+}
+
+void check_words(const std::string& path, const Vocab& vocab) {
   for (uint32_t i = 0; i < vocab.size(); ++i) {
     const std::string& w = vocab.word(i);
     bool bad = w.empty();
@@ -35,10 +38,6 @@ void check_writable(const std::string& path, const Vocab& vocab, const HostTable
                   " is empty or holds whitespace, which the word2vec format cannot store");
     }
   }
-}
-
-std::string header(const Vocab& vocab, const HostTable& table) {
-  return std::to_string(vocab.size()) + " " + std::to_string(table.dim()) + "\n";
 }
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -140,50 +139,75 @@ class Reader {
 
 }  // namespace
 
-void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostTable& table) {
-  check_writable(path, vocab, table);
-  AtomicFile out(path);
-  std::string buf = header(vocab, table);
-  const size_t row_bytes = static_cast<size_t>(table.dim()) * sizeof(float);
-  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
-  for (uint32_t i = 0; i < vocab.size(); ++i) {
-    buf += vocab.word(i);
-    buf += ' ';
-    table.read_row(i, row.data());
-    buf.append(reinterpret_cast<const char*>(row.data()), row_bytes);
-    buf += '\n';
-    if (buf.size() >= kFlushBytes) {
-      out.write(buf);
-      buf.clear();
+Word2vecWriter::Word2vecWriter(const std::string& path, const Vocab& vocab, uint32_t dim,
+                               bool binary)
+    : path_(path), vocab_(vocab), dim_(dim), binary_(binary), out_(path) {
+  check_words(path, vocab);
+  buf_ = std::to_string(vocab.size()) + " " + std::to_string(dim) + "\n";
+}
+
+void Word2vecWriter::write(uint64_t first, uint64_t n, const float* rows) {
+  if (first != next_ || n > vocab_.size() - first) {
+    throw Error("cannot write '" + path_ + "': rows " + std::to_string(first) + " to " +
+                std::to_string(first + n) + " out of order");
+  }
+  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
+  char number[64];
+  for (uint64_t k = 0; k < n; ++k) {
+    const float* row = rows + k * dim_;
+    buf_ += vocab_.word(static_cast<uint32_t>(first + k));
+    if (binary_) {
+      buf_ += ' ';
+      buf_.append(reinterpret_cast<const char*>(row), row_bytes);
+    } else {
+      for (uint32_t j = 0; j < dim_; ++j) {
+        buf_ += ' ';
+        // Shortest form that parses back to the same float32.
+        const auto result = std::to_chars(number, number + sizeof number, row[j]);
+        buf_.append(number, result.ptr);
+      }
+    }
+    buf_ += '\n';
+    if (buf_.size() >= kFlushBytes) {
+      out_.write(buf_);
+      buf_.clear();
     }
   }
-  out.write(buf);
+  next_ = first + n;
+}
+
+void Word2vecWriter::commit() {
+  if (next_ != vocab_.size()) {
+    throw Error("cannot write '" + path_ + "': " + std::to_string(next_) + " of " +
+                std::to_string(vocab_.size()) + " rows were written");
+  }
+  out_.write(buf_);
+  buf_.clear();
+  out_.commit();
+}
+
+namespace {
+
+void write_word2vec(const std::string& path, const Vocab& vocab, const HostTable& table,
+                    bool binary) {
+  check_rows(path, vocab, table);
+  Word2vecWriter out(path, vocab, table.dim(), binary);
+  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
+  for (uint32_t i = 0; i < vocab.size(); ++i) {
+    table.read_row(i, row.data());
+    out.write(i, 1, row.data());
+  }
   out.commit();
 }
 
+}  // namespace
+
+void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostTable& table) {
+  write_word2vec(path, vocab, table, true);
+}
+
 void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostTable& table) {
-  check_writable(path, vocab, table);
-  AtomicFile out(path);
-  std::string buf = header(vocab, table);
-  char number[64];
-  std::vector<float> row(table.dim());  // 16-bit storage goes out as float32
-  for (uint32_t i = 0; i < vocab.size(); ++i) {
-    buf += vocab.word(i);
-    table.read_row(i, row.data());
-    for (uint32_t j = 0; j < table.dim(); ++j) {
-      buf += ' ';
-      // Shortest form that parses back to the same float32.
-      const auto result = std::to_chars(number, number + sizeof number, row[j]);
-      buf.append(number, result.ptr);
-    }
-    buf += '\n';
-    if (buf.size() >= kFlushBytes) {
-      out.write(buf);
-      buf.clear();
-    }
-  }
-  out.write(buf);
-  out.commit();
+  write_word2vec(path, vocab, table, false);
 }
 
 LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {

@@ -125,14 +125,10 @@ CorpusFingerprint fingerprint(const EncodedCorpus& corpus) {
   return f;
 }
 
-void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
-                     const Model& model, const TrainPosition& position,
-                     const CorpusFingerprint& corpus, float lr) {
-  // The recorded storage decides how a resumed run allocates its tables: it must be the model's.
-  if (model.input.storage() != config.storage) {
-    throw Error("checkpoint: the tables are stored as " + to_string(model.input.storage()) +
-                " but the run's --storage is " + to_string(config.storage));
-  }
+namespace {
+
+std::vector<Attribute> checkpoint_attributes(const Config& config, const TrainPosition& position,
+                                             const CorpusFingerprint& corpus, float lr) {
   std::vector<Attribute> attrs = {
       {"format", std::string("pagedw2v checkpoint")},
       {"format_version", kCheckpointFormatVersion},
@@ -148,6 +144,32 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) attrs.push_back({kOptionPrefix + spec.name, spec.get(config)});
   }
+  return attrs;
+}
+
+/// The state tables' datasets, in the file's order.
+std::vector<std::string> state_datasets(OptimizerKind kind) {
+  std::vector<std::string> names;
+  for (uint32_t k = 0; k < state_tables(kind); ++k) {
+    names.push_back(state_dataset("input", k));
+    names.push_back(state_dataset("output", k));
+  }
+  return names;
+}
+
+}  // namespace
+
+uint32_t checkpoint_tables(OptimizerKind kind) { return 2 + 2 * state_tables(kind); }
+
+void save_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
+                     const Model& model, const TrainPosition& position,
+                     const CorpusFingerprint& corpus, float lr) {
+  // The recorded storage decides how a resumed run allocates its tables: it must be the model's.
+  if (model.input.storage() != config.storage) {
+    throw Error("checkpoint: the tables are stored as " + to_string(model.input.storage()) +
+                " but the run's --storage is " + to_string(config.storage));
+  }
+  const std::vector<Attribute> attrs = checkpoint_attributes(config, position, corpus, lr);
   const uint32_t nstate = state_tables(config.optimizer);
   if (model.input_state.size() != nstate || model.output_state.size() != nstate) {
     throw Error("cannot write '" + path + "': the model does not hold the state tables of " +
@@ -160,6 +182,38 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   }
   const std::lock_guard<std::mutex> lock(hdf5_write_mutex());
   write_embeddings_h5(path, vocab, model.input, &model.output, attrs, state);
+}
+
+CheckpointRowWriter::CheckpointRowWriter(CheckpointDir& dir, bool end_of_epoch,
+                                         const Config& config, const Vocab& vocab,
+                                         const TrainPosition& position,
+                                         const CorpusFingerprint& corpus, float lr)
+    : dir_(dir),
+      name_(CheckpointDir::name_for(end_of_epoch, position)),
+      position_(position),
+      tables_(checkpoint_tables(config.optimizer)),
+      out_(dir.path() + "/" + name_, vocab, config.dim, /*context=*/true,
+           checkpoint_attributes(config, position, corpus, lr), state_datasets(config.optimizer)) {
+  if (config.storage != Storage::kFp32) {
+    throw Error("checkpoint: row blocks are float32, but the run's --storage is " +
+                to_string(config.storage));
+  }
+}
+
+void CheckpointRowWriter::write(const RowBlock& block) {
+  if (block.tables.size() != tables_) {
+    throw Error("checkpoint: a block of " + std::to_string(block.tables.size()) +
+                " tables, not the " + std::to_string(tables_) + " the optimizer has");
+  }
+  for (uint32_t t = 0; t < tables_; ++t) {
+    out_.write_rows(t, block.first, block.rows, block.tables[t]);
+  }
+}
+
+std::string CheckpointRowWriter::commit() {
+  out_.commit();
+  dir_.written(name_, position_);
+  return dir_.path() + "/" + name_;
 }
 
 namespace {
@@ -307,14 +361,22 @@ CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep, uint64_t words_
 std::string CheckpointDir::write(bool end_of_epoch, const Config& config, const Vocab& vocab,
                                  const Model& model, const TrainPosition& position,
                                  const CorpusFingerprint& corpus, float lr) {
-  const std::string name = end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
-                                        : "step-" + std::to_string(position.words_done) + ".h5";
+  const std::string name = name_for(end_of_epoch, position);
   const std::string path = dir_ + "/" + name;
   save_checkpoint(path, config, vocab, model, position, corpus, lr);
+  written(name, position);
+  return path;
+}
+
+std::string CheckpointDir::name_for(bool end_of_epoch, const TrainPosition& position) {
+  return end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
+                      : "step-" + std::to_string(position.words_done) + ".h5";
+}
+
+void CheckpointDir::written(const std::string& name, const TrainPosition& position) {
   // latest.h5 is a relative link, replaced atomically by renaming a new link over it.
   replace_symlink(name, dir_ + "/latest.h5");
   prune(name, position.words_done);
-  return path;
 }
 
 void CheckpointDir::prune(const std::string& written, uint64_t words) {
@@ -369,6 +431,23 @@ const std::string& CheckpointWriter::wait() {
     std::rethrow_exception(e);
   }
   return last_path_;
+}
+
+std::unique_ptr<CheckpointRowWriter> CheckpointWriter::open_rows(bool end_of_epoch,
+                                                                 const TrainPosition& position,
+                                                                 float lr) {
+  wait();
+  rows_opened_ = Clock::now();
+  return std::make_unique<CheckpointRowWriter>(dir_, end_of_epoch, config_, vocab_, position,
+                                               corpus_, lr);
+}
+
+void CheckpointWriter::commit_rows(CheckpointRowWriter& rows) {
+  last_path_ = rows.commit();
+  const double seconds = seconds_since(rows_opened_);
+  write_seconds_ += seconds;
+  caller_seconds_ += seconds;
+  ++written_;
 }
 
 void CheckpointWriter::write_file(bool end_of_epoch, const Model& model,
