@@ -690,9 +690,8 @@ TEST_F(TwoRanks, EveryRankHoldsItsHalfOfTheTables) {
     const uint64_t peak = ranks[rank]["peak_rss_bytes"];
     // A rank leaves out half the tables (less its copies, about 7 % of the vocabulary here)
     // and adds what MPI takes (about 20 MB); rank 0 adds a block of each table it writes.
-    EXPECT_LT(peak + tables / 4, one_peak)
-        << "rank " << rank << " " << peak << " B, one process " << one_peak << " B, tables "
-        << tables << " B";
+    EXPECT_LT(peak + tables / 4, one_peak) << "rank " << rank << " " << peak << " B, one process "
+                                           << one_peak << " B, tables " << tables << " B";
   }
   // The export holds every row.
   EXPECT_EQ(std::filesystem::file_size(dir_.file("two/vectors.npy")),

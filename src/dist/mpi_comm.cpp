@@ -159,8 +159,8 @@ void MpiComm::broadcast(void* data, int bytes) {
   wait(req, "broadcast");
 }
 
-void MpiComm::gather_rows(const std::vector<const float*>& tables, uint64_t first,
-                          uint64_t last, uint32_t dim, float* out) {
+void MpiComm::gather_rows(const std::vector<const float*>& tables, uint64_t first, uint64_t last,
+                          uint32_t dim, float* out) {
   const uint32_t n = size_;
   const uint64_t block = last - first;
   // Rank r's words in [first, last): from its first one there, every n-th; their rows lie side

@@ -678,8 +678,8 @@ uint64_t allocate_matrix(const Checker& h5, hid_t file, const char* name, uint64
 }  // namespace
 
 struct H5RowWriter::Impl {
-  Impl(const std::string& p) : h5("cannot write '" + p + "': "), path(p), temp(temp_name_for(p)),
-                               temp_file(temp) {}
+  Impl(const std::string& p)
+      : h5("cannot write '" + p + "': "), path(p), temp(temp_name_for(p)), temp_file(temp) {}
   Checker h5;
   std::string path;
   std::string temp;
@@ -768,14 +768,15 @@ H5RowWriter::~H5RowWriter() {
 void H5RowWriter::write_rows(size_t table, uint64_t first, uint64_t n, const float* rows) {
   Impl& m = *impl_;
   if (table >= m.offsets.size() || first > m.rows || n > m.rows - first || m.fd < 0) {
-    m.h5.fail("rows " + std::to_string(first) + " to " + std::to_string(first + n) +
-              " of table " + std::to_string(table) + " lie outside the file's tables");
+    m.h5.fail("rows " + std::to_string(first) + " to " + std::to_string(first + n) + " of table " +
+              std::to_string(table) + " lie outside the file's tables");
   }
   const uint64_t row_bytes = uint64_t{m.dim} * sizeof(float);
   const char* src = reinterpret_cast<const char*>(rows);
   const uint64_t at = m.offsets[table] + first * row_bytes;
   for (uint64_t done = 0; done < n * row_bytes;) {
-    const ssize_t w = ::pwrite(m.fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
+    const ssize_t w =
+        ::pwrite(m.fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       m.h5.fail(std::string("cannot write the tables: ") +

@@ -183,9 +183,11 @@ class CheckpointWriter {
   void write_now(bool end_of_epoch, const Model& model, const TrainPosition& position, float lr);
   /// Starts a checkpoint written from row blocks on this thread (CheckpointRowWriter); once every
   /// block was handed to it, commit_rows() completes it and counts it as this writer's newest.
+  /// Its time counts as the caller's unless `beside_other_files` (the last checkpoint, written
+  /// block by block with the export, whose time it is part of).
   std::unique_ptr<CheckpointRowWriter> open_rows(bool end_of_epoch, const TrainPosition& position,
                                                  float lr);
-  void commit_rows(CheckpointRowWriter& rows);
+  void commit_rows(CheckpointRowWriter& rows, bool beside_other_files = false);
 
   /// Waits for the write in progress and throws its error; returns the newest checkpoint's path
   /// (empty before the first).

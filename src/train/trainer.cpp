@@ -824,7 +824,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // Over ranks, the last checkpoint and the export are written as rank 0 gathers the rows (below):
   // every table when a checkpoint is kept, else the input vectors and, with --save-context, the
   // output vectors.
-  const uint32_t final_tables = keep_any ? checkpoint_tables(config.optimizer)
+  const uint32_t final_tables = keep_any              ? checkpoint_tables(config.optimizer)
                                 : config.save_context ? 2
                                                       : 1;
   if (!writes_files) {
@@ -900,7 +900,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     // As one process checks before it writes; the files written are staged, and go.
     check_run_outcome(examples, nonfinite, vocab.size());
     export_rows.finish();
-    if (ck_rows) writer->commit_rows(*ck_rows);
+    if (ck_rows) writer->commit_rows(*ck_rows, /*beside_other_files=*/true);
   } else {
     write_export(staged, vocab, model, export_options);
   }
