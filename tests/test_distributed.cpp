@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -633,10 +634,11 @@ void write_wide_corpus(const std::string& path, uint32_t words, uint32_t tokens,
   out << '\n';
 }
 
-// Rank 1 of two holds the rows it owns (half of each table) and copies of other rows much
-// fewer than the vocabulary, rank 0 the whole tables; rank 1's peak memory is below one process's
-// by most of the half of the tables it does not hold.
-TEST_F(TwoRanks, ARankOtherThanZeroHoldsItsHalfOfTheTables) {
+// Each of two ranks, rank 0 too, holds the rows it owns (half of each table) and copies of other
+// rows much fewer than the vocabulary; each rank's peak memory is below one process's by most of
+// the half of the tables it does not hold. Rank 0 writes the export from the rows it gathers a
+// block at a time, without holding the tables.
+TEST_F(TwoRanks, EveryRankHoldsItsHalfOfTheTables) {
   const uint32_t words = 400000, dim = 128;
   const std::string corpus = dir_.file("wide.txt");
   write_wide_corpus(corpus, words, 600000, 5);
@@ -679,18 +681,74 @@ TEST_F(TwoRanks, ARankOtherThanZeroHoldsItsHalfOfTheTables) {
   ASSERT_TRUE(r.contains("ranks")) << r.dump(2);
   const nlohmann::json& ranks = r["ranks"];
   ASSERT_EQ(ranks.size(), 2u);
-  EXPECT_EQ(ranks[0]["table_rows"], words);
-  EXPECT_EQ(ranks[1]["table_rows"], words / 2);
-  // Rank 0's whole tables hold its copies of the others' rows; rank 1 copies them apart.
-  EXPECT_EQ(ranks[0]["working_rows"], 0u);
-  EXPECT_GT(ranks[1]["working_rows"].get<uint64_t>(), 0u);
-  EXPECT_LT(ranks[1]["working_rows"].get<uint64_t>(), words / 8) << ranks[1].dump();
   const uint64_t tables = uint64_t{2} * words * dim * sizeof(float);
-  const uint64_t rank1_peak = ranks[1]["peak_rss_bytes"];
-  // Rank 1 leaves out half the tables (less its copies, about 7 % of the vocabulary here)
-  // and adds what MPI takes (about 20 MB).
-  EXPECT_LT(rank1_peak + tables / 4, one_peak) << "rank 1 " << rank1_peak << " B, one process "
-                                               << one_peak << " B, tables " << tables << " B";
+  for (uint32_t rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(ranks[rank]["table_rows"], words / 2);
+    EXPECT_GT(ranks[rank]["working_rows"].get<uint64_t>(), 0u);
+    EXPECT_LT(ranks[rank]["working_rows"].get<uint64_t>(), words / 8) << ranks[rank].dump();
+    const uint64_t peak = ranks[rank]["peak_rss_bytes"];
+    // A rank leaves out half the tables (less its copies, about 7 % of the vocabulary here)
+    // and adds what MPI takes (about 20 MB); rank 0 adds a block of each table it writes.
+    EXPECT_LT(peak + tables / 4, one_peak) << "rank " << rank << " " << peak << " B, one process "
+                                           << one_peak << " B, tables " << tables << " B";
+  }
+  // The export holds every row.
+  EXPECT_EQ(std::filesystem::file_size(dir_.file("two/vectors.npy")),
+            std::filesystem::file_size(dir_.file("one/vectors.npy")));
+}
+
+// Rank 0 of three writes the checkpoints and the export from the rows it gathers from their
+// owners, a block at a time: the export is what one process writes from the last checkpoint
+// (`pagedw2v export`), in every format, with the context vectors; the checkpoints hold the
+// optimizer's state and resume.
+TEST_F(TwoRanks, ThreeRanksWriteWhatOneProcessWritesFromTheirRows) {
+  const std::string out = dir_.file("three"), again = dir_.file("again");
+  std::vector<std::string> args = train_args(out, 2);
+  args.insert(args.end(), {"--optimizer", "adam", "--save-context", "--format", "npy,h5,bin,txt",
+                           "--model", "cbow"});
+  ASSERT_EQ(run(3, args, dir_.file("three.log")), 0)
+      << testing_util::read_file(dir_.file("three.log"));
+  const nlohmann::json r = read_json(out + "/run.json");
+  const uint64_t words = r["vocabulary"]["words"];
+  ASSERT_EQ(r["ranks"].size(), 3u);
+  for (uint32_t rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(r["ranks"][rank]["table_rows"], (words - rank + 2) / 3) << rank;
+  }
+  const std::string checkpoint = out + "/checkpoints/epoch-2.h5";
+  ASSERT_EQ(run(0,
+                {"export", "--checkpoint", checkpoint, "--output", dir_.file("one"), "--format",
+                 "npy,h5,bin,txt", "--save-context"},
+                dir_.file("export.log")),
+            0)
+      << testing_util::read_file(dir_.file("export.log"));
+  for (const char* f : {"vocab.tsv", "vectors.npy", "context_vectors.npy", "vectors.bin",
+                        "context_vectors.bin", "vectors.txt", "context_vectors.txt"}) {
+    EXPECT_TRUE(testing_util::read_file(out + "/" + f) ==
+                testing_util::read_file(dir_.file("one/") + f))
+        << f << " differs from one process's export of the checkpoint";
+  }
+  const LoadedEmbeddings a = read_embeddings_h5(out + "/embeddings.h5");
+  const LoadedEmbeddings b = read_embeddings_h5(dir_.file("one/embeddings.h5"));
+  EXPECT_EQ(a.words, b.words);
+  EXPECT_EQ(a.counts, b.counts);
+  EXPECT_TRUE(a.vectors == b.vectors);
+  const Checkpoint ck = load_checkpoint(checkpoint);
+  EXPECT_EQ(ck.model.input.rows(), words);
+  EXPECT_EQ(ck.model.input_state.size(), 2u);
+  EXPECT_FALSE(ck.model.input_state[1].all_zero()) << "adam's state was not gathered";
+
+  // Three ranks resume their checkpoint of epoch 1 and repeat the run that did not stop.
+  ASSERT_EQ(run(3,
+                {"train", "--output", again, "--resume", out + "/checkpoints/epoch-1.h5",
+                 "--threads", "1", "--format", "npy,txt", "--save-context"},
+                dir_.file("again.log")),
+            0)
+      << testing_util::read_file(dir_.file("again.log"));
+  for (const char* f : {"vectors.npy", "context_vectors.txt"}) {
+    EXPECT_TRUE(testing_util::read_file(out + "/" + f) == testing_util::read_file(again + "/" + f))
+        << f << ": the resumed run differs from the run that did not stop";
+  }
 }
 
 /// The pids of the ranks of a job whose command line names `out`, by rank.

@@ -1,5 +1,6 @@
 #include "dist/mpi_comm.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -158,44 +159,61 @@ void MpiComm::broadcast(void* data, int bytes) {
   wait(req, "broadcast");
 }
 
-void MpiComm::gather_owned_rows(float* table, uint64_t rows, uint32_t dim) {
+void MpiComm::gather_rows(const std::vector<const float*>& tables, uint64_t first, uint64_t last,
+                          uint32_t dim, float* out) {
   const uint32_t n = size_;
-  auto owned_type = [&](uint32_t r, MPI_Datatype* type) {
-    const uint64_t count = r < rows ? (rows - r + n - 1) / n : 0;
-    check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(dim), static_cast<int>(n * dim),
-                          MPI_FLOAT, type),
-          "datatype");
-    check(MPI_Type_commit(type), "datatype");
+  const uint64_t block = last - first;
+  // Rank r's words in [first, last): from its first one there, every n-th; their rows lie side
+  // by side in r's compact tables, from that word's row (id / n).
+  auto first_of = [&](uint32_t r) { return first + (r + n - first % n) % n; };
+  auto count_of = [&](uint32_t r) {
+    const uint64_t a = first_of(r);
+    return a < last ? (last - a + n - 1) / n : 0;
   };
   std::vector<MPI_Request> req;
   std::vector<MPI_Datatype> types;
-  if (rank_ == 0) {
-    for (uint32_t r = 1; r < n && r < rows; ++r) {
-      types.emplace_back();
-      owned_type(r, &types.back());
-      req.emplace_back();
-      check(MPI_Irecv(table + static_cast<size_t>(r) * dim, 1, types.back(), static_cast<int>(r), 0,
-                      MPI_COMM_WORLD, &req.back()),
-            "receive rows");
-    }
-  } else if (rank_ < rows) {
-    // Rows as one datatype each, so that a count of rows, not of floats, fits an int.
-    const uint64_t count = (rows - rank_ + n - 1) / n;
-    types.emplace_back();
-    check(MPI_Type_contiguous(static_cast<int>(dim), MPI_FLOAT, &types.back()), "datatype");
-    check(MPI_Type_commit(&types.back()), "datatype");
-    req.emplace_back();
-    check(
-        MPI_Isend(table, static_cast<int>(count), types.back(), 0, 0, MPI_COMM_WORLD, &req.back()),
-        "send rows");
-  }
+  auto free_types = [&] {
+    for (MPI_Datatype& t : types) MPI_Type_free(&t);
+  };
   try {
+    if (rank_ == 0) {
+      for (uint32_t r = 1; r < n; ++r) {
+        const uint64_t count = count_of(r);
+        if (count == 0) continue;
+        types.emplace_back();
+        check(MPI_Type_vector(static_cast<int>(count), static_cast<int>(dim),
+                              static_cast<int>(n * dim), MPI_FLOAT, &types.back()),
+              "datatype");
+        check(MPI_Type_commit(&types.back()), "datatype");
+        for (size_t t = 0; t < tables.size(); ++t) {
+          req.emplace_back();
+          check(MPI_Irecv(out + (t * block + first_of(r) - first) * dim, 1, types.back(),
+                          static_cast<int>(r), static_cast<int>(t), MPI_COMM_WORLD, &req.back()),
+                "receive rows");
+        }
+      }
+      const uint64_t count = count_of(0), from = first_of(0) / n;
+      for (size_t t = 0; t < tables.size(); ++t) {
+        for (uint64_t k = 0; k < count; ++k) {
+          std::copy_n(tables[t] + (from + k) * dim, dim,
+                      out + (t * block + first_of(0) - first + k * n) * dim);
+        }
+      }
+    } else if (const uint64_t count = count_of(rank_); count > 0) {
+      const uint64_t from = first_of(rank_) / n;
+      for (size_t t = 0; t < tables.size(); ++t) {
+        req.emplace_back();
+        check(MPI_Isend(tables[t] + from * dim, static_cast<int>(count * dim), MPI_FLOAT, 0,
+                        static_cast<int>(t), MPI_COMM_WORLD, &req.back()),
+              "send rows");
+      }
+    }
     wait(req, "gather rows");
   } catch (...) {
-    for (MPI_Datatype& t : types) MPI_Type_free(&t);
+    free_types();
     throw;
   }
-  for (MPI_Datatype& t : types) MPI_Type_free(&t);
+  free_types();
 }
 
 }  // namespace pagedw2v::dist

@@ -43,10 +43,13 @@ class MpiComm {
   int max(int value);
   /// Rank 0's bytes, on every rank.
   void broadcast(void* data, int bytes);
-  /// The rows of a `rows` × `dim` table that every rank other than 0 owns (dist/owned_rows.hpp),
-  /// gathered into rank 0's: on rank 0 `table` is the whole table and receives row id from rank
-  /// id modulo size() (strided, in place); on rank r it holds r's rows, compact, and is sent.
-  void gather_owned_rows(float* table, uint64_t rows, uint32_t dim);
+  /// The rows of words [first, last) of `tables` (this rank's owned rows of each, compact:
+  /// row k is word rank() + k·size(), dist/owned_rows.hpp), gathered on rank 0: `out` receives
+  /// tables.size() blocks of (last − first) × dim floats, table t's word id at row
+  /// t·(last − first) + id − first (strided, in place; rank 0's own rows copied). The other
+  /// ranks send theirs (one contiguous run of rows a table) and pass no `out`.
+  void gather_rows(const std::vector<const float*>& tables, uint64_t first, uint64_t last,
+                   uint32_t dim, float* out);
   /// `values` (n of them) of every rank, concatenated in rank order, on rank 0 (empty on others).
   std::vector<uint64_t> gather(const uint64_t* values, int n);
 

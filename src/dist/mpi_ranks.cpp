@@ -1,7 +1,9 @@
 // The ranks of a distributed run over MPI (ranks.hpp), built when MPI is found.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
+
 #include "dist/mpi_comm.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/ranks.hpp"
@@ -47,6 +49,41 @@ class MpiRanks final : public Ranks {
                             uint32_t threads, const std::string& hint) override {
     return dist::allocate_owned_rows(rows, dim, kind, RowOwners{size()}, rank(), seed, threads,
                                      hint);
+  }
+
+  void gather_rows(const std::vector<const HostTable*>& tables, uint64_t rows,
+                   const std::function<void(const RowBlock&)>& take) override {
+    if (tables.empty() || rows == 0) return;
+    const uint32_t n = size(), dim = tables[0]->dim();
+    std::vector<const float*> mine;
+    for (const HostTable* t : tables) {
+      // A rank's tables hold at least its rows of [0, rows): all of them for the vocabulary,
+      // the first ones for an evaluation.
+      if (t->storage() != Storage::kFp32 || !t->contiguous() || t->dim() != dim ||
+          t->rows() < RowOwners{n}.owned(rows, rank())) {
+        throw Error("rank " + std::to_string(rank()) + " cannot send its rows of a table of " +
+                    std::to_string(t->rows()) + " rows");
+      }
+      mine.push_back(t->data());
+    }
+    // About 4 MiB of each table a block (a whole number of rounds of the ranks).
+    const uint64_t per_block =
+        std::max<uint64_t>(n, (uint64_t{4} << 20) / (uint64_t{dim} * sizeof(float)) / n * n);
+    std::vector<float> buffer(rank() == 0 ? std::min(per_block, rows) * dim * tables.size() : 0);
+    RowBlock block;
+    block.dim = dim;
+    for (uint64_t first = 0; first < rows; first += per_block) {
+      const uint64_t last = std::min(rows, first + per_block);
+      comm_.gather_rows(mine, first, last, dim, buffer.data());
+      if (rank() != 0) continue;
+      block.first = first;
+      block.rows = last - first;
+      block.tables.clear();
+      for (size_t t = 0; t < tables.size(); ++t) {
+        block.tables.push_back(buffer.data() + t * block.rows * dim);
+      }
+      take(block);
+    }
   }
 
   std::vector<RankMemory> memory_of_ranks() override {

@@ -1,11 +1,11 @@
 #pragma once
 /// @file owned_rows.hpp
 /// The rows a rank of a distributed run holds as their owner (row_owners.hpp): the words
-/// `id % N == rank`, with their optimizer state. A rank other than 0 holds them compact — row k
-/// of each of its tables is word `rank + k·N`, so its tables are 1/N of the vocabulary — and
-/// rank 0 holds the whole tables, into which the owners' rows are gathered for checkpoints and
-/// the export; its own rows are those at `id % N == 0` there. Pure functions and a small view,
-/// testable without MPI.
+/// `id % N == rank`, with their optimizer state. Every rank holds them compact — row k of each of
+/// its tables is word `rank + k·N`, so its tables are 1/N of the vocabulary; rank 0 gathers the
+/// others' rows a block at a time for checkpoints and the export (Ranks::gather_rows). (A view of
+/// step 1, the whole tables, is what one process trains; tests compare the two.) Pure functions
+/// and a small view, testable without MPI.
 
 #include <cstdint>
 

@@ -7,18 +7,21 @@
 ///
 /// Roles: every rank counts the vocabulary and encodes the corpus; rank r owns the rows
 /// `id % N == r` (dist/row_owners.hpp), holds them (dist/owned_rows.hpp: compact, 1/N of the
-/// tables, except on rank 0) and trains its share of each span of work blocks on them and on
-/// copies of the other rows the share touches. Rank 0 alone writes files: it holds the whole
-/// tables, into which the owners' rows are gathered for the checkpoints and the export.
+/// tables, on every rank) and trains its share of each span of work blocks on them and on copies
+/// of the other rows the share touches. Rank 0 alone writes files: it gathers the owners' rows a
+/// block at a time, in id order, and hands each block to the files it writes (gather_rows), so
+/// that no rank ever holds the whole tables.
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend.hpp"
 #include "dist/rank_memory.hpp"
+#include "io/row_block.hpp"
 
 namespace pagedw2v::dist {
 
@@ -29,9 +32,6 @@ class Ranks {
   virtual uint32_t size() const = 0;
   /// Whether this rank writes the run's files (rank 0).
   bool writes_files() const { return rank() == 0; }
-  /// Whether this rank's model is the whole tables (rank 0, which writes them), or only the rows
-  /// it owns, compact (dist/owned_rows.hpp).
-  bool holds_whole_tables() const { return rank() == 0; }
 
   /// Rank 0's `value`, on every rank. Collective: every rank calls it at the same point.
   virtual bool rank0_decides(bool value) = 0;
@@ -39,10 +39,9 @@ class Ranks {
   /// `value`. Collective.
   virtual void check_same(uint64_t value, const std::string& what) = 0;
 
-  /// The model of a rank that does not hold the whole tables: its owned rows, compact
-  /// (dist/owned_rows.hpp), initialised as the whole tables give them, out of a vocabulary of
-  /// `rows` words. (Resuming, such a rank reads its rows alone from the checkpoint:
-  /// load_checkpoint's RowSelection {rank(), size()}.)
+  /// The model of this rank: its owned rows, compact (dist/owned_rows.hpp), initialised as the
+  /// whole tables give them, out of a vocabulary of `rows` words. (Resuming, a rank reads its
+  /// rows alone from the checkpoint: load_checkpoint's RowSelection {rank(), size()}.)
   virtual Model allocate_owned_rows(uint64_t rows, uint32_t dim, OptimizerKind kind, uint64_t seed,
                                     uint32_t threads, const std::string& hint) = 0;
 
@@ -53,6 +52,13 @@ class Ranks {
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer
   /// reads this instead of its own signal flag, so that every rank stops at the same span.
   virtual const std::atomic<int>* agreed_stop() const = 0;
+  /// The rows of words [0, rows) of `tables` (each rank passes its owned rows of the same tables,
+  /// compact, float32, in the same order), gathered on rank 0 a block at a time in id order:
+  /// rank 0 hands each block to `take` (RowBlock::tables in the order of `tables`), and holds one
+  /// block of each table at a time; `take` is not called on the other ranks. Collective.
+  virtual void gather_rows(const std::vector<const HostTable*>& tables, uint64_t rows,
+                           const std::function<void(const RowBlock&)>& take) = 0;
+
   /// What every rank held (after make_backend), on rank 0; empty on the others. Collective.
   virtual std::vector<RankMemory> memory_of_ranks() = 0;
 };

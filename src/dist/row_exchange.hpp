@@ -3,7 +3,7 @@
 /// Moving rows between the ranks that own them and the ranks that train on them, for one span:
 ///   1. fetch: each rank asks every owner for the rows its share needs (ids by all-to-all), and
 ///      writes the owners' current values where its working set puts them (working_set.hpp:
-///      copy rows; on rank 0, the rows of its whole tables), keeping the values as fetched;
+///      copy rows), keeping the values as fetched;
 ///   2. (the rank trains its share: its own rows in place, and the fetched ones);
 ///   3. return_deltas: each rank sends back, for every row it fetched, what its training added
 ///      (its value now minus the value fetched), and each owner adds the deltas it receives in

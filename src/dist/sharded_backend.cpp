@@ -28,7 +28,7 @@ class RankBackend final : public ShardedBackend {
         model_(model),
         data_(data),
         threads_(threads),
-        owned_{&model, comm.rank() == 0 ? 1u : comm.size()},
+        owned_{&model, comm.size()},
         need_(words_of(data)),
         work_(owned_, RowOwners{comm.size()}, comm.rank(), words_of(data), data.params.dim),
         exchange_(comm, data.params.dim),
@@ -43,8 +43,7 @@ class RankBackend final : public ShardedBackend {
     if (model.input.storage() != Storage::kFp32) {
       throw UsageError(storage_needs_cuda(model.input.storage()));
     }
-    const uint64_t expected =
-        comm.rank() == 0 ? words : RowOwners{comm.size()}.owned(words, comm.rank());
+    const uint64_t expected = RowOwners{comm.size()}.owned(words, comm.rank());
     if (model.input.rows() != expected || model.output.rows() != expected) {
       throw Error("rank " + std::to_string(comm.rank()) + " holds " +
                   std::to_string(model.input.rows()) + " rows, not the " +
@@ -90,12 +89,10 @@ class RankBackend final : public ShardedBackend {
             static_cast<uint64_t>(v[3])};
   }
 
-  void sync_to_host() override {
-    const uint64_t words = words_of(data_);
-    for (HostTable* t : tables()) comm_.gather_owned_rows(t->data(), words, t->dim());
-  }
-  // Every rank starts from its rows of the same tables (initialised alike, or loaded from one
-  // checkpoint).
+  // Every rank's model is its owned rows, trained in place: the checkpoints and the export gather
+  // them block by block (Ranks::gather_rows). Every rank starts from its rows of the same tables
+  // (initialised alike, or loaded from one checkpoint).
+  void sync_to_host() override {}
   void sync_from_host() override {}
 
   uint64_t table_rows() const override { return model_.input.rows(); }
@@ -104,14 +101,6 @@ class RankBackend final : public ShardedBackend {
  private:
   uint64_t rank_span_words() const {
     return steps_ ? kRankSpanWords : std::max<uint64_t>(kRankSpanWords, threads_ * kBlockWords);
-  }
-
-  /// The tables and the optimizer state tables.
-  std::vector<HostTable*> tables() {
-    std::vector<HostTable*> all = {&model_.input, &model_.output};
-    for (HostTable& t : model_.input_state) all.push_back(&t);
-    for (HostTable& t : model_.output_state) all.push_back(&t);
-    return all;
   }
 
   MpiComm& comm_;

@@ -8,10 +8,9 @@
 ///   backend on those rows, its own in place → return the deltas of the fetched rows to their
 ///   owners → sum the span's statistics and agree on a stop.
 /// A fetched copy is stale only within a span: it misses what the other ranks add to the row
-/// during that span (README, "Distributed training"). The model a rank holds is its owned rows
-/// (owned_rows.hpp): compact on ranks other than 0, the whole tables on rank 0 (which also
-/// serve as its copies of the others' rows), where sync_to_host() gathers the other owners' rows
-/// for checkpoints and the export.
+/// during that span (README, "Distributed training"). The model a rank holds is its owned rows,
+/// compact (owned_rows.hpp), on every rank; checkpoints and the export gather them block by block
+/// (Ranks::gather_rows), so sync_to_host() has nothing to do.
 /// Built only with MPI.
 
 #include <atomic>
@@ -39,8 +38,8 @@ class ShardedBackend : public Backend {
 };
 
 /// The backend for `model` and `data`, with `threads` CPU threads on this rank; writes the
-/// agreed stop signal to `agreed_stop`. On rank 0 `model` holds the whole tables, on rank r the
-/// rows r owns, compact (owned_rows.hpp); every rank's rows start as one process's would.
+/// agreed stop signal to `agreed_stop`. On rank r `model` holds the rows r owns, compact
+/// (owned_rows.hpp); every rank's rows start as one process's would.
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
                                                      std::atomic<int>& agreed_stop,

@@ -9,7 +9,7 @@ WorkingSet::WorkingSet(const OwnedRows& owned, RowOwners owners, uint32_t rank, 
                        uint32_t dim)
     : owned_(owned), owners_(owners), rank_(rank), dim_(dim), slot_of_(words, kNoSlot) {
   rows_.slot_of = slot_of_.data();
-  // Rank 0's tables are whole: every word has its row there, and nothing is a copy.
+  // Whole tables (step 1): every word has its row there, and nothing is a copy.
   rows_.split = static_cast<uint32_t>(owned.step == 1 ? words : owned.model->input.rows());
   rows_.owned_input = owned.model->input.data();
   rows_.owned_output = owned.model->output.data();
@@ -34,7 +34,7 @@ void WorkingSet::assign(const NeededRows& need) {
   auto add = [&](uint32_t id) {
     if (slot_of_[id] != kNoSlot) return;
     words_.push_back(id);
-    // The rows this rank holds: its own, or every row when its tables are whole.
+    // The rows this rank holds: its own, or every row when the tables are whole.
     if (owned_.step == 1 || owners_.owner(id) == rank_) {
       slot_of_[id] = static_cast<uint32_t>(owned_.row(id));
     } else {

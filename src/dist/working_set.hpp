@@ -1,8 +1,8 @@
 #pragma once
 /// @file working_set.hpp
 /// Where a rank finds the rows it trains a span on (needed_rows.hpp): the rows it holds — its
-/// own rows (owned_rows.hpp), trained in place, and on rank 0, whose tables are whole, every
-/// row — and, for the other rows, copies fetched from their owners in two compact tables of
+/// own rows (owned_rows.hpp), trained in place (with whole tables, step 1, every row) — and, for
+/// the other rows, copies fetched from their owners in two compact tables of
 /// one row per copy. A map from word id to slot says where each row lies (RankRows, which the
 /// CPU backend trains through): slots below `split` are rows of the owned tables, the others
 /// rows of the copy tables. The copy tables grow to the largest span's copies and are reused;

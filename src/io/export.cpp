@@ -255,6 +255,62 @@ void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
   run_all(tasks);
 }
 
+ExportRowWriter::ExportRowWriter(StagedFiles& files, const Vocab& vocab, uint32_t dim,
+                                 const ExportOptions& options)
+    : vocab_(vocab), context_(options.save_context) {
+  for (const std::string& name : options.formats) check_format(name);
+  if (options.formats.empty()) return;
+  // The names in write_export()'s order, so that commit() lists the same paths.
+  vocab_path_ = files.path_for("vocab.tsv");
+  for (const char* format : {"npy", "bin", "txt"}) {
+    if (!wants(options, format)) continue;
+    for (size_t table = 0; table < (options.save_context ? 2u : 1u); ++table) {
+      const std::string path =
+          files.path_for((table == 0 ? "vectors." : "context_vectors.") + std::string(format));
+      if (std::strcmp(format, "npy") == 0) {
+        npy_.emplace_back(table, std::make_unique<NpyRowWriter>(path, vocab.size(), dim));
+      } else {
+        word2vec_.emplace_back(
+            table, std::make_unique<Word2vecWriter>(path, vocab, dim, format[0] == 'b'));
+      }
+    }
+  }
+  if (wants(options, "h5")) {
+    h5_ = std::make_unique<H5RowWriter>(files.path_for("embeddings.h5"), vocab, dim,
+                                        options.save_context, options.attributes);
+  }
+}
+
+ExportRowWriter::~ExportRowWriter() = default;
+
+void ExportRowWriter::write(const RowBlock& block) {
+  std::vector<std::function<void()>> tasks;
+  for (auto& [table, out] : npy_) {
+    tasks.push_back([&block, t = table, w = out.get()] { w->write(block.tables[t], block.rows); });
+  }
+  for (auto& [table, out] : word2vec_) {
+    tasks.push_back(
+        [&block, t = table, w = out.get()] { w->write(block.first, block.rows, block.tables[t]); });
+  }
+  if (h5_) {
+    tasks.push_back([&] {
+      h5_->write_rows(0, block.first, block.rows, block.tables[0]);
+      if (context_) {
+        h5_->write_rows(1, block.first, block.rows, block.tables[1]);
+      }
+    });
+  }
+  run_all(tasks);
+}
+
+void ExportRowWriter::finish() {
+  if (vocab_path_.empty()) return;
+  vocab_.save_tsv(vocab_path_);
+  for (auto& [table, out] : npy_) out->commit();
+  for (auto& [table, out] : word2vec_) out->commit();
+  if (h5_) h5_->commit();
+}
+
 std::vector<std::string> export_model(const std::string& dir, const Vocab& vocab,
                                       const Model& model, const ExportOptions& options) {
   check_request(dir, vocab, model, options);

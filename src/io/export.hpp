@@ -18,10 +18,14 @@
 /// written at the same time, one thread each, and fsync'ed as the calling thread's FsyncScope
 /// says (atomic_file.hpp).
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/hdf5_io.hpp"
+#include "io/npy.hpp"
+#include "io/row_block.hpp"
+#include "io/word2vec_format.hpp"
 #include "model.hpp"
 #include "vocab.hpp"
 
@@ -73,6 +77,32 @@ const std::vector<std::string>& export_file_names();
 /// commits. Throws Error when a file cannot be written, UsageError for an unknown format.
 void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
                   const ExportOptions& options);
+
+/// The files write_export() writes, from row blocks handed in id order: table 0 of each block is
+/// the input vectors, table 1 (read only with save_context) the output vectors. A distributed
+/// run's rank 0 writes its export this way from the rows it gathers, a block at a time. The files
+/// are staged in `files` under write_export()'s names, in its order; each block goes to every
+/// file at once, one thread each; finish() writes vocab.tsv and completes every file, and the
+/// caller commits `files`. Throws as write_export().
+class ExportRowWriter {
+ public:
+  ExportRowWriter(StagedFiles& files, const Vocab& vocab, uint32_t dim,
+                  const ExportOptions& options);
+  ~ExportRowWriter();
+  ExportRowWriter(const ExportRowWriter&) = delete;
+  ExportRowWriter& operator=(const ExportRowWriter&) = delete;
+
+  void write(const RowBlock& block);
+  void finish();
+
+ private:
+  const Vocab& vocab_;
+  bool context_;
+  std::string vocab_path_;
+  std::vector<std::pair<size_t, std::unique_ptr<NpyRowWriter>>> npy_;
+  std::vector<std::pair<size_t, std::unique_ptr<Word2vecWriter>>> word2vec_;
+  std::unique_ptr<H5RowWriter> h5_;
+};
 
 /// Creates `dir` (and its parents) when needed, writes the files above and commits them as a set.
 /// Returns the paths written. Throws Error when the directory cannot be created or a file cannot

@@ -826,6 +826,75 @@ void write_embeddings_h5(const std::string& path, const Vocab& vocab, const Host
   finish_embeddings_h5(file, tables);
 }
 
+struct H5RowWriter::Impl {
+  explicit Impl(const std::string& path) : h5("cannot write '" + path + "': ") {}
+  Checker h5;
+  PreparedH5 file;
+  uint64_t rows = 0;
+  uint32_t dim = 0;
+  std::vector<uint64_t> written;  ///< rows written of each table
+  int fd = -1;
+};
+
+H5RowWriter::H5RowWriter(const std::string& path, const Vocab& vocab, uint32_t dim, bool context,
+                         const std::vector<Attribute>& attributes,
+                         const std::vector<std::string>& extra)
+    : impl_(std::make_unique<Impl>(path)) {
+  Impl& m = *impl_;
+  if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__) m.h5.fail("row blocks are written little-endian");
+  m.rows = vocab.size();
+  m.dim = dim;
+  if (m.rows == 0 || dim == 0) m.h5.fail("row blocks need rows and columns");
+  std::vector<TableShape> shapes = {{"vectors", m.rows, dim}};
+  if (context) shapes.push_back({"context_vectors", m.rows, dim});
+  for (const std::string& name : extra) shapes.push_back({name, m.rows, dim});
+  m.file = prepare_embeddings_h5(path, vocab, shapes, attributes);
+  m.written.assign(shapes.size(), 0);
+  m.fd = ::open(m.file.temp_.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (m.fd < 0) m.h5.fail(std::string("cannot reopen the file: ") + std::strerror(errno));
+}
+
+H5RowWriter::~H5RowWriter() {
+  if (impl_->fd >= 0) ::close(impl_->fd);
+}
+
+void H5RowWriter::write_rows(size_t table, uint64_t first, uint64_t n, const float* rows) {
+  Impl& m = *impl_;
+  if (table >= m.written.size() || first > m.rows || n > m.rows - first || m.fd < 0) {
+    m.h5.fail("rows " + std::to_string(first) + " to " + std::to_string(first + n) + " of table " +
+              std::to_string(table) + " lie outside the file's tables");
+  }
+  const uint64_t row_bytes = uint64_t{m.dim} * sizeof(float);
+  const char* src = reinterpret_cast<const char*>(rows);
+  const uint64_t at = m.file.offsets_[table] + first * row_bytes;
+  for (uint64_t done = 0; done < n * row_bytes;) {
+    const ssize_t w =
+        ::pwrite(m.fd, src + done, n * row_bytes - done, static_cast<off_t>(at + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      m.h5.fail(std::string("cannot write the tables: ") +
+                (w < 0 ? std::strerror(errno) : "nothing written"));
+    }
+    done += static_cast<uint64_t>(w);
+  }
+  m.written[table] += n;
+}
+
+void H5RowWriter::commit() {
+  Impl& m = *impl_;
+  for (size_t t = 0; t < m.written.size(); ++t) {
+    if (m.written[t] != m.rows) {
+      m.h5.fail(std::to_string(m.written[t]) + " of " + std::to_string(m.rows) + " rows of table " +
+                std::to_string(t) + " were written");
+    }
+  }
+  const int fd = std::exchange(m.fd, -1);
+  if (::close(fd) != 0) m.h5.fail(std::string("cannot write the tables: ") + std::strerror(errno));
+  write_integrity_record(m.h5, m.file.temp_);
+  const std::string temp = std::exchange(m.file.temp_, std::string());
+  commit_file(temp, m.file.path_);
+}
+
 void seal_h5_file(const std::string& path) {
   write_integrity_record(Checker("cannot write '" + path + "': "), path);
 }

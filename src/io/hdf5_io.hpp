@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -110,6 +111,7 @@ class PreparedH5 {
                                           const std::vector<Attribute>&);
   friend void finish_embeddings_h5(PreparedH5&, const std::vector<NamedTable>&,
                                    const std::vector<Attribute>&);
+  friend class H5RowWriter;
   void discard();
 
   std::string path_;
@@ -131,6 +133,31 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
 /// then removed).
 void finish_embeddings_h5(PreparedH5& file, const std::vector<NamedTable>& tables,
                           const std::vector<Attribute>& attributes = {});
+
+/// The file write_embeddings_h5() writes, its tables' values handed in row blocks (a distributed
+/// run's rank 0 writes the rows it gathers from their owners, a block at a time, and never holds
+/// a whole table). The constructor prepares the file (prepare_embeddings_h5); write_rows() puts
+/// values in place with pwrite; commit() checks that every row came, writes the integrity record
+/// and renames the file into place. Destroyed before commit(), it removes the temporary file.
+/// Tables are numbered 0 (/vectors), 1
+/// (/context_vectors, when `context`), then `extra`'s names in order; each is vocab.size() × dim
+/// float32. Throws Error("cannot write 'PATH': …") on failure.
+class H5RowWriter {
+ public:
+  H5RowWriter(const std::string& path, const Vocab& vocab, uint32_t dim, bool context,
+              const std::vector<Attribute>& attributes, const std::vector<std::string>& extra = {});
+  ~H5RowWriter();
+  H5RowWriter(const H5RowWriter&) = delete;
+  H5RowWriter& operator=(const H5RowWriter&) = delete;
+
+  /// Rows first … first + n − 1 of table `table`, `n × dim` row-major floats.
+  void write_rows(size_t table, uint64_t first, uint64_t n, const float* rows);
+  void commit();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// Reads `/vectors`, `/vocab/words` and (when present) `/vocab/counts`. `/vectors` may be any
 /// floating-point type; words may be variable- or fixed-length strings. Throws

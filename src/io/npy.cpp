@@ -212,6 +212,25 @@ void write_npy(const std::string& path, uint64_t rows, uint32_t cols, uint64_t c
   out.commit();
 }
 
+NpyRowWriter::NpyRowWriter(const std::string& path, uint64_t rows, uint32_t cols)
+    : path_(path), rows_(rows), cols_(cols), out_(path) {
+  out_.write(npy_preamble(path, rows, cols));
+}
+
+void NpyRowWriter::write(const float* rows, uint64_t n) {
+  if (n > rows_ - written_) throw Error("cannot write '" + path_ + "': more rows than its shape");
+  out_.write(rows, n * cols_ * sizeof(float));
+  written_ += n;
+}
+
+void NpyRowWriter::commit() {
+  if (written_ != rows_) {
+    throw Error("cannot write '" + path_ + "': " + std::to_string(written_) + " of " +
+                std::to_string(rows_) + " rows were written");
+  }
+  out_.commit();
+}
+
 NpyMatrix read_npy(const std::string& path) {
   const MappedFile file(path);
   const std::string_view bytes = file.view();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "io/atomic_file.hpp"
+
 namespace pagedw2v {
 
 /// A matrix read from a `.npy` file: `rows × cols` floats, row-major.
@@ -29,6 +31,24 @@ void write_npy(const std::string& path, const float* data, uint64_t rows, uint32
 /// converted a few MiB at a time.
 void write_npy(const std::string& path, uint64_t rows, uint32_t cols, uint64_t chunk_rows,
                const std::function<void(uint64_t, uint64_t, float*)>& rows_at);
+
+/// The file write_npy() writes, its rows handed in order a block at a time (a distributed run's
+/// rank 0 writes the rows it gathers from their owners). The file appears under `path` only when
+/// commit() has checked that every row came. Throws Error naming `path` on failure.
+class NpyRowWriter {
+ public:
+  NpyRowWriter(const std::string& path, uint64_t rows, uint32_t cols);
+  /// The next `n` rows, `n × cols` row-major floats.
+  void write(const float* rows, uint64_t n);
+  void commit();
+
+ private:
+  std::string path_;
+  uint64_t rows_;
+  uint32_t cols_;
+  uint64_t written_ = 0;
+  AtomicFile out_;
+};
 
 /// Reads a 2-D `<f4` C-order `.npy` file of format version 1.0, 2.0 or 3.0. Throws Error naming
 /// `path` for anything else (bad magic, truncation, Fortran order, another dtype or rank).

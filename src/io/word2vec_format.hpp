@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "host_table.hpp"
+#include "io/atomic_file.hpp"
 #include "io/embeddings.hpp"
 #include "vocab.hpp"
 
@@ -26,6 +27,26 @@ void write_word2vec_bin(const std::string& path, const Vocab& vocab, const HostT
 
 /// Writes the text format; the same rules as write_word2vec_bin().
 void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostTable& table);
+
+/// Either format written from rows handed in id order a block at a time (write_word2vec_bin and
+/// _txt write through it; a distributed run's rank 0 hands it the rows it gathers). The
+/// vocabulary's words are checked first, as those functions check them; the file appears under
+/// `path` only when commit() has checked that every row came.
+class Word2vecWriter {
+ public:
+  Word2vecWriter(const std::string& path, const Vocab& vocab, uint32_t dim, bool binary);
+  /// Rows first … first + n − 1 (`n × dim` row-major floats); `first` is the next row.
+  void write(uint64_t first, uint64_t n, const float* rows);
+  void commit();
+
+ private:
+  std::string path_;
+  const Vocab& vocab_;
+  uint32_t dim_;
+  bool binary_;
+  uint64_t next_ = 0;
+  AtomicFile out_;
+};
 
 /// Reads either format. As tolerant as gensim: in the binary format the '\n' after each row is
 /// optional; in the text format fields may be separated by runs of spaces or tabs and lines may

@@ -149,17 +149,33 @@ std::vector<Attribute> position_attributes(const TrainPosition& position, float 
           {"lr", static_cast<double>(lr)}};
 }
 
+/// The state tables' datasets, in the file's order.
+std::vector<std::string> state_datasets(OptimizerKind kind) {
+  std::vector<std::string> names;
+  for (uint32_t k = 0; k < state_tables(kind); ++k) {
+    names.push_back(state_dataset("input", k));
+    names.push_back(state_dataset("output", k));
+  }
+  return names;
+}
+
 // The tables of a checkpoint, in the order the file holds them.
 std::vector<TableShape> checkpoint_shapes(uint64_t rows, uint32_t dim, OptimizerKind optimizer) {
   std::vector<TableShape> shapes = {{"vectors", rows, dim}, {"context_vectors", rows, dim}};
-  for (uint32_t k = 0; k < state_tables(optimizer); ++k) {
-    shapes.push_back({state_dataset("input", k), rows, dim});
-    shapes.push_back({state_dataset("output", k), rows, dim});
-  }
+  for (const std::string& name : state_datasets(optimizer)) shapes.push_back({name, rows, dim});
   return shapes;
 }
 
+std::vector<Attribute> checkpoint_attributes(const Config& config, const TrainPosition& position,
+                                             const CorpusFingerprint& corpus, float lr) {
+  std::vector<Attribute> attrs = run_attributes(config, corpus);
+  for (Attribute& a : position_attributes(position, lr)) attrs.push_back(std::move(a));
+  return attrs;
+}
+
 }  // namespace
+
+uint32_t checkpoint_tables(OptimizerKind kind) { return 2 + 2 * state_tables(kind); }
 
 bool prepared_fits(const PreparedH5& file, const Config& config, const Model& model) {
   const std::vector<TableShape> want =
@@ -209,6 +225,38 @@ void save_checkpoint(const std::string& path, const Config& config, const Vocab&
   PreparedH5 file =
       prepare_checkpoint(path, config, vocab, model.input.rows(), model.input.dim(), corpus);
   finish_checkpoint(file, config, model, position, lr);
+}
+
+CheckpointRowWriter::CheckpointRowWriter(CheckpointDir& dir, bool end_of_epoch,
+                                         const Config& config, const Vocab& vocab,
+                                         const TrainPosition& position,
+                                         const CorpusFingerprint& corpus, float lr)
+    : dir_(dir),
+      name_(CheckpointDir::name_for(end_of_epoch, position)),
+      position_(position),
+      tables_(checkpoint_tables(config.optimizer)),
+      out_(dir.path() + "/" + name_, vocab, config.dim, /*context=*/true,
+           checkpoint_attributes(config, position, corpus, lr), state_datasets(config.optimizer)) {
+  if (config.storage != Storage::kFp32) {
+    throw Error("checkpoint: row blocks are float32, but the run's --storage is " +
+                to_string(config.storage));
+  }
+}
+
+void CheckpointRowWriter::write(const RowBlock& block) {
+  if (block.tables.size() != tables_) {
+    throw Error("checkpoint: a block of " + std::to_string(block.tables.size()) +
+                " tables, not the " + std::to_string(tables_) + " the optimizer has");
+  }
+  for (uint32_t t = 0; t < tables_; ++t) {
+    out_.write_rows(t, block.first, block.rows, block.tables[t]);
+  }
+}
+
+std::string CheckpointRowWriter::commit() {
+  out_.commit();
+  dir_.written(name_, position_);
+  return dir_.path() + "/" + name_;
 }
 
 namespace {
@@ -353,27 +401,34 @@ CheckpointDir::CheckpointDir(std::string run_dir, uint32_t keep, uint64_t words_
   }
 }
 
+std::string CheckpointDir::name_for(bool end_of_epoch, const TrainPosition& position) {
+  return end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
+                      : "step-" + std::to_string(position.words_done) + ".h5";
+}
+
 std::string CheckpointDir::path_for(bool end_of_epoch, const TrainPosition& position) const {
-  return dir_ + "/" +
-         (end_of_epoch ? "epoch-" + std::to_string(position.epoch) + ".h5"
-                       : "step-" + std::to_string(position.words_done) + ".h5");
+  return dir_ + "/" + name_for(end_of_epoch, position);
 }
 
 std::string CheckpointDir::write(bool end_of_epoch, const Config& config, const Vocab& vocab,
                                  const Model& model, const TrainPosition& position,
                                  const CorpusFingerprint& corpus, float lr, PreparedH5* prepared) {
-  const std::string path = path_for(end_of_epoch, position);
-  const std::string name = path.substr(dir_.size() + 1);
+  const std::string name = name_for(end_of_epoch, position);
+  const std::string path = dir_ + "/" + name;
   if (prepared != nullptr && prepared->ready() && prepared->path() == path &&
       prepared_fits(*prepared, config, model)) {
     finish_checkpoint(*prepared, config, model, position, lr);
   } else {
     save_checkpoint(path, config, vocab, model, position, corpus, lr);
   }
+  written(name, position);
+  return path;
+}
+
+void CheckpointDir::written(const std::string& name, const TrainPosition& position) {
   // latest.h5 is a relative link, replaced atomically by renaming a new link over it.
   replace_symlink(name, dir_ + "/latest.h5");
   prune(name, position.words_done);
-  return path;
 }
 
 void CheckpointDir::prune(const std::string& written, uint64_t words) {
@@ -445,6 +500,23 @@ void CheckpointWriter::prepare(const TrainPosition& position, uint64_t rows, uin
     });
   } catch (const std::system_error&) {
   }
+}
+
+std::unique_ptr<CheckpointRowWriter> CheckpointWriter::open_rows(bool end_of_epoch,
+                                                                 const TrainPosition& position,
+                                                                 float lr) {
+  wait();
+  rows_opened_ = Clock::now();
+  return std::make_unique<CheckpointRowWriter>(dir_, end_of_epoch, config_, vocab_, position,
+                                               corpus_, lr);
+}
+
+void CheckpointWriter::commit_rows(CheckpointRowWriter& rows, bool beside_other_files) {
+  last_path_ = rows.commit();
+  const double seconds = seconds_since(rows_opened_);
+  write_seconds_ += seconds;
+  if (!beside_other_files) caller_seconds_ += seconds;
+  ++written_;
 }
 
 void CheckpointWriter::write_file(bool end_of_epoch, const Model& model,

@@ -22,9 +22,11 @@
 /// durable before the command returns.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -34,6 +36,7 @@
 #include "config.hpp"
 #include "corpus.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/row_block.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
@@ -92,6 +95,10 @@ bool prepared_fits(const PreparedH5& file, const Config& config, const Model& mo
 /// Writes the tables and the position into the prepared file and commits it, as save_checkpoint.
 void finish_checkpoint(PreparedH5& file, const Config& config, const Model& model,
                        const TrainPosition& position, float lr);
+/// The tables of a checkpoint of a run with optimizer `kind`, in the order its file holds them and
+/// a RowBlock of CheckpointRowWriter gives them: input, output, then input state 0, output state
+/// 0, input state 1, … (the model's tables, Model::input_state[k] and output_state[k]).
+uint32_t checkpoint_tables(OptimizerKind kind);
 
 /// Whether the tables of a model of `rows × dim` with optimizer `kind` are to be allocated
 /// interleaved (allocate_model).
@@ -124,6 +131,11 @@ class CheckpointDir {
   std::string write(bool end_of_epoch, const Config& config, const Vocab& vocab, const Model& model,
                     const TrainPosition& position, const CorpusFingerprint& corpus, float lr,
                     PreparedH5* prepared = nullptr);
+  /// The name write() gives the checkpoint of `position`.
+  static std::string name_for(bool end_of_epoch, const TrainPosition& position);
+  /// After the checkpoint `name` (of `position`) is written in the directory: points latest.h5 at
+  /// it and removes the files past the newest `keep`, as write() does.
+  void written(const std::string& name, const TrainPosition& position);
 
  private:
   void prune(const std::string& written, uint64_t words);
@@ -136,6 +148,28 @@ class CheckpointDir {
 /// The words trained at the position a checkpoint file name stands for (`epoch-N.h5` →
 /// N × words_per_epoch, `step-W.h5` → W); nothing for any other name.
 std::optional<uint64_t> checkpoint_words(const std::string& name, uint64_t words_per_epoch);
+
+/// A checkpoint of the directory written from row blocks handed in id order, each holding every
+/// table (checkpoint_tables(): the input, output and state tables in the file's order): how a
+/// distributed run's rank 0 writes the rows it gathers from their owners without holding the
+/// tables. The file is the one save_checkpoint() writes for the same values.
+class CheckpointRowWriter {
+ public:
+  CheckpointRowWriter(CheckpointDir& dir, bool end_of_epoch, const Config& config,
+                      const Vocab& vocab, const TrainPosition& position,
+                      const CorpusFingerprint& corpus, float lr);
+  void write(const RowBlock& block);
+  /// Completes the file, points latest.h5 at it and prunes (CheckpointDir::written); returns its
+  /// path.
+  std::string commit();
+
+ private:
+  CheckpointDir& dir_;
+  std::string name_;
+  TrainPosition position_;
+  uint32_t tables_;
+  H5RowWriter out_;
+};
 
 /// Writes a run's checkpoints off the training thread. One write runs at a time: a new request
 /// first waits for the one in progress. A snapshot write copies the tables (and optimizer state)
@@ -165,6 +199,14 @@ class CheckpointWriter {
   void prepare(const TrainPosition& position, uint64_t rows, uint32_t dim);
   /// Writes `model` on this thread.
   void write_now(bool end_of_epoch, const Model& model, const TrainPosition& position, float lr);
+  /// Starts a checkpoint written from row blocks on this thread (CheckpointRowWriter); once every
+  /// block was handed to it, commit_rows() completes it and counts it as this writer's newest.
+  /// Its time counts as the caller's unless `beside_other_files` (the last checkpoint, written
+  /// block by block with the export, whose time it is part of).
+  std::unique_ptr<CheckpointRowWriter> open_rows(bool end_of_epoch, const TrainPosition& position,
+                                                 float lr);
+  void commit_rows(CheckpointRowWriter& rows, bool beside_other_files = false);
+
   /// Waits for the write in progress and throws its error; returns the newest checkpoint's path
   /// (empty before the first).
   const std::string& wait();
@@ -195,6 +237,7 @@ class CheckpointWriter {
   std::thread preparing_;  ///< prepare()'s, joined by the write it prepared for
   std::string prepared_path_;
   PreparedH5 prepared_;
+  std::chrono::steady_clock::time_point rows_opened_;
   std::atomic<bool> done_{true};
   std::exception_ptr error_;
   std::string last_path_;

@@ -46,17 +46,35 @@ uint64_t nonfinite_rows(const HostTable& table) {
   return total;
 }
 
-void check_run_outcome(uint64_t examples, const Model& model) {
+uint64_t nonfinite_rows(const float* rows, uint64_t n, uint32_t dim) {
+  uint64_t count = 0;
+  for (uint64_t r = 0; r < n; ++r) {
+    uint32_t all_ones = 0;
+    for (uint32_t k = 0; k < dim; ++k) {
+      uint32_t bits;
+      std::memcpy(&bits, rows + r * dim + k, sizeof bits);
+      all_ones |= (bits & 0x7f800000u) == 0x7f800000u;
+    }
+    count += all_ones;
+  }
+  return count;
+}
+
+void check_run_outcome(uint64_t examples, uint64_t nonfinite, uint64_t rows) {
   if (examples == 0) {
     throw Error(
         "training trained nothing: no (word, context) example was left after subsampling; raise "
         "--sample (or use a corpus with sentences of two or more words)");
   }
-  if (const uint64_t bad = nonfinite_rows(model.input); bad > 0) {
-    throw Error("training diverged: " + std::to_string(bad) + " of " +
-                std::to_string(model.input.rows()) +
+  if (nonfinite > 0) {
+    throw Error("training diverged: " + std::to_string(nonfinite) + " of " + std::to_string(rows) +
                 " vectors hold NaN or infinite values; lower the learning rate");
   }
+}
+
+void check_run_outcome(uint64_t examples, const Model& model) {
+  // The scan runs only once something was trained, as before.
+  check_run_outcome(examples, examples == 0 ? 0 : nonfinite_rows(model.input), model.input.rows());
 }
 
 }  // namespace pagedw2v

@@ -211,16 +211,46 @@ LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
   return e;
 }
 
-std::optional<EpochEvaluation> evaluate_epoch(const Config& config, const Vocab& vocab,
-                                              const Model& model, uint32_t epoch, std::FILE* out) {
+/// The rows the per-epoch evaluation reads: the analogies search the first 30,000, the
+/// similarity pairs look words up among the first 300,000 (gensim's defaults).
+constexpr uint64_t kAnalogyRows = 30000;
+constexpr uint64_t kSimilarityRows = 300000;
+
+uint64_t evaluated_rows(const Config& config, uint64_t words) {
+  uint64_t rows = 0;
+  if (!config.eval_analogies.empty()) rows = kAnalogyRows;
+  if (!config.eval_similarity.empty()) rows = std::max(rows, kSimilarityRows);
+  return std::min(rows, words);
+}
+
+/// Over ranks: the input vectors of the words [0, rows), gathered from their owners into rank 0
+/// (empty on the others). Collective.
+LoadedEmbeddings gathered_embeddings(dist::Ranks& ranks, const Vocab& vocab, const Model& model,
+                                     uint64_t rows) {
+  LoadedEmbeddings e;
+  if (ranks.writes_files()) {
+    e.words.assign(vocab.words().begin(), vocab.words().begin() + static_cast<ptrdiff_t>(rows));
+    e.counts.assign(vocab.counts().begin(), vocab.counts().begin() + static_cast<ptrdiff_t>(rows));
+    e.rows = rows;
+    e.dim = model.input.dim();
+    e.vectors.resize(rows * e.dim);
+  }
+  ranks.gather_rows({&model.input}, rows, [&](const RowBlock& b) {
+    std::copy_n(b.tables[0], b.rows * b.dim, e.vectors.data() + b.first * b.dim);
+  });
+  return e;
+}
+
+/// Evaluates `e` (the input vectors, or, over ranks, the rows evaluated_rows() says).
+std::optional<EpochEvaluation> evaluate_epoch(const Config& config, const LoadedEmbeddings& e,
+                                              uint32_t epoch, std::FILE* out) {
   if (config.eval_analogies.empty() && config.eval_similarity.empty()) return std::nullopt;
-  const LoadedEmbeddings e = as_embeddings(vocab, model.input);
   EpochEvaluation result;
   result.epoch = epoch;
   std::string line = "epoch " + std::to_string(epoch) + " evaluation:";
   char buf[160];
   if (!config.eval_analogies.empty()) {
-    const AnalogyReport r = evaluate_analogies(e, config.eval_analogies, 30000);
+    const AnalogyReport r = evaluate_analogies(e, config.eval_analogies, kAnalogyRows);
     result.has_analogies = true;
     result.analogy_accuracy_pct = r.accuracy_pct();
     result.analogy_correct = r.correct;
@@ -231,7 +261,7 @@ std::optional<EpochEvaluation> evaluate_epoch(const Config& config, const Vocab&
     line += buf;
   }
   if (!config.eval_similarity.empty()) {
-    const SimilarityReport r = evaluate_similarity(e, config.eval_similarity);
+    const SimilarityReport r = evaluate_similarity(e, config.eval_similarity, kSimilarityRows);
     result.has_similarity = true;
     result.similarity_spearman = r.spearman;
     std::snprintf(buf, sizeof buf, " similarity spearman %.4f", r.spearman);
@@ -379,9 +409,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<Checkpoint> ck;
   // Placement and GPU budget, resolved once for the model's layout and the backend.
   std::optional<GpuOptions> gpu;
-  // Over ranks, a rank other than 0 holds only the rows it owns (dist/owned_rows.hpp), and reads
-  // only those from a checkpoint.
-  const bool owned_rows_only = ranks != nullptr && !ranks->holds_whole_tables();
+  // Over ranks, every rank holds only the rows it owns (dist/owned_rows.hpp), and reads only those
+  // from a checkpoint.
+  const bool owned_rows_only = ranks != nullptr;
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
     ck = load_checkpoint(
@@ -626,11 +656,31 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     writer.emplace(checkpoints, config, vocab, *corpus_id);
   };
   // The last checkpoint's file (its vocabulary and settings) is made while the run trains, so
-  // that the run's end writes only its tables.
-  if (writes_files && writer && config.keep_checkpoints > 0) {
+  // that the run's end writes only its tables (over ranks, rank 0 writes it from the blocks it
+  // gathers).
+  if (writes_files && writer && config.keep_checkpoints > 0 && !ranks) {
     writer->prepare({p.epochs, 0, 0}, model.input.rows(), model.input.dim());
   }
   times.setup += seconds_since(t);
+  // Over ranks: the model's tables in a checkpoint's order (checkpoint_tables), the first `count`.
+  auto rank_tables = [&](uint32_t count) {
+    std::vector<const HostTable*> all = {&model.input, &model.output};
+    for (size_t k = 0; k < model.input_state.size(); ++k) {
+      all.push_back(&model.input_state[k]);
+      all.push_back(&model.output_state[k]);
+    }
+    all.resize(std::min<size_t>(all.size(), count));
+    return all;
+  };
+  // Over ranks, a checkpoint is written as every rank reaches it: rank 0 gathers the rows from
+  // their owners a block at a time, in id order, and writes each block into the file.
+  auto gathered_checkpoint = [&](bool end_of_epoch, const TrainPosition& at, float lr) {
+    std::unique_ptr<CheckpointRowWriter> rows;
+    if (writes_files) rows = writer->open_rows(end_of_epoch, at, lr);
+    ranks->gather_rows(rank_tables(checkpoint_tables(config.optimizer)), vocab.size(),
+                       [&](const RowBlock& b) { rows->write(b); });
+    if (writes_files) writer->commit_rows(*rows);
+  };
 
   const uint64_t total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
   const LrSchedule schedule = make_schedule(p, data.optimizer);
@@ -700,7 +750,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
         progress.finish();
         // Nothing trains after this checkpoint: it is written from the tables, here.
         backend->sync_to_host();
-        if (writes_files) {
+        if (ranks) {
+          gathered_checkpoint(false, pos, schedule.at(pos.words_done));
+        } else if (writes_files) {
           ensure_writer();
           writer->write_now(false, model, pos, schedule.at(pos.words_done));
         }
@@ -721,7 +773,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       if (ranks ? ranks->rank0_decides(timed) : timed) {
         const auto tc = Clock::now();
         backend->sync_to_host();
-        if (writes_files) writer->write_snapshot(false, model, pos, schedule.at(pos.words_done));
+        if (ranks) {
+          gathered_checkpoint(false, pos, schedule.at(pos.words_done));
+        } else if (writes_files) {
+          writer->write_snapshot(false, model, pos, schedule.at(pos.words_done));
+        }
         last_checkpoint = Clock::now();
         side_seconds += seconds_since(tc);
       }
@@ -744,20 +800,26 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
                                                  : 0.0);
     const bool last = epoch + 1 == p.epochs;
     const bool evaluate = !config.eval_analogies.empty() || !config.eval_similarity.empty();
-    if (keep_any || last || (ranks && evaluate)) {
+    if (keep_any || last) {
       const auto tc = Clock::now();
       backend->sync_to_host();
-      if (writes_files && keep_any && !last) {
+      if (ranks && keep_any && !last) {
+        gathered_checkpoint(true, pos, schedule.at(pos.words_done));
+      } else if (writes_files && keep_any && !last) {
         writer->write_snapshot(true, model, pos, schedule.at(pos.words_done));
       }
       last_checkpoint = Clock::now();
       side_seconds += seconds_since(tc);
     }
-    if (evaluate && writes_files) {
+    if (evaluate && (writes_files || ranks)) {
       progress.finish();
       const auto te = Clock::now();
-      if (auto r = evaluate_epoch(config, vocab, model, epoch + 1, out)) {
-        summary.evaluations.push_back(*r);
+      // Over ranks, every rank sends its rows of those the evaluation reads; rank 0 evaluates.
+      const LoadedEmbeddings e =
+          ranks ? gathered_embeddings(*ranks, vocab, model, evaluated_rows(config, vocab.size()))
+                : as_embeddings(vocab, model.input);
+      if (writes_files) {
+        if (auto r = evaluate_epoch(config, e, epoch + 1, out)) summary.evaluations.push_back(*r);
       }
       times.evaluation += seconds_since(te);
       side_seconds += seconds_since(te);
@@ -765,8 +827,15 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   times.training = seconds_since(t_train) - side_seconds;
   progress.finish();
-  if (ranks) summary.ranks = ranks->memory_of_ranks();
+  // Over ranks, the last checkpoint and the export are written as rank 0 gathers the rows (below):
+  // every table when a checkpoint is kept, else the input vectors and, with --save-context, the
+  // output vectors.
+  const uint32_t final_tables = keep_any              ? checkpoint_tables(config.optimizer)
+                                : config.save_context ? 2
+                                                      : 1;
   if (!writes_files) {
+    ranks->gather_rows(rank_tables(final_tables), vocab.size(), {});
+    summary.ranks = ranks->memory_of_ranks();
     summary.vocab_size = vocab.size();
     summary.words = pos.words_done;
     summary.words_trained_now = pos.words_done - words_at_start;
@@ -774,7 +843,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     summary.device = backend->name();
     return summary;
   }
-  check_run_outcome(examples, model);
+  if (!ranks) check_run_outcome(examples, model);
 
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
   // while the export files are. These files are atomic, but fsync'ed only with --fsync-outputs
@@ -784,7 +853,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   ensure_writer();
   writer->release_snapshot();
   const FsyncScope final_writes(config.fsync_outputs);
-  if (keep_any) {
+  if (keep_any && !ranks) {
     writer->write_in_place(true, model, pos, schedule.at(pos.words_done));
   }
   ExportOptions export_options;
@@ -823,7 +892,24 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
   }
   StagedFiles staged(config.output);
-  write_export(staged, vocab, model, export_options);
+  if (ranks) {
+    std::unique_ptr<CheckpointRowWriter> ck_rows;
+    if (keep_any) ck_rows = writer->open_rows(true, pos, schedule.at(pos.words_done));
+    ExportRowWriter export_rows(staged, vocab, config.dim, export_options);
+    uint64_t nonfinite = 0;
+    ranks->gather_rows(rank_tables(final_tables), vocab.size(), [&](const RowBlock& b) {
+      nonfinite += nonfinite_rows(b.tables[0], b.rows, b.dim);
+      if (ck_rows) ck_rows->write(b);
+      export_rows.write(b);
+    });
+    summary.ranks = ranks->memory_of_ranks();
+    // As one process checks before it writes; the files written are staged, and go.
+    check_run_outcome(examples, nonfinite, vocab.size());
+    export_rows.finish();
+    if (ck_rows) writer->commit_rows(*ck_rows, /*beside_other_files=*/true);
+  } else {
+    write_export(staged, vocab, model, export_options);
+  }
   summary.last_checkpoint = writer->wait();
   times.export_files = seconds_since(t_export);
   times.checkpoints = writer->caller_seconds();

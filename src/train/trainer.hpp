@@ -78,8 +78,9 @@ struct TrainSummary {
 /// config.quiet. When `*stop` becomes non-zero (a signal number, set by a signal handler), training
 /// stops at the next safe point, writes a checkpoint and throws Interrupted, whose message ends
 /// with the command that continues the run. With `ranks` (a run over several MPI ranks,
-/// dist/ranks.hpp) every rank calls this with the same config; each trains its share, and rank 0
-/// alone logs and writes the checkpoints and the export; the other ranks return a summary of
+/// dist/ranks.hpp) every rank calls this with the same config; each holds and trains the rows it
+/// owns, and rank 0 alone logs and writes the checkpoints and the export, from the rows every rank
+/// sends it a block at a time when they all reach that point; the other ranks return a summary of
 /// the training alone.
 TrainSummary run_training(const Config& config, std::FILE* log = stderr,
                           const std::atomic<int>* stop = nullptr, dist::Ranks* ranks = nullptr);
