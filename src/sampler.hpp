@@ -28,7 +28,8 @@ PAGEDW2V_HD uint32_t alias_draw(const AliasEntry* table, uint32_t n, uint32_t r_
 class AliasTable {
  public:
   AliasTable() = default;
-  explicit AliasTable(const std::vector<double>& weights);
+  /// Scales `weights` in place, its working copy (pass it moved: no second copy).
+  explicit AliasTable(std::vector<double> weights);
 
   uint32_t size() const { return static_cast<uint32_t>(entries_.size()); }
   const std::vector<AliasEntry>& entries() const { return entries_; }
