@@ -27,7 +27,7 @@ void check_writable(const std::string& path, const Vocab& vocab, const HostTable
                 " words but the table " + std::to_string(table.rows()) + " rows");
   }
   for (uint32_t i = 0; i < vocab.size(); ++i) {
-    const std::string& w = vocab.word(i);
+    const std::string_view w = vocab.word(i);
     bool bad = w.empty();
     for (const char c : w) bad = bad || is_space_byte(static_cast<unsigned char>(c));
     if (bad) {
