@@ -169,6 +169,18 @@ TEST(AliasTable, EqualsTheTwoStackConstructionEntryForEntry) {
   }
 }
 
+// A large table's columns lie on pages of their own (the CUDA backend locks them in place); a
+// small one's need not.
+TEST(AliasTable, LargeTablesLieOnPagesOfTheirOwn) {
+  const AliasTable large(std::vector<double>(300000, 1.0));
+  EXPECT_TRUE(HugePageAllocator<AliasEntry>::owns_its_pages(large.entries().capacity()));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.entries().data()) %
+                HugePageAllocator<AliasEntry>::kHugePage,
+            0u);
+  const AliasTable small(std::vector<double>(1000, 1.0));
+  EXPECT_FALSE(HugePageAllocator<AliasEntry>::owns_its_pages(small.entries().capacity()));
+}
+
 TEST(Subsampling, KeepProbabilityIsWord2vecFormula) {
   const std::vector<uint64_t> counts = {1000000, 10000, 100, 1};
   const uint64_t total = 2000000;
