@@ -120,7 +120,7 @@ ShardedWordTable lookup_table(const Vocab& vocab, uint32_t threads) {
       shard.reserve(rows / shards + rows / shards / 8 + 64);
       for (uint32_t row = 0; row < rows; ++row) {
         if (table.shard_of(hashes[row]) != p) continue;
-        const std::string& w = vocab.word(row);
+        const std::string_view w = vocab.word(row);
         // No word of a text is empty or longer.
         if (w.empty() || w.size() > kMaxWordBytes) continue;
         shard.insert(w, hashes[row]).value = row;

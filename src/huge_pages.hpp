@@ -28,6 +28,10 @@ struct HugePageAllocator {
   template <class U>
   HugePageAllocator(const HugePageAllocator<U>&) {}  // NOLINT: rebinding converts implicitly
 
+  /// Whether a block of `n` T lies on pages no other allocation shares (those of kHugePage
+  /// bytes and more), so that locking its pages for the GPU locks nothing else.
+  static bool owns_its_pages(size_t n) { return n * sizeof(T) >= kHugePage; }
+
   T* allocate(size_t n) {
     if (n > static_cast<size_t>(-1) / sizeof(T) - kHugePage) throw std::bad_alloc();
     const size_t bytes = n * sizeof(T);

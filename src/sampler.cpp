@@ -7,33 +7,38 @@
 
 namespace pagedw2v {
 
-AliasTable::AliasTable(const std::vector<double>& weights) {
+AliasTable::AliasTable(std::vector<double> weights) {
   const size_t n = weights.size();
   const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
   if (n == 0 || !(sum > 0.0)) throw Error("alias table: no positive weight");
   entries_.resize(n);
-  // Vose's method: scaled probabilities, small ones paired with large ones.
-  std::vector<double> scaled(n);
-  std::vector<uint32_t> small, large;
-  small.reserve(n);
-  large.reserve(n);
+  // Vose's method: scaled probabilities, small ones paired with large ones. The two stacks
+  // share one array, each id in one of them: the small one grows up from the front, the large
+  // one down from the back.
+  std::vector<double>& scaled = weights;
+  std::vector<uint32_t> stacks(n);
+  size_t small = 0, large = n;  // the small stack is [0, small), the large one [large, n)
   for (size_t i = 0; i < n; ++i) {
     scaled[i] = weights[i] * static_cast<double>(n) / sum;
-    (scaled[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
+    if (scaled[i] < 1.0) {
+      stacks[small++] = static_cast<uint32_t>(i);
+    } else {
+      stacks[--large] = static_cast<uint32_t>(i);
+    }
   }
-  while (!small.empty() && !large.empty()) {
-    const uint32_t s = small.back(), l = large.back();
-    small.pop_back();
+  while (small > 0 && large < n) {
+    const uint32_t s = stacks[small - 1], l = stacks[large];
+    --small;
     entries_[s] = {static_cast<float>(scaled[s]), l};
     scaled[l] -= 1.0 - scaled[s];
     if (scaled[l] < 1.0) {
-      large.pop_back();
-      small.push_back(l);
+      ++large;
+      stacks[small++] = l;
     }
   }
   // Whatever is left has probability 1 up to rounding.
-  for (uint32_t i : large) entries_[i] = {1.0f, i};
-  for (uint32_t i : small) entries_[i] = {1.0f, i};
+  for (size_t k = large; k < n; ++k) entries_[stacks[k]] = {1.0f, stacks[k]};
+  for (size_t k = 0; k < small; ++k) entries_[stacks[k]] = {1.0f, stacks[k]};
 }
 
 std::vector<double> unigram_weights(const std::vector<uint64_t>& counts, double power) {

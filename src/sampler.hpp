@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "huge_pages.hpp"
 #include "philox.hpp"
 
 namespace pagedw2v {
@@ -28,16 +29,19 @@ PAGEDW2V_HD uint32_t alias_draw(const AliasEntry* table, uint32_t n, uint32_t r_
 class AliasTable {
  public:
   AliasTable() = default;
-  explicit AliasTable(const std::vector<double>& weights);
+  /// Scales `weights` in place, its working copy (pass it moved: no second copy).
+  explicit AliasTable(std::vector<double> weights);
 
   uint32_t size() const { return static_cast<uint32_t>(entries_.size()); }
-  const std::vector<AliasEntry>& entries() const { return entries_; }
+  /// The columns; a large table's lie on pages of their own (HugePageAllocator::owns_its_pages),
+  /// which the CUDA backend locks in place for its pool draws instead of copying them.
+  const HugePageVector<AliasEntry>& entries() const { return entries_; }
   uint32_t sample(uint32_t r_col, uint32_t r_coin) const {
     return alias_draw(entries_.data(), size(), r_col, r_coin);
   }
 
  private:
-  std::vector<AliasEntry> entries_;
+  HugePageVector<AliasEntry> entries_;
 };
 
 /// count^power for every word: word2vec's noise distribution with power 0.75.

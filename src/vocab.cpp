@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <numeric>
@@ -57,6 +58,12 @@ bool Vocab::index_built() const {
   return index_ != nullptr && index_->built.load(std::memory_order_acquire);
 }
 
+size_t Vocab::memory_bytes() const {
+  size_t bytes = words_.memory_bytes() + counts_.capacity() * sizeof(uint64_t);
+  if (index_built()) bytes += index_->slots.capacity() * sizeof(uint32_t);
+  return bytes;
+}
+
 Vocab Vocab::count_serial(std::string_view text, const VocabOptions& options) {
   // Normalised words may live in the tokenizer's buffer, so the index keeps its own copies.
   std::deque<std::string> keys;
@@ -89,15 +96,16 @@ Vocab Vocab::count_serial(std::string_view text, const VocabOptions& options) {
                    [&](uint32_t a, uint32_t b) { return counts[a] > counts[b]; });
   if (options.max_vocab > 0 && order.size() > options.max_vocab) order.resize(options.max_vocab);
 
-  std::vector<std::string> words;
+  WordList words =
+      WordList::of_lengths(order.size(), [&](size_t row) { return index.key(order[row]).size(); });
   std::vector<uint64_t> kept;
-  words.reserve(order.size());
   kept.reserve(order.size());
-  for (uint32_t id : order) {
-    words.emplace_back(index.key(id));
-    kept.push_back(counts[id]);
+  for (size_t row = 0; row < order.size(); ++row) {
+    const std::string_view key = index.key(order[row]);
+    std::memcpy(words.data(row), key.data(), key.size());
+    kept.push_back(counts[order[row]]);
   }
-  Vocab v = from_words(std::move(words), std::move(kept));
+  Vocab v = from_word_list(std::move(words), std::move(kept));
   v.corpus_tokens_ = tokens;
   v.distinct_words_ = counts.size();
   return v;
@@ -266,14 +274,6 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   const size_t rows =
       options.max_vocab > 0 ? std::min<size_t>(total_kept, options.max_vocab) : total_kept;
   if (rows >= kNoRow) throw Error("vocabulary: too many words");
-  // The vocabulary's words (empty strings) are made on a thread of its own meanwhile.
-  std::future<std::vector<std::string>> making_words;
-  try {
-    making_words =
-        std::async(std::launch::async, [rows] { return std::vector<std::string>(rows); });
-  } catch (const std::system_error&) {
-    // No thread to be had: they are made below.
-  }
   HugePageVector<std::pair<uint32_t, uint32_t>> row_words(rows);  // (shard, id) by row
   std::vector<uint64_t> row_counts(rows);
   {
@@ -338,11 +338,13 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   }
   kept.clear();
 
-  // The words copied out and every shard's values turned into rows, in parallel. find()'s index
-  // is left to the first find(): the encoder looks words up in the count's own tables.
+  // The words copied out (into one buffer, sized first) and every shard's values turned into
+  // rows, in parallel. find()'s index is left to the first find(): the encoder looks words up in
+  // the count's own tables.
   Vocab v;
-  if (making_words.valid()) v.words_ = making_words.get();
-  v.words_.resize(rows);
+  v.words_ = WordList::of_lengths(rows, [&](size_t row) {
+    return merged[row_words[row].first].key(row_words[row].second).size();
+  });
   std::vector<std::vector<uint32_t>> row_of(shards);
   for (size_t p = 0; p < shards; ++p) row_of[p].assign(merged[p].size(), WordTable::kNone);
   for (size_t row = 0; row < rows; ++row) {
@@ -350,7 +352,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   }
   run_parallel(n, [&](size_t t) {
     for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
-      v.words_[row] = merged[row_words[row].first].key(row_words[row].second);
+      const std::string_view key = merged[row_words[row].first].key(row_words[row].second);
+      std::memcpy(v.words_.data(row), key.data(), key.size());
     }
     for (size_t p = t; p < shards; p += n) {
       merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
@@ -377,11 +380,17 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   return v;
 }
 
-Vocab Vocab::from_words(std::vector<std::string> words, std::vector<uint64_t> counts) {
+Vocab Vocab::from_words(const std::vector<std::string>& words, std::vector<uint64_t> counts) {
+  if (words.size() != counts.size()) throw Error("vocabulary: words and counts differ in length");
+  return from_word_list(WordList(words), std::move(counts));
+}
+
+Vocab Vocab::from_word_list(WordList words, std::vector<uint64_t> counts) {
   if (words.size() != counts.size()) throw Error("vocabulary: words and counts differ in length");
   if (words.size() >= detail::StringIndex::kEmpty) throw Error("vocabulary: too many words");
   Vocab v;
   v.words_ = std::move(words);
+  v.words_.shrink_to_fit();
   v.counts_ = std::move(counts);
   v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
   v.index_ = std::make_shared<Index>();
@@ -408,10 +417,12 @@ void Vocab::build_index(Index& index) const {
       __builtin_prefetch(&slots[home[j]]);
     }
     for (uint32_t j = 0; j < m; ++j) {
-      const std::string& w = words_[base + j];
+      const std::string_view w = words_[base + j];
       size_t i = home[j];
       for (; slots[i] != kNoRow; i = (i + 1) & mask) {
-        if (words_[slots[i]] == w) throw Error("vocabulary: duplicate word '" + w + "'");
+        if (words_[slots[i]] == w) {
+          throw Error("vocabulary: duplicate word '" + std::string(w) + "'");
+        }
       }
       slots[i] = base + j;
     }
@@ -422,7 +433,7 @@ void Vocab::build_index(Index& index) const {
 Vocab Vocab::load_tsv(const std::string& path) {
   MappedFile file(path);
   std::string_view text = file.view();
-  std::vector<std::string> words;
+  WordList words;
   std::vector<uint64_t> counts;
   size_t line_no = 0;
   while (!text.empty()) {
@@ -443,10 +454,10 @@ Vocab Vocab::load_tsv(const std::string& path) {
         parsed.ptr != num_end || parsed.ec != std::errc()) {
       throw Error("'" + path + "' line " + std::to_string(line_no) + ": expected word<TAB>count");
     }
-    words.emplace_back(line.substr(0, tab));
+    words.push_back(line.substr(0, tab));
     counts.push_back(count);
   }
-  return from_words(std::move(words), std::move(counts));
+  return from_word_list(std::move(words), std::move(counts));
 }
 
 void Vocab::save_tsv(const std::string& path) const {

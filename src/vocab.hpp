@@ -14,6 +14,7 @@
 #include "huge_pages.hpp"
 #include "string_index.hpp"
 #include "tokenizer.hpp"
+#include "word_list.hpp"
 
 namespace pagedw2v {
 namespace detail {
@@ -76,7 +77,9 @@ class Vocab {
   /// The one-thread reference count: one pass, one table (what count() must equal).
   static Vocab count_serial(std::string_view text, const VocabOptions& options);
   /// A vocabulary from words already in row order (counts need not be sorted).
-  static Vocab from_words(std::vector<std::string> words, std::vector<uint64_t> counts);
+  static Vocab from_words(const std::vector<std::string>& words, std::vector<uint64_t> counts);
+  /// The same from a WordList (no std::string a word on the way).
+  static Vocab from_word_list(WordList words, std::vector<uint64_t> counts);
   /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input.
   static Vocab load_tsv(const std::string& path);
   /// Writes `word<TAB>count` lines in row order (to a temporary name, then renamed).
@@ -84,9 +87,12 @@ class Vocab {
 
   uint32_t size() const { return static_cast<uint32_t>(words_.size()); }
   bool empty() const { return words_.empty(); }
-  const std::string& word(uint32_t id) const { return words_[id]; }
+  std::string_view word(uint32_t id) const { return words_[id]; }
+  /// Word `id` as a C string (it ends at the word's first NUL, where a word holds one).
+  const char* word_c_str(uint32_t id) const { return words_.c_str(id); }
   uint64_t count(uint32_t id) const { return counts_[id]; }
-  const std::vector<std::string>& words() const { return words_; }
+  /// The words in row order: iterate it for std::string_views, or copy it with to_strings().
+  const WordList& words() const { return words_; }
   const std::vector<uint64_t>& counts() const { return counts_; }
   /// Sum of the counts of the kept words: the words one epoch trains on.
   uint64_t total_count() const { return total_; }
@@ -118,6 +124,10 @@ class Vocab {
   /// Whether find()'s index is built (a counted vocabulary leaves it to the first find()).
   bool index_built() const;
 
+  /// The bytes the words, the counts and find()'s index hold (their buffers' capacities); not
+  /// the count's lookup table or what it read (lookup(), counted_text()).
+  size_t memory_bytes() const;
+
  private:
   static constexpr uint32_t kNoRow = detail::StringIndex::kEmpty;
   struct Index;
@@ -125,7 +135,7 @@ class Vocab {
   /// Fills `index` from words_; throws Error on a repeated word.
   void build_index(Index& index) const;
 
-  std::vector<std::string> words_;
+  WordList words_;
   std::vector<uint64_t> counts_;
   uint64_t total_ = 0;
   uint64_t corpus_tokens_ = 0;

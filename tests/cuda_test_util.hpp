@@ -50,8 +50,8 @@ inline std::string why_no_gpu() {
 /// `count` elements of `v` in a new device buffer (at least one element, so that empty inputs
 /// still have a valid pointer). Synchronises: a copy from pageable memory may still be in flight
 /// when cudaMemcpy returns, and the kernels run on non-blocking streams that do not wait for it.
-template <typename T>
-DeviceBuffer<T> upload(const std::vector<T>& v, const std::string& what = "test input") {
+template <typename T, typename Allocator>
+DeviceBuffer<T> upload(const std::vector<T, Allocator>& v, const std::string& what = "test input") {
   DeviceBuffer<T> d(std::max<size_t>(v.size(), 1), what);
   if (!v.empty()) {
     PAGEDW2V_CUDA_TRY(cudaMemcpy(d.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));

@@ -1,5 +1,6 @@
 // Paged tables on the GPU: the slot-map kernels against a host model of the same rules, and
 // whole runs with paged tables against resident ones.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -700,6 +701,61 @@ TEST(CudaPaged, ConcurrentRunIsCloseToResidentRowByRow) {
       std::copy_n(start.begin() + r * s.dim, s.dim, reverted.begin() + r * s.dim);
     EXPECT_EQ(rows_off(reverted, want, start, s.dim, &unused).size(), off.size() + 2) << what;
   }
+}
+
+// A noise table on pages of its own (300,000 rows: 2.4 MB) is locked where it lies for the
+// paged pool draws, not copied, and unlocked with the backend; the pools drawn from it give the
+// resident run's bits.
+TEST(CudaPaged, ALargeNoiseTableIsLockedInPlace) {
+  PAGEDW2V_REQUIRE_GPU();
+  const uint32_t vocab = 300000;
+  std::string text = zipf_text(vocab, 40000, 5);
+  for (uint32_t i = 0; i < vocab; ++i) {
+    text += "w" + std::to_string(i);
+    text += i % 50 == 49 ? '\n' : ' ';
+  }
+  const TrainingSet set = [&] {
+    Config c;
+    c.corpus = "zipf";
+    c.min_count = 1;
+    return make_training_set(text, c);
+  }();
+  ASSERT_EQ(set.vocab.size(), vocab);
+  const HugePageVector<AliasEntry>& entries = set.noise.entries();
+  ASSERT_TRUE(HugePageAllocator<AliasEntry>::owns_its_pages(entries.capacity()));
+  auto registered = [&] {
+    cudaPointerAttributes a{};
+    const cudaError_t status = cudaPointerGetAttributes(&a, entries.data());
+    cudaGetLastError();
+    return status == cudaSuccess && a.type == cudaMemoryTypeHost;
+  };
+  EXPECT_FALSE(registered());
+  {
+    Config c;
+    c.corpus = "zipf";
+    c.min_count = 1;
+    c.dim = 32;
+    TrainData data = set.train_data(c);
+    data.params.negative_pool = 512;
+    Model m = allocate_model(vocab, c.dim, OptimizerKind::kSgd, true, "", Storage::kFp32);
+    init_model(m, c.seed);
+    CudaBackendOptions o;
+    o.gpu.placement = Placement::kPaged;
+    o.hot_rows = 1000;
+    o.cache_rows = 40000;
+    auto backend = make_cuda_backend(m, data, o);
+    EXPECT_TRUE(registered());
+  }
+  EXPECT_FALSE(registered());
+
+  RunSetup s;
+  s.epochs = 1;
+  const RunResult resident = train(set, s, Placement::kResident, 0, 0, Launches::kSerial);
+  const RunResult paged = train(set, s, Placement::kPaged, 1000, 40000, Launches::kSerial);
+  EXPECT_TRUE(paged.report.paged);
+  EXPECT_EQ(paged.stats.trained, resident.stats.trained);
+  expect_bits_equal(paged.input, resident.input, "input");
+  expect_bits_equal(paged.output, resident.output, "output");
 }
 
 // A budget too small for the row cache is one clear error naming the flag.

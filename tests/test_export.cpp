@@ -57,7 +57,7 @@ void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable&
                  bool with_counts) {
   EXPECT_EQ(e.rows, table.rows());
   EXPECT_EQ(e.dim, table.dim());
-  EXPECT_EQ(e.words, vocab.words());
+  EXPECT_EQ(e.words, vocab.words().to_strings());
   if (with_counts) {
     EXPECT_EQ(e.counts, vocab.counts());
   } else {

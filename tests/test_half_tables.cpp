@@ -241,7 +241,7 @@ TEST_P(HalfTable, ExportsAreFp32InEveryFormat) {
   EXPECT_EQ(read_npy(dir.file("out/context_vectors.npy")).data, want_context);
   const LoadedEmbeddings h5 = read_embeddings_h5(dir.file("out/embeddings.h5"));
   EXPECT_EQ(h5.vectors, want);
-  EXPECT_EQ(h5.words, vocab.words());
+  EXPECT_EQ(h5.words, vocab.words().to_strings());
   const LoadedEmbeddings bin = read_word2vec(dir.file("out/vectors.bin"), true);
   EXPECT_EQ(bin.vectors, want);
   const LoadedEmbeddings txt = read_word2vec(dir.file("out/vectors.txt"), false);

@@ -62,7 +62,7 @@ Vocab random_vocab(uint32_t n, uint64_t seed) {
 void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable& table) {
   EXPECT_EQ(e.rows, table.rows());
   EXPECT_EQ(e.dim, table.dim());
-  EXPECT_EQ(e.words, vocab.words());
+  EXPECT_EQ(e.words, vocab.words().to_strings());
   EXPECT_EQ(e.counts, vocab.counts());
   ASSERT_EQ(e.vectors.size(), table.rows() * table.dim());
   EXPECT_EQ(bytes_of(e.vectors.data(), e.vectors.size()),
@@ -343,7 +343,10 @@ with h5py.File('e.h5', 'r') as f:
   EXPECT_EQ(read_file(dir.file("vectors.f32")), bytes_of(vectors.data(), 123 * 19));
   EXPECT_EQ(read_file(dir.file("context.f32")), bytes_of(context.data(), 123 * 19));
   std::string words;
-  for (const std::string& w : vocab.words()) words += w + "\n";
+  for (const std::string_view w : vocab.words()) {
+    words += w;
+    words += '\n';
+  }
   EXPECT_EQ(read_file(dir.file("words.txt")), words);
   std::vector<int64_t> counts(vocab.counts().begin(), vocab.counts().end());
   EXPECT_EQ(read_file(dir.file("counts.i64")),

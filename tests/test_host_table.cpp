@@ -367,7 +367,7 @@ TEST(InterleavedIo, Hdf5WriteAndReadBack) {
   const LoadedEmbeddings e = read_embeddings_h5(path);
   EXPECT_EQ(e.rows, rows);
   EXPECT_EQ(e.dim, dim);
-  EXPECT_EQ(e.words, vocab.words());
+  EXPECT_EQ(e.words, vocab.words().to_strings());
   EXPECT_TRUE(same_bits(e.vectors, values_of(tables[0])));
 
   // Into each table of an interleaved target (the last one's rows end at the block's end), its

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "error.hpp"
@@ -118,6 +120,65 @@ TEST(AliasTable, UnigramPowerNoiseOverAZipfVocabulary) {
 TEST(AliasTable, RejectsEmptyOrZeroWeights) {
   EXPECT_THROW(AliasTable(std::vector<double>{}), Error);
   EXPECT_THROW(AliasTable(std::vector<double>{0, 0}), Error);
+}
+
+/// Vose's method as written with two growing stacks and a separate copy of the scaled weights:
+/// the table AliasTable must equal entry for entry, whatever memory it builds it in.
+std::vector<AliasEntry> two_stack_vose(const std::vector<double>& weights) {
+  const size_t n = weights.size();
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<AliasEntry> entries(n);
+  std::vector<double> scaled(n);
+  std::vector<uint32_t> small, large;
+  for (size_t i = 0; i < n; ++i) {
+    scaled[i] = weights[i] * static_cast<double>(n) / sum;
+    (scaled[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
+  }
+  while (!small.empty() && !large.empty()) {
+    const uint32_t s = small.back(), l = large.back();
+    small.pop_back();
+    entries[s] = {static_cast<float>(scaled[s]), l};
+    scaled[l] -= 1.0 - scaled[s];
+    if (scaled[l] < 1.0) {
+      large.pop_back();
+      small.push_back(l);
+    }
+  }
+  for (uint32_t i : large) entries[i] = {1.0f, i};
+  for (uint32_t i : small) entries[i] = {1.0f, i};
+  return entries;
+}
+
+TEST(AliasTable, EqualsTheTwoStackConstructionEntryForEntry) {
+  std::mt19937_64 rng(11);
+  for (const size_t n : {size_t{1}, size_t{2}, size_t{7}, size_t{1000}, size_t{100003}}) {
+    std::vector<double> weights(n);
+    for (size_t i = 0; i < n; ++i) {
+      // Zipf-like counts to the 0.75, ties, and zeros.
+      const uint64_t count = rng() % 5 == 0 ? 0 : 1 + (rng() % 1000000) / (1 + i % 97);
+      weights[i] = std::pow(static_cast<double>(count), 0.75);
+    }
+    weights[0] = 1.0;
+    const std::vector<AliasEntry> expected = two_stack_vose(weights);
+    const AliasTable table(weights);
+    ASSERT_EQ(table.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(table.entries()[i].prob, expected[i].prob) << n << " " << i;
+      ASSERT_EQ(table.entries()[i].alias, expected[i].alias) << n << " " << i;
+    }
+  }
+}
+
+// A large table's columns lie on pages of their own (the CUDA backend locks them in place); a
+// small one's need not.
+TEST(AliasTable, LargeTablesLieOnPagesOfTheirOwn) {
+  const AliasTable large(std::vector<double>(300000, 1.0));
+  EXPECT_TRUE(HugePageAllocator<AliasEntry>::owns_its_pages(large.entries().capacity()));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.entries().data()) %
+                HugePageAllocator<AliasEntry>::kHugePage,
+            0u);
+  const AliasTable small(std::vector<double>(1000, 1.0));
+  EXPECT_FALSE(HugePageAllocator<AliasEntry>::owns_its_pages(small.entries().capacity()));
 }
 
 TEST(Subsampling, KeepProbabilityIsWord2vecFormula) {

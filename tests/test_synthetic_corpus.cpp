@@ -144,8 +144,8 @@ uint64_t resident_bytes() {
 
 // A vocabulary of millions of words: row i is w<i> with the Zipf count of rank i, every word
 // found by its text. The host memory it takes is printed as a figure (bytes per word; the
-// design is about 32 bytes per short word, 8 per count and 8 of index), not checked: the resident
-// set depends on the allocator, the page size and sanitizers.
+// design is the word's length + 5 bytes, 8 per count and 8 to 16 of index), not checked: the
+// resident set depends on the allocator, the page size and sanitizers.
 TEST(SyntheticVocab, MillionsOfWordsAllFoundAndMemoryPrinted) {
   const uint64_t before = resident_bytes();
   const SyntheticSpec spec{3000000, 10000000, 1.0};

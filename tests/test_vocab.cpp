@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -92,7 +93,7 @@ TEST(Vocab, ManyDistinctWordsSurviveRehashing) {
 }
 
 /// Whether `s` is valid UTF-8 (Python would decode it).
-bool valid_utf8(const std::string& s) {
+bool valid_utf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     size_t bad = 0;
@@ -149,7 +150,7 @@ TEST(Vocab, EveryWordOfRandomBytesIsValidUtf8) {
     o.min_bytes_per_thread = 1;
     const Vocab v = Vocab::count(text, o);
     ASSERT_GT(v.size(), 100u);
-    for (const std::string& w : v.words()) {
+    for (const std::string_view w : v.words()) {
       ASSERT_TRUE(valid_utf8(w));
       ASSERT_LE(w.size(), kMaxWordBytes);
     }
@@ -165,7 +166,7 @@ TEST(Vocab, LowercaseIsOptIn) {
   VocabOptions o = opts(1, 0);
   o.text.lowercase = true;
   const Vocab lower = Vocab::count(text, o);
-  EXPECT_EQ(lower.words(),
+  EXPECT_EQ(lower.words().to_strings(),
             (std::vector<std::string>{"the", "\xc3\xa0\xc3\xa9\xc3\xae", "\xcf\x89mega",
                                       "\xd0\xbf\xd1\x80\xd0\xb8", "\xd1\x90\xd1\x91",
                                       "\xc4\x81\xc4\xba\xc3\xbf\xc5\xbe", "\xe8\xaa\x9e"}));
@@ -286,9 +287,113 @@ TEST(Vocab, DroppingTheIndexKeepsWordsAndCounts) {
   v.drop_index();
   EXPECT_EQ(v.find("w999"), -1);
   EXPECT_EQ(v.find("w0"), -1);
-  EXPECT_EQ(v.words(), words);
+  EXPECT_EQ(v.words().to_strings(), words);
   EXPECT_EQ(v.counts(), counts);
   EXPECT_EQ(v.total_count(), std::accumulate(counts.begin(), counts.end(), uint64_t{0}));
+}
+
+// A million short words (w0 … w999999, 6.9 bytes on average) cost their bytes, a NUL and a
+// 4-byte start each, and 8 bytes of count: under 24 bytes a word, where std::string words and
+// their counts took 40.
+TEST(Vocab, AMillionShortWordsTakeUnder24BytesAWord) {
+  constexpr uint32_t kWords = 1000000;
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  size_t chars = 0;
+  for (uint32_t i = 0; i < kWords; ++i) {
+    words.push_back("w" + std::to_string(i));
+    counts.push_back(kWords - i);
+    chars += words.back().size();
+  }
+  Vocab v = Vocab::from_words(words, counts);
+  v.drop_index();
+  EXPECT_EQ(v.words().memory_bytes(), chars + kWords + 4 * (kWords + 1));
+  EXPECT_LT(v.memory_bytes(), 24u * kWords);
+  for (uint32_t i : {0u, 9u, 10u, 123456u, kWords - 1}) EXPECT_EQ(v.word(i), words[i]);
+
+  // Counted from a text (the parallel count fills the words in place): the same bound.
+  std::string text;
+  for (const std::string& w : words) (text += w) += ' ';
+  VocabOptions o = opts(1, 0);
+  o.threads = 3;
+  o.min_bytes_per_thread = 1;
+  Vocab counted = Vocab::count(text, o);
+  ASSERT_EQ(counted.size(), kWords);
+  counted.drop_index();
+  EXPECT_EQ(counted.words().memory_bytes(), chars + kWords + 4 * (kWords + 1));
+  EXPECT_LT(counted.memory_bytes(), 24u * kWords);
+  EXPECT_EQ(counted.words().to_strings(), words);  // all counts 1: first occurrence order
+}
+
+// Words of every length, long UTF-8 ones included, come back as given, as views, as C strings
+// and through a vocab.tsv.
+TEST(Vocab, WordsOfAnyLengthRoundTrip) {
+  std::vector<std::string> words = {"a", "\xc3\xa9t\xc3\xa9", std::string(15, 'x'),
+                                    std::string(16, 'y')};
+  std::string cjk;
+  for (int i = 0; i < 400; ++i) cjk += "\xe8\xaa\x9e";  // 1,200 bytes of one character
+  words.push_back(cjk);
+  words.push_back("\xf0\x9f\x98\x80" + cjk + "\xd0\x96");
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    std::string w;
+    const size_t n = 1 + rng() % 300;
+    for (size_t j = 0; j < n; ++j) w += static_cast<char>('!' + rng() % 90);
+    words.push_back(w + std::to_string(i));
+  }
+  const std::vector<uint64_t> counts(words.size(), 3);
+  const Vocab v = Vocab::from_words(words, counts);
+  ASSERT_EQ(v.size(), words.size());
+  for (uint32_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(v.word(i), words[i]);
+    EXPECT_EQ(std::string(v.word_c_str(i)), words[i]);
+    EXPECT_EQ(v.find(words[i]), static_cast<int64_t>(i));
+  }
+  size_t i = 0;
+  for (const std::string_view w : v.words()) EXPECT_EQ(w, words[i++]);
+  EXPECT_EQ(i, words.size());
+  EXPECT_EQ(v.words().to_strings(), words);
+
+  TempDir dir;
+  v.save_tsv(dir.file("vocab.tsv"));
+  const Vocab back = Vocab::load_tsv(dir.file("vocab.tsv"));
+  EXPECT_EQ(back.words().to_strings(), words);
+  EXPECT_EQ(back.counts(), counts);
+  EXPECT_TRUE(back.words() == v.words());
+}
+
+// A list whose buffer passes its limit (4 GiB; here 100 bytes) moves to 8-byte starts and
+// keeps every word.
+TEST(WordList, PassingTheNarrowLimitWidensTheStarts) {
+  WordList list = WordList::with_narrow_limit(100);
+  std::vector<std::string> words;
+  for (int i = 0; i < 40; ++i) {
+    words.push_back("word" + std::to_string(i));
+    list.push_back(words.back());
+    ASSERT_EQ(list.size(), words.size());
+    for (size_t j = 0; j < words.size(); ++j) ASSERT_EQ(list[j], words[j]) << i;
+  }
+  size_t chars = 0;
+  for (const std::string& w : words) chars += w.size() + 1;
+  list.shrink_to_fit();
+  EXPECT_EQ(list.memory_bytes(), chars + 8 * (words.size() + 1));
+  EXPECT_EQ(list.to_strings(), words);
+  EXPECT_TRUE(list == WordList(words));
+  EXPECT_FALSE(list == WordList(std::vector<std::string>(words.begin(), words.end() - 1)));
+}
+
+// of_lengths() lays out words of given lengths, NUL-ended, to be written in place.
+TEST(WordList, OfLengthsLaysOutWordsToFillInPlace) {
+  const std::vector<std::string> words = {"", "ab", "\xe2\x82\xac", std::string(300, 'q')};
+  WordList list = WordList::of_lengths(words.size(), [&](size_t i) { return words[i].size(); });
+  ASSERT_EQ(list.size(), words.size());
+  for (size_t i = 0; i < words.size(); ++i) {
+    EXPECT_EQ(list[i].size(), words[i].size());
+    std::copy(words[i].begin(), words[i].end(), list.data(i));
+  }
+  EXPECT_EQ(list.to_strings(), words);
+  for (size_t i = 0; i < words.size(); ++i) EXPECT_EQ(std::string(list.c_str(i)), words[i]);
+  EXPECT_TRUE(WordList::of_lengths(0, [](size_t) { return 1; }).empty());
 }
 
 }  // namespace

@@ -65,7 +65,7 @@ Vocab random_vocab(uint32_t n, uint64_t seed) {
 void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable& table) {
   EXPECT_EQ(e.rows, table.rows());
   EXPECT_EQ(e.dim, table.dim());
-  EXPECT_EQ(e.words, vocab.words());
+  EXPECT_EQ(e.words, vocab.words().to_strings());
   EXPECT_TRUE(e.counts.empty());
   ASSERT_EQ(e.vectors.size(), table.rows() * table.dim());
   // Bitwise: the text format must round-trip every float32, -0 and subnormals included.
@@ -269,7 +269,10 @@ for name, binary in [('v.bin', True), ('v.txt', False)]:
         out.write('\n'.join(kv.index_to_key) + '\n')
 )"));
   std::string words;
-  for (const std::string& w : vocab.words()) words += w + "\n";
+  for (const std::string_view w : vocab.words()) {
+    words += w;
+    words += '\n';
+  }
   for (const char* name : {"v.bin", "v.txt"}) {
     SCOPED_TRACE(name);
     EXPECT_EQ(read_file(dir.file(std::string(name) + ".words")), words);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -127,12 +128,20 @@ std::vector<uint64_t> zipf_counts(const SyntheticSpec& spec, uint32_t threads) {
 
 Vocab synthetic_vocab(const SyntheticSpec& spec, uint32_t threads) {
   std::vector<uint64_t> counts = zipf_counts(spec, threads);
-  // Names of at most 11 bytes stay inside std::string's own storage: no allocation per word.
-  std::vector<std::string> words(spec.vocab);
+  auto digits = [](uint64_t i) {
+    size_t d = 1;
+    for (; i >= 10; i /= 10) ++d;
+    return d;
+  };
+  WordList words = WordList::of_lengths(spec.vocab, [&](size_t i) { return 1 + digits(i); });
   parallel_ranges(spec.vocab, threads, 1, [&](uint64_t begin, uint64_t end) {
-    for (uint64_t i = begin; i < end; ++i) words[i] = "w" + std::to_string(i);
+    for (uint64_t i = begin; i < end; ++i) {
+      char* w = words.data(i);
+      w[0] = 'w';
+      std::to_chars(w + 1, w + 1 + digits(i), i);
+    }
   });
-  return Vocab::from_words(std::move(words), std::move(counts));
+  return Vocab::from_word_list(std::move(words), std::move(counts));
 }
 
 EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_t threads) {

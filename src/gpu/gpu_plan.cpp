@@ -48,7 +48,7 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
 
 /// The share of draws from `noise` that fall at or above id `first`.
 double share_from(const AliasTable& noise, uint64_t first) {
-  const std::vector<AliasEntry>& entries = noise.entries();
+  const HugePageVector<AliasEntry>& entries = noise.entries();
   if (entries.empty()) return 1.0;
   double sum = 0;
   for (size_t col = 0; col < entries.size(); ++col) {

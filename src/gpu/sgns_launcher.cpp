@@ -30,9 +30,22 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
   }
   if (paged_) {
     // Only the pools draw from the noise table: few draws a piece, read from pinned host
-    // memory, leave its GPU memory to table rows.
-    host_noise_ = PinnedBuffer<AliasEntry>(rows_, "the negative-sampling table");
-    std::copy(data_.noise->entries().begin(), data_.noise->entries().end(), host_noise_.data());
+    // memory, leave its GPU memory to table rows. A table on pages of its own is locked where
+    // it lies (paged tables need a GPU that reads registered memory by its host pointer); a
+    // small one, or one the driver will not lock (already locked by another backend, say), is
+    // copied into pinned memory.
+    const HugePageVector<AliasEntry>& entries = data_.noise->entries();
+    if (HugePageAllocator<AliasEntry>::owns_its_pages(entries.capacity())) {
+      noise_region_ = PinnedRegion::try_pin(const_cast<AliasEntry*>(entries.data()),
+                                            entries.size() * sizeof(AliasEntry));
+    }
+    if (noise_region_.pinned()) {
+      host_noise_data_ = entries.data();
+    } else {
+      host_noise_ = PinnedBuffer<AliasEntry>(rows_, "the negative-sampling table");
+      std::copy(entries.begin(), entries.end(), host_noise_.data());
+      host_noise_data_ = host_noise_.data();
+    }
   } else {
     noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
     if (rows_ > 0) {
@@ -111,7 +124,7 @@ void SgnsLauncher::draw_pools(uint32_t epoch, uint64_t first, uint64_t last, Poo
   }
   const uint32_t pool_size = data_.params.negative_pool;
   launch_draw_pools(data_.params.seed, epoch, first_period, out.pools,
-                    paged_ ? host_noise_.data() : noise_.data(), static_cast<uint32_t>(rows_),
+                    paged_ ? host_noise_data_ : noise_.data(), static_cast<uint32_t>(rows_),
                     pool_size, out.pool.data(), stream);
   out.wait_host_copies();
   if (last - first > out.host_sentence_pool.size()) {

@@ -1,7 +1,7 @@
 #pragma once
 /// @file sgns_launcher.hpp
 /// The training launches both placements share. Owns the samplers on the device (the
-/// subsampling table; the noise table, in pinned host memory when paged), the training
+/// subsampling table; the noise table, or when paged the host's locked in place), the training
 /// counters, the launches' timing events, the arguments every launch starts from, the
 /// negative pools a piece draws, and the optimizer step after each super-batch.
 ///
@@ -19,6 +19,7 @@
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_tables.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "gpu/pinned_region.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/sgns.hpp"
 
@@ -90,7 +91,11 @@ class SgnsLauncher {
   uint64_t max_pools_ = 1;
   DeviceBuffer<float> keep_;
   DeviceBuffer<AliasEntry> noise_;
-  PinnedBuffer<AliasEntry> host_noise_;  ///< paged: the noise table, read by the pool draws
+  // Paged: the noise table the pool draws read, TrainData's locked in place (noise_region_) or
+  // a pinned copy (host_noise_).
+  PinnedRegion noise_region_;
+  PinnedBuffer<AliasEntry> host_noise_;
+  const AliasEntry* host_noise_data_ = nullptr;
   DeviceBuffer<SgnsCounters> counters_;
   std::vector<std::pair<Event, Event>> timing_;
 };

@@ -52,7 +52,7 @@ LoadedEmbeddings load_npy(const std::string& npy_path, const std::string& vocab_
                 npy_path + "' " + std::to_string(m.rows) + " rows");
   }
   LoadedEmbeddings e;
-  e.words = vocab.words();
+  e.words = vocab.words().to_strings();
   e.counts = vocab.counts();
   e.vectors = std::move(m.data);
   e.rows = m.rows;

@@ -729,7 +729,7 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
                   H5Dclose, "cannot write /vocab/words");
       std::vector<const char*> ptrs;
       ptrs.reserve(vocab.size());
-      for (const std::string& w : vocab.words()) ptrs.push_back(w.c_str());
+      for (uint32_t i = 0; i < vocab.size(); ++i) ptrs.push_back(vocab.word_c_str(i));
       if (n > 0) {
         h5.check(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()),
                  "cannot write /vocab/words");

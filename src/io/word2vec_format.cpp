@@ -30,7 +30,7 @@ void check_rows(const std::string& path, const Vocab& vocab, const HostTable& ta
 
 void check_words(const std::string& path, const Vocab& vocab) {
   for (uint32_t i = 0; i < vocab.size(); ++i) {
-    const std::string& w = vocab.word(i);
+    const std::string_view w = vocab.word(i);
     bool bad = w.empty();
     for (const char c : w) bad = bad || is_space_byte(static_cast<unsigned char>(c));
     if (bad) {

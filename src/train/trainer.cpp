@@ -202,7 +202,7 @@ bool same_vocabulary(const Vocab& a, const Vocab& b) {
 /// The input vectors as evaluation reads them.
 LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
   LoadedEmbeddings e;
-  e.words = vocab.words();
+  e.words = vocab.words().to_strings();
   e.counts = vocab.counts();
   e.rows = table.rows();
   e.dim = table.dim();

@@ -52,7 +52,7 @@ Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config&
 
 Vocab read_vocabulary(const Config& config) {
   const Vocab file = Vocab::load_tsv(config.vocab_file);
-  std::vector<std::string> words;
+  WordList words;
   std::vector<uint64_t> counts;
   for (uint32_t i = 0; i < file.size(); ++i) {
     if (config.max_vocab > 0 && words.size() >= config.max_vocab) break;
@@ -65,7 +65,7 @@ Vocab read_vocabulary(const Config& config) {
                 "' holds no word counted at least --min-count (" +
                 std::to_string(config.min_count) + ") times");
   }
-  return Vocab::from_words(std::move(words), std::move(counts));
+  return Vocab::from_word_list(std::move(words), std::move(counts));
 }
 
 TrainingSet make_training_set(const std::vector<std::string_view>& parts, const Config& config,

@@ -41,7 +41,7 @@ inline void corpus_input(std::string_view input) {
   const Vocab vocab = Vocab::count(text, options);
   uint64_t kept = 0;
   for (uint32_t id = 0; id < vocab.size(); ++id) {
-    const std::string& w = vocab.word(id);
+    const std::string_view w = vocab.word(id);
     require(!w.empty() && w.size() <= kMaxWordBytes, "word length");
     for (const char c : w) require(!is_space_byte(static_cast<unsigned char>(c)), "word bytes");
     require(vocab.find(w) == static_cast<int64_t>(id), "find(word(i)) == i");
