@@ -229,7 +229,8 @@ LoadedEmbeddings gathered_embeddings(dist::Ranks& ranks, const Vocab& vocab, con
                                      uint64_t rows) {
   LoadedEmbeddings e;
   if (ranks.writes_files()) {
-    e.words.assign(vocab.words().begin(), vocab.words().begin() + static_cast<ptrdiff_t>(rows));
+    e.words.reserve(rows);
+    for (uint32_t i = 0; i < rows; ++i) e.words.emplace_back(vocab.word(i));
     e.counts.assign(vocab.counts().begin(), vocab.counts().begin() + static_cast<ptrdiff_t>(rows));
     e.rows = rows;
     e.dim = model.input.dim();
