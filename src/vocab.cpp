@@ -342,9 +342,17 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   // rows, in parallel. find()'s index is left to the first find(): the encoder looks words up in
   // the count's own tables.
   Vocab v;
-  v.words_ = WordList::of_lengths(rows, [&](size_t row) {
-    return merged[row_words[row].first].key(row_words[row].second).size();
-  });
+  {
+    // Each length reads a key where the text lies (a cache miss a word): by every thread.
+    HugePageVector<uint32_t> lengths(rows);
+    run_parallel(n, [&](size_t t) {
+      for (size_t row = rows * t / n; row < rows * (t + 1) / n; ++row) {
+        lengths[row] =
+            static_cast<uint32_t>(merged[row_words[row].first].key(row_words[row].second).size());
+      }
+    });
+    v.words_ = WordList::of_lengths(rows, [&](size_t row) { return lengths[row]; });
+  }
   std::vector<std::vector<uint32_t>> row_of(shards);
   for (size_t p = 0; p < shards; ++p) row_of[p].assign(merged[p].size(), WordTable::kNone);
   for (size_t row = 0; row < rows; ++row) {
