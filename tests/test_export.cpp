@@ -38,15 +38,7 @@ HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
 
 Vocab random_vocab(uint32_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<std::string> words;
-  std::vector<uint64_t> counts;
-  uint64_t count = 1000000 + rng() % 1000;
-  for (uint32_t i = 0; i < n; ++i) {
-    words.push_back(i == 1 ? std::string("café") : "w" + std::to_string(i));
-    counts.push_back(count);
-    count -= rng() % (count / 4 + 1);
-  }
-  return Vocab::from_words(std::move(words), std::move(counts));
+  return testing_util::falling_vocab(n, rng, 4);
 }
 
 Model random_model(uint32_t rows, uint32_t dim, uint64_t seed) {

@@ -35,15 +35,7 @@ void fill_random(HostTable& t, std::mt19937_64& rng) {
 }
 
 Vocab random_vocab(uint32_t n, std::mt19937_64& rng) {
-  std::vector<std::string> words;
-  std::vector<uint64_t> counts;
-  uint64_t count = 1000000 + rng() % 1000;
-  for (uint32_t i = 0; i < n; ++i) {
-    words.push_back(i == 1 ? std::string("café") : "w" + std::to_string(i));
-    counts.push_back(count);
-    count -= rng() % (count / 64 + 1);
-  }
-  return Vocab::from_words(std::move(words), std::move(counts));
+  return testing_util::falling_vocab(n, rng, 64);
 }
 
 /// Hands `tables` (whole, rows × dim) to `take` in blocks of random sizes, in id order, each

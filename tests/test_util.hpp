@@ -18,8 +18,23 @@
 #include <vector>
 
 #include "config.hpp"
+#include "vocab.hpp"
 
 namespace pagedw2v::testing_util {
+
+/// `n` words `w0`, `café`, `w2`, … with counts falling from about a million, each below the last
+/// by a random part of up to 1/`divisor` of it.
+inline Vocab falling_vocab(uint32_t n, std::mt19937_64& rng, uint64_t divisor) {
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  uint64_t count = 1000000 + rng() % 1000;
+  for (uint32_t i = 0; i < n; ++i) {
+    words.push_back(i == 1 ? std::string("café") : "w" + std::to_string(i));
+    counts.push_back(count);
+    count -= rng() % (count / divisor + 1);
+  }
+  return Vocab::from_words(std::move(words), std::move(counts));
+}
 
 /// A fresh directory under the test temp dir, removed with its contents at scope exit.
 class TempDir {

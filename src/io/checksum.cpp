@@ -142,6 +142,10 @@ uint64_t xxh64_of_file_pieces(int fd, uint64_t offset, uint64_t bytes, uint64_t 
       digests[i] = xxh64_of_file(fd, offset + at, std::min(piece, bytes - at), path);
     }
   });
+  return xxh64_of_digests(digests);
+}
+
+uint64_t xxh64_of_digests(const std::vector<uint64_t>& digests) {
   Xxh64 all;
   for (const uint64_t d : digests) {
     unsigned char le[8];

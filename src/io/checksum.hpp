@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pagedw2v {
 
@@ -33,5 +34,9 @@ uint64_t xxh64_of_file(int fd, uint64_t offset, uint64_t bytes, const std::strin
 /// `threads` threads compute at once, a range of pieces each. Throws as xxh64_of_file.
 uint64_t xxh64_of_file_pieces(int fd, uint64_t offset, uint64_t bytes, uint64_t piece,
                               uint32_t threads, const std::string& path);
+
+/// The XXH64 of the little-endian `digests`: what xxh64_of_file_pieces() returns for the pieces'
+/// digests, for a caller that hashed the pieces itself.
+uint64_t xxh64_of_digests(const std::vector<uint64_t>& digests);
 
 }  // namespace pagedw2v

@@ -411,13 +411,7 @@ uint64_t write_pending(const Checker& h5, const std::string& temp,
   }
   if (::close(fd.release()) != 0 && error.empty()) error = std::strerror(errno);
   if (!error.empty()) h5.fail("cannot write the tables: " + error);
-  Xxh64 all;
-  for (const uint64_t d : digests) {
-    unsigned char le[8];
-    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(d >> (8 * b));
-    all.update(le, sizeof le);
-  }
-  return all.digest();
+  return xxh64_of_digests(digests);
 }
 
 void write_attribute(const Checker& h5, hid_t object, const Attribute& attribute) {
