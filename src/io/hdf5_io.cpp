@@ -701,6 +701,19 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
   prepared.temp_ = temp_name_for(path);
   prepared.shapes_ = tables;
   const std::string& temp = prepared.temp_;
+  // The file's room is asked for before libhdf5 writes: a full disk or a file size limit is then
+  // one error here, where inside libhdf5 it fails part way (and libhdf5 keeps what it allocated).
+  {
+    uint64_t need = uint64_t{1} << 20;
+    for (const TableShape& t : tables) need += t.rows * t.dim * sizeof(float);
+    for (uint32_t i = 0; i < vocab.size(); ++i) need += vocab.word(i).size() + 24;
+    Fd fd(::open(temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd < 0) h5.fail(std::strerror(errno));
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(need)) != 0 && errno != EOPNOTSUPP &&
+        errno != ENOSYS) {
+      h5.fail(std::strerror(errno));
+    }
+  }
   {
     Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
     h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
