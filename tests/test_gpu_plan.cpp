@@ -509,6 +509,51 @@ TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
   EXPECT_GT(paged_bytes(in, fixed, facts(tight)), tight);
 }
 
+// With sgd the cache is a third of the rows unless a third would cut the pieces below half of
+// kSgdPieceFloorWords words: the distinct cold ids and pool entries of kPagedStages pieces of that
+// size in a row, counted at the hot rows a third leaves, more than twice a third. Then it is
+// kSgdCacheMostShare of the rows. Words spread evenly over many rows (a graph's walks) touch
+// mostly cold rows; Zipf-like words with a small pool keep the third.
+uint64_t window_need(const Shape& s, uint64_t hot, uint32_t pool) {
+  const uint32_t window = static_cast<uint32_t>(kSgdPieceFloorWords / kBlockWords * kPagedStages);
+  return brute_max_rows(s, window, hot) + uint64_t{pool} * (window + 1);
+}
+
+TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
+  const uint64_t rows = 1000000;
+  Shape flat = make_shape(rows, 1500000, 50, 21);
+  std::mt19937_64 rng(5);
+  for (uint32_t& t : flat.tokens) t = static_cast<uint32_t>(rng() % rows);
+  GpuPlanInput in = input(flat, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 10);
+  const GpuPlan grown = plan_gpu(in, f);
+  ASSERT_TRUE(grown.paged);
+  const uint64_t fit = grown.hot_rows + grown.cache_rows;
+  EXPECT_GT(window_need(flat, fit - fit / 3, 1024), 2 * (fit / 3));
+  EXPECT_EQ(grown.cache_rows, static_cast<uint64_t>(double(fit) * kSgdCacheMostShare));
+  EXPECT_LE(paged_bytes(in, grown, f), f.budget);
+  // A streamed corpus (ids not known when planning) keeps the third.
+  GpuPlanInput streamed = in;
+  streamed.tokens = nullptr;
+  const GpuPlan third = plan_gpu(streamed, f);
+  EXPECT_NEAR(double(third.cache_rows), double(third.hot_rows + third.cache_rows) / 3.0, 2.0);
+  // Given rows are taken as they are.
+  GpuPlanInput given = in;
+  given.cache_rows = fit / 5;
+  EXPECT_EQ(plan_gpu(given, f).cache_rows, fit / 5);
+
+  // Zipf-like ids, a roomy budget and a small pool: the pieces in flight fit in twice a third.
+  const uint64_t zrows = 300000;
+  const Shape zipf = make_shape(zrows, 1500000, 50, 22);
+  GpuPlanInput z = input(zipf, zrows, 128, OptimizerKind::kSgd, 64, 256, Placement::kPaged);
+  const GpuDeviceFacts roomy = facts(resident_bytes(zrows, 128, OptimizerKind::kSgd) / 2);
+  const GpuPlan kept = plan_gpu(z, roomy);
+  ASSERT_TRUE(kept.paged);
+  const uint64_t zfit = kept.hot_rows + kept.cache_rows;
+  EXPECT_NEAR(double(kept.cache_rows), double(zfit) / 3.0, 2.0);
+  EXPECT_LE(window_need(zipf, kept.hot_rows, 64), 2 * kept.cache_rows);
+}
+
 TEST(GpuPlan, SmallerRowsLeaveRoomForMoreOfThem) {
   const uint64_t rows = 300000;
   const Shape s = make_shape(rows, 600000, 50, 9);

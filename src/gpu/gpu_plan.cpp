@@ -258,6 +258,39 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
 
 std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords); }
 
+/// The sgd cache: a third of the rows, or kSgdCacheMostShare of them when a third would cut the
+/// pieces below half of kSgdPieceFloorWords words: when the rows that the pieces in flight
+/// (kPagedStages of that size, in a row of the corpus) need — their distinct ids at or above the
+/// hot rows a third leaves, counted, and their pool entries likely cold — are more than twice a
+/// third. Pieces shrink to what the free slots take, and each costs a round trip and its
+/// launches whatever its size, so a corpus that would be cut into small pieces (words spread
+/// over many rows, as a graph's walks) trades hot rows for larger pieces; one whose pieces keep
+/// their size (the Zipf streams, mix5m at 41 MB) keeps its hot rows, which serve more lookups.
+/// The choice is one or the other, not a fixed point between them: a larger cache leaves fewer
+/// hot rows and so more cold ones, which would grow it again (README, "Paged tables").
+uint64_t sgd_cache_rows(const GpuPlanInput& in, const GpuPlan& plan, const PagedLayout& layout) {
+  const uint64_t third = layout.rows_fit / 3;
+  if (in.tokens == nullptr || in.streamed || in.rows == 0 || in.sentence_starts->empty() ||
+      in.tokens->size() < in.sentence_starts->back()) {
+    return third;  // the ids are not known
+  }
+  const uint32_t floor_blocks = static_cast<uint32_t>(
+      std::min<uint64_t>(plan.batch_blocks, (kSgdPieceFloorWords + kBlockWords - 1) / kBlockWords));
+  const uint32_t window = floor_blocks * static_cast<uint32_t>(kPagedStages);
+  const uint64_t hot = std::min<uint64_t>(in.rows, layout.rows_fit - third);
+  const uint64_t ids =
+      super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, window, in.rows).max_from(hot);
+  // The window spans at most this many pool periods.
+  const uint64_t pool_entries =
+      uint64_t{plan.negative_pool} * ((window + plan.pool_blocks - 1) / plan.pool_blocks + 1);
+  double likely = double(pool_entries);
+  if (in.noise != nullptr && in.noise->size() == in.rows) {
+    likely *= share_from(*in.noise, hot);
+  }
+  if (double(ids) + likely <= 2.0 * double(third)) return third;
+  return std::max(third, static_cast<uint64_t>(double(layout.rows_fit) * kSgdCacheMostShare));
+}
+
 }  // namespace
 
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
@@ -394,7 +427,8 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   } else {
     // The cache holds the rows of the pieces in flight and serves few repeat lookups beyond
     // them (a tail row recurs only millions of words later), while every hot row saves
-    // lookups: a third of the rows for the cache. Sgd pieces are the plan's to size: on a
+    // lookups: a third of the rows for the cache, or more where a third would cut the pieces
+    // small (sgd_cache_rows). Sgd pieces are the plan's to size: on a
     // budget whose stages leave too few rows for a cache, they halve until one fits.
     const auto cache_fits = [&] {
       return in.cache_rows > 0 || in.hot_rows > 0 ||
@@ -406,6 +440,9 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
       layout = paged_layout(in, device, plan, counted);
     }
     plan.cache_rows = in.cache_rows > 0 ? in.cache_rows : layout.rows_fit / 3;
+    if (!optimizer && in.cache_rows == 0 && in.hot_rows == 0) {
+      plan.cache_rows = sgd_cache_rows(in, plan, layout);
+    }
   }
   plan.cache_rows = std::max(plan.cache_rows, 2 * layout.reserve);
   if (in.hot_rows == 0 && plan.cache_rows > layout.rows_fit) {

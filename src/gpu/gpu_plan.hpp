@@ -97,6 +97,11 @@ struct GpuPlan {
 /// Pieces in flight at once in the paged pipeline, each with its own buffers.
 inline constexpr uint64_t kPagedStages = 4;
 
+/// Paged sgd: a corpus whose pieces a cache of a third of the rows would cut below half this
+/// many words gets a cache of this share of the rows (plan_gpu).
+inline constexpr uint64_t kSgdPieceFloorWords = 65536;
+inline constexpr double kSgdCacheMostShare = 0.75;
+
 /// Bytes of one row on the device in every table (input, output, optimizer state and, for the
 /// dense optimizers, gradient rows, touched flags and step lists), a table's row taking
 /// `table_row_bytes`; the first form for rows of `row_stride` floats.
