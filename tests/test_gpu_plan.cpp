@@ -298,6 +298,16 @@ TEST(GpuPlan, SuperBatchRowsAreCountedAndTheCountStopsPastTheLimit) {
     }
     EXPECT_LT(r.max_from(2500), r.max_from(0));
   }
+  // From a first id, on 1 to 5 threads: the brute count exactly.
+  for (const uint32_t blocks : {1u, 3u, 8u, 1000u}) {
+    for (const uint64_t first : {uint64_t{0}, uint64_t{1}, uint64_t{100}, uint64_t{2500}, rows}) {
+      for (const uint32_t threads : {1u, 2u, 5u}) {
+        EXPECT_EQ(max_run_rows_from(s.tokens, s.starts, s.blocks, blocks, first, rows, threads),
+                  first >= rows ? 0 : brute_max_rows(s, blocks, first))
+            << blocks << " " << first << " " << threads;
+      }
+    }
+  }
   // Larger super-batches touch more rows, and never more than the table has.
   EXPECT_LE(brute_max_rows(s, 2), brute_max_rows(s, 4));
   EXPECT_EQ(max_super_batch_rows(s.tokens, s.starts, s.blocks, 1000, rows),

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <thread>
 
 #include "error.hpp"
 #include "params.hpp"
@@ -160,6 +161,46 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
   return most;
 }
 
+uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
+                           const std::vector<uint64_t>& sentence_starts,
+                           const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                           uint64_t first, uint64_t rows, uint32_t threads) {
+  if (blocks.size() < 2 || first >= rows) return 0;
+  const uint64_t nblocks = blocks.size() - 1;
+  const uint64_t step = std::max<uint32_t>(1, batch_blocks);
+  const uint64_t runs = (nblocks + step - 1) / step;
+  const uint64_t workers = std::clamp<uint64_t>(threads, 1, runs);
+  std::vector<uint64_t> most(workers, 0);
+  const auto count = [&](uint64_t w) {
+    // Bits of ids first … rows − 1 only.
+    std::vector<uint64_t> seen((rows - first + 63) / 64, 0);
+    for (uint64_t run = w; run < runs; run += workers) {
+      const uint64_t b = run * step, e = std::min(nblocks, b + step);
+      const uint32_t* begin = tokens.data() + sentence_starts[blocks[b]];
+      const uint32_t* end = tokens.data() + sentence_starts[blocks[e]];
+      uint64_t distinct = 0;
+      for (const uint32_t* t = begin; t != end; ++t) {
+        const uint64_t k = uint64_t{*t} - first;  // ids below first wrap to large values
+        if (k >= rows - first) continue;
+        uint64_t& word = seen[k >> 6];
+        const uint64_t bit = uint64_t{1} << (k & 63);
+        distinct += (word & bit) == 0;
+        word |= bit;
+      }
+      for (const uint32_t* t = begin; t != end; ++t) {
+        const uint64_t k = uint64_t{*t} - first;
+        if (k < rows - first) seen[k >> 6] = 0;
+      }
+      most[w] = std::max(most[w], distinct);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (uint64_t w = 1; w < workers; ++w) pool.emplace_back(count, w);
+  count(0);
+  for (std::thread& t : pool) t.join();
+  return *std::max_element(most.begin(), most.end());
+}
+
 uint64_t SuperBatchRows::max_from(uint64_t first) const {
   if (first >= rows) return 0;
   const uint64_t from = first / width;
@@ -278,8 +319,9 @@ uint64_t sgd_cache_rows(const GpuPlanInput& in, const GpuPlan& plan, const Paged
       std::min<uint64_t>(plan.batch_blocks, (kSgdPieceFloorWords + kBlockWords - 1) / kBlockWords));
   const uint32_t window = floor_blocks * static_cast<uint32_t>(kPagedStages);
   const uint64_t hot = std::min<uint64_t>(in.rows, layout.rows_fit - third);
+  const uint32_t threads = std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16);
   const uint64_t ids =
-      super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, window, in.rows).max_from(hot);
+      max_run_rows_from(*in.tokens, *in.sentence_starts, *in.blocks, window, hot, in.rows, threads);
   // The window spans at most this many pool periods.
   const uint64_t pool_entries =
       uint64_t{plan.negative_pool} * ((window + plan.pool_blocks - 1) / plan.pool_blocks + 1);

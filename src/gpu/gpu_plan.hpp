@@ -142,6 +142,14 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
                               const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
                               uint64_t rows, uint64_t limit = UINT64_MAX);
 
+/// The most distinct ids at or above `first` (and below `rows`) among the tokens of one run of
+/// `batch_blocks` blocks, the corpus cut into such runs from its start. Each of up to `threads`
+/// threads counts runs of its own with a bit per row (two passes over a run's tokens).
+uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
+                           const std::vector<uint64_t>& sentence_starts,
+                           const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
+                           uint64_t first, uint64_t rows, uint32_t threads);
+
 /// The distinct ids of every super-batch by id range, so that those at or above any first id
 /// (the hot rows: the rows a super-batch takes cache slots for) are bounded without reading the
 /// corpus again.
