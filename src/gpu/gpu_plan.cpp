@@ -48,6 +48,27 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
 }
 
 /// The share of draws from `noise` that fall at or above id `first`.
+/// The distinct ids in [first, rows) among the tokens [begin, end), marked in `seen` (a bit per
+/// id from `first` on, all clear), which is left clear again.
+uint64_t distinct_from(const uint32_t* begin, const uint32_t* end, uint64_t first, uint64_t rows,
+                       std::vector<uint64_t>& seen) {
+  const uint64_t span = rows - first;
+  uint64_t distinct = 0;
+  for (const uint32_t* t = begin; t != end; ++t) {
+    const uint64_t k = uint64_t{*t} - first;  // an id below `first` wraps past `span`
+    if (k >= span) continue;
+    uint64_t& word = seen[k >> 6];
+    const uint64_t bit = uint64_t{1} << (k & 63);
+    distinct += (word & bit) == 0;
+    word |= bit;
+  }
+  for (const uint32_t* t = begin; t != end; ++t) {
+    const uint64_t k = uint64_t{*t} - first;
+    if (k < span) seen[k >> 6] = 0;
+  }
+  return distinct;
+}
+
 double share_from(const AliasTable& noise, uint64_t first) {
   const HugePageVector<AliasEntry>& entries = noise.entries();
   if (entries.empty()) return 1.0;
@@ -142,20 +163,8 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
   uint64_t most = 0;
   for (uint64_t b = 0; b < nblocks; b += step) {
     const uint64_t e = std::min(nblocks, b + step);
-    const uint32_t* begin = tokens.data() + sentence_starts[blocks[b]];
-    const uint32_t* end = tokens.data() + sentence_starts[blocks[e]];
-    uint64_t distinct = 0;
-    for (const uint32_t* t = begin; t != end; ++t) {
-      if (*t >= rows) continue;
-      uint64_t& word = seen[*t >> 6];
-      const uint64_t bit = uint64_t{1} << (*t & 63);
-      distinct += (word & bit) == 0;
-      word |= bit;
-    }
-    for (const uint32_t* t = begin; t != end; ++t) {
-      if (*t < rows) seen[*t >> 6] = 0;
-    }
-    most = std::max(most, distinct);
+    most = std::max(most, distinct_from(tokens.data() + sentence_starts[blocks[b]],
+                                        tokens.data() + sentence_starts[blocks[e]], 0, rows, seen));
     if (most > limit) break;
   }
   return most;
@@ -172,26 +181,12 @@ uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
   const uint64_t workers = std::clamp<uint64_t>(threads, 1, runs);
   std::vector<uint64_t> most(workers, 0);
   const auto count = [&](uint64_t w) {
-    // Bits of ids first … rows − 1 only.
     std::vector<uint64_t> seen((rows - first + 63) / 64, 0);
     for (uint64_t run = w; run < runs; run += workers) {
       const uint64_t b = run * step, e = std::min(nblocks, b + step);
-      const uint32_t* begin = tokens.data() + sentence_starts[blocks[b]];
-      const uint32_t* end = tokens.data() + sentence_starts[blocks[e]];
-      uint64_t distinct = 0;
-      for (const uint32_t* t = begin; t != end; ++t) {
-        const uint64_t k = uint64_t{*t} - first;  // ids below first wrap to large values
-        if (k >= rows - first) continue;
-        uint64_t& word = seen[k >> 6];
-        const uint64_t bit = uint64_t{1} << (k & 63);
-        distinct += (word & bit) == 0;
-        word |= bit;
-      }
-      for (const uint32_t* t = begin; t != end; ++t) {
-        const uint64_t k = uint64_t{*t} - first;
-        if (k < rows - first) seen[k >> 6] = 0;
-      }
-      most[w] = std::max(most[w], distinct);
+      most[w] = std::max(
+          most[w], distinct_from(tokens.data() + sentence_starts[blocks[b]],
+                                 tokens.data() + sentence_starts[blocks[e]], first, rows, seen));
     }
   };
   std::vector<std::thread> pool;
