@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <utility>
@@ -124,6 +125,26 @@ TEST(Resume, AdamInterruptMidEpochThenResumeIsExact) {
   const Checkpoint ck = load_checkpoint(dir.file("b/checkpoints/latest.h5"));
   EXPECT_GT(ck.position.block, 0u);
   ASSERT_EQ(ck.model.input_state.size(), 2u);
+  run_training(resume_config(dir, dir.file("b/checkpoints/latest.h5"), "c"));
+  EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("c/vectors.npy")));
+}
+
+// A stop seen after an epoch's last block: the checkpoint stands at the start of the next epoch
+// (named for the epoch it ends), and the resumed run gives the bits of a straight one.
+TEST(Resume, AStopAfterAnEpochsLastBlockResumesAtTheNextEpoch) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), random_corpus(600, 3));  // 7,200 words: one span an epoch
+  const Config c = base_config(dir, "a");
+  run_training(c);
+  Config stopped = c;
+  stopped.output = dir.file("b");
+  std::atomic<int> stop{SIGTERM};
+  EXPECT_THROW(run_training(stopped, stderr, &stop), Interrupted);
+  const Checkpoint ck = load_checkpoint(dir.file("b/checkpoints/latest.h5"));
+  EXPECT_EQ(ck.position.epoch, 1u);
+  EXPECT_EQ(ck.position.block, 0u);
+  EXPECT_EQ(ck.position.words_done, 600u * 12u);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("b/checkpoints/epoch-1.h5")));
   run_training(resume_config(dir, dir.file("b/checkpoints/latest.h5"), "c"));
   EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("c/vectors.npy")));
 }

@@ -235,14 +235,22 @@ TEST(CheckpointPositions, OutOfRangeValuesAreRefused) {
   // At the end of the last epoch a run has no block left.
   const std::string done = small_checkpoint(dir, {"a", "b"}, {3, 1, 150});
   expect_error_with([&] { load_checkpoint(done); }, "'block' is 1, outside 0..0");
-  // Inside the epoch, the block must exist in the corpus the run resumes on.
-  EXPECT_NO_THROW(check_resume_position({1, 4, 0}, 5, "c.h5"));
-  EXPECT_NO_THROW(check_resume_position({2, 0, 0}, 5, "c.h5"));
+  // Inside the epoch, the block must exist in the corpus the run resumes on; at its end, the
+  // run resumes at the next epoch.
+  const TrainPosition inside = resume_position({1, 4, 40}, 5, "c.h5");
+  EXPECT_EQ(inside.epoch, 1u);
+  EXPECT_EQ(inside.block, 4u);
+  EXPECT_EQ(inside.words_done, 40u);
+  EXPECT_EQ(resume_position({2, 0, 50}, 5, "c.h5").block, 0u);
+  const TrainPosition end = resume_position({1, 5, 50}, 5, "c.h5");
+  EXPECT_EQ(end.epoch, 2u);
+  EXPECT_EQ(end.block, 0u);
+  EXPECT_EQ(end.words_done, 50u);
   expect_error_with(
       [] {
-        check_resume_position({1, 5, 0}, 5, "c.h5");
+        resume_position({1, 6, 0}, 5, "c.h5");
       },
-      "checkpoint 'c.h5' is damaged: it stands at block 5 of an epoch of 5 blocks");
+      "checkpoint 'c.h5' is damaged: it stands at block 6 of an epoch of 5 blocks");
 }
 
 TEST(CheckpointPositions, CountsBeyondTheCorpusAreRefused) {

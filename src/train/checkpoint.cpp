@@ -363,13 +363,17 @@ Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& int
   return read_checkpoint(path, interleave, rows);
 }
 
-void check_resume_position(const TrainPosition& position, uint64_t blocks,
-                           const std::string& path) {
-  if (position.block > 0 && position.block >= blocks) {
+TrainPosition resume_position(const TrainPosition& position, uint64_t blocks,
+                              const std::string& path) {
+  if (position.block > 0 && position.block > blocks) {
     throw Error("checkpoint '" + path + "' is damaged: it stands at block " +
                 std::to_string(position.block) + " of an epoch of " + std::to_string(blocks) +
                 " blocks");
   }
+  if (position.block > 0 && position.block == blocks) {
+    return {position.epoch + 1, 0, position.words_done};
+  }
+  return position;
 }
 
 std::optional<uint64_t> checkpoint_words(const std::string& name, uint64_t words_per_epoch) {

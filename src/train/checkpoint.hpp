@@ -113,9 +113,13 @@ using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, Optimi
 Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {},
                            RowSelection rows = {});
 
-/// Throws Error unless `position` (read from checkpoint `path`) lies inside an epoch of `blocks`
-/// work blocks: the check that needs the corpus, which load_checkpoint does not read.
-void check_resume_position(const TrainPosition& position, uint64_t blocks, const std::string& path);
+/// Where a run resumes from `position` (read from checkpoint `path`) in a corpus of `blocks` work
+/// blocks an epoch: the position itself inside the epoch, the start of the next epoch at its end
+/// (block = blocks: a stop written after an epoch's last block, as runs before this rule wrote
+/// it, or a streamed run's stop at the end of a pass). Throws Error beyond the end: the check
+/// that needs the corpus, which load_checkpoint does not read.
+TrainPosition resume_position(const TrainPosition& position, uint64_t blocks,
+                              const std::string& path);
 
 /// The `checkpoints/` directory of a run: names files, keeps the `keep` that hold the furthest
 /// positions, and points the `latest.h5` link at the newest complete one.

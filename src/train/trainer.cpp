@@ -688,7 +688,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   Progress progress(out, total_words, pos.words_done, p.epochs);
   // A streamed corpus's block count is known before training only when resuming (the pass above).
   const uint64_t nblocks = streamed ? stream_bounds.size() - 1 : set.block_count();
-  if (!requested.resume.empty()) check_resume_position(pos, nblocks, requested.resume);
+  if (!requested.resume.empty()) {
+    pos = resume_position(pos, nblocks, requested.resume);
+    if (pos.epoch >= p.epochs) {
+      throw UsageError("the checkpoint has finished " + std::to_string(pos.epoch) +
+                       " epochs; raise --epochs to train longer");
+    }
+  }
   std::optional<CorpusStream> stream;
   if (streamed) stream.emplace(stream_window_bytes(corpus_memory));
   uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
@@ -749,13 +755,16 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       const int sig = stop != nullptr ? stop->load() : 0;
       if (sig != 0) {
         progress.finish();
-        // Nothing trains after this checkpoint: it is written from the tables, here.
+        // Nothing trains after this checkpoint: it is written from the tables, here. After an
+        // epoch's last block it stands where the next epoch starts.
+        const bool epoch_done = !stream && e >= nblocks;
+        const TrainPosition at = epoch_done ? TrainPosition{epoch + 1, 0, pos.words_done} : pos;
         backend->sync_to_host();
         if (ranks) {
-          gathered_checkpoint(false, pos, schedule.at(pos.words_done));
+          gathered_checkpoint(epoch_done, at, schedule.at(at.words_done));
         } else if (writes_files) {
           ensure_writer();
-          writer->write_now(false, model, pos, schedule.at(pos.words_done));
+          writer->write_now(epoch_done, model, at, schedule.at(at.words_done));
         }
         const std::string path =
             writes_files ? writer->wait() : config.output + "/checkpoints/latest.h5";

@@ -813,17 +813,16 @@ class Stop : public ::testing::Test {
     return int_attribute(run_dir + "/embeddings.h5", "words_trained");
   }
 
-  /// Stops a run with `sig` once it has written the checkpoint of epoch 1 or 2 (drawn at
-  /// random); checks the exit and the checkpoint, then resumes from it to the end. The run is
-  /// frozen (SIGSTOP) the moment the checkpoint appears and gets the signal while frozen, so the
-  /// signal always arrives with epochs still to train, however fast the machine.
+  /// Stops a run with `sig` once it has written the checkpoint of epoch 1; checks the exit and
+  /// the checkpoint, then resumes from it to the end. The run is frozen (SIGSTOP) the moment the
+  /// checkpoint appears and gets the signal while frozen, so the signal arrives with epochs still
+  /// to train however fast the machine: the checkpoint is written beside training, and under a
+  /// sanitizer on a loaded machine it has been seen to appear only as the next epoch ended (the
+  /// stop then stands at the start of epoch 2), so two epochs are left after it.
   void stop_and_resume(int sig) {
-    const uint64_t seed = fresh_seed();
-    SCOPED_TRACE("seed " + std::to_string(seed));
-    std::mt19937_64 rng(seed);
     const std::string out = dir_.file("run");
     Process p(fresh(out), dir_.path());
-    const std::string trigger = out + "/checkpoints/epoch-" + std::to_string(1 + rng() % 2) + ".h5";
+    const std::string trigger = out + "/checkpoints/epoch-1.h5";
     ASSERT_TRUE(wait_until(p, [&] { return exists(trigger); })) << "no " << trigger;
     ASSERT_TRUE(freeze(p)) << "training ended before the signal";
     p.send(sig);
