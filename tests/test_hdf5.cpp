@@ -567,14 +567,18 @@ TEST(Hdf5Integrity, RecordsOfEarlierVersionsAreChecked) {
   expect_error_naming([&] { read_embeddings_h5(path); },
                       "the file is damaged (its checksum does not match its contents)");
 
-  // A piece size out of bounds is a record that cannot be read, not a slow check.
-  std::string tiny = good;
+  // A piece size other than the 64 MiB written is a record that cannot be read: a tiny one (not
+  // a slow check), and one that cuts this small file into the same single piece.
   const size_t last_space =
-      tiny.find('\n') == std::string::npos ? 0 : tiny.rfind(' ', tiny.find('\n'));
+      good.find('\n') == std::string::npos ? 0 : good.rfind(' ', good.find('\n'));
   ASSERT_GT(last_space, 0u);
-  tiny.replace(last_space + 1, tiny.find('\n') - last_space - 1, "64");
-  write_file(path, tiny);
-  expect_error_naming([&] { read_embeddings_h5(path); }, "its checksum record cannot be read");
+  ASSERT_EQ(good.substr(last_space + 1, good.find('\n') - last_space - 1), "67108864");
+  for (const char* piece : {"64", "69108864"}) {
+    std::string other = good;
+    other.replace(last_space + 1, other.find('\n') - last_space - 1, piece);
+    write_file(path, other);
+    expect_error_naming([&] { read_embeddings_h5(path); }, "its checksum record cannot be read");
+  }
 }
 
 TEST(Hdf5Integrity, FilesWithoutTheRecordAreReadThroughAChild) {

@@ -160,11 +160,10 @@ Hid table_memory_space(const Checker& h5, const HostTable& table, const std::str
 // the XXH64 of those bytes whole; both are checked. libhdf5 and h5py skip the user block.
 constexpr hsize_t kUserBlockBytes = 512;
 constexpr char kIntegrityTag[] = "pagedw2v-xxh64 ";
+// The only piece size a record may name: every version that writes pieces writes this one. Any
+// other is a damaged record, refused even where it would cut the file into the same pieces (a
+// file smaller than both), and a file cannot make the check take a hash per byte.
 constexpr uint64_t kHashPieceBytes = uint64_t{64} << 20;
-// A record's piece size is refused outside these (a file cannot make the check take a hash per
-// byte).
-constexpr uint64_t kMinHashPieceBytes = uint64_t{1} << 20;
-constexpr uint64_t kMaxHashPieceBytes = uint64_t{1} << 40;
 
 uint32_t hash_threads() { return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 16); }
 
@@ -941,7 +940,7 @@ H5Integrity h5_integrity(const std::string& path) {
     if (ok) {
       errno = 0;
       piece = std::strtoull(p, &end, 10);
-      ok = errno == 0 && *end == '\n' && piece >= kMinHashPieceBytes && piece <= kMaxHashPieceBytes;
+      ok = errno == 0 && *end == '\n' && piece == kHashPieceBytes;
     }
   }
   if (!ok) throw Error(prefix + "the file is damaged (its checksum record cannot be read)");
