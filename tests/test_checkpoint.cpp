@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -182,6 +183,71 @@ TEST(Checkpoint, OptimizerStateRoundTrips) {
       EXPECT_EQ(ck.model.output_state[k].data()[i], m.output_state[k].data()[i]);
     }
   }
+}
+
+// A checkpoint without our integrity record (another program's, or one whose record a damage
+// removed) is parsed in a child process, which writes what it read as a checkpoint of ours in
+// the temporary directory; the load reads that copy, gives the original's values, and leaves no
+// copy behind.
+TEST(Checkpoint, AFileWithoutItsRecordIsReadThroughACopyMadeApart) {
+  TempDir dir;
+  Config c;
+  c.corpus = "/some/corpus.txt";
+  c.dim = 3;
+  const Vocab vocab = Vocab::from_words({"a", "b", "c"}, {7, 3, 2});
+  Model m{HostTable(3, 3, "in", ""), HostTable(3, 3, "out", "")};
+  for (int i = 0; i < 9; ++i) {
+    m.input.data()[i] = 0.25f * float(i) - 1.0f;
+    m.output.data()[i] = 0.5f - 0.125f * float(i);
+  }
+  save_checkpoint(dir.file("c.h5"), c, vocab, m, TrainPosition{1, 2, 77},
+                  CorpusFingerprint{100, 5, 5}, 0.002f);
+  std::string bytes = read_file(dir.file("c.h5"));
+  ASSERT_EQ(bytes.rfind("pagedw2v-xxh64 ", 0), 0u);
+  std::fill(bytes.begin(), bytes.begin() + 64, '\0');
+  write_file(dir.file("foreign.h5"), bytes);
+  ASSERT_EQ(h5_integrity(dir.file("foreign.h5")), H5Integrity::kNone);
+  const std::string tmp = dir.file("tmp");
+  std::filesystem::create_directory(tmp);
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  const Checkpoint ck = load_checkpoint(dir.file("foreign.h5"));
+  if (before != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+  EXPECT_EQ(ck.position.epoch, 1u);
+  EXPECT_EQ(ck.position.block, 2u);
+  EXPECT_EQ(ck.position.words_done, 77u);
+  ASSERT_EQ(ck.vocab.size(), 3u);
+  EXPECT_EQ(ck.vocab.word(2), "c");
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(ck.model.input.data()[i], m.input.data()[i]);
+    EXPECT_EQ(ck.model.output.data()[i], m.output.data()[i]);
+  }
+  // Without a temporary directory there is no copy to read, and the load says so, while a file
+  // with its record needs none.
+  ::setenv("TMPDIR", dir.file("missing").c_str(), 1);
+  try {
+    (void)load_checkpoint(dir.file("foreign.h5"));
+    ADD_FAILURE() << "a checkpoint without its record was read without a copy";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("temporary directory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(load_checkpoint(dir.file("c.h5")).position.words_done, 77u);
+  if (before != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  // The copy is written apart, so a damaged original still ends in one clear error.
+  bytes[bytes.size() / 2] ^= 0x5A;
+  bytes.resize(bytes.size() * 3 / 4);
+  write_file(dir.file("damaged.h5"), bytes);
+  EXPECT_THROW(load_checkpoint(dir.file("damaged.h5")), Error);
 }
 
 // A version-1 file (before optimizers: no optimizer options, no state tables) still loads as an

@@ -624,6 +624,55 @@ TEST(Hdf5Isolation, ACrashOrAHangInTheChildIsOneError) {
                       "p: the HDF5 library crashed reading it (exit status 3)");
 }
 
+// What a child process returns comes back whole, however long, whatever its bytes.
+TEST(Hdf5Isolation, AReplyComesBackWhole) {
+  IsolationLimits limits;
+  limits.seconds = 10;
+  std::string want((1 << 20) + 7, '\0');
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<char>(i * 131 + i / 977);
+  EXPECT_EQ(run_isolated_reply("p: ", limits, [&] { return want; }), want);
+  EXPECT_EQ(run_isolated_reply("p: ", limits, [] { return std::string(); }), "");
+  expect_error_naming(
+      [&] {
+        run_isolated_reply("p: ", limits, []() -> std::string { throw Error("p: refused"); });
+      },
+      "p: refused");
+}
+
+// A file without our record is parsed in a child process only, and what comes back from it is
+// what the file holds: its attributes of every kind, its words, counts and vectors.
+TEST(Hdf5Untrusted, AFileWithoutItsRecordIsReadApartAndReadsTheSame) {
+  const TempDir dir;
+  const Vocab vocab = random_vocab(9, 5);
+  const HostTable table = random_table(9, 3, 6);
+  const std::vector<Attribute> attrs = {
+      {"count", int64_t{-42}}, {"rate", 0.125}, {"name", std::string("a b\tc")}};
+  write_embeddings_h5(dir.file("ours.h5"), vocab, table, nullptr, attrs);
+  std::string bytes = read_file(dir.file("ours.h5"));
+  std::fill(bytes.begin(), bytes.begin() + 64, '\0');
+  write_file(dir.file("foreign.h5"), bytes);
+  ASSERT_EQ(h5_integrity(dir.file("foreign.h5")), H5Integrity::kNone);
+  const LoadedEmbeddings a = read_embeddings_h5(dir.file("ours.h5"));
+  const LoadedEmbeddings b = read_embeddings_h5(dir.file("foreign.h5"));
+  EXPECT_EQ(b.words, a.words);
+  EXPECT_EQ(b.counts, a.counts);
+  EXPECT_EQ(b.vectors, a.vectors);
+  EXPECT_EQ(b.rows, a.rows);
+  EXPECT_EQ(b.dim, a.dim);
+  EXPECT_EQ(b.format, a.format);
+  EXPECT_FALSE(b.vectors.empty());
+  EXPECT_TRUE(read_embeddings_h5(dir.file("foreign.h5"), H5Check::kVet, false).vectors.empty());
+  const std::vector<std::string> names = {"count", "rate", "name", "absent"};
+  const std::vector<Attribute> x = read_attributes_h5(dir.file("ours.h5"), names);
+  const std::vector<Attribute> y = read_attributes_h5(dir.file("foreign.h5"), names);
+  ASSERT_EQ(y.size(), 3u);
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y[i].name, x[i].name);
+    EXPECT_EQ(y[i].value, x[i].value);
+  }
+}
+
 TEST(Hdf5Untrusted, ExternalRawStorageIsRefused) {
   const TempDir dir;
   const std::string secret = dir.file("secret.txt");

@@ -959,21 +959,157 @@ H5Integrity h5_integrity(const std::string& path) {
   return H5Integrity::kVerified;
 }
 
-void vet_h5_file(const std::string& path, const std::function<void()>& trial) {
-  if (h5_integrity(path) == H5Integrity::kVerified) return;
+namespace {
+
+/// Time and memory for a parse of `path` apart, in proportion to the file: a parse needs about
+/// one pass over its bytes, and the values it holds (compression is refused beyond deflate's
+/// bound).
+IsolationLimits vet_limits(const std::string& path) {
   const uint64_t size = require_file(path);
   IsolationLimits limits;
-  // Time and memory in proportion to the file: a parse needs about one pass over its bytes, and
-  // the values it holds (compression is refused beyond deflate's bound).
   limits.seconds = 5.0 + static_cast<double>(size) / 50e6;
   limits.memory_bytes = (uint64_t{1} << 30) + 4 * size;
-  run_isolated("cannot read '" + path + "': ", limits, trial);
+  return limits;
+}
+
+/// Attributes as bytes, to come back from a child process: per attribute its name's length and
+/// name, a kind byte (0 integer, 1 float, 2 text), and 8 bytes or a text's length and bytes.
+std::string encode_attributes(const std::vector<Attribute>& attrs) {
+  std::string out;
+  const auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  for (const Attribute& a : attrs) {
+    const uint64_t name = a.name.size();
+    put(&name, 8);
+    out += a.name;
+    const char kind = static_cast<char>(a.value.index());
+    out += kind;
+    if (const auto* i = std::get_if<int64_t>(&a.value)) put(i, 8);
+    if (const auto* d = std::get_if<double>(&a.value)) put(d, 8);
+    if (const auto* t = std::get_if<std::string>(&a.value)) {
+      const uint64_t n = t->size();
+      put(&n, 8);
+      out += *t;
+    }
+  }
+  return out;
+}
+
+std::vector<Attribute> decode_attributes(const std::string& bytes, const std::string& path) {
+  std::vector<Attribute> out;
+  size_t at = 0;
+  const auto take = [&](void* p, size_t n) {
+    if (bytes.size() - at < n)
+      throw Error("cannot read '" + path + "': its attributes came back cut");
+    std::memcpy(p, bytes.data() + at, n);
+    at += n;
+  };
+  const auto text = [&] {
+    uint64_t n = 0;
+    take(&n, 8);
+    if (bytes.size() - at < n)
+      throw Error("cannot read '" + path + "': its attributes came back cut");
+    std::string t = bytes.substr(at, static_cast<size_t>(n));
+    at += static_cast<size_t>(n);
+    return t;
+  };
+  while (at < bytes.size()) {
+    Attribute a;
+    a.name = text();
+    char kind = 0;
+    take(&kind, 1);
+    if (kind == 0) {
+      int64_t v = 0;
+      take(&v, 8);
+      a.value = v;
+    } else if (kind == 1) {
+      double v = 0;
+      take(&v, 8);
+      a.value = v;
+    } else if (kind == 2) {
+      a.value = text();
+    } else {
+      throw Error("cannot read '" + path + "': its attributes came back damaged");
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+/// Embeddings as bytes, to come back from a child process: rows, dim, the words (each its
+/// length and bytes), the counts (their number, then each), the vectors, the format's name.
+std::string encode_embeddings(const LoadedEmbeddings& e) {
+  std::string out;
+  const auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  const auto text = [&](const std::string& t) {
+    const uint64_t n = t.size();
+    put(&n, 8);
+    out += t;
+  };
+  const uint64_t words = e.words.size(), counts = e.counts.size(), values = e.vectors.size();
+  put(&e.rows, 8);
+  put(&e.dim, 4);
+  put(&words, 8);
+  for (const std::string& w : e.words) text(w);
+  put(&counts, 8);
+  put(e.counts.data(), counts * 8);
+  put(&values, 8);
+  put(e.vectors.data(), values * 4);
+  text(e.format);
+  return out;
+}
+
+LoadedEmbeddings decode_embeddings(const std::string& bytes, const std::string& path) {
+  size_t at = 0;
+  const auto take = [&](void* p, uint64_t n) {
+    if (bytes.size() - at < n) throw Error("cannot read '" + path + "': its vectors came back cut");
+    std::memcpy(p, bytes.data() + at, static_cast<size_t>(n));
+    at += static_cast<size_t>(n);
+  };
+  const auto count = [&](uint64_t item_bytes) {
+    uint64_t n = 0;
+    take(&n, 8);
+    if (n > (bytes.size() - at) / item_bytes) {
+      throw Error("cannot read '" + path + "': its vectors came back cut");
+    }
+    return n;
+  };
+  const auto text = [&] {
+    std::string t(static_cast<size_t>(count(1)), '\0');
+    take(t.data(), t.size());
+    return t;
+  };
+  LoadedEmbeddings e;
+  take(&e.rows, 8);
+  take(&e.dim, 4);
+  e.words.resize(static_cast<size_t>(count(8)));
+  for (std::string& w : e.words) w = text();
+  e.counts.resize(static_cast<size_t>(count(8)));
+  take(e.counts.data(), e.counts.size() * 8);
+  e.vectors.resize(static_cast<size_t>(count(4)));
+  take(e.vectors.data(), e.vectors.size() * 4);
+  e.format = text();
+  if (at != bytes.size() || (!e.vectors.empty() && e.vectors.size() != e.rows * e.dim)) {
+    throw Error("cannot read '" + path + "': its vectors came back damaged");
+  }
+  return e;
+}
+
+}  // namespace
+
+void vet_h5_file(const std::string& path, const std::function<void()>& trial) {
+  if (h5_integrity(path) == H5Integrity::kVerified) return;
+  run_isolated("cannot read '" + path + "': ", vet_limits(path), trial);
 }
 
 LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check, bool with_vectors) {
-  if (check == H5Check::kVet) {
-    vet_h5_file(path,
-                [&] { (void)read_embeddings_h5(path, H5Check::kAlreadyVetted, with_vectors); });
+  if (check == H5Check::kVet && h5_integrity(path) != H5Integrity::kVerified) {
+    // Read in a child process, and only there: they come back as bytes (run_isolated_reply).
+    return decode_embeddings(run_isolated_reply("cannot read '" + path + "': ", vet_limits(path),
+                                                [&] {
+                                                  return encode_embeddings(read_embeddings_h5(
+                                                      path, H5Check::kAlreadyVetted, with_vectors));
+                                                }),
+                             path);
   }
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;
@@ -1043,8 +1179,14 @@ LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check, bool
 
 std::vector<Attribute> read_attributes_h5(const std::string& path,
                                           const std::vector<std::string>& only, H5Check check) {
-  if (check == H5Check::kVet) {
-    vet_h5_file(path, [&] { (void)read_attributes_h5(path, only, H5Check::kAlreadyVetted); });
+  if (check == H5Check::kVet && h5_integrity(path) != H5Integrity::kVerified) {
+    // Read in a child process, and only there: they come back as bytes (run_isolated_reply).
+    return decode_attributes(run_isolated_reply("cannot read '" + path + "': ", vet_limits(path),
+                                                [&] {
+                                                  return encode_attributes(read_attributes_h5(
+                                                      path, only, H5Check::kAlreadyVetted));
+                                                }),
+                             path);
   }
   const Checker h5("cannot read '" + path + "': ");
   const QuietErrors quiet;

@@ -57,7 +57,8 @@ uint64_t mapped_bytes() {
 }
 #endif
 
-[[noreturn]] void child(int fd, const IsolationLimits& limits, const std::function<void()>& fn) {
+[[noreturn]] void child(int fd, const IsolationLimits& limits,
+                        const std::function<std::string()>& fn) {
   const int null = ::open("/dev/null", O_WRONLY);
   if (null >= 0) ::dup2(null, STDERR_FILENO);
 #ifndef PAGEDW2V_ISOLATED_ASAN
@@ -74,7 +75,7 @@ uint64_t mapped_bytes() {
   char status = kOk;
   std::string message;
   try {
-    fn();
+    message = fn();  // the reply, after the status
   } catch (const std::bad_alloc&) {
     status = kNoMemory;
   } catch (const std::exception& e) {
@@ -84,7 +85,7 @@ uint64_t mapped_bytes() {
     status = kFailed;
     message = "unknown failure";
   }
-  if (message.size() > kMaxMessage) message.resize(kMaxMessage);
+  if (status != kOk && message.size() > kMaxMessage) message.resize(kMaxMessage);
   write_all(fd, &status, 1);
   write_all(fd, message.data(), message.size());
   ::_exit(0);
@@ -94,6 +95,14 @@ uint64_t mapped_bytes() {
 
 void run_isolated(const std::string& prefix, const IsolationLimits& limits,
                   const std::function<void()>& fn) {
+  (void)run_isolated_reply(prefix, limits, [&] {
+    fn();
+    return std::string();
+  });
+}
+
+std::string run_isolated_reply(const std::string& prefix, const IsolationLimits& limits,
+                               const std::function<std::string()>& fn) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(prefix + "cannot create a pipe to check the file apart: " + std::strerror(errno));
@@ -163,6 +172,7 @@ void run_isolated(const std::string& prefix, const IsolationLimits& limits,
   }
   if (reply[0] == kFailed) throw Error(reply.substr(1));
   if (reply[0] != kOk) throw Error(prefix + "reading it failed");
+  return reply.substr(1);
 }
 
 }  // namespace pagedw2v

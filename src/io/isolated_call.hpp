@@ -22,4 +22,11 @@ struct IsolationLimits {
 void run_isolated(const std::string& prefix, const IsolationLimits& limits,
                   const std::function<void()>& fn);
 
+/// run_isolated of a function whose result comes back: what `fn` returned in the child. For
+/// small results that this process must not parse itself (a damaged file's parse by a library
+/// can differ from one process to the next, so a clean parse in the child does not make the
+/// same parse safe here).
+std::string run_isolated_reply(const std::string& prefix, const IsolationLimits& limits,
+                               const std::function<std::string()>& fn);
+
 }  // namespace pagedw2v

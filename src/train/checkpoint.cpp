@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -355,12 +356,55 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
 
 }  // namespace
 
+namespace {
+
+/// A file in the system's temporary directory, removed with the object.
+class TemporaryCopy {
+ public:
+  TemporaryCopy() {
+    std::error_code ec;
+    const std::string dir = std::filesystem::temp_directory_path(ec).string();
+    if (ec || dir.empty()) {
+      throw Error("no temporary directory to copy a checkpoint without its integrity record to (" +
+                  (ec ? ec.message() : std::string("TMPDIR is empty")) + "); set TMPDIR");
+    }
+    std::string name = dir + "/pagedw2v-checkpoint-XXXXXX";
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) {
+      throw Error("cannot create a temporary file in '" + dir + "': " + std::strerror(errno));
+    }
+    ::close(fd);
+    path_ = name;
+  }
+  ~TemporaryCopy() { ::unlink(path_.c_str()); }
+  TemporaryCopy(const TemporaryCopy&) = delete;
+  TemporaryCopy& operator=(const TemporaryCopy&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
 Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave,
                            RowSelection rows) {
-  // One vetting for the whole load: a file without our integrity record is loaded once in a
-  // child process first (hdf5_io.hpp).
-  vet_h5_file(path, [&] { (void)read_checkpoint(path, {}, rows); });
-  return read_checkpoint(path, interleave, rows);
+  if (h5_integrity(path) == H5Integrity::kVerified) return read_checkpoint(path, interleave, rows);
+  // A file without our integrity record (another program's, or one whose record a damage
+  // removed) is parsed by libhdf5 only in a child process (hdf5_io.hpp), which writes what it read
+  // as a checkpoint of ours, integrity record included; this process reads that copy. Reading the
+  // original here as well would not be safe even after the child read it cleanly: libhdf5 may
+  // read a damaged file's bytes out of bounds, and what lies there differs from one process to
+  // the next (a checkpoint the child read whole crashed the parent).
+  const TemporaryCopy copy;
+  vet_h5_file(path, [&] {
+    const Checkpoint ck = read_checkpoint(path, {}, RowSelection{});
+    save_checkpoint(copy.path(), ck.config, ck.vocab, ck.model, ck.position, ck.corpus, ck.lr);
+  });
+  if (h5_integrity(copy.path()) != H5Integrity::kVerified) {
+    throw Error("cannot read '" + path + "': its copy was not written whole");
+  }
+  return read_checkpoint(copy.path(), interleave, rows);
 }
 
 TrainPosition resume_position(const TrainPosition& position, uint64_t blocks,
