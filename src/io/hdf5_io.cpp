@@ -976,7 +976,9 @@ IsolationLimits vet_limits(const std::string& path) {
 /// name, a kind byte (0 integer, 1 float, 2 text), and 8 bytes or a text's length and bytes.
 std::string encode_attributes(const std::vector<Attribute>& attrs) {
   std::string out;
-  const auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  const auto put = [&](const void* p, size_t n) {
+    if (n > 0) out.append(static_cast<const char*>(p), n);  // data() of an empty vector may be null
+  };
   for (const Attribute& a : attrs) {
     const uint64_t name = a.name.size();
     put(&name, 8);
@@ -1000,7 +1002,7 @@ std::vector<Attribute> decode_attributes(const std::string& bytes, const std::st
   const auto take = [&](void* p, size_t n) {
     if (bytes.size() - at < n)
       throw Error("cannot read '" + path + "': its attributes came back cut");
-    std::memcpy(p, bytes.data() + at, n);
+    if (n > 0) std::memcpy(p, bytes.data() + at, n);
     at += n;
   };
   const auto text = [&] {
@@ -1039,7 +1041,9 @@ std::vector<Attribute> decode_attributes(const std::string& bytes, const std::st
 /// length and bytes), the counts (their number, then each), the vectors, the format's name.
 std::string encode_embeddings(const LoadedEmbeddings& e) {
   std::string out;
-  const auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+  const auto put = [&](const void* p, size_t n) {
+    if (n > 0) out.append(static_cast<const char*>(p), n);  // data() of an empty vector may be null
+  };
   const auto text = [&](const std::string& t) {
     const uint64_t n = t.size();
     put(&n, 8);
@@ -1062,6 +1066,7 @@ LoadedEmbeddings decode_embeddings(const std::string& bytes, const std::string& 
   size_t at = 0;
   const auto take = [&](void* p, uint64_t n) {
     if (bytes.size() - at < n) throw Error("cannot read '" + path + "': its vectors came back cut");
+    if (n == 0) return;  // an empty vector's data() may be null
     std::memcpy(p, bytes.data() + at, static_cast<size_t>(n));
     at += static_cast<size_t>(n);
   };
