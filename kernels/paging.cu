@@ -1,6 +1,7 @@
 #include "kernels/paging.hpp"
 
 #include <thrust/iterator/counting_iterator.h>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 
@@ -132,6 +133,90 @@ __global__ void map_rows_kernel(const uint32_t* __restrict__ ids, uint64_t n, ui
     const uint32_t id = ids[i];
     rows[i] = id < hot ? id : where[id];
     count_lanes(id >= hot, cold_refs);
+  }
+}
+
+constexpr int kTakeThreads = 1024;
+
+// One block: its phases are ordered by __syncthreads, which also makes each phase's writes to
+// global memory visible to the next.
+__global__ void __launch_bounds__(kTakeThreads) take_listed_kernel(TakeListedArgs a) {
+  using Scan = cub::BlockScan<uint32_t, kTakeThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ uint32_t last_taken;
+  const uint32_t tid = threadIdx.x;
+  const uint32_t use = static_cast<uint32_t>(a.number + 1);
+  // The cached rows claim their slots; the others are new, listed in order.
+  uint32_t fresh_n = 0;
+  for (uint32_t base = 0; base < a.n; base += kTakeThreads) {
+    const uint32_t k = base + tid;
+    uint32_t id = 0, flag = 0;
+    if (k < a.n) {
+      id = a.list[k];
+      const uint32_t w = a.where[id];
+      if (w == kNoRow) {
+        flag = 1;
+      } else {
+        a.slot_use[w - a.hot] = use;
+      }
+    }
+    uint32_t at = 0, total = 0;
+    Scan(scan).ExclusiveSum(flag, at, total);
+    if (flag != 0) a.fresh[fresh_n + at] = id;
+    fresh_n += total;
+    __syncthreads();
+  }
+  for (uint32_t k = fresh_n + tid; k < a.n; k += kTakeThreads) {
+    a.fresh[k] = kNoRow;
+    a.evicted[k] = kNoRow;
+    a.fresh_rows[k] = 0;
+  }
+  // The free slots in clock order from the hand; the k-th takes the k-th new id.
+  const uint32_t h = a.hand[a.number % 2];
+  uint32_t found = 0;
+  for (uint32_t base = 0; base < a.slots && found < fresh_n; base += kTakeThreads) {
+    const uint32_t i = base + tid;
+    uint32_t flag = 0, s = 0;
+    if (i < a.slots) {
+      s = h + i < a.slots ? h + i : h + i - a.slots;
+      flag = a.slot_id[s] == kNoRow || uint64_t{a.slot_use[s]} + a.depth <= a.number + 1;
+    }
+    uint32_t at = 0, total = 0;
+    Scan(scan).ExclusiveSum(flag, at, total);
+    const uint32_t k = found + at;
+    bool evicts = false;
+    if (flag != 0 && k < fresh_n) {
+      const uint32_t id = a.fresh[k], old = a.slot_id[s];
+      evicts = old != kNoRow;
+      if (evicts) a.where[old] = kNoRow;
+      a.evicted[k] = old;
+      a.slot_id[s] = id;
+      a.slot_use[s] = use;
+      a.where[id] = a.hot + s;
+      a.fresh_rows[k] = a.hot + s;
+      if (k + 1 == fresh_n) last_taken = s;
+    }
+    count_lanes(evicts, a.evictions);
+    found += total;
+    __syncthreads();
+  }
+  if (tid == 0) {
+    if (found < fresh_n) {
+      atomicAdd(a.failures, 1ull);
+    } else {
+      a.hand[(a.number + 1) % 2] =
+          fresh_n == 0 ? h : (last_taken + 1 == a.slots ? 0 : last_taken + 1);
+    }
+    atomicAdd(a.fresh_count, static_cast<unsigned long long>(fresh_n));
+  }
+  __syncthreads();
+  // Every id's device row.
+  for (int part = 0; part < 2; ++part) {
+    for (uint64_t i = tid; i < a.ids_n[part]; i += kTakeThreads) {
+      const uint32_t id = a.ids[part][i];
+      a.rows[part][i] = id < a.hot ? id : a.where[id];
+      count_lanes(id >= a.hot, a.cold_refs);
+    }
   }
 }
 
@@ -531,6 +616,16 @@ void launch_map_rows(const uint32_t* ids, uint64_t n, uint32_t hot, const uint32
                      uint32_t* rows, unsigned long long* cold_refs, cudaStream_t stream) {
   if (n == 0) return;
   map_rows_kernel<<<grid_for(n, 4), kThreads, 0, stream>>>(ids, n, hot, where, rows, cold_refs);
+  PAGEDW2V_CUDA_CHECK_LAUNCH();
+}
+
+void launch_take_listed_rows(const TakeListedArgs& a, cudaStream_t stream) {
+  if (a.number + 1 > 0xFFFFFFFEull) throw Error("paged tables: too many pieces");
+  if (a.fresh_count == nullptr || a.evictions == nullptr || a.failures == nullptr ||
+      (a.slots == 0 && a.n > 0)) {
+    throw Error("paged tables: bad take arguments");
+  }
+  take_listed_kernel<<<1, kTakeThreads, 0, stream>>>(a);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

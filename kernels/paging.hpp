@@ -108,6 +108,47 @@ void launch_claim_rows(const uint32_t* list, uint32_t n, const uint32_t* where, 
 void launch_map_rows(const uint32_t* ids, uint64_t n, uint32_t hot, const uint32_t* where,
                      uint32_t* rows, unsigned long long* cold_refs, cudaStream_t stream);
 
+/// What launch_take_listed_rows reads and writes.
+struct TakeListedArgs {
+  /// The piece's cold rows: n distinct ids ≥ hot, ascending (gpu/piece_cuts.hpp).
+  const uint32_t* list = nullptr;
+  uint32_t n = 0;
+  uint32_t hot = 0, slots = 0;
+  uint64_t number = 0;  ///< the piece
+  uint32_t depth = 1;   ///< pieces up to depth − 1 behind it may still train
+  // The cache (as above).
+  uint32_t* where = nullptr;
+  uint32_t* slot_id = nullptr;
+  uint32_t* slot_use = nullptr;
+  uint32_t* hand = nullptr;  ///< hand[number % 2] read, hand[(number + 1) % 2] written
+  // Outputs, n entries each: the piece's new ids ascending, then kNoRow; the device row each
+  // came to; the id its slot held (kNoRow when empty, and past the new ids).
+  uint32_t* fresh = nullptr;
+  uint32_t* fresh_rows = nullptr;
+  uint32_t* evicted = nullptr;
+  /// The ids to map to device rows (a piece's tokens, then its pool entries): rows[i] for ids[i].
+  const uint32_t* ids[2] = {nullptr, nullptr};
+  uint64_t ids_n[2] = {0, 0};
+  uint32_t* rows[2] = {nullptr, nullptr};
+  // Counters, each added to: new ids read from the host, rows written back (evicted), cold
+  // references among the mapped ids, and 1 when the free slots did not take the new ids (the
+  // cut was wrong; the piece must not train).
+  unsigned long long* fresh_count = nullptr;
+  unsigned long long* evictions = nullptr;
+  unsigned long long* cold_refs = nullptr;
+  unsigned long long* failures = nullptr;
+};
+
+/// The take of a piece whose cold rows are listed, in one launch of one block: each listed row
+/// that is cached claims its slot (slot_use = number + 1); the others are new and take the
+/// free slots in clock order from the hand (empty, or no piece after number − depth used it;
+/// the piece's own are claimed first, so never taken), writing back the ids they held; then
+/// every id of `ids` gets its device row. The same rules as the steps above (mark, find, take,
+/// map), without marks over all rows or a count sent to the host: the cut guarantees the room
+/// (gpu/piece_cuts.hpp). The rows written back are in clock order, not sorted: pieces cut
+/// this way are small (row_cache.hpp says when).
+void launch_take_listed_rows(const TakeListedArgs& args, cudaStream_t stream);
+
 /// ids[s] = slot_id[s] when slot_use[s] > since (a piece numbered `since` or later used it: a
 /// flush writes back only rows that may have changed), else kNoRow, for s < slots; adds the
 /// number of such slots to *used when it is not null.

@@ -186,6 +186,163 @@ TEST(CudaPaging, CacheFollowsTheRules) {
   EXPECT_GT(misfits, 0u);
 }
 
+// The one-launch take of a listed piece (launch_take_listed_rows) against a host model of the
+// same rules: cached rows claim their slots, new ones take the free slots in clock order from
+// the hand, every id maps to its row. Lists larger than a block and slots beyond one pass of
+// the block; pieces sized within the share that the cut guarantees, and one that is not, which
+// must be counted as a failure.
+TEST(CudaPaging, TakeListedFollowsTheRules) {
+  PAGEDW2V_REQUIRE_GPU();
+  const uint32_t vocab = 20000, hot = 500, slots = 4500, depth = 3;
+  std::mt19937 rng(11);
+  std::vector<uint32_t> where(vocab, kNoRow), slot_id(slots, kNoRow), slot_use(slots, 0);
+  uint32_t hand = 0;
+  DeviceBuffer<uint32_t> d_where = upload(where), d_slot_id = upload(slot_id),
+                         d_slot_use = upload(slot_use), d_hand = upload(std::vector<uint32_t>(2));
+  DeviceBuffer<unsigned long long> d_counters = upload(std::vector<unsigned long long>(4, 0));
+  Stream st;
+  uint64_t evictions = 0, fresh_total = 0, cold_refs = 0;
+  for (uint64_t number = 0; number < 24; ++number) {
+    // Skewed ids with repeats, some hot; lists up to the share (slots / depth = 1500), more
+    // than one block's 1024 threads.
+    std::vector<uint32_t> tokens(300 + (number * 571) % 3000), pool(256);
+    for (auto* v : {&tokens, &pool}) {
+      for (uint32_t& id : *v) {
+        const double u = std::uniform_real_distribution<double>(0, 1)(rng);
+        id = static_cast<uint32_t>(std::pow(u, 1.5) * vocab) % vocab;
+      }
+    }
+    std::vector<uint32_t> list;
+    for (auto* v : {&tokens, &pool}) {
+      for (uint32_t id : *v)
+        if (id >= hot) list.push_back(id);
+    }
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    if (list.size() > slots / depth) list.resize(slots / depth);
+    // Ids cut from the list are not mapped: keep only the listed ones (and the hot ones).
+    const auto keep = [&](std::vector<uint32_t>& v) {
+      v.erase(std::remove_if(v.begin(), v.end(),
+                             [&](uint32_t id) {
+                               return id >= hot &&
+                                      !std::binary_search(list.begin(), list.end(), id);
+                             }),
+              v.end());
+    };
+    keep(tokens);
+    keep(pool);
+    const uint32_t n = static_cast<uint32_t>(list.size());
+    DeviceBuffer<uint32_t> d_list = upload(list), d_tokens = upload(tokens), d_pool = upload(pool);
+    DeviceBuffer<uint32_t> d_fresh(n + 1, "fresh"), d_fresh_rows(n + 1, "rows"),
+        d_evicted(n + 1, "evicted"), d_token_rows(tokens.size() + 1, "rows"),
+        d_pool_rows(pool.size() + 1, "rows");
+    TakeListedArgs a;
+    a.list = d_list.data();
+    a.n = n;
+    a.hot = hot;
+    a.slots = slots;
+    a.number = number;
+    a.depth = depth;
+    a.where = d_where.data();
+    a.slot_id = d_slot_id.data();
+    a.slot_use = d_slot_use.data();
+    a.hand = d_hand.data();
+    a.fresh = d_fresh.data();
+    a.fresh_rows = d_fresh_rows.data();
+    a.evicted = d_evicted.data();
+    a.ids[0] = d_tokens.data();
+    a.ids_n[0] = tokens.size();
+    a.rows[0] = d_token_rows.data();
+    a.ids[1] = d_pool.data();
+    a.ids_n[1] = pool.size();
+    a.rows[1] = d_pool_rows.data();
+    a.fresh_count = d_counters.data();
+    a.evictions = d_counters.data() + 1;
+    a.cold_refs = d_counters.data() + 2;
+    a.failures = d_counters.data() + 3;
+    launch_take_listed_rows(a, st.get());
+    st.synchronize();
+    // Host model.
+    std::vector<uint32_t> fresh;
+    for (uint32_t id : list) {
+      if (where[id] == kNoRow) {
+        fresh.push_back(id);
+      } else {
+        slot_use[where[id] - hot] = static_cast<uint32_t>(number + 1);
+      }
+    }
+    std::vector<uint32_t> want_fresh(n, kNoRow), want_evicted(n, kNoRow), want_rows(n, 0);
+    uint32_t k = 0, last = hand;
+    for (uint32_t i = 0; i < slots && k < fresh.size(); ++i) {
+      const uint32_t sl = (hand + i) % slots;
+      if (slot_id[sl] != kNoRow && uint64_t{slot_use[sl]} + depth > number + 1) continue;
+      const uint32_t old = slot_id[sl];
+      if (old != kNoRow) where[old] = kNoRow;
+      evictions += old != kNoRow;
+      want_fresh[k] = fresh[k];
+      want_evicted[k] = old;
+      want_rows[k] = hot + sl;
+      slot_id[sl] = fresh[k];
+      slot_use[sl] = static_cast<uint32_t>(number + 1);
+      where[fresh[k]] = hot + sl;
+      last = sl;
+      ++k;
+    }
+    ASSERT_EQ(k, fresh.size()) << number;  // the share always fits
+    hand = fresh.empty() ? hand : (last + 1) % slots;
+    fresh_total += fresh.size();
+    EXPECT_EQ(download(d_fresh, n), want_fresh) << number;
+    EXPECT_EQ(download(d_evicted, n), want_evicted) << number;
+    const std::vector<uint32_t> rows = download(d_fresh_rows, n);
+    for (uint32_t j = 0; j < fresh.size(); ++j) EXPECT_EQ(rows[j], want_rows[j]) << number;
+    EXPECT_EQ(download(d_where, vocab), where) << number;
+    EXPECT_EQ(download(d_slot_id, slots), slot_id) << number;
+    EXPECT_EQ(download(d_slot_use, slots), slot_use) << number;
+    EXPECT_EQ(download(d_hand, 2)[(number + 1) % 2], hand) << number;
+    const std::vector<uint32_t> token_rows = download(d_token_rows, tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      ASSERT_EQ(token_rows[i], tokens[i] < hot ? tokens[i] : where[tokens[i]]) << number;
+      cold_refs += tokens[i] >= hot;
+    }
+    const std::vector<uint32_t> pool_rows = download(d_pool_rows, pool.size());
+    for (size_t i = 0; i < pool.size(); ++i) {
+      ASSERT_EQ(pool_rows[i], pool[i] < hot ? pool[i] : where[pool[i]]) << number;
+      cold_refs += pool[i] >= hot;
+    }
+  }
+  const std::vector<unsigned long long> c = download(d_counters, 4);
+  EXPECT_EQ(c[0], fresh_total);
+  EXPECT_EQ(c[1], evictions);
+  EXPECT_EQ(c[2], cold_refs);
+  EXPECT_EQ(c[3], 0u);
+  EXPECT_GT(evictions, 0u);
+  // A list larger than the slots the pieces in flight leave: counted, not taken.
+  std::vector<uint32_t> big(slots);
+  for (uint32_t i = 0; i < slots; ++i) big[i] = hot + 5000 + i;
+  DeviceBuffer<uint32_t> d_big = upload(big), d_out(slots, "out"), d_out2(slots, "out"),
+                         d_out3(slots, "out");
+  TakeListedArgs b;
+  b.list = d_big.data();
+  b.n = slots;
+  b.hot = hot;
+  b.slots = slots;
+  b.number = 24;
+  b.depth = depth;
+  b.where = d_where.data();
+  b.slot_id = d_slot_id.data();
+  b.slot_use = d_slot_use.data();
+  b.hand = d_hand.data();
+  b.fresh = d_out.data();
+  b.fresh_rows = d_out2.data();
+  b.evicted = d_out3.data();
+  b.fresh_count = d_counters.data();
+  b.evictions = d_counters.data() + 1;
+  b.failures = d_counters.data() + 3;
+  launch_take_listed_rows(b, st.get());
+  st.synchronize();
+  EXPECT_EQ(download(d_counters, 4)[3], 1u);
+}
+
 // Row moves: every table, both directions, dims that take the 16-byte and the 4-byte path,
 // entries to skip, device rows listed or consecutive; warps striding, or claiming their batches
 // from a counter that each launch resets (one block, so every warp claims many times).
@@ -380,7 +537,8 @@ struct RunSetup {
   float alpha = 0.0f;            ///< 0: the model's default
   bool interleaved = false;      ///< host tables in one allocation, the rows of an id side by side
   uint32_t sgd_piece_words = 0;  ///< CudaBackendOptions::sgd_piece_words; 0: its default
-  Storage storage = Storage::kFp32;  ///< how the host tables store values
+  Storage storage = Storage::kFp32;            ///< how the host tables store values
+  PieceCutting cutting = PieceCutting::kAuto;  ///< CudaBackendOptions::piece_cutting
 };
 
 /// How the launches of a run are scheduled.
@@ -417,6 +575,7 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   o.serial = launches == Launches::kSerial;
   o.ordered = launches == Launches::kOrdered;
   if (s.sgd_piece_words > 0) o.sgd_piece_words = s.sgd_piece_words;
+  o.piece_cutting = s.cutting;
   auto values = [](const HostTable& t) {
     std::vector<float> v(t.rows() * t.dim());
     t.copy_to(v.data());
@@ -490,23 +649,29 @@ TEST_P(PagedEqualsResident, BitForBit) {
   // cache holds three whole super-batches (the pieces that may train at once: no split) for the
   // steps to coincide. Either way the cache holds fewer rows than the cold ones (2,900 and
   // 1,500), so rows are evicted and read again.
-  const RunResult paged = train(set, s, Placement::kPaged, sgd ? 100 : 1500, 1400, launches);
-  EXPECT_TRUE(paged.report.paged);
-  EXPECT_FALSE(resident.report.paged);
-  EXPECT_GT(paged.report.rows_from_host, paged.report.cache_rows);
-  EXPECT_GT(paged.report.rows_to_host, 0u);
-  if (sgd) {
-    EXPECT_GT(paged.report.splits, 0u);
-  } else {
-    EXPECT_EQ(paged.report.splits, 0u);
+  // sgd's pieces cut on the device (a try at a time) and on the host (by their cold rows).
+  for (const PieceCutting cutting : {PieceCutting::kDevice, PieceCutting::kHost}) {
+    if (!sgd && cutting == PieceCutting::kHost) continue;
+    SCOPED_TRACE(cutting == PieceCutting::kHost ? "cut on the host" : "cut on the device");
+    s.cutting = cutting;
+    const RunResult paged = train(set, s, Placement::kPaged, sgd ? 100 : 1500, 1400, launches);
+    EXPECT_TRUE(paged.report.paged);
+    EXPECT_FALSE(resident.report.paged);
+    EXPECT_GT(paged.report.rows_from_host, paged.report.cache_rows);
+    EXPECT_GT(paged.report.rows_to_host, 0u);
+    if (sgd) {
+      EXPECT_GT(paged.report.splits, 0u);
+    } else {
+      EXPECT_EQ(paged.report.splits, 0u);
+    }
+    EXPECT_EQ(paged.stats.words, resident.stats.words);
+    EXPECT_EQ(paged.stats.trained, resident.stats.trained);
+    expect_bits_equal(paged.input, resident.input, "input");
+    expect_bits_equal(paged.output, resident.output, "output");
+    ASSERT_EQ(paged.state.size(), resident.state.size());
+    for (size_t k = 0; k < paged.state.size(); ++k)
+      expect_bits_equal(paged.state[k], resident.state[k], "state");
   }
-  EXPECT_EQ(paged.stats.words, resident.stats.words);
-  EXPECT_EQ(paged.stats.trained, resident.stats.trained);
-  expect_bits_equal(paged.input, resident.input, "input");
-  expect_bits_equal(paged.output, resident.output, "output");
-  ASSERT_EQ(paged.state.size(), resident.state.size());
-  for (size_t k = 0; k < paged.state.size(); ++k)
-    expect_bits_equal(paged.state[k], resident.state[k], "state");
 }
 
 std::string paged_name(const ::testing::TestParamInfo<PagedCase>& info) {

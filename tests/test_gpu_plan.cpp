@@ -564,6 +564,39 @@ TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
   EXPECT_LE(window_need(zipf, kept.hot_rows, 64), 2 * kept.cache_rows);
 }
 
+TEST(GpuPlan, SgdPiecesAreCutOnTheHostForASmallCache) {
+  const uint64_t rows = 300000;
+  const Shape s = make_shape(rows, 600000, 50, 9);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  // A small budget: a cache within kHostCutMaxSlots.
+  const GpuDeviceFacts small = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 20);
+  const GpuPlan a = plan_gpu(in, small);
+  ASSERT_TRUE(a.paged);
+  ASSERT_LE(a.cache_rows, kHostCutMaxSlots);
+  EXPECT_TRUE(a.host_cuts);
+  // A larger one: the device cuts.
+  const GpuDeviceFacts large = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 2);
+  const GpuPlan b = plan_gpu(in, large);
+  ASSERT_TRUE(b.paged);
+  ASSERT_GT(b.cache_rows, kHostCutMaxSlots);
+  EXPECT_FALSE(b.host_cuts);
+  // Asked for, either way; never for an optimizer, whose pieces are whole super-batches.
+  in.piece_cutting = PieceCutting::kHost;
+  EXPECT_TRUE(plan_gpu(in, large).host_cuts);
+  in.piece_cutting = PieceCutting::kDevice;
+  EXPECT_FALSE(plan_gpu(in, small).host_cuts);
+  GpuPlanInput adam = input(s, rows, 128, OptimizerKind::kAdam, 1024, 4, Placement::kPaged);
+  adam.piece_cutting = PieceCutting::kHost;
+  EXPECT_FALSE(
+      plan_gpu(adam, facts(resident_bytes(rows, 128, OptimizerKind::kAdam) / 4)).host_cuts);
+  // Resident tables cut nothing.
+  GpuPlanInput resident = in;
+  resident.placement = Placement::kResident;
+  resident.piece_cutting = PieceCutting::kHost;
+  EXPECT_FALSE(
+      plan_gpu(resident, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) * 2)).host_cuts);
+}
+
 TEST(GpuPlan, SmallerRowsLeaveRoomForMoreOfThem) {
   const uint64_t rows = 300000;
   const Shape s = make_shape(rows, 600000, 50, 9);

@@ -132,6 +132,9 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     CudaBackendOptions co;
     if (options.paging_sms >= 0) co.paging_sms = static_cast<uint32_t>(options.paging_sms);
     co.cache_rows = options.cache_rows;
+    co.piece_cutting = options.piece_cuts == 1   ? PieceCutting::kHost
+                       : options.piece_cuts == 2 ? PieceCutting::kDevice
+                                                 : PieceCutting::kAuto;
     co.move_blocks = options.move_blocks;
     co.item_tokens = options.item_tokens;
     if (options.table_skew >= 0) co.table_skew_bytes = static_cast<size_t>(options.table_skew);

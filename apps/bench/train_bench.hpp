@@ -29,6 +29,9 @@ struct TrainBenchOptions {
   uint32_t move_blocks = 0;
   /// CUDA, paged: slots of the row cache; 0: the backend's default.
   uint64_t cache_rows = 0;
+  /// CUDA, paged sgd: where pieces are cut (CudaBackendOptions::piece_cutting): 0 as the plan
+  /// decides, 1 on the host, 2 on the device.
+  int piece_cuts = 0;
   /// CUDA: positions per work item of the training kernel (CudaBackendOptions::item_tokens);
   /// 0: sized per launch; UINT32_MAX: a sentence each.
   uint32_t item_tokens = 0;

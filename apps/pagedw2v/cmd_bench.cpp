@@ -183,6 +183,11 @@ int cmd_bench(int argc, char** argv) {
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "
       "frequent rows; default: a third of what fits)",
       cxxopts::value<uint64_t>())(
+      "piece-cuts",
+      "CUDA, paged tables with sgd: where pieces are cut: \"host\" (ahead, by their cold "
+      "rows), \"device\" (a try at a time), \"auto\" (host for a row cache of at most 16,384 "
+      "slots; the default)",
+      cxxopts::value<std::string>())(
       "item-tokens",
       "CUDA: positions per work item of the training kernel (default: sized per launch; "
       "\"sentence\": a sentence each)",
@@ -210,6 +215,13 @@ int cmd_bench(int argc, char** argv) {
     bench.move_blocks = std::min<uint32_t>(args["move-blocks"].as<uint32_t>(), 65535);
   }
   if (args.count("cache-rows")) bench.cache_rows = args["cache-rows"].as<uint64_t>();
+  if (args.count("piece-cuts")) {
+    const std::string v = args["piece-cuts"].as<std::string>();
+    if (v != "auto" && v != "host" && v != "device") {
+      throw UsageError("--piece-cuts: expected auto, host or device, got \"" + v + "\"");
+    }
+    bench.piece_cuts = v == "host" ? 1 : v == "device" ? 2 : 0;
+  }
   if (args.count("item-tokens")) {
     const std::string v = args["item-tokens"].as<std::string>();
     constexpr uint32_t kSentence = std::numeric_limits<uint32_t>::max();

@@ -87,6 +87,7 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.hot_rows = options.hot_rows;
   in.cache_rows = options.cache_rows;
   in.sgd_piece_words = options.sgd_piece_words;
+  in.piece_cutting = options.piece_cutting;
   in.keep = data.keep;
   in.noise = data.noise;
   // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "gpu/gpu_plan.hpp"
 #include "options.hpp"
 
 namespace pagedw2v {
@@ -59,6 +60,8 @@ struct CudaBackendOptions {
   /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
   /// are never cut. The default is the best measured (kernels/PERFORMANCE.md, "paged").
   uint64_t sgd_piece_words = 262144;
+  /// Paged with sgd: where pieces are cut (gpu_plan.hpp); kAuto: by the cache's size.
+  PieceCutting piece_cutting = PieceCutting::kAuto;
   /// SgnsArgs::item_tokens of every launch: 0 = sized per launch (sgns_item_tokens);
   /// kSentenceItems keeps each sentence on one warp, as the tests on disjoint sentences need.
   uint32_t item_tokens = 0;

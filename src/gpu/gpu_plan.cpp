@@ -494,6 +494,10 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                                   : std::min<uint64_t>(rows, layout.rows_fit - plan.cache_rows);
   plan.device_rows = plan.hot_rows + plan.cache_rows;
   if (plan.device_rows >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
+  plan.host_cuts =
+      !optimizer &&
+      (in.piece_cutting == PieceCutting::kHost ||
+       (in.piece_cutting == PieceCutting::kAuto && plan.cache_rows <= kHostCutMaxSlots));
   plan.scratch_bytes =
       device.scratch_bytes(std::max({rows, plan.cache_rows, plan.max_list}),
                            static_cast<uint32_t>(plan.max_list), order_key_bits(rows));

@@ -41,6 +41,19 @@ struct GpuDeviceFacts {
 inline constexpr uint32_t kAutoNegativePool = 1024;
 inline constexpr uint32_t kAutoPoolWordsPerEntry = 4;
 
+/// Where the pieces of paged sgd are cut: on the device, each try's rows counted there and sent
+/// back (kernels/paging.hpp's steps), or on the host ahead of the device by their cold rows
+/// (gpu/piece_cuts.hpp); kAuto: as the plan decides (GpuPlan::host_cuts).
+enum class PieceCutting { kAuto, kHost, kDevice };
+
+/// Paged sgd with a row cache of at most this many slots cuts its pieces on the host: each
+/// piece of such a cache is small (its cold rows are a third of the slots), so the device's
+/// steps per piece, a dozen launches and a round trip whatever its size, bound the run, while
+/// the one-block take of a listed piece stays short (launch_take_listed_rows). Larger caches
+/// keep their pieces large, and the host's cut of them (a bit per row at random per token)
+/// would take longer than the device's.
+inline constexpr uint64_t kHostCutMaxSlots = 16384;
+
 /// The run as the plan sees it. Pointers are borrowed for the call.
 struct GpuPlanInput {
   uint64_t rows = 0;        ///< vocabulary rows of each table
@@ -60,6 +73,8 @@ struct GpuPlanInput {
   uint64_t hot_rows = 0, cache_rows = 0;
   /// Paged with sgd: longest piece in words (CudaBackendOptions::sgd_piece_words); 0 = no cap.
   uint64_t sgd_piece_words = 0;
+  /// Paged with sgd: where pieces are cut (kAuto: kHostCutMaxSlots decides).
+  PieceCutting piece_cutting = PieceCutting::kAuto;
   /// The corpus is streamed (TrainData::streamed): its blocks are not known when the plan is
   /// made, so `blocks`, `sentence_starts` and `tokens` are not read, and pieces are sized for
   /// the largest blocks there can be (kMaxBlockTokens, kMaxBlockSentences).
@@ -92,6 +107,8 @@ struct GpuPlan {
   uint64_t max_list = 0;       ///< paged: the most distinct rows one piece can touch
   uint64_t keep_count = 0;     ///< words whose keep probability is below 1, and those before
   uint64_t scratch_bytes = 0;  ///< paged: scratch of the selects and the slot-order sort
+  /// Paged sgd: pieces are cut on the host by their cold rows (PieceCutting).
+  bool host_cuts = false;
 };
 
 /// Pieces in flight at once in the paged pipeline, each with its own buffers.

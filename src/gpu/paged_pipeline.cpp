@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "error.hpp"
@@ -70,6 +71,7 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     // asynchronous (the corpus itself stays pageable: registering part of a page of the heap
     // would make copies of its neighbours fail).
     s.host_tokens = PinnedBuffer<uint32_t>(max_tokens, "super-batch tokens");
+    if (plan.host_cuts) s.host_list = PinnedBuffer<uint32_t>(max_list, "super-batch row lists");
     s.host_starts = PinnedBuffer<uint64_t>(max_sentences + 1, "super-batch sentences");
     s.host_sentence_pool =
         PinnedBuffer<uint32_t>(std::max<uint64_t>(max_sentences, 1), "pool numbers");
@@ -77,6 +79,23 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
               s.pool.bytes() + s.pool_rows.bytes() + s.sentence_pool.bytes() + s.counts.bytes();
   }
   host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
+  if (plan.host_cuts) {
+    PieceCutInput in;
+    in.blocks = data.blocks;
+    in.batch_blocks = static_cast<uint32_t>(batch_blocks_);
+    in.pool_blocks = std::max<uint32_t>(1, data.params.pool_blocks);
+    in.pool_size = pool_size_;
+    in.seed = data.params.seed;
+    in.noise = data.noise;
+    in.rows = rows_;
+    in.hot = hot_;
+    // The pieces that may hold slots at once share them.
+    in.share = std::max<uint64_t>(
+        1, plan.cache_rows / (two_training_streams() ? kDepth : kDepthOneStream));
+    // A thread cuts a piece of a small cache in about the time the GPU trains it.
+    const uint32_t threads = std::clamp<uint32_t>(std::thread::hardware_concurrency() / 4, 1, 4);
+    cuts_ = std::make_unique<PieceCuts>(in, threads);
+  }
   tables_.pin_host();
 }
 
@@ -111,8 +130,32 @@ void PagedPipeline::reload_from_host() {
   cache_.invalidate(compute_.get());
 }
 
+void PagedPipeline::stage_tokens(Stage& s, uint64_t first, uint64_t end, cudaStream_t stream) {
+  // The corpus may be a window of it (streamed): sentence s starts at starts[s], token p is
+  // tokens[p]; both are copied to the stage's pinned buffers here, never read later.
+  const uint64_t* starts = data_.corpus->sentence_starts.data() - data_.corpus->sentence_base;
+  const uint32_t* tokens = data_.corpus->tokens.data() - data_.corpus->token_base;
+  const uint64_t first_token = starts[first], end_token = starts[end];
+  const uint64_t piece_tokens = end_token - first_token, piece_sentences = end - first;
+  if (piece_tokens > s.host_tokens.size() || piece_sentences + 1 > s.host_starts.size()) {
+    // Pieces are sized by the plan: for a streamed corpus, from the largest blocks there can be.
+    throw Error("paged tables: a piece of " + std::to_string(piece_tokens) + " words in " +
+                std::to_string(piece_sentences) + " sentences is larger than planned");
+  }
+  s.wait_host_copies();
+  std::copy_n(tokens + first_token, piece_tokens, s.host_tokens.data());
+  std::copy_n(starts + first, piece_sentences + 1, s.host_starts.data());
+  PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), s.host_tokens.data(), piece_tokens * 4,
+                                    cudaMemcpyHostToDevice, stream));
+  PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), s.host_starts.data(),
+                                    (piece_sentences + 1) * 8, cudaMemcpyHostToDevice, stream));
+  s.token_base = first_token;
+  s.tokens_n = piece_tokens;
+}
+
 bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   if (cursor_ >= span_end_) return false;
+  if (cuts_) return prepare_cut(epoch, number);
   const cudaStream_t st = prep_.get();
   Stage& s = stage_of(number);
   // The buffers of this stage were last used by number − kPagedStages.
@@ -122,10 +165,6 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   PieceTimes& times = piece_times_.back();
   times.prep0.record(st);
   const auto& blocks = *data_.blocks;
-  // The corpus may be a window of it (streamed): sentence s starts at starts[s], token p is
-  // tokens[p]; both are copied to the stage's pinned buffers here, never read later.
-  const uint64_t* starts = data_.corpus->sentence_starts.data() - data_.corpus->sentence_base;
-  const uint32_t* tokens = data_.corpus->tokens.data() - data_.corpus->token_base;
   const uint64_t block = static_cast<uint64_t>(
       std::upper_bound(blocks.begin(), blocks.end(), cursor_) - blocks.begin() - 1);
   const uint64_t super_batch = block / batch_blocks_;
@@ -140,20 +179,8 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   uint32_t* counts = s.counts.data();
   uint32_t* host_counts = host_counts_.data();
   for (;;) {
-    const uint64_t first_token = starts[cursor_], end_token = starts[piece_end];
-    const uint64_t piece_tokens = end_token - first_token, piece_sentences = piece_end - cursor_;
-    if (piece_tokens > s.host_tokens.size() || piece_sentences + 1 > s.host_starts.size()) {
-      // Pieces are sized by the plan: for a streamed corpus, from the largest blocks there can be.
-      throw Error("paged tables: a piece of " + std::to_string(piece_tokens) + " words in " +
-                  std::to_string(piece_sentences) + " sentences is larger than planned");
-    }
-    s.wait_host_copies();
-    std::copy_n(tokens + first_token, piece_tokens, s.host_tokens.data());
-    std::copy_n(starts + cursor_, piece_sentences + 1, s.host_starts.data());
-    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.tokens.data(), s.host_tokens.data(), piece_tokens * 4,
-                                      cudaMemcpyHostToDevice, st));
-    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.starts.data(), s.host_starts.data(),
-                                      (piece_sentences + 1) * 8, cudaMemcpyHostToDevice, st));
+    stage_tokens(s, cursor_, piece_end, st);
+    const uint64_t piece_tokens = s.tokens_n, piece_sentences = piece_end - cursor_;
     cache_.mark_cold(s.tokens.data(), piece_tokens, st);
     launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
     cache_.mark_cold(s.pool.data(), s.pools * pool_size_, st);
@@ -168,8 +195,6 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
     if (new_rows <= free_slots) {
       s.cold = cold_rows;
       s.fresh_n = new_rows;
-      s.token_base = first_token;
-      s.tokens_n = piece_tokens;
       refs_ += piece_tokens + s.pools * pool_size_;
       // A piece that fit at the size of the last split with 15 % of the free slots to spare:
       // try a little more next time. One that filled more of them keeps its size, so that the
@@ -226,6 +251,79 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   cache_.map(s.pool.data(), s.pools * pool_size_, s.pool_rows.data(), st);
   s.prepped.record(st);
   times.prep1.record(st);
+  report_.rows_from_host += s.fresh_n;
+  move_rows(s, number, depth, piece_end, times, host_start);
+  return true;
+}
+
+bool PagedPipeline::prepare_cut(uint32_t epoch, uint64_t number) {
+  PieceCut cut;
+  if (!cuts_->next(cut)) return false;
+  if (cut.first_sentence != cursor_ || cut.last_sentence > span_end_ ||
+      cut.last_sentence <= cursor_) {
+    throw Error("paged tables: the pieces cut on the host lost their place in the corpus");
+  }
+  const cudaStream_t st = prep_.get();
+  Stage& s = stage_of(number);
+  // The buffers of this stage were last used by number − kPagedStages.
+  if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
+  const auto host_start = std::chrono::steady_clock::now();
+  piece_times_.emplace_back();
+  PieceTimes& times = piece_times_.back();
+  times.prep0.record(st);
+  const auto& blocks = *data_.blocks;
+  const uint64_t block = static_cast<uint64_t>(
+      std::upper_bound(blocks.begin(), blocks.end(), cursor_) - blocks.begin() - 1);
+  const uint64_t piece_end = cut.last_sentence;
+  const uint64_t n = cut.cold.size();
+  if (n > s.host_list.size() || n > cache_.slots()) {
+    throw Error("paged tables: one sentence and the negative pool touch " + std::to_string(n) +
+                " rows, more than the GPU row cache can take (" + std::to_string(cache_.slots()) +
+                " slots); raise --gpu-memory or lower --negative-pool");
+  }
+  // The pieces that may still hold slots (up to depth − 1 behind) and this one need at most
+  // every slot; each is cut to a share of them, so only a piece after an oversized sentence
+  // waits for the pieces before it to train (and then only its own rows hold slots).
+  uint32_t depth = two_training_streams() ? kDepth : kDepthOneStream;
+  uint64_t held = n;
+  for (uint64_t back = 1; back < depth && back <= number; ++back) {
+    held += recent_cold_[(number - back) % recent_cold_.size()];
+  }
+  if (held > cache_.slots()) {
+    compute_.synchronize();
+    compute2_.synchronize();
+    depth = 1;
+    ++report_.drains;
+  }
+  recent_cold_[number % recent_cold_.size()] = n;
+  stage_tokens(s, cursor_, piece_end, st);
+  std::copy(cut.cold.begin(), cut.cold.end(), s.host_list.data());
+  PAGEDW2V_CUDA_TRY(
+      cudaMemcpyAsync(s.list.data(), s.host_list.data(), n * 4, cudaMemcpyHostToDevice, st));
+  // Records the stage's last copy from its staging.
+  launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
+  s.number = number;
+  s.first_sentence = cursor_;
+  s.last_sentence = piece_end;
+  s.super_batch = block / batch_blocks_;
+  const uint64_t batch_end_block =
+      std::min<uint64_t>((s.super_batch + 1) * batch_blocks_, span_last_block_);
+  if (piece_end < std::min<uint64_t>(blocks[batch_end_block], span_end_)) ++report_.splits;
+  s.cold = static_cast<uint32_t>(n);
+  s.fresh_n = static_cast<uint32_t>(n);  // at most; the device counts them
+  refs_ += s.tokens_n + s.pools * pool_size_;
+  pcie_corpus_bytes_ += s.tokens_n * 4 + (piece_end - cursor_ + 1) * 8 + n * 4;
+  cache_.take_listed(s.list.data(), static_cast<uint32_t>(n), number, depth, s.tokens.data(),
+                     s.tokens_n, s.rows.data(), s.pool.data(), s.pools * pool_size_,
+                     s.pool_rows.data(), s.fresh.data(), s.fresh_rows.data(), s.evicted.data(), st);
+  s.prepped.record(st);
+  times.prep1.record(st);
+  move_rows(s, number, depth, piece_end, times, host_start);
+  return true;
+}
+
+void PagedPipeline::move_rows(Stage& s, uint64_t number, uint32_t depth, uint64_t piece_end,
+                              PieceTimes& times, std::chrono::steady_clock::time_point host_start) {
   // Move the rows on their own stream, once every piece that may have used the evicted slots
   // (up to number − depth, on either training stream) has trained: each evicted row goes back
   // as its slot's new row comes in.
@@ -251,8 +349,6 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   cursor_ = piece_end;
   ++report_.super_batches;
   report_.cold_rows += s.cold;
-  report_.rows_from_host += s.fresh_n;
-  return true;
 }
 
 void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t last_block) {
@@ -264,6 +360,18 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
   for (Stage& s : stages_) s.trained_recorded = false;
   piece_times_.clear();
   span_start_.record(compute_.get());
+  if (cuts_) {
+    cuts_->start(epoch, first_block, last_block,
+                 data_.corpus->tokens.data() - data_.corpus->token_base,
+                 data_.corpus->sentence_starts.data() - data_.corpus->sentence_base);
+  }
+  // The cutting threads read the span's corpus: they stop before it may change.
+  struct EndCuts {
+    PieceCuts* cuts;
+    ~EndCuts() {
+      if (cuts != nullptr) cuts->end();
+    }
+  } end_cuts{cuts_.get()};
   uint64_t n = first_number_;
   for (bool more = prepare(epoch, n); more; more = prepare(epoch, ++n)) {
     Stage& s = stage_of(n);
@@ -293,6 +401,9 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
   // Flush: every cached row a piece of this span may have changed goes back to the host, so
   // that checkpoints and exports read current tables; the rows stay cached.
   PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+  if (cuts_ && cache_.counters().failures > 0) {
+    throw Error("paged tables: a piece cut on the host found no room in the GPU row cache");
+  }
   if (next_number_ > first_number_) {
     const cudaStream_t st = prep_.get();
     cache_.flush(moves(nullptr, nullptr, 0, static_cast<uint32_t>(hot_), kMoveOnPrep),
@@ -334,6 +445,7 @@ void PagedPipeline::report_span() {
   report_.row_lookups = refs_;
   report_.cold_lookups = c.refs_cold;
   report_.rows_to_host = c.to_host;
+  if (cuts_) report_.rows_from_host = c.fresh;
   const uint32_t nstate = state_tables(data_.optimizer.kind);
   const uint64_t row_bytes =
       uint64_t{data_.params.dim} * tables_.host_value_bytes() * (2 + 2 * nstate);

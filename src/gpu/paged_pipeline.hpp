@@ -5,13 +5,18 @@
 /// n, n − 1 (with sgd the launches of consecutive pieces overlap too, on two streams). Owns the
 /// ring of stages (each piece's buffers and pinned staging), the streams beside the compute
 /// stream, the events that order them, the row cache (row_cache.hpp), the moves' claim
-/// counters, and the paging part of the report.
+/// counters, and the paging part of the report. Pieces are cut in one of two ways (the plan's
+/// host_cuts): on the device, a try at a time, each try's rows counted there and sent back to
+/// decide whether it fits; or on the host ahead of the device (piece_cuts.hpp), each piece with
+/// its cold rows listed, so that it is taken in one launch and nothing waits for the device.
 ///
 /// May not touch: the tables' allocation (device_tables.hpp), the placement and sizes (it
 /// takes them from the plan, gpu_plan.hpp), the launch arguments (sgns_launcher.hpp).
 
 #include <array>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend.hpp"
@@ -19,6 +24,7 @@
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_tables.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "gpu/piece_cuts.hpp"
 #include "gpu/row_cache.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
@@ -59,6 +65,7 @@ class PagedPipeline {
     DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool_rows, counts;
     DeviceBuffer<unsigned long long> next_sentence;  ///< the launch's work counter
     PinnedBuffer<uint32_t> host_tokens;
+    PinnedBuffer<uint32_t> host_list;  ///< a piece cut on the host: its cold rows
     PinnedBuffer<uint64_t> host_starts;
     DeviceBuffer<uint64_t> starts;
     Event prepped{false}, gathered{false}, trained{false};
@@ -80,6 +87,15 @@ class PagedPipeline {
   /// Collects the next piece (from sentence cursor_) as piece `number` on the prep stream and
   /// moves its rows on the gather stream. Returns false when the span is done.
   bool prepare(uint32_t epoch, uint64_t number);
+  /// prepare() for a piece cut on the host (cuts_).
+  bool prepare_cut(uint32_t epoch, uint64_t number);
+  /// Copies the tokens and sentence starts of sentences [first, end) to stage `s` on `stream`
+  /// (after waiting for the stage's last copies from its staging).
+  void stage_tokens(Stage& s, uint64_t first, uint64_t end, cudaStream_t stream);
+  /// The row moves of piece `number` (prepared in `s`) on the gather stream, once the pieces up
+  /// to `depth` behind it have trained; then the piece's bookkeeping.
+  void move_rows(Stage& s, uint64_t number, uint32_t depth, uint64_t piece_end, PieceTimes& times,
+                 std::chrono::steady_clock::time_point host_start);
   Stage& stage_of(uint64_t number) { return stages_[number % kPagedStages]; }
   /// The training stream of piece `number`.
   cudaStream_t compute_of(uint64_t number);
@@ -101,6 +117,10 @@ class PagedPipeline {
   Stream& compute_;
   Stream compute2_, prep_, gather_;
   RowCache cache_;
+  std::unique_ptr<PieceCuts> cuts_;  ///< when pieces are cut on the host
+  /// Cold rows of the last pieces (by number modulo the size), for the pieces cut on the host:
+  /// those that may still hold slots and a new one need at most every slot, else it drains.
+  std::array<uint64_t, 4> recent_cold_{};
   DeviceBuffer<unsigned long long> move_claims_;  ///< one claim counter per MoveStream
   std::array<Stage, kPagedStages> stages_;
   PinnedBuffer<uint32_t> host_counts_;

@@ -76,6 +76,39 @@ void RowCache::take(const uint32_t* fresh, uint32_t fresh_n, const uint32_t* lis
                     stream);
 }
 
+void RowCache::take_listed(const uint32_t* list, uint32_t n, uint64_t number, uint32_t depth,
+                           const uint32_t* tokens, uint64_t tokens_n, uint32_t* token_rows,
+                           const uint32_t* pool, uint64_t pool_n, uint32_t* pool_rows,
+                           uint32_t* fresh, uint32_t* fresh_rows, uint32_t* evicted,
+                           cudaStream_t stream) {
+  TakeListedArgs a;
+  a.list = list;
+  a.n = n;
+  a.hot = static_cast<uint32_t>(hot_);
+  a.slots = static_cast<uint32_t>(slots_);
+  a.number = number;
+  a.depth = depth;
+  a.where = where_.data();
+  a.slot_id = slot_id_.data();
+  a.slot_use = slot_use_.data();
+  a.hand = hand_.data();
+  a.fresh = fresh;
+  a.fresh_rows = fresh_rows;
+  a.evicted = evicted;
+  a.ids[0] = tokens;
+  a.ids_n[0] = tokens_n;
+  a.rows[0] = token_rows;
+  a.ids[1] = pool;
+  a.ids_n[1] = pool_n;
+  a.rows[1] = pool_rows;
+  PagingCounters* c = counters_.data();
+  a.fresh_count = &c->fresh;
+  a.evictions = &c->to_host;
+  a.cold_refs = &c->refs_cold;
+  a.failures = &c->failures;
+  launch_take_listed_rows(a, stream);
+}
+
 void RowCache::map(const uint32_t* ids, uint64_t n, uint32_t* rows, cudaStream_t stream) {
   launch_map_rows(ids, n, static_cast<uint32_t>(hot_), where_.data(), rows,
                   &counters_.data()->refs_cold, stream);

@@ -23,6 +23,8 @@ namespace pagedw2v {
 struct PagingCounters {
   unsigned long long refs_cold;  ///< token and pool references to cold rows
   unsigned long long to_host;    ///< rows written back (evicted, or flushed at a span's end)
+  unsigned long long fresh;      ///< rows read from the host by take_listed
+  unsigned long long failures;   ///< take_listed calls whose new rows did not find free slots
 };
 
 class RowCache {
@@ -49,6 +51,16 @@ class RowCache {
   /// slots to `fresh_rows` (device rows), in the order of `fresh`.
   void take(const uint32_t* fresh, uint32_t fresh_n, const uint32_t* list, uint32_t cold,
             uint64_t number, uint32_t* evicted, uint32_t* fresh_rows, cudaStream_t stream);
+  /// The steps above for a piece whose `n` cold rows are listed, ascending, in `list`, in one
+  /// launch (launch_take_listed_rows): claims the cached ones, gives the new ones free slots,
+  /// writes `fresh`, `fresh_rows` and `evicted` (n entries: the new rows first, then entries a
+  /// move skips), and maps the piece's `tokens_n` tokens and `pool_n` pool entries to device
+  /// rows. The cut of the piece (gpu/piece_cuts.hpp) must leave its new rows room; a piece that
+  /// found none is counted in the counters' failures.
+  void take_listed(const uint32_t* list, uint32_t n, uint64_t number, uint32_t depth,
+                   const uint32_t* tokens, uint64_t tokens_n, uint32_t* token_rows,
+                   const uint32_t* pool, uint64_t pool_n, uint32_t* pool_rows, uint32_t* fresh,
+                   uint32_t* fresh_rows, uint32_t* evicted, cudaStream_t stream);
   /// The device row of each of the `n` ids (hot or cached) in `rows`.
   void map(const uint32_t* ids, uint64_t n, uint32_t* rows, cudaStream_t stream);
   /// Writes back every slot a piece from `first_number` on used, by the row move `move`

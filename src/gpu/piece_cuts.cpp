@@ -1,0 +1,198 @@
+#include "gpu/piece_cuts.hpp"
+
+#include <algorithm>
+#include <string>
+#include <system_error>
+
+#include "error.hpp"
+#include "negative_pool.hpp"
+
+namespace pagedw2v {
+
+namespace {
+
+/// Units a thread may cut ahead of the one next() reads, per thread.
+constexpr uint64_t kAheadPerThread = 4;
+
+}  // namespace
+
+PieceCuts::PieceCuts(const PieceCutInput& in, uint32_t threads) : in_(in) {
+  if (in_.blocks == nullptr || in_.noise == nullptr || in_.hot > in_.rows) {
+    throw Error("piece cuts: the corpus's blocks, the noise table and hot ≤ rows are needed");
+  }
+  in_.batch_blocks = std::max<uint32_t>(in_.batch_blocks, 1);
+  in_.pool_blocks = std::max<uint32_t>(in_.pool_blocks, 1);
+  in_.share = std::max<uint64_t>(in_.share, 1);
+  threads = std::max<uint32_t>(threads, 1);
+  try {
+    for (uint32_t t = 0; t < threads; ++t) threads_.emplace_back([this] { work(); });
+  } catch (const std::system_error& e) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    throw Error(std::string("piece cuts: cannot start a thread: ") + e.what());
+  }
+}
+
+PieceCuts::~PieceCuts() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void PieceCuts::start(uint32_t epoch, uint64_t first_block, uint64_t last_block,
+                      const uint32_t* tokens, const uint64_t* sentence_starts) {
+  end();
+  std::lock_guard<std::mutex> lock(mutex_);
+  epoch_ = epoch;
+  first_block_ = first_block;
+  last_block_ = std::max(first_block, last_block);
+  tokens_ = tokens;
+  starts_ = sentence_starts;
+  units_.clear();
+  if (last_block_ > first_block_) {
+    const uint64_t bb = in_.batch_blocks;
+    units_.resize((last_block_ - 1) / bb - first_block_ / bb + 1);
+  }
+  next_unit_ = current_ = 0;
+  failure_ = nullptr;
+  changed_.notify_all();
+}
+
+void PieceCuts::end() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ++generation_;
+  units_.clear();
+  next_unit_ = current_ = 0;
+  changed_.wait(lock, [&] { return busy_ == 0; });
+}
+
+bool PieceCuts::next(PieceCut& out) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (failure_) std::rethrow_exception(failure_);
+    if (current_ >= units_.size()) return false;
+    Unit& u = units_[current_];
+    if (u.done && u.taken < u.cuts.size()) {
+      out = std::move(u.cuts[u.taken++]);
+      return true;
+    }
+    if (u.done) {
+      u.cuts = {};
+      ++current_;
+      changed_.notify_all();  // a thread may cut one unit further ahead now
+      continue;
+    }
+    changed_.wait(lock);
+  }
+}
+
+void PieceCuts::work() {
+  std::vector<uint64_t> seen((in_.rows - in_.hot + 63) / 64, 0);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    const uint64_t ahead = kAheadPerThread * threads_.size();
+    changed_.wait(lock, [&] {
+      return stop_ || (next_unit_ < units_.size() && next_unit_ < current_ + ahead);
+    });
+    if (stop_) return;
+    const uint64_t u = next_unit_++, generation = generation_;
+    ++busy_;
+    lock.unlock();
+    std::vector<PieceCut> cuts;
+    std::exception_ptr failure;
+    try {
+      cuts = cut_unit(u, seen);
+    } catch (...) {
+      failure = std::current_exception();
+      std::fill(seen.begin(), seen.end(), 0);
+    }
+    lock.lock();
+    --busy_;
+    if (generation == generation_) {
+      if (failure) {
+        if (!failure_) failure_ = failure;
+      } else {
+        units_[u].cuts = std::move(cuts);
+        units_[u].done = true;
+      }
+    }
+    changed_.notify_all();
+  }
+}
+
+std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& seen) const {
+  // The span's fields are read without the lock: start() and end() wait until no thread is
+  // busy before they change them.
+  const std::vector<uint64_t>& blocks = *in_.blocks;
+  const uint64_t bb = in_.batch_blocks;
+  const uint64_t super_batch = first_block_ / bb + u;
+  const uint64_t b0 = std::max(first_block_, super_batch * bb);
+  const uint64_t b1 = std::min(last_block_, (super_batch + 1) * bb);
+  const uint64_t end = blocks[b1];
+  const uint32_t hot = static_cast<uint32_t>(in_.hot);
+  const uint32_t vocab = static_cast<uint32_t>(in_.noise->size());
+  std::vector<uint32_t> list;
+  std::vector<uint32_t> pool(in_.pool_size);
+  uint64_t pool_period = UINT64_MAX;
+  const auto add = [&](const uint32_t* ids, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint32_t id = ids[i];
+      if (id < hot) continue;
+      const uint64_t bit = id - hot;
+      uint64_t& word = seen[bit >> 6];
+      const uint64_t mask = uint64_t{1} << (bit & 63);
+      if ((word & mask) != 0) continue;
+      word |= mask;
+      list.push_back(id);
+    }
+  };
+  const auto forget = [&](size_t from) {
+    for (size_t k = from; k < list.size(); ++k) {
+      const uint64_t bit = list[k] - hot;
+      seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+    }
+    list.resize(from);
+  };
+  std::vector<PieceCut> cuts;
+  uint64_t block = b0;
+  uint64_t t = blocks[b0];
+  while (t < end) {
+    PieceCut cut;
+    cut.first_sentence = t;
+    uint64_t last_period = UINT64_MAX;
+    for (; t < end; ++t) {
+      while (blocks[block + 1] <= t) ++block;
+      const uint64_t period = block / in_.pool_blocks;
+      const size_t before = list.size();
+      if (period != last_period && in_.pool_size > 0) {
+        if (period != pool_period) {
+          draw_pool(in_.seed, epoch_, period, in_.noise->entries().data(), vocab, in_.pool_size,
+                    pool.data());
+          pool_period = period;
+        }
+        add(pool.data(), pool.size());
+      }
+      add(tokens_ + starts_[t], starts_[t + 1] - starts_[t]);
+      if (t > cut.first_sentence && list.size() > in_.share) {
+        forget(before);
+        break;
+      }
+      last_period = period;
+    }
+    cut.last_sentence = t;
+    std::sort(list.begin(), list.end());
+    cut.cold = list;
+    forget(0);
+    cuts.push_back(std::move(cut));
+  }
+  return cuts;
+}
+
+}  // namespace pagedw2v
