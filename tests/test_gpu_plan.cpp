@@ -148,8 +148,12 @@ uint64_t paged_bytes(const GpuPlanInput& in, const GpuPlan& p, const GpuDeviceFa
                          p.max_list * 16 + pool_entries * 8 + 64;
   const uint64_t scratch = f.scratch_bytes(
       std::max(in.rows, p.max_list), static_cast<uint32_t>(p.max_list), order_key_bits(in.rows));
-  const uint64_t fixed = in.rows * 5 + p.keep_count * sizeof(float) + kPagedStages * stage +
-                         p.max_list * 8 + scratch + paged_margin(f.budget);
+  // Pieces cut on the host: a slot per id and no marks, selects or slot order.
+  const uint64_t fixed = p.host_cuts
+                             ? in.rows * 4 + p.keep_count * sizeof(float) + kPagedStages * stage +
+                                   paged_margin(f.budget)
+                             : in.rows * 5 + p.keep_count * sizeof(float) + kPagedStages * stage +
+                                   p.max_list * 8 + scratch + paged_margin(f.budget);
   return fixed + p.device_rows * (device_row_bytes(in.row_stride, in.optimizer) + 13);
 }
 
@@ -510,7 +514,9 @@ TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
   EXPECT_GE(p.cache_rows, 2u * (1024 + 1));
   EXPECT_LE(paged_bytes(in, p, facts(tight)), tight);
   EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
-  // Pieces of 64 blocks at that budget would have been refused.
+  // Pieces of 64 blocks at that budget would have been refused (cut on the device: lists as
+  // long as a piece's tokens and pools).
+  in.piece_cutting = PieceCutting::kDevice;
   in.sgd_piece_words = 0;
   in.batch_blocks = p.batch_blocks * 2;
   in.hot_rows = 1;  // fixed rows: the plan takes the pieces as they are
@@ -584,7 +590,15 @@ TEST(GpuPlan, SgdPiecesAreCutOnTheHostForASmallCache) {
   in.piece_cutting = PieceCutting::kHost;
   EXPECT_TRUE(plan_gpu(in, large).host_cuts);
   in.piece_cutting = PieceCutting::kDevice;
-  EXPECT_FALSE(plan_gpu(in, small).host_cuts);
+  const GpuPlan d = plan_gpu(in, small);
+  EXPECT_FALSE(d.host_cuts);
+  // The same cache; the budget that the device's cut needs for marks, selects and long lists
+  // holds more hot rows instead, and both fit.
+  EXPECT_EQ(a.cache_rows, d.cache_rows);
+  EXPECT_GT(a.hot_rows, d.hot_rows);
+  EXPECT_LT(a.max_list, d.max_list);
+  EXPECT_LE(paged_bytes(in, a, small), small.budget);
+  EXPECT_LE(paged_bytes(in, d, small), small.budget);
   GpuPlanInput adam = input(s, rows, 128, OptimizerKind::kAdam, 1024, 4, Placement::kPaged);
   adam.piece_cutting = PieceCutting::kHost;
   EXPECT_FALSE(
@@ -766,7 +780,10 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   if (p.hot_rows < rows) {
     const double third = fit / 3.0;
     const double slack = third * 0.01 + 2.0 * (pool + 60);
-    if (kind == OptimizerKind::kSgd) {
+    if (p.host_cuts) {
+      // The budget the cache's marks, selects and lists no longer take went to hot rows.
+      EXPECT_LE(double(p.cache_rows), third + slack);
+    } else if (kind == OptimizerKind::kSgd) {
       EXPECT_NEAR(double(p.cache_rows), third, slack);
     } else {
       EXPECT_GE(double(p.cache_rows), third - slack);
@@ -790,6 +807,15 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   EXPECT_EQ(p.negative_pool, pool);
   EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
   const uint64_t bound = std::min<uint64_t>(rows, p.max_piece_tokens + p.max_pools * pool);
+  EXPECT_EQ(p.host_cuts, kind == OptimizerKind::kSgd && p.cache_rows <= kHostCutMaxSlots);
+  if (p.host_cuts) {
+    // A piece cut on the host lists at most half the slots, or one sentence (≤ 60 words here)
+    // and its pool.
+    EXPECT_EQ(p.max_list, std::min(bound, std::max<uint64_t>(p.cache_rows / 2 + 1,
+                                                             std::min<uint64_t>(rows, pool + 60))));
+    EXPECT_EQ(p.scratch_bytes, 0u);
+    return;
+  }
   if (kind == OptimizerKind::kSgd) {
     EXPECT_EQ(p.max_list, bound);
   } else {

@@ -107,6 +107,17 @@ std::vector<PieceCut> check_span(const Corpus& c, const PieceCutInput& in, Piece
     const uint64_t super_end = c.blocks[super_end_block];
     EXPECT_LE(p.last_sentence, super_end);
     EXPECT_EQ(p.cold, cold_rows(c, in, epoch, p.first_sentence, p.last_sentence));
+    // Its pools: every period from its first sentence's to its last's, as the device draws them.
+    const uint64_t last = static_cast<uint64_t>(
+        std::upper_bound(c.blocks.begin(), c.blocks.end(), p.last_sentence - 1) - c.blocks.begin() -
+        1);
+    EXPECT_EQ(p.first_period, first / in.pool_blocks);
+    std::vector<uint32_t> pools;
+    for (uint64_t period = first / in.pool_blocks; period <= last / in.pool_blocks; ++period) {
+      const std::vector<uint32_t> pool = draw_pool(in.seed, epoch, period, c.noise, in.pool_size);
+      pools.insert(pools.end(), pool.begin(), pool.end());
+    }
+    EXPECT_EQ(p.pools, pools);
     if (p.last_sentence - p.first_sentence > 1) {
       EXPECT_LE(p.cold.size(), in.share);
     }

@@ -286,10 +286,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
       std::fprintf(out,
                    "paging time (s): training launches in flight %.4f of %.4f; collecting pieces "
                    "%.4f (device); row moves %.4f (device, %.1f GB/s each way); host preparing "
-                   "%.4f, of which waiting %.4f\n",
+                   "%.4f, of which waiting %.4f for the device and %.4f for the cuts\n",
                    cr.kernel_busy_seconds, r.train_seconds, cr.prep_seconds, cr.move_seconds,
                    cr.move_seconds > 0 ? moved / cr.move_seconds / 1e9 : 0.0,
-                   cr.prepare_host_seconds, cr.prepare_blocked_seconds);
+                   cr.prepare_host_seconds, cr.prepare_blocked_seconds,
+                   cr.prepare_cut_wait_seconds);
 #endif
     } else {
       std::fprintf(out, "placement: %s\n",

@@ -222,7 +222,7 @@ class CudaBackend final : public Backend {
     }
     const SgnsCounters host = launcher_->read_counters(compute_.get());
     report_.kernel_seconds += launcher_->kernel_seconds();
-    report_.launches += launcher_->timing().size();
+    report_.launches += launcher_->launches();
     if (paged_) paged_->report_span();
     launcher_->clear_timing();
     if (corpus_) report_.upload_seconds = corpus_->upload_seconds();

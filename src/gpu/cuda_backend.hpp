@@ -98,11 +98,14 @@ struct CudaBackendReport {
   uint64_t rows_to_host = 0;    ///< cold rows written back
   uint64_t pcie_bytes = 0;      ///< bytes moved over PCIe for rows and state, both directions
   // Paged: where the time went.
-  double kernel_busy_seconds = 0;      ///< time at least one training launch was in flight
-  double prep_seconds = 0;             ///< device time collecting pieces (summed)
-  double move_seconds = 0;             ///< device time of the row moves (summed)
-  double prepare_host_seconds = 0;     ///< host time preparing pieces
-  double prepare_blocked_seconds = 0;  ///< of which waiting for the device's counts
+  double kernel_busy_seconds = 0;   ///< time at least one training launch was in flight
+  double prep_seconds = 0;          ///< device time collecting pieces (summed)
+  double move_seconds = 0;          ///< device time of the row moves (summed)
+  double prepare_host_seconds = 0;  ///< host time preparing pieces
+  /// of which waiting for the device: its counts of a piece's rows (cut on the device), or the
+  /// copies from a stage's staging (cut on the host)
+  double prepare_blocked_seconds = 0;
+  double prepare_cut_wait_seconds = 0;  ///< waiting for the cuts of pieces (cut on the host)
 };
 
 /// True when a CUDA device can be used; false (never an exception) without a driver or GPU.

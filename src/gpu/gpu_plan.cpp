@@ -247,6 +247,22 @@ struct PagedLayout {
   uint64_t fixed = 0, slot_bytes = 0, rows_fit = 0, reserve = 0, pool_entries = 0;
 };
 
+/// Bytes of one stage of the paged pipeline (a piece's buffers).
+uint64_t stage_bytes(const GpuPlan& plan, uint64_t pool_entries) {
+  return plan.max_piece_tokens * 8 + (plan.max_piece_sentences + 1) * 12 + plan.max_list * 16 +
+         pool_entries * 8 + 64;
+}
+
+}  // namespace
+
+uint64_t host_cut_fixed_bytes(const GpuPlanInput& in, const GpuPlan& plan) {
+  return in.rows * 4 + plan.keep_count * sizeof(float) +
+         kPagedStages * stage_bytes(plan, plan.max_pools * plan.negative_pool) +
+         paged_margin(plan.budget);
+}
+
+namespace {
+
 /// The distinct ids of super-batches of each size counted so far: {blocks, count}.
 using RowCounts = std::vector<std::pair<uint32_t, uint64_t>>;
 
@@ -274,13 +290,11 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
     }
     plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
   }
-  const uint64_t stage_bytes = plan.max_piece_tokens * 8 + (plan.max_piece_sentences + 1) * 12 +
-                               plan.max_list * 16 + l.pool_entries * 8 + 64;
   const uint32_t key_bits = order_key_bits(rows);
   // Beside the stages: the second key and slot lists of the slot order, and scratch for the
   // selects and that sort (sized here before the cache is, as for a cache of no rows).
-  l.fixed = rows * 5 + plan.keep_count * sizeof(float) + kPagedStages * stage_bytes +
-            plan.max_list * 8 +
+  l.fixed = rows * 5 + plan.keep_count * sizeof(float) +
+            kPagedStages * stage_bytes(plan, l.pool_entries) + plan.max_list * 8 +
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
             paged_margin(plan.budget);
@@ -498,6 +512,21 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
       !optimizer &&
       (in.piece_cutting == PieceCutting::kHost ||
        (in.piece_cutting == PieceCutting::kAuto && plan.cache_rows <= kHostCutMaxSlots));
+  if (plan.host_cuts) {
+    // A piece cut on the host lists at most a share of the slots (a half at the least depth),
+    // or one sentence and its pool; the cache needs no marks, selects or slot order. What
+    // they held goes to more hot rows; the cache keeps its size.
+    plan.max_list = std::min<uint64_t>(plan.max_list,
+                                       std::max<uint64_t>(layout.reserve, plan.cache_rows / 2 + 1));
+    const uint64_t fixed = host_cut_fixed_bytes(in, plan);
+    const uint64_t rows_fit = plan.budget > fixed ? (plan.budget - fixed) / layout.slot_bytes : 0;
+    if (in.hot_rows == 0 && rows_fit > plan.device_rows) {
+      plan.hot_rows = std::min<uint64_t>(rows, rows_fit - plan.cache_rows);
+      plan.device_rows = plan.hot_rows + plan.cache_rows;
+    }
+    plan.scratch_bytes = 0;
+    return plan;
+  }
   plan.scratch_bytes =
       device.scratch_bytes(std::max({rows, plan.cache_rows, plan.max_list}),
                            static_cast<uint32_t>(plan.max_list), order_key_bits(rows));

@@ -202,6 +202,10 @@ uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes
                            uint32_t paging_sms);
 inline constexpr uint64_t kMoveBoundRowBytes = 1024;
 
+/// Device bytes of a plan with host_cuts that do not grow with its rows: the slot map, the
+/// subsampling table, the stages (their lists sized by plan.max_list), the margin.
+uint64_t host_cut_fixed_bytes(const GpuPlanInput& in, const GpuPlan& plan);
+
 /// The plan. Paged tables: a negative pool of kAutoNegativePool when the run left it to the
 /// plan, its period kAutoPoolWordsPerEntry words an entry; with an optimizer (whose
 /// super-batches train whole), a cache that takes two super-batches' cold rows (a super-batch's

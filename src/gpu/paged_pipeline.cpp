@@ -46,7 +46,7 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
       optimizer_(data.optimizer.kind != OptimizerKind::kSgd),
       compute_(compute),
       cache_(rows_, plan.hot_rows, plan.cache_rows, plan.max_list, plan.scratch_bytes,
-             compute.get()) {
+             plan.host_cuts, compute.get()) {
   move_entry_bytes_ = uint64_t{data.params.dim} * tables.host_value_bytes() *
                       (2 + 2 * state_tables(data.optimizer.kind));
   move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
@@ -54,29 +54,47 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
   const uint64_t max_list = plan.max_list, pool_entries = plan.max_pools * pool_size_;
   const uint64_t max_tokens = plan.max_piece_tokens;
   const uint64_t max_sentences = plan.max_piece_sentences;
+  max_tokens_ = max_tokens;
+  max_sentences_ = max_sentences;
+  max_list_ = max_list;
+  max_pool_entries_ = pool_entries;
+  // A packed piece in 8-byte words: its starts, then four lists each padded to 16 bytes.
+  const uint64_t packed_words =
+      (max_sentences + 2) + (max_tokens + max_list + pool_entries + max_sentences + 4 * 3) / 2 + 2;
   for (Stage& s : stages_) {
-    s.tokens = DeviceBuffer<uint32_t>(max_tokens, "super-batch tokens");
     s.rows = DeviceBuffer<uint32_t>(max_tokens, "super-batch rows");
-    s.starts = DeviceBuffer<uint64_t>(max_sentences + 1, "super-batch sentences");
-    s.list = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
     s.fresh = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
     s.evicted = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
     s.fresh_rows = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
-    s.pool = DeviceBuffer<uint32_t>(pool_entries, "the negative pools");
     s.pool_rows = DeviceBuffer<uint32_t>(pool_entries, "the negative pool rows");
-    s.sentence_pool = DeviceBuffer<uint32_t>(std::max<uint64_t>(max_sentences, 1), "pool numbers");
-    s.counts = DeviceBuffer<uint32_t>(3, "row counts");
     s.next_sentence = DeviceBuffer<unsigned long long>(1, "a work counter");
+    bytes_ += s.rows.bytes() + s.fresh.bytes() * 3 + s.pool_rows.bytes();
     // The corpus is copied a piece at a time through pinned staging, so the copies are
     // asynchronous (the corpus itself stays pageable: registering part of a page of the heap
     // would make copies of its neighbours fail).
+    if (plan.host_cuts) {
+      s.packed = DeviceBuffer<uint64_t>(packed_words, "super-batch pieces");
+      s.host_packed = PinnedBuffer<uint64_t>(packed_words, "super-batch pieces");
+      bytes_ += s.packed.bytes();
+      continue;
+    }
+    s.tokens = DeviceBuffer<uint32_t>(max_tokens, "super-batch tokens");
+    s.starts = DeviceBuffer<uint64_t>(max_sentences + 1, "super-batch sentences");
+    s.list = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
+    s.pool = DeviceBuffer<uint32_t>(pool_entries, "the negative pools");
+    s.sentence_pool = DeviceBuffer<uint32_t>(std::max<uint64_t>(max_sentences, 1), "pool numbers");
+    s.counts = DeviceBuffer<uint32_t>(3, "row counts");
     s.host_tokens = PinnedBuffer<uint32_t>(max_tokens, "super-batch tokens");
-    if (plan.host_cuts) s.host_list = PinnedBuffer<uint32_t>(max_list, "super-batch row lists");
     s.host_starts = PinnedBuffer<uint64_t>(max_sentences + 1, "super-batch sentences");
     s.host_sentence_pool =
         PinnedBuffer<uint32_t>(std::max<uint64_t>(max_sentences, 1), "pool numbers");
-    bytes_ += s.tokens.bytes() + s.rows.bytes() + s.starts.bytes() + s.list.bytes() * 4 +
-              s.pool.bytes() + s.pool_rows.bytes() + s.sentence_pool.bytes() + s.counts.bytes();
+    s.d_starts = s.starts.data();
+    s.d_tokens = s.tokens.data();
+    s.d_list = s.list.data();
+    s.d_pool = s.pool.data();
+    s.d_sentence_pool = s.sentence_pool.data();
+    bytes_ += s.tokens.bytes() + s.starts.bytes() + s.list.bytes() + s.pool.bytes() +
+              s.sentence_pool.bytes() + s.counts.bytes();
   }
   host_counts_ = PinnedBuffer<uint32_t>(3, "row counts");
   if (plan.host_cuts) {
@@ -153,16 +171,20 @@ void PagedPipeline::stage_tokens(Stage& s, uint64_t first, uint64_t end, cudaStr
   s.tokens_n = piece_tokens;
 }
 
+PagedPipeline::PieceTimes& PagedPipeline::next_piece_times() {
+  if (piece_times_n_ == piece_times_.size()) piece_times_.emplace_back();
+  return piece_times_[piece_times_n_++];
+}
+
 bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   if (cursor_ >= span_end_) return false;
-  if (cuts_) return prepare_cut(epoch, number);
+  if (cuts_) return prepare_cut(number);
   const cudaStream_t st = prep_.get();
   Stage& s = stage_of(number);
   // The buffers of this stage were last used by number − kPagedStages.
   if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
   const auto host_start = std::chrono::steady_clock::now();
-  piece_times_.emplace_back();
-  PieceTimes& times = piece_times_.back();
+  PieceTimes& times = next_piece_times();
   times.prep0.record(st);
   const auto& blocks = *data_.blocks;
   const uint64_t block = static_cast<uint64_t>(
@@ -256,9 +278,12 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   return true;
 }
 
-bool PagedPipeline::prepare_cut(uint32_t epoch, uint64_t number) {
+bool PagedPipeline::prepare_cut(uint64_t number) {
   PieceCut cut;
-  if (!cuts_->next(cut)) return false;
+  const auto wait_start = std::chrono::steady_clock::now();
+  const bool more = cuts_->next(cut);
+  prepare_cut_wait_seconds_ += seconds_since(wait_start);
+  if (!more) return false;
   if (cut.first_sentence != cursor_ || cut.last_sentence > span_end_ ||
       cut.last_sentence <= cursor_) {
     throw Error("paged tables: the pieces cut on the host lost their place in the corpus");
@@ -268,18 +293,24 @@ bool PagedPipeline::prepare_cut(uint32_t epoch, uint64_t number) {
   // The buffers of this stage were last used by number − kPagedStages.
   if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
   const auto host_start = std::chrono::steady_clock::now();
-  piece_times_.emplace_back();
-  PieceTimes& times = piece_times_.back();
+  PieceTimes& times = next_piece_times();
   times.prep0.record(st);
   const auto& blocks = *data_.blocks;
-  const uint64_t block = static_cast<uint64_t>(
-      std::upper_bound(blocks.begin(), blocks.end(), cursor_) - blocks.begin() - 1);
-  const uint64_t piece_end = cut.last_sentence;
-  const uint64_t n = cut.cold.size();
-  if (n > s.host_list.size() || n > cache_.slots()) {
+  const uint64_t* starts = data_.corpus->sentence_starts.data() - data_.corpus->sentence_base;
+  const uint32_t* tokens = data_.corpus->tokens.data() - data_.corpus->token_base;
+  uint64_t block = static_cast<uint64_t>(std::upper_bound(blocks.begin(), blocks.end(), cursor_) -
+                                         blocks.begin() - 1);
+  const uint64_t piece_end = cut.last_sentence, sentences = piece_end - cursor_;
+  const uint64_t first_token = starts[cursor_], tokens_n = starts[piece_end] - first_token;
+  const uint64_t n = cut.cold.size(), pool_n = cut.pools.size();
+  if (n > max_list_ || n > cache_.slots()) {
     throw Error("paged tables: one sentence and the negative pool touch " + std::to_string(n) +
                 " rows, more than the GPU row cache can take (" + std::to_string(cache_.slots()) +
                 " slots); raise --gpu-memory or lower --negative-pool");
+  }
+  if (tokens_n > max_tokens_ || sentences > max_sentences_ || pool_n > max_pool_entries_) {
+    throw Error("paged tables: a piece of " + std::to_string(tokens_n) + " words in " +
+                std::to_string(sentences) + " sentences is larger than planned");
   }
   // The pieces that may still hold slots (up to depth − 1 behind) and this one need at most
   // every slot; each is cut to a share of them, so only a piece after an oversized sentence
@@ -296,26 +327,55 @@ bool PagedPipeline::prepare_cut(uint32_t epoch, uint64_t number) {
     ++report_.drains;
   }
   recent_cold_[number % recent_cold_.size()] = n;
-  stage_tokens(s, cursor_, piece_end, st);
-  std::copy(cut.cold.begin(), cut.cold.end(), s.host_list.data());
-  PAGEDW2V_CUDA_TRY(
-      cudaMemcpyAsync(s.list.data(), s.host_list.data(), n * 4, cudaMemcpyHostToDevice, st));
-  // Records the stage's last copy from its staging.
-  launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
+  // One copy: starts, tokens, cold rows, pools, each sentence's pool.
+  const auto staged = std::chrono::steady_clock::now();
+  s.wait_host_copies();
+  prepare_blocked_seconds_ += seconds_since(staged);
+  uint64_t* const h = s.host_packed.data();
+  std::copy_n(starts + cursor_, sentences + 1, h);
+  const uint64_t starts_words = (sentences + 2) & ~uint64_t{1};  // the lists 16-byte aligned
+  uint32_t* const lists = reinterpret_cast<uint32_t*>(h + starts_words);
+  const auto padded = [](uint64_t k) { return (k + 3) & ~uint64_t{3}; };
+  const uint64_t at_list = padded(tokens_n), at_pool = at_list + padded(n);
+  const uint64_t at_sentence_pool = at_pool + padded(pool_n);
+  std::copy_n(tokens + first_token, tokens_n, lists);
+  std::copy(cut.cold.begin(), cut.cold.end(), lists + at_list);
+  std::copy(cut.pools.begin(), cut.pools.end(), lists + at_pool);
+  const uint64_t pool_blocks = std::max<uint32_t>(1, data_.params.pool_blocks);
+  for (uint64_t t = cursor_; t < piece_end; ++t) {
+    while (block + 1 < blocks.size() && blocks[block + 1] <= t) ++block;
+    lists[at_sentence_pool + (t - cursor_)] =
+        static_cast<uint32_t>(block / pool_blocks - cut.first_period);
+  }
+  const uint64_t bytes = starts_words * 8 + (at_sentence_pool + sentences) * 4;
+  PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(s.packed.data(), h, bytes, cudaMemcpyHostToDevice, st));
+  s.host_copied.record(st);
+  s.host_copy_recorded = true;
+  const uint32_t* d = reinterpret_cast<const uint32_t*>(s.packed.data() + starts_words);
+  s.d_starts = s.packed.data();
+  s.d_tokens = d;
+  s.d_list = d + at_list;
+  s.d_pool = d + at_pool;
+  s.d_sentence_pool = d + at_sentence_pool;
+  s.pools = pool_size_ > 0 ? pool_n / pool_size_ : 0;
+  s.token_base = first_token;
+  s.tokens_n = tokens_n;
   s.number = number;
   s.first_sentence = cursor_;
   s.last_sentence = piece_end;
-  s.super_batch = block / batch_blocks_;
+  s.super_batch = static_cast<uint64_t>(std::upper_bound(blocks.begin(), blocks.end(), cursor_) -
+                                        blocks.begin() - 1) /
+                  batch_blocks_;
   const uint64_t batch_end_block =
       std::min<uint64_t>((s.super_batch + 1) * batch_blocks_, span_last_block_);
   if (piece_end < std::min<uint64_t>(blocks[batch_end_block], span_end_)) ++report_.splits;
   s.cold = static_cast<uint32_t>(n);
   s.fresh_n = static_cast<uint32_t>(n);  // at most; the device counts them
-  refs_ += s.tokens_n + s.pools * pool_size_;
-  pcie_corpus_bytes_ += s.tokens_n * 4 + (piece_end - cursor_ + 1) * 8 + n * 4;
-  cache_.take_listed(s.list.data(), static_cast<uint32_t>(n), number, depth, s.tokens.data(),
-                     s.tokens_n, s.rows.data(), s.pool.data(), s.pools * pool_size_,
-                     s.pool_rows.data(), s.fresh.data(), s.fresh_rows.data(), s.evicted.data(), st);
+  refs_ += tokens_n + pool_n;
+  pcie_corpus_bytes_ += bytes;
+  cache_.take_listed(s.d_list, static_cast<uint32_t>(n), number, depth, s.d_tokens, tokens_n,
+                     s.rows.data(), s.d_pool, pool_n, s.pool_rows.data(), s.fresh.data(),
+                     s.fresh_rows.data(), s.evicted.data(), st);
   s.prepped.record(st);
   times.prep1.record(st);
   move_rows(s, number, depth, piece_end, times, host_start);
@@ -358,7 +418,7 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
   span_last_block_ = last_block;
   first_number_ = next_number_;
   for (Stage& s : stages_) s.trained_recorded = false;
-  piece_times_.clear();
+  piece_times_n_ = 0;
   span_start_.record(compute_.get());
   if (cuts_) {
     cuts_->start(epoch, first_block, last_block,
@@ -381,16 +441,16 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
       PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(cs, stage_of(n - 1).trained.get(), 0));
     }
     SgnsArgs a = launcher_.base_args(epoch);
-    a.tokens = s.tokens.data();
+    a.tokens = s.d_tokens;
     a.token_rows = s.rows.data();
     a.token_base = s.token_base;
-    a.sentence_starts = s.starts.data();
+    a.sentence_starts = s.d_starts;
     a.sentences = s.last_sentence - s.first_sentence;
     a.token_count = s.tokens_n;
-    a.pool = s.pool.data();
+    a.pool = s.d_pool;
     a.pool_rows = s.pool_rows.data();
     a.pool_size = pool_size_;
-    a.sentence_pool = s.sentence_pool.data();
+    a.sentence_pool = s.d_sentence_pool;
     a.reserved_sms = options_.paging_sms;
     a.next_sentence = s.next_sentence.data();
     launcher_.train_piece(a, epoch, s.super_batch, s.token_base, cs);
@@ -417,7 +477,8 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
 
 void PagedPipeline::report_span() {
   std::vector<std::pair<double, double>> busy;
-  for (const auto& t : launcher_.timing()) {
+  for (size_t k = 0; k < launcher_.launches(); ++k) {
+    const auto& t = launcher_.timing(k);
     busy.emplace_back(t.first.elapsed_ms_since(span_start_),
                       t.second.elapsed_ms_since(span_start_));
   }
@@ -433,13 +494,15 @@ void PagedPipeline::report_span() {
     }
   }
   report_.kernel_busy_seconds += covered * 1e-3;
-  for (const PieceTimes& t : piece_times_) {
+  for (size_t k = 0; k < piece_times_n_; ++k) {
+    const PieceTimes& t = piece_times_[k];
     report_.prep_seconds += t.prep1.elapsed_ms_since(t.prep0) * 1e-3;
     report_.move_seconds += t.move1.elapsed_ms_since(t.move0) * 1e-3;
   }
-  piece_times_.clear();
+  piece_times_n_ = 0;
   report_.prepare_host_seconds = prepare_host_seconds_;
   report_.prepare_blocked_seconds = prepare_blocked_seconds_;
+  report_.prepare_cut_wait_seconds = prepare_cut_wait_seconds_;
 
   const PagingCounters c = cache_.counters();
   report_.row_lookups = refs_;

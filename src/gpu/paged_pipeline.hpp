@@ -65,9 +65,19 @@ class PagedPipeline {
     DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool_rows, counts;
     DeviceBuffer<unsigned long long> next_sentence;  ///< the launch's work counter
     PinnedBuffer<uint32_t> host_tokens;
-    PinnedBuffer<uint32_t> host_list;  ///< a piece cut on the host: its cold rows
     PinnedBuffer<uint64_t> host_starts;
     DeviceBuffer<uint64_t> starts;
+    /// A piece cut on the host comes in one copy: its sentence starts, tokens, cold rows, pools
+    /// and each sentence's pool, one after the other (16-byte aligned), in place of the
+    /// buffers above.
+    DeviceBuffer<uint64_t> packed;
+    PinnedBuffer<uint64_t> host_packed;
+    // Where the launches read the piece: the buffers above, or parts of `packed`.
+    const uint64_t* d_starts = nullptr;
+    const uint32_t* d_tokens = nullptr;
+    const uint32_t* d_list = nullptr;
+    const uint32_t* d_pool = nullptr;
+    const uint32_t* d_sentence_pool = nullptr;
     Event prepped{false}, gathered{false}, trained{false};
     bool trained_recorded = false;
     // The piece it holds.
@@ -88,7 +98,9 @@ class PagedPipeline {
   /// moves its rows on the gather stream. Returns false when the span is done.
   bool prepare(uint32_t epoch, uint64_t number);
   /// prepare() for a piece cut on the host (cuts_).
-  bool prepare_cut(uint32_t epoch, uint64_t number);
+  bool prepare_cut(uint64_t number);
+  /// The timing events of the next piece.
+  PieceTimes& next_piece_times();
   /// Copies the tokens and sentence starts of sentences [first, end) to stage `s` on `stream`
   /// (after waiting for the stage's last copies from its staging).
   void stage_tokens(Stage& s, uint64_t first, uint64_t end, cudaStream_t stream);
@@ -126,9 +138,13 @@ class PagedPipeline {
   PinnedBuffer<uint32_t> host_counts_;
   size_t bytes_ = 0;
 
+  /// The first piece_times_n_ are this span's; the events are kept for the next spans
+  /// (creating four for each piece cost the host as much as a small piece's preparation).
   std::vector<PieceTimes> piece_times_;
+  size_t piece_times_n_ = 0;
+  uint64_t max_tokens_ = 0, max_sentences_ = 0, max_list_ = 0, max_pool_entries_ = 0;
   Event span_start_;
-  double prepare_host_seconds_ = 0, prepare_blocked_seconds_ = 0;
+  double prepare_host_seconds_ = 0, prepare_blocked_seconds_ = 0, prepare_cut_wait_seconds_ = 0;
   uint64_t next_number_ = 0, first_number_ = 0;
   uint64_t cursor_ = 0, span_end_ = 0, span_last_block_ = 0;
   uint64_t refs_ = 0, pcie_corpus_bytes_ = 0;

@@ -139,8 +139,18 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
   const uint32_t hot = static_cast<uint32_t>(in_.hot);
   const uint32_t vocab = static_cast<uint32_t>(in_.noise->size());
   std::vector<uint32_t> list;
-  std::vector<uint32_t> pool(in_.pool_size);
-  uint64_t pool_period = UINT64_MAX;
+  // The pools of the unit's periods, each drawn once.
+  const uint64_t first_period = b0 / in_.pool_blocks;
+  std::vector<std::vector<uint32_t>> pools((b1 - 1) / in_.pool_blocks - first_period + 1);
+  const auto pool_of = [&](uint64_t period) -> const std::vector<uint32_t>& {
+    std::vector<uint32_t>& p = pools[period - first_period];
+    if (p.size() != in_.pool_size) {
+      p.resize(in_.pool_size);
+      draw_pool(in_.seed, epoch_, period, in_.noise->entries().data(), vocab, in_.pool_size,
+                p.data());
+    }
+    return p;
+  };
   const auto add = [&](const uint32_t* ids, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) {
       const uint32_t id = ids[i];
@@ -160,6 +170,11 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
     }
     list.resize(from);
   };
+  const auto block_of = [&](uint64_t sentence) {
+    return static_cast<uint64_t>(
+        std::upper_bound(blocks.begin() + b0, blocks.begin() + b1 + 1, sentence) - blocks.begin() -
+        1);
+  };
   std::vector<PieceCut> cuts;
   uint64_t block = b0;
   uint64_t t = blocks[b0];
@@ -172,11 +187,7 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
       const uint64_t period = block / in_.pool_blocks;
       const size_t before = list.size();
       if (period != last_period && in_.pool_size > 0) {
-        if (period != pool_period) {
-          draw_pool(in_.seed, epoch_, period, in_.noise->entries().data(), vocab, in_.pool_size,
-                    pool.data());
-          pool_period = period;
-        }
+        const std::vector<uint32_t>& pool = pool_of(period);
         add(pool.data(), pool.size());
       }
       add(tokens_ + starts_[t], starts_[t + 1] - starts_[t]);
@@ -187,6 +198,16 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
       last_period = period;
     }
     cut.last_sentence = t;
+    // Its pools: those of the periods from its first sentence's to its last's.
+    cut.first_period = block_of(cut.first_sentence) / in_.pool_blocks;
+    const uint64_t last = block_of(t - 1) / in_.pool_blocks;
+    if (in_.pool_size > 0) {
+      cut.pools.reserve((last - cut.first_period + 1) * in_.pool_size);
+      for (uint64_t p = cut.first_period; p <= last; ++p) {
+        const std::vector<uint32_t>& pool = pool_of(p);
+        cut.pools.insert(cut.pools.end(), pool.begin(), pool.end());
+      }
+    }
     std::sort(list.begin(), list.end());
     cut.cold = list;
     forget(0);

@@ -26,10 +26,14 @@
 
 namespace pagedw2v {
 
-/// One piece: sentences [first_sentence, last_sentence) and its cold rows.
+/// One piece: sentences [first_sentence, last_sentence), its cold rows and its pools.
 struct PieceCut {
   uint64_t first_sentence = 0, last_sentence = 0;
   std::vector<uint32_t> cold;  ///< distinct ids ≥ hot of its tokens and pool entries, ascending
+  /// The pools of the pool periods it spans, from `first_period` on, one after the other
+  /// (draw_pool's entries: those the device would draw).
+  uint64_t first_period = 0;
+  std::vector<uint32_t> pools;
 };
 
 /// What the cuts are made of. Pointers are borrowed for the object's life.

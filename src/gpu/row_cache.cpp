@@ -9,23 +9,25 @@
 namespace pagedw2v {
 
 RowCache::RowCache(uint64_t rows, uint64_t hot, uint64_t slots, uint64_t max_list,
-                   size_t scratch_bytes, cudaStream_t stream)
+                   size_t scratch_bytes, bool listed, cudaStream_t stream)
     : rows_(rows),
       hot_(hot),
       slots_(slots),
       max_list_(max_list),
-      select_temp_bytes_(scratch_bytes) {
+      select_temp_bytes_(listed ? 0 : scratch_bytes) {
   where_ = DeviceBuffer<uint32_t>(rows_, "the row slots");
-  marks_ = DeviceBuffer<uint8_t>(rows_, "the row marks");
   slot_id_ = DeviceBuffer<uint32_t>(slots_, "the cache's ids");
   slot_use_ = DeviceBuffer<uint32_t>(slots_, "the cache's use");
-  flags_ = DeviceBuffer<uint8_t>(std::max(slots_, max_list_), "cache flags");
   free_ = DeviceBuffer<uint32_t>(slots_, "free cache slots");
   hand_ = DeviceBuffer<uint32_t>(2, "the cache's clock hand");
-  zero_async(marks_, stream);
-  order_keys_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
-  order_slots_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
-  select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
+  if (!listed) {
+    marks_ = DeviceBuffer<uint8_t>(rows_, "the row marks");
+    flags_ = DeviceBuffer<uint8_t>(std::max(slots_, max_list_), "cache flags");
+    zero_async(marks_, stream);
+    order_keys_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
+    order_slots_ = DeviceBuffer<uint32_t>(max_list_, "the slot order");
+    select_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(select_temp_bytes_, 1), "scratch");
+  }
   counters_ = DeviceBuffer<PagingCounters>(1, "paging counters");
   PAGEDW2V_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, sizeof(PagingCounters), stream));
 }

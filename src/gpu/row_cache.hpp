@@ -31,8 +31,10 @@ class RowCache {
  public:
   /// A cache of `slots` slots beside `hot` hot rows, for tables of `rows` rows; pieces touch at
   /// most `max_list` distinct rows; the selects and the slot order need `scratch_bytes`.
+  /// `listed`: every piece comes with its rows listed (take_listed), so the marks, flags, slot
+  /// order and scratch of the other steps, which may then not be called, are not allocated.
   RowCache(uint64_t rows, uint64_t hot, uint64_t slots, uint64_t max_list, size_t scratch_bytes,
-           cudaStream_t stream);
+           bool listed, cudaStream_t stream);
 
   size_t bytes() const;
   uint64_t slots() const { return slots_; }

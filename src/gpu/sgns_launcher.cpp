@@ -84,10 +84,11 @@ void SgnsLauncher::reset_counters(cudaStream_t stream) {
 }
 
 void SgnsLauncher::launch_timed(const SgnsArgs& a, cudaStream_t stream) {
-  timing_.emplace_back();
-  timing_.back().first.record(stream);
+  if (timing_n_ == timing_.size()) timing_.emplace_back();
+  std::pair<Event, Event>& t = timing_[timing_n_++];
+  t.first.record(stream);
   launch_sgns(a, stream);
-  timing_.back().second.record(stream);
+  t.second.record(stream);
 }
 
 void SgnsLauncher::train_piece(const SgnsArgs& a, uint32_t epoch, uint64_t super_batch,
@@ -151,7 +152,9 @@ SgnsCounters SgnsLauncher::read_counters(cudaStream_t stream) {
 
 double SgnsLauncher::kernel_seconds() const {
   double seconds = 0;
-  for (const auto& t : timing_) seconds += t.second.elapsed_ms_since(t.first) * 1e-3;
+  for (size_t k = 0; k < timing_n_; ++k) {
+    seconds += timing_[k].second.elapsed_ms_since(timing_[k].first) * 1e-3;
+  }
   return seconds;
 }
 

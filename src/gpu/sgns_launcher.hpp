@@ -73,11 +73,15 @@ class SgnsLauncher {
 
   /// The counters of the span, read on `stream` (waits for it).
   SgnsCounters read_counters(cudaStream_t stream);
-  /// The start and end events of each launch since the last clear_timing().
-  const std::vector<std::pair<Event, Event>>& timing() const { return timing_; }
+  /// Launches since the last clear_timing(), and the start and end events of launch `k` of them.
+  size_t launches() const { return timing_n_; }
+  const std::pair<Event, Event>& timing(size_t k) const { return timing_[k]; }
   /// GPU time inside the launches since the last clear_timing(), in seconds.
   double kernel_seconds() const;
-  void clear_timing() { timing_.clear(); }
+  /// Forgets the launches' times; their events are kept for the next ones (a piece of paged
+  /// training is one launch, and creating two events for each cost the host as much as a
+  /// piece's preparation).
+  void clear_timing() { timing_n_ = 0; }
 
  private:
   const TrainData& data_;
@@ -97,7 +101,8 @@ class SgnsLauncher {
   PinnedBuffer<AliasEntry> host_noise_;
   const AliasEntry* host_noise_data_ = nullptr;
   DeviceBuffer<SgnsCounters> counters_;
-  std::vector<std::pair<Event, Event>> timing_;
+  std::vector<std::pair<Event, Event>> timing_;  ///< the first timing_n_ are this span's
+  size_t timing_n_ = 0;
 };
 
 }  // namespace pagedw2v
