@@ -138,8 +138,7 @@ class PagedPipeline {
   PinnedBuffer<uint32_t> host_counts_;
   size_t bytes_ = 0;
 
-  /// The first piece_times_n_ are this span's; the events are kept for the next spans
-  /// (creating four for each piece cost the host as much as a small piece's preparation).
+  /// The first piece_times_n_ are this span's; the events are kept for the next spans.
   std::vector<PieceTimes> piece_times_;
   size_t piece_times_n_ = 0;
   uint64_t max_tokens_ = 0, max_sentences_ = 0, max_list_ = 0, max_pool_entries_ = 0;

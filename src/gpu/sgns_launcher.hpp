@@ -78,9 +78,7 @@ class SgnsLauncher {
   const std::pair<Event, Event>& timing(size_t k) const { return timing_[k]; }
   /// GPU time inside the launches since the last clear_timing(), in seconds.
   double kernel_seconds() const;
-  /// Forgets the launches' times; their events are kept for the next ones (a piece of paged
-  /// training is one launch, and creating two events for each cost the host as much as a
-  /// piece's preparation).
+  /// Forgets the launches' times; their events are kept for the next ones.
   void clear_timing() { timing_n_ = 0; }
 
  private:
