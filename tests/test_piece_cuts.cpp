@@ -6,9 +6,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "error.hpp"
@@ -189,6 +195,40 @@ TEST(PieceCuts, PoolsOfEveryPeriodThePieceSpansAreItsRows) {
   PieceCuts cuts(in, 2);
   const auto got = check_span(c, in, cuts, 5, 0, c.blocks.size() - 1);
   ASSERT_FALSE(got.empty());
+}
+
+// Cutters started many times over, each cutting at once: none may wait forever (a thread that
+// read the thread count while the others were still being started once never took a unit).
+TEST(PieceCuts, EveryCutterStartsCutting) {
+  const Corpus c = make_corpus(300, 200, 6);
+  const PieceCutInput in = input_for(c, 20, 30);
+  // Busy threads beside them, so that a thread is often stopped between two steps.
+  std::atomic<bool> busy{true};
+  std::vector<std::thread> load;
+  for (unsigned t = 0; t < std::max(2u, std::thread::hardware_concurrency()); ++t) {
+    load.emplace_back([&] {
+      while (busy.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  std::thread runs([&] {
+    for (int k = 0; k < 1000; ++k) {
+      PieceCuts cuts(in, 1 + k % 3);
+      cuts.start(0, 0, c.blocks.size() - 1, c.tokens.data(), c.starts.data());
+      PieceCut cut;
+      if (!cuts.next(cut)) ADD_FAILURE() << "no piece, run " << k;
+    }
+    done.set_value();
+  });
+  if (finished.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    std::fprintf(stderr, "a cutter never gave its first piece\n");
+    std::abort();  // the thread cannot be joined
+  }
+  runs.join();
+  busy = false;
+  for (std::thread& t : load) t.join();
 }
 
 TEST(PieceCuts, RefusesAnInputWithoutItsTables) {

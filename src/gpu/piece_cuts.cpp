@@ -24,6 +24,8 @@ PieceCuts::PieceCuts(const PieceCutInput& in, uint32_t threads) : in_(in) {
   in_.pool_blocks = std::max<uint32_t>(in_.pool_blocks, 1);
   in_.share = std::max<uint64_t>(in_.share, 1);
   threads = std::max<uint32_t>(threads, 1);
+  // Set before any thread starts: a thread reads it while the others are still being started.
+  ahead_ = kAheadPerThread * threads;
   try {
     for (uint32_t t = 0; t < threads; ++t) threads_.emplace_back([this] { work(); });
   } catch (const std::system_error& e) {
@@ -97,9 +99,8 @@ void PieceCuts::work() {
   std::vector<uint64_t> seen((in_.rows - in_.hot + 63) / 64, 0);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    const uint64_t ahead = kAheadPerThread * threads_.size();
     changed_.wait(lock, [&] {
-      return stop_ || (next_unit_ < units_.size() && next_unit_ < current_ + ahead);
+      return stop_ || (next_unit_ < units_.size() && next_unit_ < current_ + ahead_);
     });
     if (stop_) return;
     const uint64_t u = next_unit_++, generation = generation_;

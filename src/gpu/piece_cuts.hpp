@@ -79,6 +79,7 @@ class PieceCuts {
   void work();
 
   PieceCutInput in_;
+  uint64_t ahead_ = 1;  ///< units the threads may cut ahead of the one next() reads
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::condition_variable changed_;
