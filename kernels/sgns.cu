@@ -709,7 +709,9 @@ void launch_shape(const SgnsArgs& a, cudaStream_t stream) {
 }  // namespace
 
 uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps) {
-  const uint64_t share = tokens / std::max<uint64_t>(warps, 1) / kItemsPerWarp;
+  warps = std::max<uint64_t>(warps, 1);
+  if (tokens < warps * kMinItemTokens) return kSmallLaunchItemTokens;
+  const uint64_t share = tokens / warps / kItemsPerWarp;
   uint32_t k = kMinItemTokens;
   while (k < kMaxItemTokens && uint64_t{k} * 2 <= share) k *= 2;
   return k;

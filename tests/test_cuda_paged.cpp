@@ -21,6 +21,7 @@
 #include "gpu/stream.hpp"
 #include "kernels/paging.hpp"
 #include "kernels/pool_draw.hpp"
+#include "kernels/sgns.hpp"
 #include "negative_pool.hpp"
 #include "train/training_set.hpp"
 
@@ -539,6 +540,7 @@ struct RunSetup {
   uint32_t sgd_piece_words = 0;  ///< CudaBackendOptions::sgd_piece_words; 0: its default
   Storage storage = Storage::kFp32;            ///< how the host tables store values
   PieceCutting cutting = PieceCutting::kAuto;  ///< CudaBackendOptions::piece_cutting
+  uint32_t item_tokens = 0;  ///< CudaBackendOptions::item_tokens; 0: sized per launch
 };
 
 /// How the launches of a run are scheduled.
@@ -576,6 +578,7 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   o.ordered = launches == Launches::kOrdered;
   if (s.sgd_piece_words > 0) o.sgd_piece_words = s.sgd_piece_words;
   o.piece_cutting = s.cutting;
+  o.item_tokens = s.item_tokens;
   auto values = [](const HostTable& t) {
     std::vector<float> v(t.rows() * t.dim());
     t.copy_to(v.data());
@@ -833,7 +836,10 @@ std::vector<std::string> rows_off(const std::vector<float>& got, const std::vect
 // row by far less than training moves it. Every row of the paged run lies within half of its
 // resident movement of the resident row; a row lost in a write-back, read stale from the host,
 // or moved to another id's place is off by about its whole movement. A small learning rate and
-// many sentences per launch keep the races' effect second order.
+// many sentences per launch keep the races' effect second order. Both runs take items of the
+// same size: the small pieces of the paged run would otherwise get smaller items than the
+// resident run's launches (sgns_item_tokens), more warps racing on the same 3,000 rows, and the
+// comparison would measure that rather than the paging.
 TEST(CudaPaged, ConcurrentRunIsCloseToResidentRowByRow) {
   PAGEDW2V_REQUIRE_GPU();
   const TrainingSet set = make_set(3000, 1000000);
@@ -841,6 +847,7 @@ TEST(CudaPaged, ConcurrentRunIsCloseToResidentRowByRow) {
   s.epochs = 2;
   s.alpha = 0.01f;
   s.interleaved = true;
+  s.item_tokens = kMinItemTokens;
   const RunResult resident = train(set, s, Placement::kResident, 0, 0, Launches::kHogwild);
   const RunResult paged = train(set, s, Placement::kPaged, 200, 2000, Launches::kHogwild);
   EXPECT_TRUE(paged.report.paged);

@@ -1002,24 +1002,35 @@ TEST(CudaSgnsItems, ConcurrentItemsTrainEveryCentreOnce) {
   PAGEDW2V_REQUIRE_GPU();
   Problem p;
   make_overlapping_problem(&p, Shape{ModelKind::kSkipGram, 64, 5, 5, 75}, 200, 200, 300);
-  KernelHarness serial(p), many(p);
+  KernelHarness serial(p);
   serial.upload(p.model);
-  many.upload(p.model);
   const SpanStats one = serial.run(LaunchMode{true, false, 0}, 50);
-  const SpanStats items = many.run(LaunchMode{false, false, 16}, 50);
-  EXPECT_EQ(items.words, one.words);
-  EXPECT_EQ(items.trained, one.trained);
-  EXPECT_EQ(items.loss_terms, one.loss_terms);
-  EXPECT_TRUE(std::isfinite(items.loss));
+  for (const uint32_t k : {kSmallLaunchItemTokens, kMinItemTokens}) {
+    SCOPED_TRACE("item_tokens " + std::to_string(k));
+    KernelHarness many(p);
+    many.upload(p.model);
+    const SpanStats items = many.run(LaunchMode{false, false, k}, 50);
+    EXPECT_EQ(items.words, one.words);
+    EXPECT_EQ(items.trained, one.trained);
+    EXPECT_EQ(items.loss_terms, one.loss_terms);
+    EXPECT_TRUE(std::isfinite(items.loss));
+  }
 }
 
 // The item size a launch picks: a power of two within its bounds, growing with the tokens per
-// warp, and small enough that each warp gets kItemsPerWarp items when the launch has the tokens.
+// warp, and small enough that each warp gets kItemsPerWarp items when the launch has the tokens;
+// a launch with fewer tokens than its warps can take in items of kMinItemTokens gets the small
+// launch's items.
 TEST(SgnsItemTokens, GivesEveryWarpItsShare) {
   for (const uint64_t warps : {1ull, 100ull, 3168ull}) {
     uint32_t before = 0;
     for (uint64_t tokens = 1; tokens < (uint64_t{1} << 34); tokens *= 3) {
       const uint32_t k = sgns_item_tokens(tokens, warps);
+      if (tokens < warps * kMinItemTokens) {
+        EXPECT_EQ(k, kSmallLaunchItemTokens) << tokens;
+        before = k;
+        continue;
+      }
       EXPECT_GE(k, kMinItemTokens);
       EXPECT_LE(k, kMaxItemTokens);
       EXPECT_EQ(k & (k - 1), 0u) << k;
@@ -1033,7 +1044,9 @@ TEST(SgnsItemTokens, GivesEveryWarpItsShare) {
       }
     }
   }
-  EXPECT_EQ(sgns_item_tokens(0, 3168), kMinItemTokens);
+  EXPECT_EQ(sgns_item_tokens(0, 3168), kSmallLaunchItemTokens);
+  EXPECT_EQ(sgns_item_tokens(3168 * kMinItemTokens - 1, 3168), kSmallLaunchItemTokens);
+  EXPECT_EQ(sgns_item_tokens(3168 * kMinItemTokens, 3168), kMinItemTokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsItems, ::testing::ValuesIn(kSerialCases), serial_name);
