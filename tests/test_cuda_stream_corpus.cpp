@@ -233,11 +233,15 @@ uint64_t paged_budget(uint64_t piece_tokens, uint64_t piece_sentences, Optimizer
 /// whole: the cache takes a third of the rows that fit (at least two longest sentences with
 /// their pool, 2 × 1256; with adam, grown to two super-batches' cold rows, counted), hot rows the
 /// rest, so fewer than 1.5 × kVocab must fit; with adam, also one super-batch's rows (about
-/// 3,500: two blocks' distinct ids and 512 pool entries). Streamed with adam: a super-batch's ids
-/// are not counted, so the cache takes two pieces' worth of every id a piece may touch (every
-/// row here, twice), and the hot rows what is left: more than 2 × kVocab must fit.
+/// 3,500: two blocks' distinct ids and 512 pool entries). Sgd's pieces are cut on the host for a
+/// cache this small, and the bytes the device's cut would have held (a byte a row, the long
+/// lists: about 1,100 rows here) go to hot rows: two thirds of kVocab keep them below kVocab.
+/// Streamed with adam: a super-batch's ids are not counted, so the cache takes two pieces' worth
+/// of every id a piece may touch (every row here, twice), and the hot rows what is left: more
+/// than 2 × kVocab must fit.
 uint64_t paged_rows(OptimizerKind optimizer, bool streamed) {
-  return optimizer != OptimizerKind::kSgd && streamed ? kVocab * 5 / 2 : kVocab * 5 / 6;
+  if (optimizer == OptimizerKind::kSgd) return kVocab * 2 / 3;
+  return streamed ? kVocab * 5 / 2 : kVocab * 5 / 6;
 }
 
 // {placement, model, negative pool (0 = none), optimizer}
