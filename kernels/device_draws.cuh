@@ -64,18 +64,18 @@ __device__ __forceinline__ Philox4 negative_draw(uint64_t seed, uint64_t pos, ui
 /// pool_entry).
 __device__ __forceinline__ uint32_t device_pool_entry(uint64_t seed, uint32_t epoch,
                                                       uint64_t super_batch, uint32_t k,
-                                                      const AliasEntry* noise, uint32_t vocab) {
+                                                      const NoiseColumn* noise, uint32_t columns) {
   const Philox4 r = device_draw(seed, pool_position(super_batch, k), epoch, DrawKind::kPool);
-  return alias_draw(noise, vocab, r.v[0], r.v[1]);
+  return noise_draw(noise, columns, r.v[0], r.v[1]);
 }
 
-/// The two alias-table negatives of Philox block `r`; a negative equal to `centre` comes back as
+/// The two noise-table negatives of Philox block `r`; a negative equal to `centre` comes back as
 /// kSkippedNegative.
-__device__ __forceinline__ void alias_negatives(const Philox4& r, uint32_t centre,
-                                                const AliasEntry* noise, uint32_t vocab,
+__device__ __forceinline__ void noise_negatives(const Philox4& r, uint32_t centre,
+                                                const NoiseColumn* noise, uint32_t columns,
                                                 uint32_t* a, uint32_t* b) {
-  const uint32_t x = alias_draw(noise, vocab, r.v[0], r.v[1]);
-  const uint32_t y = alias_draw(noise, vocab, r.v[2], r.v[3]);
+  const uint32_t x = noise_draw(noise, columns, r.v[0], r.v[1]);
+  const uint32_t y = noise_draw(noise, columns, r.v[2], r.v[3]);
   *a = x == centre ? kSkippedNegative : x;
   *b = y == centre ? kSkippedNegative : y;
 }
@@ -97,9 +97,9 @@ __device__ __forceinline__ void pool_negatives(const Philox4& r, uint32_t centre
 /// to `centre` comes back as kSkippedNegative.
 __device__ __forceinline__ void negative_pair(uint64_t seed, uint64_t pos, uint32_t epoch,
                                               uint32_t slot, uint32_t call, uint32_t centre,
-                                              const AliasEntry* noise, uint32_t vocab, uint32_t* a,
-                                              uint32_t* b) {
-  alias_negatives(negative_draw(seed, pos, epoch, slot, call), centre, noise, vocab, a, b);
+                                              const NoiseColumn* noise, uint32_t columns,
+                                              uint32_t* a, uint32_t* b) {
+  noise_negatives(negative_draw(seed, pos, epoch, slot, call), centre, noise, columns, a, b);
 }
 
 /// negative_pair with a negative pool: the rows of the two pool negatives of the call.

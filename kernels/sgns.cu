@@ -261,7 +261,7 @@ __device__ __forceinline__ uint32_t slot_of(const SgnsArgs& a, int i, int lo, bo
 }
 
 /// Lane t's share of draw_negatives: (slot, call) number t, t + 32, … into `negs`, from the pool
-/// (kPool) or the alias table.
+/// (kPool) or the noise table.
 template <bool kPool, bool kDup>
 __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
                                                bool skip_gram, int ncalls, int total,
@@ -277,7 +277,7 @@ __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntr
       detail::pool_negatives(r, c.id, a.pool + pool_off, a.pool_size,
                              a.pool_rows != nullptr ? a.pool_rows + pool_off : nullptr, &x, &y);
     } else {
-      detail::alias_negatives(r, c.id, a.noise, a.vocab, &x, &y);
+      detail::noise_negatives(r, c.id, a.noise, a.noise_columns, &x, &y);
     }
     uint32_t* list = negs + slot * a.negative;
     list[2 * call] = x;
@@ -289,8 +289,8 @@ __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntr
 /// Draws the negatives of every context slot of centre `i` (kept index) in parallel — lane t
 /// takes (slot, call) number t — into negs[slot · negative + k] in draw_targets' order: the
 /// table row of each negative, or kSkippedNegative where the centre's id was drawn. From the
-/// pool when a.pool is set (a uniform branch around the whole loop), else alias draws whose row
-/// is the id. With kDup, dup[slot] says whether a row repeats in the list (gradient mode reads
+/// pool when a.pool is set (a uniform branch around the whole loop), else noise-table draws whose
+/// row is the id. With kDup, dup[slot] says whether a row repeats in the list (gradient mode reads
 /// the tables only, so repeats need no care there).
 template <bool kDup>
 __device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,

@@ -63,7 +63,8 @@ struct SgnsArgs {
   /// Words from keep_count on are always kept (their keep probability is at least 1), so the
   /// table need not hold the vocabulary's long tail.
   uint32_t keep_count = 0xFFFFFFFFu;
-  const AliasEntry* noise = nullptr;  ///< alias table of the noise distribution, vocab entries
+  const NoiseColumn* noise = nullptr;  ///< the noise table's columns (sampler.hpp)
+  uint32_t noise_columns = 0;          ///< how many
   uint64_t seed = 1;
   uint32_t epoch = 0;
   uint32_t window = 5;

@@ -25,8 +25,8 @@ namespace pagedw2v {
 struct TrainData {
   const EncodedCorpus* corpus = nullptr;
   const std::vector<uint64_t>* blocks = nullptr;  ///< block boundaries (sentence indices)
-  const std::vector<float>* keep = nullptr;       ///< subsampling keep probability per word
-  const AliasTable* noise = nullptr;              ///< negative-sampling distribution
+  const KeepTable* keep = nullptr;                ///< subsampling keep probability per word
+  const NoiseTable* noise = nullptr;              ///< negative-sampling distribution
   TrainParams params;
   OptimizerParams optimizer;  ///< sgd: word2vec's per-example update; else one step per block
   /// The corpus is streamed (corpus_stream.hpp): `corpus` is a window of it, with its bases

@@ -8,14 +8,14 @@
 /// period (TrainParams::pool_blocks; "super-batch" below means that period):
 /// - Block b of an epoch (training_set.hpp's work blocks, counted from the start of the epoch)
 ///   draws its negatives from the pool of period b / pool_blocks.
-/// - Entry k (0 ≤ k < N) of the pool of super-batch s in epoch e is the alias draw
-///   (sampler.hpp's alias_draw) from the noise table with r = draw(seed, (s << 32) | k, e,
+/// - Entry k (0 ≤ k < N) of the pool of super-batch s in epoch e is the noise-table draw
+///   (sampler.hpp's noise_draw) from the noise table with r = draw(seed, (s << 32) | k, e,
 ///   DrawKind::kPool): column from r.v[0], coin from r.v[1]. Entries are independent draws from
 ///   the noise distribution, and the counters of different entries, super-batches (s < 2³²,
 ///   counted within the epoch) and epochs never coincide. A pool may hold an id more than once.
 /// - An example's negatives use the Philox block of the per-example draws (DrawKind::kNegative,
 ///   sub = (context slot << 8) | call, keyed by the centre's corpus position and the epoch) and
-///   replace each of its two alias draws by a pick: negative 2·call is
+///   replace each of its two noise-table draws by a pick: negative 2·call is
 ///   pool[(r.v[0] · N) >> 32], negative 2·call + 1 is pool[(r.v[2] · N) >> 32]. As without a
 ///   pool, a negative whose id equals the centre's id is skipped, and an odd `negative` drops
 ///   the last call's second pick.
@@ -42,14 +42,14 @@ PAGEDW2V_HD uint64_t pool_position(uint64_t super_batch, uint32_t k) {
 }
 
 /// Entry `k` of the pool of super-batch `super_batch` in `epoch`: an id drawn from the noise
-/// table `noise` of `vocab` entries.
+/// table `noise` of `columns` columns.
 inline uint32_t pool_entry(uint64_t seed, uint32_t epoch, uint64_t super_batch, uint32_t k,
-                           const AliasEntry* noise, uint32_t vocab) {
+                           const NoiseColumn* noise, uint32_t columns) {
   const Philox4 r = draw(seed, pool_position(super_batch, k), epoch, DrawKind::kPool);
-  return alias_draw(noise, vocab, r.v[0], r.v[1]);
+  return noise_draw(noise, columns, r.v[0], r.v[1]);
 }
 
-/// The pool index that 32 random bits pick among `pool_size` entries (uniform, as alias_draw
+/// The pool index that 32 random bits pick among `pool_size` entries (uniform, as noise_draw
 /// picks a column).
 PAGEDW2V_HD uint32_t pool_pick(uint32_t r, uint32_t pool_size) {
   return static_cast<uint32_t>((static_cast<uint64_t>(r) * pool_size) >> 32);
@@ -65,11 +65,11 @@ inline void pool_pick_pair(uint64_t seed, uint64_t pos, uint32_t epoch, uint32_t
 }
 
 /// Writes the pool of super-batch `super_batch` in `epoch` (`n` entries) to out[0..n).
-void draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const AliasEntry* noise,
-               uint32_t vocab, uint32_t n, uint32_t* out);
+void draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const NoiseColumn* noise,
+               uint32_t columns, uint32_t n, uint32_t* out);
 
 /// The same pool as a vector.
 std::vector<uint32_t> draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch,
-                                const AliasTable& noise, uint32_t n);
+                                const NoiseTable& noise, uint32_t n);
 
 }  // namespace pagedw2v

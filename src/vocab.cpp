@@ -59,7 +59,7 @@ bool Vocab::index_built() const {
 }
 
 size_t Vocab::memory_bytes() const {
-  size_t bytes = words_.memory_bytes() + counts_.capacity() * sizeof(uint64_t);
+  size_t bytes = words_.memory_bytes() + counts_.memory_bytes();
   if (index_built()) bytes += index_->slots.capacity() * sizeof(uint32_t);
   return bytes;
 }
@@ -376,8 +376,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   });
   auto lookup = std::make_shared<detail::ShardedWordTable>(shards, 0);
   for (size_t p = 0; p < shards; ++p) lookup->shard(p) = std::move(merged[p]);
-  v.counts_ = std::move(row_counts);
-  v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
+  v.total_ = std::accumulate(row_counts.begin(), row_counts.end(), uint64_t{0});
+  v.counts_ = CountList(row_counts);
   v.corpus_tokens_ = corpus_tokens;
   v.distinct_words_ = 0;
   for (size_t p = 0; p < shards; ++p) v.distinct_words_ += lookup->shard(p).size();
@@ -399,8 +399,8 @@ Vocab Vocab::from_word_list(WordList words, std::vector<uint64_t> counts) {
   Vocab v;
   v.words_ = std::move(words);
   v.words_.shrink_to_fit();
-  v.counts_ = std::move(counts);
-  v.total_ = std::accumulate(v.counts_.begin(), v.counts_.end(), uint64_t{0});
+  v.total_ = std::accumulate(counts.begin(), counts.end(), uint64_t{0});
+  v.counts_ = CountList(counts);
   v.index_ = std::make_shared<Index>();
   std::call_once(v.index_->once, [&] { v.build_index(*v.index_); });
   return v;
@@ -471,10 +471,11 @@ Vocab Vocab::load_tsv(const std::string& path) {
 void Vocab::save_tsv(const std::string& path) const {
   AtomicFile out(path);
   std::string buf;
-  for (size_t i = 0; i < words_.size(); ++i) {
+  auto count = counts_.begin();
+  for (size_t i = 0; i < words_.size(); ++i, ++count) {
     buf += words_[i];
     buf += '\t';
-    buf += std::to_string(counts_[i]);
+    buf += std::to_string(*count);
     buf += '\n';
     if (buf.size() > (1 << 20)) {
       out.write(buf);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "count_list.hpp"
 #include "huge_pages.hpp"
 #include "string_index.hpp"
 #include "tokenizer.hpp"
@@ -93,7 +94,7 @@ class Vocab {
   uint64_t count(uint32_t id) const { return counts_[id]; }
   /// The words in row order: iterate it for std::string_views, or copy it with to_strings().
   const WordList& words() const { return words_; }
-  const std::vector<uint64_t>& counts() const { return counts_; }
+  const CountList& counts() const { return counts_; }
   /// Sum of the counts of the kept words: the words one epoch trains on.
   uint64_t total_count() const { return total_; }
   /// Every word token of the corpus that was counted, kept or not (0 when loaded from a file).
@@ -136,7 +137,7 @@ class Vocab {
   void build_index(Index& index) const;
 
   WordList words_;
-  std::vector<uint64_t> counts_;
+  CountList counts_;
   uint64_t total_ = 0;
   uint64_t corpus_tokens_ = 0;
   uint64_t distinct_words_ = 0;

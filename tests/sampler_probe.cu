@@ -22,12 +22,12 @@ __global__ void subsample_probe_kernel(const uint32_t* tokens, uint64_t n, uint6
 
 /// One thread per Philox call (grid-stride), two negatives each.
 __global__ void negative_probe_kernel(uint64_t draws, uint64_t seed, uint32_t epoch,
-                                      uint32_t centre, const AliasEntry* noise, uint32_t vocab,
+                                      uint32_t centre, const NoiseColumn* noise, uint32_t columns,
                                       uint32_t* out) {
   for (uint64_t d = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; d < draws;
        d += uint64_t{gridDim.x} * blockDim.x) {
-    detail::negative_pair(seed, d / 8, epoch, static_cast<uint32_t>(d % 8), 0, centre, noise, vocab,
-                          &out[2 * d], &out[2 * d + 1]);
+    detail::negative_pair(seed, d / 8, epoch, static_cast<uint32_t>(d % 8), 0, centre, noise,
+                          columns, &out[2 * d], &out[2 * d + 1]);
   }
 }
 
@@ -47,10 +47,10 @@ void launch_subsample_probe(const uint32_t* tokens, uint64_t n, uint64_t pos0, c
 }
 
 void launch_negative_probe(uint64_t draws, uint64_t seed, uint32_t epoch, uint32_t centre,
-                           const AliasEntry* noise, uint32_t vocab, uint32_t* out,
+                           const NoiseColumn* noise, uint32_t columns, uint32_t* out,
                            cudaStream_t stream) {
   negative_probe_kernel<<<grid_for(draws), kThreads, 0, stream>>>(draws, seed, epoch, centre, noise,
-                                                                  vocab, out);
+                                                                  columns, out);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

@@ -20,7 +20,7 @@ void launch_subsample_probe(const uint32_t* tokens, uint64_t n, uint64_t pos0, c
 /// Draw d of [0, draws): the negative pair of (pos = d / 8, slot = d % 8, call 0) for centre
 /// `centre`; out[2d], out[2d + 1] are the two ids (0xFFFFFFFF where the centre was drawn).
 void launch_negative_probe(uint64_t draws, uint64_t seed, uint32_t epoch, uint32_t centre,
-                           const AliasEntry* noise, uint32_t vocab, uint32_t* out,
+                           const NoiseColumn* noise, uint32_t columns, uint32_t* out,
                            cudaStream_t stream);
 
 }  // namespace pagedw2v

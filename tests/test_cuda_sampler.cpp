@@ -91,15 +91,15 @@ TEST(CudaSampler, NegativesMatchCpuDrawsAndNoiseDistribution) {
   std::uniform_int_distribution<uint64_t> count_u(1, 100000);
   for (auto& c : counts) c = count_u(rng);
   const std::vector<double> weights = unigram_weights(counts);
-  const AliasTable noise(weights);
+  const NoiseTable noise(weights);
 
   Stream stream;
-  DeviceBuffer<AliasEntry> d_noise = upload(noise.entries(), "noise");
+  DeviceBuffer<NoiseColumn> d_noise = upload(noise.columns(), "noise");
   DeviceBuffer<uint32_t> d_out(2 * calls, "negatives");
   // Poison, on the kernel's stream (it does not wait for the legacy default stream).
   PAGEDW2V_CUDA_TRY(cudaMemsetAsync(d_out.data(), 0x5A, d_out.bytes(), stream.get()));
-  launch_negative_probe(calls, seed, epoch, centre, d_noise.data(), vocab, d_out.data(),
-                        stream.get());
+  launch_negative_probe(calls, seed, epoch, centre, d_noise.data(), noise.column_count(),
+                        d_out.data(), stream.get());
   stream.synchronize();
   const std::vector<uint32_t> out = download(d_out);
 

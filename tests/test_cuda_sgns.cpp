@@ -61,8 +61,9 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
 struct Problem {
   EncodedCorpus corpus;
   std::vector<uint64_t> blocks;
-  std::vector<float> keep;
-  AliasTable noise;
+  std::vector<float> keep;  ///< every word's keep probability
+  KeepTable keep_table;     ///< the same, as TrainData holds it (made by finish())
+  NoiseTable noise;
   TrainData data;
   Model model;
   uint32_t epochs = 2;
@@ -74,7 +75,8 @@ struct Problem {
     blocks.push_back(corpus.sentences());
     data.corpus = &corpus;
     data.blocks = &blocks;
-    data.keep = &keep;
+    keep_table = KeepTable(keep, vocab);
+    data.keep = &keep_table;
     data.noise = &noise;
     data.params = params;
     data.params.words_per_epoch = corpus.size();
@@ -118,7 +120,7 @@ void touched_rows(const Problem& p, const TrainParams& params, const std::vector
       const uint32_t slot = params.model == ModelKind::kSkipGram
                                 ? static_cast<uint32_t>(j - i + static_cast<int64_t>(params.window))
                                 : 0;
-      const detail::NegativeSource src{p.noise.entries().data(), p.noise.size(),
+      const detail::NegativeSource src{p.noise.columns().data(), p.noise.column_count(),
                                        pool.empty() ? nullptr : pool.data(),
                                        static_cast<uint32_t>(pool.size())};
       const uint32_t nt = detail::draw_targets(kept[i].id, kept[i].pos, epoch, slot, params.seed,
@@ -143,7 +145,7 @@ void make_disjoint_problem(Problem* p, const Shape& s, uint32_t pool = 0) {
   std::vector<double> weights(vocab);
   std::uniform_real_distribution<double> weight_u(1.0, 50.0);
   for (double& x : weights) x = weight_u(rng);
-  p->noise = AliasTable(weights);
+  p->noise = NoiseTable(weights);
 
   TrainParams params;
   params.model = s.model;
@@ -310,7 +312,7 @@ TEST_P(CudaSgnsRepeats, OneSentenceWithRepeatedRowsMatchesReference) {
   std::vector<double> weights(vocab, 1.0);
   weights[3] = 200;
   weights[8] = 120;
-  p.noise = AliasTable(weights);
+  p.noise = NoiseTable(weights);
   p.keep.assign(vocab, 1.0f);
   p.keep[3] = 0.5f;
   std::uniform_int_distribution<uint32_t> word_u(0, vocab - 1);
@@ -351,7 +353,7 @@ TEST(CudaSgnsHogwild, OverlappingSentencesStayFiniteAndLearn) {
     std::mt19937 rng(9);
     std::vector<double> weights(vocab);
     for (uint32_t w = 0; w < vocab; ++w) weights[w] = std::pow(1.0 / (w + 1), 0.75);
-    p.noise = AliasTable(weights);
+    p.noise = NoiseTable(weights);
     p.keep.assign(vocab, 1.0f);
     for (uint32_t w = 0; w < 20; ++w) p.keep[w] = 0.3f;
     // Zipf-like tokens with a topic per sentence, so there is something to learn.
@@ -403,7 +405,7 @@ TEST(CudaBackend, SyncFromHostRoundTrips) {
   p.corpus.tokens = {1, 2, 3};
   p.corpus.sentence_starts = {0, 3};
   p.keep.assign(10, 1.0f);
-  p.noise = AliasTable(std::vector<double>(10, 1.0));
+  p.noise = NoiseTable(std::vector<double>(10, 1.0));
   TrainParams params;
   params.dim = 13;
   p.finish(10, params, 1, 4);
@@ -422,7 +424,7 @@ TEST(CudaBackend, UnsupportedShapeIsAUsageError) {
   p.corpus.tokens = {1};
   p.corpus.sentence_starts = {0, 1};
   p.keep.assign(4, 1.0f);
-  p.noise = AliasTable(std::vector<double>(4, 1.0));
+  p.noise = NoiseTable(std::vector<double>(4, 1.0));
   TrainParams params;
   params.dim = 2000;
   p.finish(4, params, 1, 4);
@@ -462,7 +464,7 @@ class KernelHarness {
         tokens_(testing_util::upload(p.corpus.tokens, "tokens")),
         starts_(testing_util::upload(p.corpus.sentence_starts, "sentence starts")),
         keep_(testing_util::upload(p.keep, "keep")),
-        noise_(testing_util::upload(p.noise.entries(), "noise")),
+        noise_(testing_util::upload(p.noise.columns(), "noise")),
         input_(device_rows_ * stride_, "input"),
         output_(device_rows_ * stride_, "output"),
         input_grad_(device_rows_ * stride_, "input gradients"),
@@ -549,13 +551,14 @@ class KernelHarness {
     a.input = input_.data();
     a.output = output_.data();
     a.stride = stride_;
-    a.vocab = p_.noise.size();
+    a.vocab = p_.noise.words();
     a.tokens = tokens_.data();
     a.token_base = 0;
     a.sentence_starts = starts_.data() + first;
     a.sentences = last - first;
     a.keep = keep_.data();
     a.noise = noise_.data();
+    a.noise_columns = p_.noise.column_count();
     a.seed = params.seed;
     a.epoch = epoch;
     a.window = params.window;
@@ -565,7 +568,7 @@ class KernelHarness {
     a.counters = counters_.data();
     if (!row_of_.empty()) a.token_rows = token_rows_.data();
     if (params.negative_pool > 0) {
-      launch_draw_pool(params.seed, epoch, super_batch, noise_.data(), p_.noise.size(),
+      launch_draw_pool(params.seed, epoch, super_batch, noise_.data(), p_.noise.column_count(),
                        params.negative_pool, pool_.data(), stream_.get());
       a.pool = pool_.data();
       a.pool_size = params.negative_pool;
@@ -645,7 +648,7 @@ class KernelHarness {
   DeviceBuffer<uint32_t> tokens_;
   DeviceBuffer<uint64_t> starts_;
   DeviceBuffer<float> keep_;
-  DeviceBuffer<AliasEntry> noise_;
+  DeviceBuffer<NoiseColumn> noise_;
   DeviceBuffer<float> input_, output_, input_grad_, output_grad_;
   DeviceBuffer<uint8_t> touched_input_, touched_output_;
   DeviceBuffer<uint32_t> pool_, pool_rows_, token_rows_;
@@ -717,8 +720,10 @@ void make_overlapping_problem(Problem* p, const Shape& s, uint32_t pool, uint32_
   for (uint32_t w = 0; w < vocab; ++w) counts[w] = 20000 / (w + 1) + 3;
   uint64_t total = 0;
   for (uint64_t c : counts) total += c;
-  p->keep = keep_probabilities(counts, total, 1e-3);
-  p->noise = AliasTable(unigram_weights(counts));
+  const KeepTable keep = keep_probabilities(counts, total, 1e-3);
+  p->keep.resize(vocab);
+  for (uint32_t w = 0; w < vocab; ++w) p->keep[w] = keep[w];
+  p->noise = NoiseTable(unigram_weights(counts));
   std::discrete_distribution<uint32_t> word(counts.begin(), counts.end());
   std::uniform_int_distribution<uint32_t> len(1, longest);
   p->corpus.sentence_starts = {0};
@@ -1063,9 +1068,9 @@ TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
   PAGEDW2V_REQUIRE_GPU();
   std::vector<uint64_t> counts(5000);
   for (uint32_t w = 0; w < counts.size(); ++w) counts[w] = 1000000 / (w + 1) + 1;
-  const AliasTable noise(unigram_weights(counts));
+  const NoiseTable noise(unigram_weights(counts));
   Stream stream;
-  DeviceBuffer<AliasEntry> d_noise = upload(noise.entries(), "noise");
+  DeviceBuffer<NoiseColumn> d_noise = upload(noise.columns(), "noise");
   struct Case {
     uint64_t seed;
     uint32_t epoch;
@@ -1079,8 +1084,8 @@ TEST(CudaNegativePool, DevicePoolEqualsCpuPool) {
     // Poison, and a guard entry; on the kernel's stream, which does not wait for the legacy
     // default stream that cudaMemset uses.
     PAGEDW2V_CUDA_TRY(cudaMemsetAsync(out.data(), 0xA5, out.bytes(), stream.get()));
-    launch_draw_pool(c.seed, c.epoch, c.super_batch, d_noise.data(), noise.size(), c.n, out.data(),
-                     stream.get());
+    launch_draw_pool(c.seed, c.epoch, c.super_batch, d_noise.data(), noise.column_count(), c.n,
+                     out.data(), stream.get());
     stream.synchronize();
     const std::vector<uint32_t> got = download(out);
     const std::vector<uint32_t> want = draw_pool(c.seed, c.epoch, c.super_batch, noise, c.n);

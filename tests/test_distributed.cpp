@@ -75,8 +75,8 @@ TEST(ShareOfSpan, TheRanksCutASpanIntoContiguousRunsThatCoverIt) {
 struct SmallProblem {
   EncodedCorpus corpus;
   std::vector<uint64_t> blocks;
-  std::vector<float> keep;
-  AliasTable noise;
+  KeepTable keep;
+  NoiseTable noise;
   TrainData data;
   Model model;
 
@@ -98,7 +98,7 @@ struct SmallProblem {
     uint64_t total = 0;
     for (const uint64_t c : counts) total += c;
     keep = keep_probabilities(counts, total, 1e-3);
-    noise = AliasTable(unigram_weights(counts));
+    noise = NoiseTable(unigram_weights(counts));
     data.corpus = &corpus;
     data.blocks = &blocks;
     data.keep = &keep;

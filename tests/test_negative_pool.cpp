@@ -36,23 +36,23 @@ std::vector<uint64_t> zipf_counts(uint32_t vocab) {
 }
 
 TEST(NegativePool, EntryIsTheDocumentedAliasDraw) {
-  const AliasTable noise(unigram_weights(zipf_counts(300)));
+  const NoiseTable noise(unigram_weights(zipf_counts(300)));
   const uint64_t seed = 0xABCDEF0123ull;
   for (const uint64_t sb : {uint64_t{0}, uint64_t{7}, uint64_t{0xFFFFFFFF}}) {
     for (const uint32_t k : {0u, 1u, 99u, 0xFFFFFFFFu}) {
       const Philox4 r = draw(seed, (sb << 32) | k, 4, DrawKind::kPool);
-      EXPECT_EQ(pool_entry(seed, 4, sb, k, noise.entries().data(), noise.size()),
+      EXPECT_EQ(pool_entry(seed, 4, sb, k, noise.columns().data(), noise.column_count()),
                 noise.sample(r.v[0], r.v[1]));
     }
   }
   const std::vector<uint32_t> pool = draw_pool(seed, 4, 7, noise, 50);
   for (uint32_t k = 0; k < 50; ++k) {
-    EXPECT_EQ(pool[k], pool_entry(seed, 4, 7, k, noise.entries().data(), noise.size()));
+    EXPECT_EQ(pool[k], pool_entry(seed, 4, 7, k, noise.columns().data(), noise.column_count()));
   }
 }
 
 TEST(NegativePool, DeterministicAndIndependentAcrossKeys) {
-  const AliasTable noise(std::vector<double>(1000, 1.0));
+  const NoiseTable noise(std::vector<double>(1000, 1.0));
   const uint32_t n = 4000;
   const std::vector<uint32_t> base = draw_pool(3, 1, 5, noise, n);
   EXPECT_EQ(base, draw_pool(3, 1, 5, noise, n));
@@ -75,7 +75,7 @@ TEST(NegativePool, DeterministicAndIndependentAcrossKeys) {
 TEST(NegativePool, EntriesFollowTheNoiseDistribution) {
   const uint32_t vocab = 60;
   const std::vector<double> weights = unigram_weights(zipf_counts(vocab));
-  const AliasTable noise(weights);
+  const NoiseTable noise(weights);
   const double total_weight = [&] {
     double t = 0;
     for (double w : weights) t += w;
@@ -135,10 +135,10 @@ TEST(NegativePool, PicksAreUniformOverPoolIndices) {
 }
 
 TEST(NegativePool, TargetsPickFromThePoolAndSkipTheCentre) {
-  const AliasTable noise(std::vector<double>(50, 1.0));
+  const NoiseTable noise(std::vector<double>(50, 1.0));
   // A pool in which the centre (7) is frequent, so skips happen.
   std::vector<uint32_t> pool = {7, 3, 7, 11, 7, 42, 7, 19, 7};
-  const detail::NegativeSource src{noise.entries().data(), noise.size(), pool.data(),
+  const detail::NegativeSource src{noise.columns().data(), noise.column_count(), pool.data(),
                                    static_cast<uint32_t>(pool.size())};
   std::vector<uint32_t> targets(16);
   uint64_t skipped = 0;
@@ -164,8 +164,8 @@ TEST(NegativePool, TargetsPickFromThePoolAndSkipTheCentre) {
 struct PoolProblem {
   EncodedCorpus corpus;
   std::vector<uint64_t> blocks;
-  std::vector<float> keep;
-  AliasTable noise;
+  KeepTable keep;
+  NoiseTable noise;
   TrainData data;
   Model model;
 
@@ -187,7 +187,7 @@ struct PoolProblem {
     uint64_t total = 0;
     for (uint64_t c : counts) total += c;
     keep = keep_probabilities(counts, total, 1e-3);
-    noise = AliasTable(unigram_weights(counts));
+    noise = NoiseTable(unigram_weights(counts));
     data.corpus = &corpus;
     data.blocks = &blocks;
     data.keep = &keep;
@@ -270,7 +270,7 @@ TEST(NegativePoolTraining, WithoutAPoolNegativesAreAliasDraws) {
 TEST(NegativePoolTraining, BatchedGradientsTouchOnlyPoolRowsAsNegatives) {
   for (const ModelKind kind : {ModelKind::kSkipGram, ModelKind::kCbow}) {
     PoolProblem p(kind, 48, 4, 5, OptimizerKind::kAdam);
-    const uint32_t vocab = p.noise.size(), dim = p.data.params.dim;
+    const uint32_t vocab = p.noise.words(), dim = p.data.params.dim;
     const uint64_t sb = 2;
     const std::vector<uint32_t> pool = draw_pool(p.data.params.seed, 1, sb, p.noise, 48);
     std::set<uint32_t> allowed(pool.begin(), pool.end());
@@ -314,7 +314,7 @@ TEST(NegativePoolTraining, BatchedStepChangesOnlyTheBlockAndItsPool) {
     backend->train(epoch, block, block + 1);
     const uint32_t dim = p.data.params.dim;
     size_t changed = 0;
-    for (uint32_t id = 0; id < p.noise.size(); ++id) {
+    for (uint32_t id = 0; id < p.noise.words(); ++id) {
       bool moved = false;
       for (uint32_t d = 0; d < dim; ++d) {
         moved |= p.model.output.data()[size_t{id} * dim + d] != before[size_t{id} * dim + d];

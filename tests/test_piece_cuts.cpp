@@ -28,7 +28,7 @@ struct Corpus {
   std::vector<uint32_t> tokens;
   std::vector<uint64_t> starts;  // each sentence's first token, and the end
   std::vector<uint64_t> blocks;  // sentence boundaries of the work blocks
-  AliasTable noise;
+  NoiseTable noise;
   uint64_t rows = 0;
 };
 
@@ -51,7 +51,7 @@ Corpus make_corpus(uint64_t rows, uint64_t sentences, uint32_t seed) {
   }
   for (uint64_t s = 0; s < sentences; s += 1 + rng() % 6) c.blocks.push_back(s);
   c.blocks.push_back(sentences);
-  c.noise = AliasTable(unigram_weights(counts));
+  c.noise = NoiseTable(unigram_weights(counts));
   return c;
 }
 

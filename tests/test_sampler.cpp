@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "error.hpp"
@@ -79,9 +80,10 @@ TEST(Philox, UnitFloatsAreUniform) {
   EXPECT_LT(chi2, 43.8);  // df 19, p = 0.001
 }
 
-/// Chi-square statistic of `draws` alias samples against `weights`.
-double alias_chi2(const std::vector<double>& weights, int draws, uint64_t seed) {
-  const AliasTable t(weights);
+/// Chi-square statistic of `draws` samples of the noise table over `weights` against them.
+double noise_chi2(const std::vector<double>& weights, int draws, uint64_t seed) {
+  const NoiseTable t(weights);
+  EXPECT_EQ(t.words(), weights.size());
   std::vector<double> hist(weights.size());
   for (int i = 0; i < draws; ++i) {
     const Philox4 r = draw(seed, i, 0, DrawKind::kNegative);
@@ -101,33 +103,41 @@ double alias_chi2(const std::vector<double>& weights, int draws, uint64_t seed) 
   return chi2;
 }
 
-TEST(AliasTable, SmallDistribution) {
-  EXPECT_LT(alias_chi2({1, 2, 3, 4}, 400000, 11), 16.27);  // df 3, p = 0.001
+TEST(NoiseTable, SmallDistribution) {
+  EXPECT_LT(noise_chi2({1, 2, 3, 4}, 400000, 11), 16.27);  // df 3, p = 0.001
 }
 
-TEST(AliasTable, ZeroWeightsAreNeverDrawn) {
-  EXPECT_LT(alias_chi2({0, 5, 0, 1, 0, 3}, 300000, 12), 13.82);  // df 2
+TEST(NoiseTable, ZeroWeightsAreNeverDrawn) {
+  EXPECT_LT(noise_chi2({0, 5, 0, 1, 0, 3}, 300000, 12), 13.82);           // df 2
+  EXPECT_LT(noise_chi2({0, 0, 5, 5, 0, 0, 0, 1, 1}, 300000, 12), 18.47);  // df 4
 }
 
-TEST(AliasTable, UnigramPowerNoiseOverAZipfVocabulary) {
+// Counts with long runs of ties, as a vocabulary sorted by count has: every id of a run is drawn
+// as often as its weight says, not only the run as a whole.
+TEST(NoiseTable, UnigramPowerNoiseOverAZipfVocabulary) {
   std::vector<uint64_t> counts(500);
   for (size_t i = 0; i < counts.size(); ++i) counts[i] = 100000 / (i + 1) + 5;
   const std::vector<double> w = unigram_weights(counts, 0.75);
   EXPECT_NEAR(w[1], std::pow(double(counts[1]), 0.75), 1e-9);
-  EXPECT_LT(alias_chi2(w, 2000000, 13), 620.0);  // df 499, p = 0.0003
+  uint32_t distinct = 1;
+  for (size_t i = 1; i < counts.size(); ++i) distinct += counts[i] != counts[i - 1];
+  EXPECT_LT(distinct, counts.size());
+  EXPECT_EQ(NoiseTable(w).column_count(), distinct);
+  EXPECT_LT(noise_chi2(w, 2000000, 13), 620.0);  // df 499, p = 0.0003
 }
 
-TEST(AliasTable, RejectsEmptyOrZeroWeights) {
-  EXPECT_THROW(AliasTable(std::vector<double>{}), Error);
-  EXPECT_THROW(AliasTable(std::vector<double>{0, 0}), Error);
+TEST(NoiseTable, RejectsEmptyOrZeroWeights) {
+  EXPECT_THROW(NoiseTable(std::vector<double>{}), Error);
+  EXPECT_THROW(NoiseTable(std::vector<double>{0, 0}), Error);
+  EXPECT_THROW(NoiseTable::of_counts({}), Error);
 }
 
 /// Vose's method as written with two growing stacks and a separate copy of the scaled weights:
-/// the table AliasTable must equal entry for entry, whatever memory it builds it in.
-std::vector<AliasEntry> two_stack_vose(const std::vector<double>& weights) {
+/// {prob, alias} of every column, which NoiseTable's columns must equal.
+std::vector<std::pair<float, uint32_t>> two_stack_vose(const std::vector<double>& weights) {
   const size_t n = weights.size();
   const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
-  std::vector<AliasEntry> entries(n);
+  std::vector<std::pair<float, uint32_t>> entries(n);
   std::vector<double> scaled(n);
   std::vector<uint32_t> small, large;
   for (size_t i = 0; i < n; ++i) {
@@ -149,43 +159,127 @@ std::vector<AliasEntry> two_stack_vose(const std::vector<double>& weights) {
   return entries;
 }
 
-TEST(AliasTable, EqualsTheTwoStackConstructionEntryForEntry) {
+// The columns are the runs of equal consecutive weights, and their alias table is Vose's over
+// the runs' total weights.
+TEST(NoiseTable, ColumnsAreVoseOverTheRuns) {
   std::mt19937_64 rng(11);
   for (const size_t n : {size_t{1}, size_t{2}, size_t{7}, size_t{1000}, size_t{100003}}) {
     std::vector<double> weights(n);
     for (size_t i = 0; i < n; ++i) {
-      // Zipf-like counts to the 0.75, ties, and zeros.
+      // Zipf-like counts to the 0.75, runs of ties, and zeros.
       const uint64_t count = rng() % 5 == 0 ? 0 : 1 + (rng() % 1000000) / (1 + i % 97);
-      weights[i] = std::pow(static_cast<double>(count), 0.75);
+      weights[i] =
+          (i > 0 && rng() % 3 == 0) ? weights[i - 1] : std::pow(static_cast<double>(count), 0.75);
     }
     weights[0] = 1.0;
-    const std::vector<AliasEntry> expected = two_stack_vose(weights);
-    const AliasTable table(weights);
-    ASSERT_EQ(table.size(), n);
+    std::vector<double> run_weight;
+    std::vector<uint32_t> first;
     for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(table.entries()[i].prob, expected[i].prob) << n << " " << i;
-      ASSERT_EQ(table.entries()[i].alias, expected[i].alias) << n << " " << i;
+      if (i == 0 || weights[i] != weights[i - 1]) {
+        first.push_back(static_cast<uint32_t>(i));
+        run_weight.push_back(0.0);
+      }
+      run_weight.back() += weights[i];
+    }
+    first.push_back(static_cast<uint32_t>(n));
+    const auto expected = two_stack_vose(run_weight);
+    const NoiseTable table(weights);
+    ASSERT_EQ(table.words(), n);
+    ASSERT_EQ(table.column_count(), run_weight.size());
+    for (size_t k = 0; k < run_weight.size(); ++k) {
+      const NoiseColumn& c = table.columns()[k];
+      ASSERT_EQ(c.prob, expected[k].first) << n << " " << k;
+      ASSERT_EQ(c.alias, expected[k].second) << n << " " << k;
+      ASSERT_EQ(c.first, first[k]) << n << " " << k;
+      ASSERT_EQ(c.length, first[k + 1] - first[k]) << n << " " << k;
     }
   }
 }
 
-// A large table's columns lie on pages of their own (the CUDA backend locks them in place); a
-// small one's need not.
-TEST(AliasTable, LargeTablesLieOnPagesOfTheirOwn) {
-  const AliasTable large(std::vector<double>(300000, 1.0));
-  EXPECT_TRUE(HugePageAllocator<AliasEntry>::owns_its_pages(large.entries().capacity()));
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.entries().data()) %
-                HugePageAllocator<AliasEntry>::kHugePage,
-            0u);
-  const AliasTable small(std::vector<double>(1000, 1.0));
-  EXPECT_FALSE(HugePageAllocator<AliasEntry>::owns_its_pages(small.entries().capacity()));
+// A vocabulary sorted by count: a column per distinct count, each the run of its words, and the
+// same distribution as a table built from a weight per word.
+TEST(NoiseTable, OfCountsHasAColumnPerDistinctCount) {
+  const std::vector<uint64_t> counts = {90, 40, 40, 40, 7, 5, 5, 5, 5, 5, 5, 1, 1, 1, 1};
+  const NoiseTable t = NoiseTable::of_counts(counts);
+  EXPECT_EQ(t.words(), counts.size());
+  ASSERT_EQ(t.column_count(), 5u);
+  const uint32_t firsts[] = {0, 1, 4, 5, 11}, lengths[] = {1, 3, 1, 6, 4};
+  for (uint32_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(t.columns()[k].first, firsts[k]);
+    EXPECT_EQ(t.columns()[k].length, lengths[k]);
+  }
+  std::vector<double> hist(counts.size());
+  const int draws = 1000000;
+  for (int i = 0; i < draws; ++i) {
+    const Philox4 r = draw(21, i, 0, DrawKind::kPool);
+    ++hist[t.sample(r.v[0], r.v[1])];
+  }
+  const std::vector<double> w = unigram_weights(counts);
+  const double sum = std::accumulate(w.begin(), w.end(), 0.0);
+  double chi2 = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const double e = draws * w[k] / sum;
+    chi2 += (hist[k] - e) * (hist[k] - e) / e;
+  }
+  EXPECT_LT(chi2, 36.12);  // df 14, p = 0.001
+}
+
+// The id within a long run comes from bits the column's choice left: a run of millions of words
+// is drawn evenly over its whole length, not in a few places.
+TEST(NoiseTable, LongRunsAreDrawnEvenly) {
+  std::vector<uint64_t> counts(3000001, 1);
+  counts[0] = 1000000;
+  const NoiseTable t = NoiseTable::of_counts(counts);
+  ASSERT_EQ(t.column_count(), 2u);
+  const int buckets = 100, draws = 2000000;
+  std::vector<double> hist(buckets);
+  std::vector<uint8_t> seen(counts.size());
+  int in_run = 0;
+  for (int i = 0; i < draws; ++i) {
+    const Philox4 r = draw(5, i, 1, DrawKind::kNegative);
+    const uint32_t id = t.sample(r.v[0], r.v[1]);
+    ASSERT_LT(id, counts.size());
+    if (id == 0) continue;
+    ++in_run;
+    seen[id] = 1;
+    ++hist[(uint64_t{id} - 1) * buckets / 3000000];
+  }
+  double chi2 = 0;
+  for (double h : hist)
+    chi2 += (h - in_run / double(buckets)) * (h - in_run / double(buckets)) /
+            (in_run / double(buckets));
+  EXPECT_LT(chi2, 148.2);  // df 99, p = 0.001
+  // About 3 M · (1 − e^(−draws/3 M)) distinct ids of the run drawn.
+  const double expect_distinct = 3e6 * (1 - std::exp(-double(in_run) / 3e6));
+  EXPECT_NEAR(std::accumulate(seen.begin(), seen.end(), 0.0), expect_distinct,
+              0.01 * expect_distinct);
+}
+
+// The share of draws at or above an id, from the columns, equals the weights' share (to the
+// precision of the columns' float probabilities).
+TEST(NoiseTable, ShareFromIsTheWeightsShare) {
+  std::vector<uint64_t> counts;
+  for (uint64_t c = 5000; c >= 1; c = c * 9 / 10) {
+    for (int k = 0; k < 1 + int(5000 / c); ++k) counts.push_back(c);
+    if (c < 10) break;
+  }
+  const NoiseTable t = NoiseTable::of_counts(counts);
+  const std::vector<double> w = unigram_weights(counts);
+  const double sum = std::accumulate(w.begin(), w.end(), 0.0);
+  for (uint64_t first :
+       {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{100}, uint64_t{counts.size() / 2},
+        uint64_t{counts.size() - 1}, uint64_t{counts.size()}}) {
+    const double want = std::accumulate(w.begin() + first, w.end(), 0.0) / sum;
+    EXPECT_NEAR(t.share_from(first), want, 1e-6) << first;
+  }
 }
 
 TEST(Subsampling, KeepProbabilityIsWord2vecFormula) {
   const std::vector<uint64_t> counts = {1000000, 10000, 100, 1};
   const uint64_t total = 2000000;
   const double s = 1e-3;
-  const std::vector<float> keep = keep_probabilities(counts, total, s);
+  const KeepTable keep = keep_probabilities(counts, total, s);
+  EXPECT_EQ(keep.words(), counts.size());
   for (size_t i = 0; i < counts.size(); ++i) {
     const double f = double(counts[i]) / total;
     const double want = std::min(1.0, (std::sqrt(f / s) + 1) * s / f);
@@ -193,7 +287,34 @@ TEST(Subsampling, KeepProbabilityIsWord2vecFormula) {
   }
   EXPECT_LT(keep[0], 0.1f);
   EXPECT_EQ(keep[3], 1.0f);
-  for (float k : keep_probabilities(counts, total, 0.0)) EXPECT_EQ(k, 1.0f);
+  const KeepTable all = keep_probabilities(counts, total, 0.0);
+  EXPECT_EQ(all.stored(), 0u);
+  for (uint32_t i = 0; i < counts.size(); ++i) EXPECT_EQ(all[i], 1.0f);
+}
+
+// Only the words up to the last one whose probability is below 1 are stored; every word after
+// it keeps probability 1, as the formula gives it.
+TEST(Subsampling, KeepTableStoresOnlyTheFrequentWords) {
+  std::vector<uint64_t> counts(100000);
+  uint64_t total = 0;
+  for (size_t i = 0; i < counts.size(); ++i) total += counts[i] = 1000000 / (i + 1) + 1;
+  const double s = 1e-3;
+  const KeepTable keep = keep_probabilities(counts, total, s);
+  EXPECT_EQ(keep.words(), counts.size());
+  EXPECT_GT(keep.stored(), 0u);
+  EXPECT_LT(keep.stored(), 1000u);
+  EXPECT_LT(keep[keep.stored() - 1], 1.0f);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const double f = double(counts[i]) / double(total);
+    const double want = std::min(1.0, (std::sqrt(f / s) + 1) * s / f);
+    const float got = keep[static_cast<uint32_t>(i)];
+    if (i >= keep.stored()) {
+      ASSERT_EQ(got, 1.0f) << i;
+      ASSERT_GT(want, 1.0 - 1e-6) << i;
+    } else {
+      ASSERT_NEAR(got, want, 1e-6) << i;
+    }
+  }
 }
 
 TEST(Subsampling, KeptFractionMatchesProbability) {

@@ -260,12 +260,18 @@ TEST(SyntheticTrainingSet, BuiltAsFromText) {
   EXPECT_EQ(set.corpus.tokens, synthetic_corpus(spec, c.seed, 1).tokens);
   EXPECT_EQ(set.vocab.counts(), zipf_counts(spec, 1));
   EXPECT_EQ(set.blocks, make_blocks(set.corpus, kBlockWords));
-  EXPECT_EQ(set.keep, keep_probabilities(set.vocab.counts(), set.vocab.total_count(), 1e-3));
-  const AliasTable noise(unigram_weights(set.vocab.counts()));
-  ASSERT_EQ(set.noise.size(), noise.size());
-  for (uint32_t i = 0; i < noise.size(); ++i) {
-    EXPECT_EQ(set.noise.entries()[i].prob, noise.entries()[i].prob);
-    EXPECT_EQ(set.noise.entries()[i].alias, noise.entries()[i].alias);
+  const KeepTable keep = keep_probabilities(set.vocab.counts(), set.vocab.total_count(), 1e-3);
+  ASSERT_EQ(set.keep.words(), keep.words());
+  ASSERT_EQ(set.keep.stored(), keep.stored());
+  for (uint32_t i = 0; i < keep.stored(); ++i) EXPECT_EQ(set.keep[i], keep[i]);
+  const NoiseTable noise = NoiseTable::of_counts(set.vocab.counts());
+  ASSERT_EQ(set.noise.words(), noise.words());
+  ASSERT_EQ(set.noise.column_count(), noise.column_count());
+  for (uint32_t i = 0; i < noise.column_count(); ++i) {
+    EXPECT_EQ(set.noise.columns()[i].prob, noise.columns()[i].prob);
+    EXPECT_EQ(set.noise.columns()[i].alias, noise.columns()[i].alias);
+    EXPECT_EQ(set.noise.columns()[i].first, noise.columns()[i].first);
+    EXPECT_EQ(set.noise.columns()[i].length, noise.columns()[i].length);
   }
   EXPECT_EQ(set.block_count(), 25u);  // 2000 sentences of 50 words, 82 to a block of 4096+
   EXPECT_LT(set.keep[0], 1.0f);       // the most frequent word is subsampled

@@ -83,12 +83,12 @@ TEST(SgnsUpdateClipping, SaturatedExamplesDoNotMove) {
 
 TEST(DrawTargets, CentreFirstAndNeverANegative) {
   const std::vector<double> w = {5, 1, 1, 1};
-  const AliasTable noise(w);
+  const NoiseTable noise(w);
   uint32_t targets[16];
   int negatives = 0;
   for (uint64_t pos = 0; pos < 2000; ++pos) {
-    const uint32_t n =
-        detail::draw_targets(0, pos, 0, 3, 9, 15, noise.entries().data(), 4, targets);
+    const uint32_t n = detail::draw_targets(0, pos, 0, 3, 9, 15, noise.columns().data(),
+                                            noise.column_count(), targets);
     ASSERT_GE(n, 1u);
     ASSERT_LE(n, 16u);
     EXPECT_EQ(targets[0], 0u);
@@ -125,8 +125,8 @@ constexpr uint32_t kNoise = 25;
 struct Fixture {
   EncodedCorpus corpus;
   std::vector<uint64_t> blocks;
-  std::vector<float> keep;
-  AliasTable noise;
+  KeepTable keep;
+  NoiseTable noise;
   TrainData data;
   Model model;
 
@@ -134,10 +134,10 @@ struct Fixture {
     corpus.tokens = std::move(tokens);
     corpus.sentence_starts = {0, corpus.tokens.size()};
     blocks = {0, 1};
-    keep.assign(vocab, 1.0f);
+    keep = KeepTable({}, vocab);
     std::vector<double> weights(vocab, 0.0);
     weights[kNoise] = 1.0;
-    noise = AliasTable(weights);
+    noise = NoiseTable(weights);
     data.corpus = &corpus;
     data.blocks = &blocks;
     data.keep = &keep;

@@ -396,5 +396,62 @@ TEST(WordList, OfLengthsLaysOutWordsToFillInPlace) {
   EXPECT_TRUE(WordList::of_lengths(0, [](size_t) { return 1; }).empty());
 }
 
+// The counts as runs: every read (by index, in order, as a vector, its first n) gives the counts
+// it was made of, sorted or not, and a sorted list holds a run per distinct count.
+TEST(CountList, ReadsBackWhatItHolds) {
+  std::mt19937_64 rng(4);
+  std::vector<std::vector<uint64_t>> cases = {{}, {7}, {9, 9, 5, 5, 5, 2, 1, 1}, {1, 2, 1, 2}};
+  std::vector<uint64_t> sorted(20000);
+  for (size_t i = 0; i < sorted.size(); ++i) sorted[i] = 1000000 / (i + 1) + 3;
+  cases.push_back(sorted);
+  std::vector<uint64_t> random(5000);
+  for (auto& c : random) c = rng() % 4;
+  cases.push_back(random);
+  for (const std::vector<uint64_t>& counts : cases) {
+    SCOPED_TRACE(counts.size());
+    const CountList list(counts);
+    ASSERT_EQ(list.size(), counts.size());
+    EXPECT_EQ(list.empty(), counts.empty());
+    size_t distinct = 0;
+    for (size_t i = 0; i < counts.size(); ++i) distinct += i == 0 || counts[i] != counts[i - 1];
+    EXPECT_EQ(list.runs(), distinct);
+    for (size_t i = 0; i < counts.size(); ++i) ASSERT_EQ(list[i], counts[i]) << i;
+    EXPECT_EQ(std::vector<uint64_t>(list.begin(), list.end()), counts);
+    EXPECT_EQ(list.to_vector(), counts);
+    const size_t n = counts.size() / 3;
+    EXPECT_EQ(list.to_vector(n), std::vector<uint64_t>(counts.begin(), counts.begin() + n));
+    EXPECT_TRUE(list == counts);
+    EXPECT_TRUE(list == CountList(counts));
+    if (!counts.empty()) {
+      std::vector<uint64_t> other = counts;
+      ++other.back();
+      EXPECT_FALSE(list == other);
+    }
+  }
+  // 20,000 sorted counts in a few hundred runs: far less than 8 bytes a word.
+  EXPECT_LT(CountList(sorted).runs(), 2100u);
+  EXPECT_LT(CountList(sorted).memory_bytes(), sorted.size() * 2);
+}
+
+// A counted vocabulary (sorted by count) holds its counts as a run per distinct count.
+TEST(Vocab, CountsAreHeldAsRunsOfEqualCounts) {
+  std::string text;
+  for (int w = 0; w < 3000; ++w) {
+    const int times = 1 + (w % 7 == 0 ? 40 : w % 5);
+    for (int k = 0; k < times; ++k) text += "w" + std::to_string(w) + " ";
+  }
+  VocabOptions o;
+  o.min_count = 1;
+  const Vocab v = Vocab::count(text, o);
+  ASSERT_EQ(v.size(), 3000u);
+  EXPECT_EQ(v.counts().runs(), 6u);  // 41, 5, 4, 3, 2, 1
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < v.size(); ++i) {
+    total += v.count(i);
+    if (i > 0) EXPECT_LE(v.count(i), v.count(i - 1));
+  }
+  EXPECT_EQ(total, v.total_count());
+}
+
 }  // namespace
 }  // namespace pagedw2v

@@ -148,9 +148,11 @@ EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_
   if (spec.vocab == 0 || spec.words == 0) {
     throw UsageError("--synthetic: empty vocabulary or corpus");
   }
-  const AliasTable zipf(zipf_weights(spec, threads));
-  const AliasEntry* table = zipf.entries().data();
-  const uint32_t n = zipf.size();
+  // Zipf's weights are distinct, so the table has a column per word and its draws are plain
+  // alias draws.
+  const NoiseTable zipf(zipf_weights(spec, threads));
+  const NoiseColumn* table = zipf.columns().data();
+  const uint32_t n = zipf.column_count();
   const uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   EncodedCorpus c;
   c.tokens.resize(spec.words);
@@ -162,8 +164,8 @@ EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_
       const Philox4 r = philox4x32(
           Philox4{{static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32), 0, kTokenStream}}, k0,
           k1);
-      tokens[pos] = alias_draw(table, n, r.v[0], r.v[1]);
-      if (pos + 1 < end) tokens[pos + 1] = alias_draw(table, n, r.v[2], r.v[3]);
+      tokens[pos] = noise_draw(table, n, r.v[0], r.v[1]);
+      if (pos + 1 < end) tokens[pos + 1] = noise_draw(table, n, r.v[2], r.v[3]);
     }
   });
   const uint64_t sentences = (words + kSyntheticSentenceLength - 1) / kSyntheticSentenceLength;

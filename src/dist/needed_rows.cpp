@@ -32,10 +32,10 @@ void NeededRows::collect(const TrainData& data, uint32_t epoch, uint64_t first, 
 
   const TrainParams& p = data.params;
   const uint32_t* tokens = data.corpus->tokens.data();
-  const float* keep = data.keep->data();
+  const KeepTable& keep = *data.keep;
   const auto& blocks = *data.blocks;
   const auto& starts = data.corpus->sentence_starts;
-  const detail::NegativeSource noise{data.noise->entries().data(), data.noise->size()};
+  const detail::NegativeSource noise{data.noise->columns().data(), data.noise->column_count()};
   struct Kept {
     uint32_t id, shrink;
     uint64_t pos;
@@ -51,7 +51,7 @@ void NeededRows::collect(const TrainData& data, uint32_t epoch, uint64_t first, 
       const uint64_t sb = super_batch_of(b, p.pool_blocks);
       if (sb != pool_batch) {
         pool.resize(p.negative_pool);
-        draw_pool(p.seed, epoch, sb, noise.noise, noise.vocab, p.negative_pool, pool.data());
+        draw_pool(p.seed, epoch, sb, noise.noise, noise.columns, p.negative_pool, pool.data());
         for (const uint32_t id : pool) add_output(id);
         pool_batch = sb;
       }

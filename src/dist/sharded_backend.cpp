@@ -17,8 +17,8 @@
 namespace pagedw2v::dist {
 namespace {
 
-/// The vocabulary's size: one keep probability per word.
-uint64_t words_of(const TrainData& data) { return data.keep->size(); }
+/// The vocabulary's size.
+uint64_t words_of(const TrainData& data) { return data.keep->words(); }
 
 class RankBackend final : public ShardedBackend {
  public:

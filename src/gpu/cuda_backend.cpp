@@ -76,7 +76,7 @@ GpuDeviceFacts query_device_facts(const cudaDeviceProp& prop, const GpuOptions& 
 GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& options) {
   const TrainParams& p = data.params;
   GpuPlanInput in;
-  in.rows = data.keep->size();
+  in.rows = data.keep->words();
   in.dim = p.dim;
   in.row_stride = sgns_row_stride(p.dim);
   in.optimizer = data.optimizer.kind;
@@ -120,7 +120,7 @@ class CudaBackend final : public Backend {
     rows_ = model.input.rows();
     const uint32_t dim = p.dim;
     if (model.output.rows() != rows_ || model.input.dim() != dim || model.output.dim() != dim ||
-        data.noise->size() != rows_ || data.keep->size() != rows_) {
+        data.noise->words() != rows_ || data.keep->words() != rows_) {
       throw Error("CUDA backend: tables, vocabulary and samplers disagree in size");
     }
     if (rows_ >= 0xFFFFFFF0ull) throw Error("CUDA backend: more than 2^32 rows");
@@ -401,7 +401,7 @@ TrainParams plan_cuda_train_params(const TrainData& data, const GpuOptions& gpu,
   TrainParams params = data.params;
   if (gpu.placement != Placement::kPaged || !cuda_device_available()) return params;
   CudaBackendOptions options;
-  options.gpu = resolve_cuda_gpu_options(data.keep->size(), params.dim, data.optimizer.kind, gpu);
+  options.gpu = resolve_cuda_gpu_options(data.keep->words(), params.dim, data.optimizer.kind, gpu);
   GpuPlanInput in = make_plan_input(data, options);
   in.choose_pool = choose_pool;
   in.choose_pool_blocks = choose_pool_words;

@@ -47,7 +47,6 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
   }
 }
 
-/// The share of draws from `noise` that fall at or above id `first`.
 /// The distinct ids in [first, rows) among the tokens [begin, end), marked in `seen` (a bit per
 /// id from `first` on, all clear), which is left clear again.
 uint64_t distinct_from(const uint32_t* begin, const uint32_t* end, uint64_t first, uint64_t rows,
@@ -69,16 +68,9 @@ uint64_t distinct_from(const uint32_t* begin, const uint32_t* end, uint64_t firs
   return distinct;
 }
 
-double share_from(const AliasTable& noise, uint64_t first) {
-  const HugePageVector<AliasEntry>& entries = noise.entries();
-  if (entries.empty()) return 1.0;
-  double sum = 0;
-  for (size_t col = 0; col < entries.size(); ++col) {
-    const double own = std::clamp<double>(entries[col].prob, 0.0, 1.0);
-    if (col >= first) sum += own;
-    if (entries[col].alias >= first) sum += 1.0 - own;
-  }
-  return std::min(1.0, sum / double(entries.size()));
+/// GPU bytes of the noise table's columns (both placements hold them on the GPU).
+uint64_t noise_bytes(const GpuPlanInput& in) {
+  return in.noise != nullptr ? uint64_t{in.noise->column_count()} * sizeof(NoiseColumn) : 0;
 }
 
 uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
@@ -100,9 +92,11 @@ uint64_t device_row_bytes(uint32_t row_stride, OptimizerKind kind) {
   return device_row_bytes_of(uint64_t{row_stride} * sizeof(float), kind);
 }
 
-uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind) {
-  const uint64_t per_word = sizeof(float) + sizeof(AliasEntry);  // keep, noise
-  return rows * (device_row_bytes(row_stride, kind) + per_word) + (uint64_t{16} << 20);
+uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind,
+                        uint64_t noise_bytes) {
+  const uint64_t per_word = sizeof(float);  // keep
+  return rows * (device_row_bytes(row_stride, kind) + per_word) + noise_bytes +
+         (uint64_t{16} << 20);
 }
 
 uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes,
@@ -170,6 +164,9 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
   return most;
 }
 
+/// What the bitmaps of max_run_rows_from's threads may take together.
+constexpr uint64_t kCountBitmapBytes = uint64_t{4} << 20;
+
 uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
                            const std::vector<uint64_t>& sentence_starts,
                            const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
@@ -178,7 +175,14 @@ uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
   const uint64_t nblocks = blocks.size() - 1;
   const uint64_t step = std::max<uint32_t>(1, batch_blocks);
   const uint64_t runs = (nblocks + step - 1) / step;
-  const uint64_t workers = std::clamp<uint64_t>(threads, 1, runs);
+  // The threads' bitmaps together take at most kCountBitmapBytes: the backend's plan counts
+  // once the host tables are allocated, so its bitmaps add to the process's peak memory (16
+  // bitmaps of a 10 M-word vocabulary were 19 MB), and a bitmap the caches hold counts fast on
+  // few threads.
+  const uint64_t bitmap_bytes = (rows - first + 63) / 64 * 8;
+  const uint64_t workers =
+      std::min<uint64_t>(std::clamp<uint64_t>(threads, 1, runs),
+                         std::max<uint64_t>(1, kCountBitmapBytes / bitmap_bytes));
   std::vector<uint64_t> most(workers, 0);
   const auto count = [&](uint64_t w) {
     std::vector<uint64_t> seen((rows - first + 63) / 64, 0);
@@ -256,7 +260,7 @@ uint64_t stage_bytes(const GpuPlan& plan, uint64_t pool_entries) {
 }  // namespace
 
 uint64_t host_cut_fixed_bytes(const GpuPlanInput& in, const GpuPlan& plan) {
-  return in.rows * 4 + plan.keep_count * sizeof(float) +
+  return in.rows * 4 + plan.keep_count * sizeof(float) + noise_bytes(in) +
          kPagedStages * stage_bytes(plan, plan.max_pools * plan.negative_pool) +
          paged_margin(plan.budget);
 }
@@ -293,7 +297,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   const uint32_t key_bits = order_key_bits(rows);
   // Beside the stages: the second key and slot lists of the slot order, and scratch for the
   // selects and that sort (sized here before the cache is, as for a cache of no rows).
-  l.fixed = rows * 5 + plan.keep_count * sizeof(float) +
+  l.fixed = rows * 5 + plan.keep_count * sizeof(float) + noise_bytes(in) +
             kPagedStages * stage_bytes(plan, l.pool_entries) + plan.max_list * 8 +
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
@@ -335,8 +339,8 @@ uint64_t sgd_cache_rows(const GpuPlanInput& in, const GpuPlan& plan, const Paged
   const uint64_t pool_entries =
       uint64_t{plan.negative_pool} * ((window + plan.pool_blocks - 1) / plan.pool_blocks + 1);
   double likely = double(pool_entries);
-  if (in.noise != nullptr && in.noise->size() == in.rows) {
-    likely *= share_from(*in.noise, hot);
+  if (in.noise != nullptr && in.noise->words() == in.rows) {
+    likely *= in.noise->share_from(hot);
   }
   if (double(ids) + likely <= 2.0 * double(third)) return third;
   return std::max(third, static_cast<uint64_t>(double(layout.rows_fit) * kSgdCacheMostShare));
@@ -353,12 +357,10 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   plan.pool_blocks = std::max<uint32_t>(1, in.pool_blocks);
   plan.super_batch_blocks = plan.batch_blocks = std::max<uint32_t>(1, in.batch_blocks);
   // Words past the last one that subsampling may drop are always kept (kernels/sgns.hpp).
-  for (uint64_t id = 0; id < rows; ++id) {
-    if ((*in.keep)[id] < 1.0f) plan.keep_count = id + 1;
-  }
+  plan.keep_count = in.keep != nullptr ? in.keep->stored() : 0;
   size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
 
-  const uint64_t resident_need = resident_bytes(rows, in.row_stride, in.optimizer);
+  const uint64_t resident_need = resident_bytes(rows, in.row_stride, in.optimizer, noise_bytes(in));
   if (!plan_pages_tables(rows, in.row_stride, in.optimizer, in.placement, plan.budget)) {
     if (resident_need > plan.budget) {
       throw Error("--placement resident: the tables" +
@@ -455,8 +457,8 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
       const uint64_t ids = by_range.max_from(hot);
       const uint64_t one = std::min(plan.max_list, ids + layout.pool_entries);
       uint64_t likely = layout.pool_entries;
-      if (in.noise != nullptr && in.noise->size() == rows) {
-        const double mean = double(layout.pool_entries) * share_from(*in.noise, hot);
+      if (in.noise != nullptr && in.noise->words() == rows) {
+        const double mean = double(layout.pool_entries) * in.noise->share_from(hot);
         likely = std::min(likely, static_cast<uint64_t>(mean + 4.0 * std::sqrt(mean)) + 1);
       }
       const uint64_t two = 2 * std::min(plan.max_list, ids + likely);

@@ -22,7 +22,8 @@
 
 namespace pagedw2v {
 
-class AliasTable;
+class KeepTable;
+class NoiseTable;
 
 /// What the plan needs to know about the device; the backend queries it once per run.
 struct GpuDeviceFacts {
@@ -81,14 +82,15 @@ struct GpuPlanInput {
   bool streamed = false;
   const std::vector<uint64_t>* blocks = nullptr;           ///< block boundaries (sentences)
   const std::vector<uint64_t>* sentence_starts = nullptr;  ///< token offset of each sentence
-  const std::vector<float>* keep = nullptr;                ///< subsampling keep probabilities
+  const KeepTable* keep = nullptr;                         ///< subsampling keep probabilities
   /// The corpus's ids: paged with an optimizer, the plan counts the rows each super-batch
   /// touches (max_super_batch_rows); null = bounded by its tokens.
   const std::vector<uint32_t>* tokens = nullptr;
   /// The noise distribution the pools draw from (TrainData::noise): with it, the cache is
   /// sized for the pool entries of two super-batches likely to be cold (drawn at or above the
-  /// hot rows), one super-batch still with every entry; null = every entry for both.
-  const AliasTable* noise = nullptr;
+  /// hot rows), one super-batch still with every entry; null = every entry for both. Its
+  /// columns lie on the GPU in both placements.
+  const NoiseTable* noise = nullptr;
 };
 
 /// What the backend allocates and how it trains.
@@ -125,8 +127,10 @@ inline constexpr double kSgdCacheMostShare = 0.75;
 uint64_t device_row_bytes(uint32_t row_stride, OptimizerKind kind);
 uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind);
 
-/// GPU memory resident tables need: every row, the subsampling and noise tables, a margin.
-uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind);
+/// GPU memory resident tables need: every row, the subsampling table (at most a float a row),
+/// the noise table's `noise_bytes`, a margin.
+uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind,
+                        uint64_t noise_bytes = 0);
 
 /// What a paged budget keeps back for what the plan does not count (allocations rounded up,
 /// small buffers of the backend): a 32nd of it, from 1 MiB to 16 MiB, so that a small budget
@@ -161,7 +165,8 @@ uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
 
 /// The most distinct ids at or above `first` (and below `rows`) among the tokens of one run of
 /// `batch_blocks` blocks, the corpus cut into such runs from its start. Each of up to `threads`
-/// threads counts runs of its own with a bit per row (two passes over a run's tokens).
+/// threads counts runs of its own with a bit per row (two passes over a run's tokens); fewer
+/// threads where their bitmaps would take more than 4 MiB together.
 uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
                            const std::vector<uint64_t>& sentence_starts,
                            const std::vector<uint64_t>& blocks, uint32_t batch_blocks,

@@ -138,7 +138,6 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
   const uint64_t b1 = std::min(last_block_, (super_batch + 1) * bb);
   const uint64_t end = blocks[b1];
   const uint32_t hot = static_cast<uint32_t>(in_.hot);
-  const uint32_t vocab = static_cast<uint32_t>(in_.noise->size());
   std::vector<uint32_t> list;
   // The pools of the unit's periods, each drawn once.
   const uint64_t first_period = b0 / in_.pool_blocks;
@@ -147,8 +146,8 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
     std::vector<uint32_t>& p = pools[period - first_period];
     if (p.size() != in_.pool_size) {
       p.resize(in_.pool_size);
-      draw_pool(in_.seed, epoch_, period, in_.noise->entries().data(), vocab, in_.pool_size,
-                p.data());
+      draw_pool(in_.seed, epoch_, period, in_.noise->columns().data(), in_.noise->column_count(),
+                in_.pool_size, p.data());
     }
     return p;
   };

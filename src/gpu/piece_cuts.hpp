@@ -43,7 +43,7 @@ struct PieceCutInput {
   uint32_t pool_blocks = 1;   ///< blocks per pool period (negative_pool.hpp)
   uint32_t pool_size = 0;     ///< entries of a pool
   uint64_t seed = 0;
-  const AliasTable* noise = nullptr;  ///< the noise table the pools draw from
+  const NoiseTable* noise = nullptr;  ///< the noise table the pools draw from
   uint64_t rows = 0;                  ///< ids are below
   uint64_t hot = 0;                   ///< ids below are hot: no slot, not listed
   uint64_t share = 1;                 ///< the most cold rows of a piece beyond its first sentence

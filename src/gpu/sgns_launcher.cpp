@@ -17,7 +17,7 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
       single_warp_(single_warp),
       item_tokens_(item_tokens),
       stride_(sgns_row_stride(data.params.dim)),
-      rows_(data.keep->size()),
+      rows_(data.keep->words()),
       keep_count_(plan.keep_count),
       batch_blocks_(plan.batch_blocks),
       pool_blocks_(std::max<uint32_t>(1, data.params.pool_blocks)),
@@ -28,30 +28,13 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(keep_.data(), data_.keep->data(), keep_.bytes(),
                                       cudaMemcpyHostToDevice, stream));
   }
-  if (paged_) {
-    // Only the pools draw from the noise table: few draws a piece, read from pinned host
-    // memory, leave its GPU memory to table rows. A table on pages of its own is locked where
-    // it lies (paged tables need a GPU that reads registered memory by its host pointer); a
-    // small one, or one the driver will not lock (already locked by another backend, say), is
-    // copied into pinned memory.
-    const HugePageVector<AliasEntry>& entries = data_.noise->entries();
-    if (HugePageAllocator<AliasEntry>::owns_its_pages(entries.capacity())) {
-      noise_region_ = PinnedRegion::try_pin(const_cast<AliasEntry*>(entries.data()),
-                                            entries.size() * sizeof(AliasEntry));
-    }
-    if (noise_region_.pinned()) {
-      host_noise_data_ = entries.data();
-    } else {
-      host_noise_ = PinnedBuffer<AliasEntry>(rows_, "the negative-sampling table");
-      std::copy(entries.begin(), entries.end(), host_noise_.data());
-      host_noise_data_ = host_noise_.data();
-    }
-  } else {
-    noise_ = DeviceBuffer<AliasEntry>(rows_, "the negative-sampling table");
-    if (rows_ > 0) {
-      PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), data_.noise->entries().data(),
-                                        noise_.bytes(), cudaMemcpyHostToDevice, stream));
-    }
+  // The noise table's columns, a run of ids of equal count each (sampler.hpp): a few thousand
+  // for a vocabulary sorted by count, so both placements hold them on the GPU.
+  const std::vector<NoiseColumn>& columns = data_.noise->columns();
+  noise_ = DeviceBuffer<NoiseColumn>(columns.size(), "the negative-sampling table");
+  if (!columns.empty()) {
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), columns.data(), noise_.bytes(),
+                                      cudaMemcpyHostToDevice, stream));
   }
 }
 
@@ -66,6 +49,7 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
   a.keep = keep_.data();
   a.keep_count = static_cast<uint32_t>(keep_count_);
   a.noise = noise_.data();
+  a.noise_columns = data_.noise->column_count();
   a.seed = p.seed;
   a.epoch = epoch;
   a.window = p.window;
@@ -124,9 +108,8 @@ void SgnsLauncher::draw_pools(uint32_t epoch, uint64_t first, uint64_t last, Poo
     throw Error("CUDA backend: a piece spans more pool periods than planned");
   }
   const uint32_t pool_size = data_.params.negative_pool;
-  launch_draw_pools(data_.params.seed, epoch, first_period, out.pools,
-                    paged_ ? host_noise_data_ : noise_.data(), static_cast<uint32_t>(rows_),
-                    pool_size, out.pool.data(), stream);
+  launch_draw_pools(data_.params.seed, epoch, first_period, out.pools, noise_.data(),
+                    data_.noise->column_count(), pool_size, out.pool.data(), stream);
   out.wait_host_copies();
   if (last - first > out.host_sentence_pool.size()) {
     throw Error("CUDA backend: a piece has more sentences than planned");

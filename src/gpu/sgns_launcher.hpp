@@ -1,7 +1,7 @@
 #pragma once
 /// @file sgns_launcher.hpp
 /// The training launches both placements share. Owns the samplers on the device (the
-/// subsampling table; the noise table, or when paged the host's locked in place), the training
+/// subsampling table, the noise table), the training
 /// counters, the launches' timing events, the arguments every launch starts from, the
 /// negative pools a piece draws, and the optimizer step after each super-batch.
 ///
@@ -92,12 +92,7 @@ class SgnsLauncher {
   uint32_t batch_blocks_ = 1, pool_blocks_ = 1;
   uint64_t max_pools_ = 1;
   DeviceBuffer<float> keep_;
-  DeviceBuffer<AliasEntry> noise_;
-  // Paged: the noise table the pool draws read, TrainData's locked in place (noise_region_) or
-  // a pinned copy (host_noise_).
-  PinnedRegion noise_region_;
-  PinnedBuffer<AliasEntry> host_noise_;
-  const AliasEntry* host_noise_data_ = nullptr;
+  DeviceBuffer<NoiseColumn> noise_;
   DeviceBuffer<SgnsCounters> counters_;
   std::vector<std::pair<Event, Event>> timing_;  ///< the first timing_n_ are this span's
   size_t timing_n_ = 0;

@@ -53,7 +53,7 @@ LoadedEmbeddings load_npy(const std::string& npy_path, const std::string& vocab_
   }
   LoadedEmbeddings e;
   e.words = vocab.words().to_strings();
-  e.counts = vocab.counts();
+  e.counts = vocab.counts().to_vector();
   e.vectors = std::move(m.data);
   e.rows = m.rows;
   e.dim = m.cols;

@@ -72,7 +72,7 @@ void use_pool(const TrainData& data, uint32_t epoch, uint64_t super_batch, Scrat
   const TrainParams& p = data.params;
   if (p.negative_pool == 0 || (s.pool_batch == super_batch && s.pool_epoch == epoch)) return;
   s.pool.resize(p.negative_pool);
-  draw_pool(p.seed, epoch, super_batch, data.noise->entries().data(), data.noise->size(),
+  draw_pool(p.seed, epoch, super_batch, data.noise->columns().data(), data.noise->column_count(),
             p.negative_pool, s.pool.data());
   s.pool_batch = super_batch;
   s.pool_epoch = epoch;
@@ -94,7 +94,7 @@ inline void collect_kept(const TrainData& data, uint32_t epoch, uint64_t first, 
   const TrainParams& p = data.params;
   // The corpus may be a window of it: token pos is tokens[pos - token_base].
   const uint32_t* tokens = data.corpus->tokens.data() - data.corpus->token_base;
-  const float* keep = data.keep->data();
+  const KeepTable& keep = *data.keep;
   kept.clear();
   for (uint64_t pos = first; pos < last; ++pos) {
     const uint32_t id = tokens[pos];
@@ -126,7 +126,7 @@ template <class Rows, class Visit>
 void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, Scratch& s,
                       Visit&& visit) {
   const TrainParams& p = data.params;
-  NegativeSource src{data.noise->entries().data(), data.noise->size()};
+  NegativeSource src{data.noise->columns().data(), data.noise->column_count()};
   if (p.negative_pool > 0) {
     src.pool = s.pool.data();
     src.pool_size = p.negative_pool;

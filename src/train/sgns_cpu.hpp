@@ -67,11 +67,11 @@ inline double sgns_update(const float* h, float* err, float* output, const uint3
       n, dim, lr, with_loss);
 }
 
-/// Where an example's negatives come from: alias draws from the noise table (`pool` null, as
+/// Where an example's negatives come from: draws from the noise table (`pool` null, as
 /// word2vec), or picks from a super-batch's negative pool (negative_pool.hpp).
 struct NegativeSource {
-  const AliasEntry* noise = nullptr;
-  uint32_t vocab = 0;
+  const NoiseColumn* noise = nullptr;
+  uint32_t columns = 0;  ///< of `noise`
   const uint32_t* pool = nullptr;
   uint32_t pool_size = 0;
 };
@@ -87,22 +87,22 @@ inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint
   for (uint32_t k = 0; k < negative; k += 2) {
     const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | (k >> 1));
     const uint32_t a = src.pool != nullptr ? src.pool[pool_pick(r.v[0], src.pool_size)]
-                                           : alias_draw(src.noise, src.vocab, r.v[0], r.v[1]);
+                                           : noise_draw(src.noise, src.columns, r.v[0], r.v[1]);
     if (a != centre) targets[n++] = a;
     if (k + 1 < negative) {
       const uint32_t b = src.pool != nullptr ? src.pool[pool_pick(r.v[2], src.pool_size)]
-                                             : alias_draw(src.noise, src.vocab, r.v[2], r.v[3]);
+                                             : noise_draw(src.noise, src.columns, r.v[2], r.v[3]);
       if (b != centre) targets[n++] = b;
     }
   }
   return n;
 }
 
-/// draw_targets with alias draws from `noise` (no pool).
+/// draw_targets with draws from the noise table `noise` of `columns` columns (no pool).
 inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
-                             uint64_t seed, uint32_t negative, const AliasEntry* noise,
-                             uint32_t vocab, uint32_t* targets) {
-  return draw_targets(centre, pos, epoch, slot, seed, negative, NegativeSource{noise, vocab},
+                             uint64_t seed, uint32_t negative, const NoiseColumn* noise,
+                             uint32_t columns, uint32_t* targets) {
+  return draw_targets(centre, pos, epoch, slot, seed, negative, NegativeSource{noise, columns},
                       targets);
 }
 

@@ -203,7 +203,7 @@ bool same_vocabulary(const Vocab& a, const Vocab& b) {
 LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
   LoadedEmbeddings e;
   e.words = vocab.words().to_strings();
-  e.counts = vocab.counts();
+  e.counts = vocab.counts().to_vector();
   e.rows = table.rows();
   e.dim = table.dim();
   e.vectors.resize(table.rows() * table.dim());
@@ -231,7 +231,7 @@ LoadedEmbeddings gathered_embeddings(dist::Ranks& ranks, const Vocab& vocab, con
   if (ranks.writes_files()) {
     e.words.reserve(rows);
     for (uint32_t i = 0; i < rows; ++i) e.words.emplace_back(vocab.word(i));
-    e.counts.assign(vocab.counts().begin(), vocab.counts().begin() + static_cast<ptrdiff_t>(rows));
+    e.counts = vocab.counts().to_vector(rows);
     e.rows = rows;
     e.dim = model.input.dim();
     e.vectors.resize(rows * e.dim);

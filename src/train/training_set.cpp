@@ -100,7 +100,7 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
 Samplers make_samplers(const Vocab& vocab, double sample) {
   Samplers s;
   s.keep = keep_probabilities(vocab.counts(), vocab.total_count(), sample);
-  s.noise = AliasTable(unigram_weights(vocab.counts()));
+  s.noise = NoiseTable::of_counts(vocab.counts());
   return s;
 }
 

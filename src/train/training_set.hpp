@@ -19,8 +19,8 @@ struct TrainingSet {
   Vocab vocab;
   EncodedCorpus corpus;
   std::vector<uint64_t> blocks;
-  std::vector<float> keep;
-  AliasTable noise;
+  KeepTable keep;
+  NoiseTable noise;
 
   uint64_t block_count() const { return blocks.size() - 1; }
   /// The backend's view of this set with `config`'s model parameters. Points into this object:
@@ -52,10 +52,10 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config);
 
 /// What the samplers of a vocabulary are: the subsampling keep probability of each word (with
-/// --sample `sample`) and the negative-sampling alias table. They depend on the counts only.
+/// --sample `sample`) and the negative-sampling table. They depend on the counts only.
 struct Samplers {
-  std::vector<float> keep;
-  AliasTable noise;
+  KeepTable keep;
+  NoiseTable noise;
 };
 Samplers make_samplers(const Vocab& vocab, double sample);
 
