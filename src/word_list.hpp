@@ -1,25 +1,26 @@
 #pragma once
 /// @file word_list.hpp
 /// A list of words stored end to end in one buffer, each followed by a NUL (so that a word is
-/// also a C string, as HDF5 writes them), and where each word starts: 4 bytes a word while the
-/// buffer holds less than 4 GiB, 8 beyond. A word costs its length + 1 + 4 bytes, where a
-/// std::string costs 32 (and a heap block of its own past 15 bytes).
+/// also a C string, as HDF5 writes them), with each word's length in a byte (255 and a side list
+/// for the rare longer ones) and where every 32nd word starts. A word costs its length + 2 bytes
+/// and a quarter, where a std::string costs 32 (and a heap block of its own past 15 bytes);
+/// finding word i adds the lengths of at most 31 words before it.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
-#include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pagedw2v {
 
 class WordList {
  public:
-  /// Yields each word as a std::string_view, in order.
+  /// Yields each word as a std::string_view, in order (keeping its place in the buffer).
   class Iterator {
    public:
     using iterator_category = std::forward_iterator_tag;
@@ -29,15 +30,18 @@ class WordList {
     using reference = std::string_view;
 
     Iterator() = default;
-    Iterator(const WordList* list, size_t i) : list_(list), i_(i) {}
-    std::string_view operator*() const { return (*list_)[i_]; }
+    Iterator(const WordList* list, size_t i, uint64_t at) : list_(list), i_(i), at_(at) {}
+    std::string_view operator*() const {
+      return std::string_view(list_->chars_.data() + at_, list_->length(i_));
+    }
     Iterator& operator++() {
+      at_ += list_->length(i_) + 1;
       ++i_;
       return *this;
     }
     Iterator operator++(int) {
       Iterator old = *this;
-      ++i_;
+      ++*this;
       return old;
     }
     bool operator==(const Iterator& o) const { return i_ == o.i_; }
@@ -46,17 +50,10 @@ class WordList {
    private:
     const WordList* list_ = nullptr;
     size_t i_ = 0;
+    uint64_t at_ = 0;
   };
 
   WordList() = default;
-
-  /// An empty list that moves to 8-byte starts once its buffer passes `bytes` rather than
-  /// 4 GiB (tests run the 8-byte path with a small one).
-  static WordList with_narrow_limit(uint64_t bytes) {
-    WordList list;
-    list.narrow_limit_ = std::min(bytes, kNarrowLimit);
-    return list;
-  }
 
   /// The list of `words`, its buffers exactly their size.
   explicit WordList(const std::vector<std::string>& words) {
@@ -71,20 +68,16 @@ class WordList {
   template <class Length>
   static WordList of_lengths(size_t n, Length&& length) {
     WordList list;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; ++i) bytes += static_cast<uint64_t>(length(i)) + 1;
-    if (bytes <= kNarrowLimit) {
-      list.narrow_.resize(n + 1);
-    } else {
-      list.wide_.resize(n + 1);
-    }
+    list.lengths_.resize(n);
+    list.marks_.resize((n + kMarkEvery - 1) / kMarkEvery);
     uint64_t at = 0;
     for (size_t i = 0; i < n; ++i) {
-      list.set_start(i, at);
-      at += static_cast<uint64_t>(length(i)) + 1;
+      if (i % kMarkEvery == 0) list.marks_[i / kMarkEvery] = at;
+      const uint64_t len = static_cast<uint64_t>(length(i));
+      list.set_length(i, len);
+      at += len + 1;
     }
-    list.set_start(n, at);
-    list.chars_.resize(static_cast<size_t>(bytes));
+    list.chars_.resize(static_cast<size_t>(at));
     list.size_ = n;
     return list;
   }
@@ -92,96 +85,91 @@ class WordList {
   /// Room for `words` words of `bytes` bytes in all, NULs included.
   void reserve(size_t words, size_t bytes) {
     chars_.reserve(bytes);
-    if (wide_.empty() && bytes <= narrow_limit_) {
-      narrow_.reserve(words + 1);
-    } else {
-      widen();
-      wide_.reserve(words + 1);
-    }
+    lengths_.reserve(words);
+    marks_.reserve((words + kMarkEvery - 1) / kMarkEvery);
   }
 
   void push_back(std::string_view word) {
-    const uint64_t end = chars_.size() + word.size() + 1;
-    if (wide_.empty() && end > narrow_limit_) widen();
-    if (size_ == 0) {
-      if (wide_.empty()) {
-        narrow_.assign(1, 0);
-      } else {
-        wide_.assign(1, 0);
-      }
-    }
+    if (size_ % kMarkEvery == 0) marks_.push_back(chars_.size());
+    lengths_.push_back(0);
+    set_length(size_, word.size());
     chars_.insert(chars_.end(), word.begin(), word.end());
     chars_.push_back('\0');
-    if (wide_.empty()) {
-      narrow_.push_back(static_cast<uint32_t>(end));
-    } else {
-      wide_.push_back(end);
-    }
     ++size_;
   }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   std::string_view operator[](size_t i) const {
-    const uint64_t begin = start(i);
-    return std::string_view(chars_.data() + begin, start(i + 1) - begin - 1);
+    return std::string_view(chars_.data() + start(i), length(i));
   }
   /// Word `i` as a C string (it ends at its first NUL, where a word holds one).
   const char* c_str(size_t i) const { return chars_.data() + start(i); }
   /// Where of_lengths()'s caller writes word `i`'s bytes (its length, as given).
   char* data(size_t i) { return chars_.data() + start(i); }
 
-  Iterator begin() const { return Iterator(this, 0); }
-  Iterator end() const { return Iterator(this, size_); }
+  Iterator begin() const { return Iterator(this, 0, 0); }
+  Iterator end() const { return Iterator(this, size_, chars_.size()); }
 
   std::vector<std::string> to_strings() const { return std::vector<std::string>(begin(), end()); }
 
   /// The bytes its buffers hold (their capacities).
   size_t memory_bytes() const {
-    return chars_.capacity() + narrow_.capacity() * sizeof(uint32_t) +
-           wide_.capacity() * sizeof(uint64_t);
+    return chars_.capacity() + lengths_.capacity() + marks_.capacity() * sizeof(uint64_t) +
+           long_.capacity() * sizeof(std::pair<uint64_t, uint64_t>);
   }
 
   /// Gives back what the buffers hold beyond their size (after push_back()s).
   void shrink_to_fit() {
     chars_.shrink_to_fit();
-    narrow_.shrink_to_fit();
-    wide_.shrink_to_fit();
+    lengths_.shrink_to_fit();
+    marks_.shrink_to_fit();
+    long_.shrink_to_fit();
   }
 
   friend bool operator==(const WordList& a, const WordList& b) {
     if (a.size_ != b.size_) return false;
-    for (size_t i = 0; i < a.size_; ++i) {
-      if (a[i] != b[i]) return false;
+    auto x = a.begin();
+    for (auto y = b.begin(); y != b.end(); ++x, ++y) {
+      if (*x != *y) return false;
     }
     return true;
   }
   friend bool operator!=(const WordList& a, const WordList& b) { return !(a == b); }
 
  private:
-  static constexpr uint64_t kNarrowLimit = std::numeric_limits<uint32_t>::max();
+  /// Every this many words, where the word starts is kept.
+  static constexpr size_t kMarkEvery = 32;
+  /// A length byte of this value: the word's length is in long_.
+  static constexpr uint8_t kLong = 255;
 
-  uint64_t start(size_t i) const { return wide_.empty() ? narrow_[i] : wide_[i]; }
-  void set_start(size_t i, uint64_t at) {
-    if (wide_.empty()) {
-      narrow_[i] = static_cast<uint32_t>(at);
-    } else {
-      wide_[i] = at;
+  uint64_t length(size_t i) const {
+    if (lengths_[i] != kLong) return lengths_[i];
+    const auto it =
+        std::lower_bound(long_.begin(), long_.end(), std::make_pair(uint64_t{i}, uint64_t{0}));
+    return it->second;
+  }
+  void set_length(size_t i, uint64_t len) {
+    if (len < kLong) {
+      lengths_[i] = static_cast<uint8_t>(len);
+      return;
     }
+    lengths_[i] = kLong;
+    // Words are laid out in order, so long_ stays sorted by index.
+    long_.emplace_back(i, len);
   }
-  /// From 4-byte starts to 8-byte ones, once the buffer may pass 4 GiB.
-  void widen() {
-    if (!wide_.empty()) return;
-    wide_.assign(narrow_.begin(), narrow_.end());
-    if (wide_.empty()) wide_.push_back(0);
-    narrow_ = {};
+  uint64_t start(size_t i) const {
+    const size_t first = i - i % kMarkEvery;
+    uint64_t at = marks_[first / kMarkEvery];
+    for (size_t j = first; j < i; ++j) at += length(j) + 1;
+    return at;
   }
 
-  std::vector<char> chars_;       ///< every word and its NUL, in order
-  std::vector<uint32_t> narrow_;  ///< size_ + 1 starts, while chars_ holds under 4 GiB
-  std::vector<uint64_t> wide_;    ///< size_ + 1 starts, once it may hold more
+  std::vector<char> chars_;                          ///< every word and its NUL, in order
+  std::vector<uint8_t> lengths_;                     ///< each word's length, or kLong
+  std::vector<uint64_t> marks_;                      ///< where words 0, 32, 64, … start
+  std::vector<std::pair<uint64_t, uint64_t>> long_;  ///< {word, length} of lengths ≥ kLong
   size_t size_ = 0;
-  uint64_t narrow_limit_ = kNarrowLimit;
 };
 
 }  // namespace pagedw2v

@@ -292,9 +292,9 @@ TEST(Vocab, DroppingTheIndexKeepsWordsAndCounts) {
   EXPECT_EQ(v.total_count(), std::accumulate(counts.begin(), counts.end(), uint64_t{0}));
 }
 
-// A million short words (w0 … w999999, 6.9 bytes on average) cost their bytes, a NUL and a
-// 4-byte start each, and 8 bytes of count: under 24 bytes a word, where std::string words and
-// their counts took 40.
+// A million short words (w0 … w999999, 6.9 bytes on average) cost their bytes, a NUL, a length
+// byte and an 8-byte start for every 32, and their counts (all different here: 12 bytes each, as
+// runs of one): under 24 bytes a word, where std::string words and their counts took 40.
 TEST(Vocab, AMillionShortWordsTakeUnder24BytesAWord) {
   constexpr uint32_t kWords = 1000000;
   std::vector<std::string> words;
@@ -307,7 +307,7 @@ TEST(Vocab, AMillionShortWordsTakeUnder24BytesAWord) {
   }
   Vocab v = Vocab::from_words(words, counts);
   v.drop_index();
-  EXPECT_EQ(v.words().memory_bytes(), chars + kWords + 4 * (kWords + 1));
+  EXPECT_EQ(v.words().memory_bytes(), chars + 2 * kWords + 8 * ((kWords + 31) / 32));
   EXPECT_LT(v.memory_bytes(), 24u * kWords);
   for (uint32_t i : {0u, 9u, 10u, 123456u, kWords - 1}) EXPECT_EQ(v.word(i), words[i]);
 
@@ -320,7 +320,7 @@ TEST(Vocab, AMillionShortWordsTakeUnder24BytesAWord) {
   Vocab counted = Vocab::count(text, o);
   ASSERT_EQ(counted.size(), kWords);
   counted.drop_index();
-  EXPECT_EQ(counted.words().memory_bytes(), chars + kWords + 4 * (kWords + 1));
+  EXPECT_EQ(counted.words().memory_bytes(), chars + 2 * kWords + 8 * ((kWords + 31) / 32));
   EXPECT_LT(counted.memory_bytes(), 24u * kWords);
   EXPECT_EQ(counted.words().to_strings(), words);  // all counts 1: first occurrence order
 }
@@ -362,24 +362,40 @@ TEST(Vocab, WordsOfAnyLengthRoundTrip) {
   EXPECT_TRUE(back.words() == v.words());
 }
 
-// A list whose buffer passes its limit (4 GiB; here 100 bytes) moves to 8-byte starts and
-// keeps every word.
-TEST(WordList, PassingTheNarrowLimitWidensTheStarts) {
-  WordList list = WordList::with_narrow_limit(100);
+// Words of every length (a long word's length in the side list), added one at a time: every
+// word reads back by index, in order and as a C string, at a little over 2 bytes a word beside
+// its characters.
+TEST(WordList, EveryWordReadsBackAtTwoBytesAndAQuarterAWord) {
+  WordList list;
   std::vector<std::string> words;
-  for (int i = 0; i < 40; ++i) {
-    words.push_back("word" + std::to_string(i));
+  for (int i = 0; i < 200; ++i) {
+    const size_t len = i % 37 == 5 ? 250 + i : i % 11;
+    words.push_back(std::string(len, static_cast<char>('a' + i % 26)) + std::to_string(i));
     list.push_back(words.back());
     ASSERT_EQ(list.size(), words.size());
-    for (size_t j = 0; j < words.size(); ++j) ASSERT_EQ(list[j], words[j]) << i;
+    if (i % 17 == 0) {
+      for (size_t j = 0; j < words.size(); ++j) ASSERT_EQ(list[j], words[j]) << i;
+    }
   }
-  size_t chars = 0;
-  for (const std::string& w : words) chars += w.size() + 1;
+  for (size_t j = 0; j < words.size(); ++j) {
+    EXPECT_EQ(list[j], words[j]);
+    EXPECT_EQ(std::string(list.c_str(j)), words[j]);
+  }
+  size_t chars = 0, longs = 0;
+  for (const std::string& w : words) {
+    chars += w.size() + 1;
+    longs += w.size() >= 255;
+  }
+  EXPECT_GT(longs, 0u);
   list.shrink_to_fit();
-  EXPECT_EQ(list.memory_bytes(), chars + 8 * (words.size() + 1));
+  EXPECT_EQ(list.memory_bytes(),
+            chars + words.size() + 8 * ((words.size() + 31) / 32) + longs * 2 * sizeof(uint64_t));
   EXPECT_EQ(list.to_strings(), words);
   EXPECT_TRUE(list == WordList(words));
   EXPECT_FALSE(list == WordList(std::vector<std::string>(words.begin(), words.end() - 1)));
+  std::vector<std::string> other = words;
+  other[100] += "x";
+  EXPECT_FALSE(list == WordList(other));
 }
 
 // of_lengths() lays out words of given lengths, NUL-ended, to be written in place.
