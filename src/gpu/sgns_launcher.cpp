@@ -13,7 +13,6 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
                            uint32_t item_tokens, DeviceTables& tables, cudaStream_t stream)
     : data_(data),
       tables_(tables),
-      paged_(plan.paged),
       single_warp_(single_warp),
       item_tokens_(item_tokens),
       stride_(sgns_row_stride(data.params.dim)),

@@ -84,7 +84,7 @@ class SgnsLauncher {
  private:
   const TrainData& data_;
   DeviceTables& tables_;
-  bool paged_ = false, single_warp_ = false;
+  bool single_warp_ = false;
   uint32_t item_tokens_ = 0;  ///< SgnsArgs::item_tokens
   uint32_t stride_ = 0;
   uint64_t rows_ = 0;
