@@ -285,6 +285,18 @@ void CorpusText::release(size_t i, size_t begin, size_t end) const {
   }
 }
 
+void CorpusText::release(std::string_view text) const {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(text.data());
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(parts_[i].data());
+    if (at >= first && at + text.size() <= first + parts_[i].size()) {
+      const size_t begin = static_cast<size_t>(at - first);
+      release(i, begin, begin + text.size());
+      return;
+    }
+  }
+}
+
 uint64_t CorpusText::bytes() const {
   uint64_t n = 0;
   for (std::string_view p : parts_) n += p.size();

@@ -40,6 +40,8 @@ class CorpusText {
   /// their pages leave this process's resident memory (they stay in the page cache). Only mapped
   /// parts are affected; reading them later is still correct.
   void release(size_t i, size_t begin, size_t end) const;
+  /// release() of the bytes `text` views, which lie inside one part (a view of parts()).
+  void release(std::string_view text) const;
 
  private:
   void add_file(const std::string& path);

@@ -164,21 +164,34 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     };
     for (const TextSegment& seg : chunks[t]) {
       const bool keep = keep_tokens;
-      detail::scan_words(
-          seg.text, options.text, [&](uint64_t h) { c.table.prefetch(h); },
-          [&](std::string_view w, uint64_t h) {
-            const size_t p = c.table.shard_of(h);
-            WordTable::Slot& s = c.table.shard(p).insert(w, h);
-            if (s.value++ == 0) c.first[p].push_back(next++);
-            if (keep) {
-              c.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
-              c.codes_fit = c.codes_fit && s.id + 1 < id_limit;
-            }
-            ++seen;
-          },
-          [&] {
-            if (keep) line_end();
-          });
+      // In slices cut before a space byte (no word spans one, so the words and line ends are
+      // the same), each handed to read_done once read.
+      for (std::string_view rest = seg.text; !rest.empty();) {
+        size_t cut = rest.size();
+        const uint64_t most = std::max<uint64_t>(options.read_slice_bytes, 1);
+        if (options.read_done && cut > most) {
+          cut = static_cast<size_t>(most);
+          while (cut < rest.size() && !is_space_byte(static_cast<unsigned char>(rest[cut]))) ++cut;
+        }
+        const std::string_view slice = rest.substr(0, cut);
+        rest.remove_prefix(cut);
+        detail::scan_words(
+            slice, options.text, [&](uint64_t h) { c.table.prefetch(h); },
+            [&](std::string_view w, uint64_t h) {
+              const size_t p = c.table.shard_of(h);
+              WordTable::Slot& s = c.table.shard(p).insert(w, h);
+              if (s.value++ == 0) c.first[p].push_back(next++);
+              if (keep) {
+                c.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
+                c.codes_fit = c.codes_fit && s.id + 1 < id_limit;
+              }
+              ++seen;
+            },
+            [&] {
+              if (keep) line_end();
+            });
+        if (options.read_done) options.read_done(slice);
+      }
       if (keep && seg.ends_part) line_end();
       if (keep && !c.codes_fit) keep_tokens = false;  // the encoder will read the text
     }

@@ -4,6 +4,7 @@
 /// occurrence in the corpus first). Row i of every embedding table belongs to word i.
 
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,12 @@ struct VocabOptions {
   /// Keep what the count read (4 bytes a token) for encode_corpus() of the same texts, which
   /// then maps codes to rows instead of reading and looking up every word again.
   bool keep_tokens = false;
+  /// Called by each counting thread with the text it has read, a slice of about
+  /// read_slice_bytes at a time (cut before a space byte, so no word spans two), once it will
+  /// not read it again, so that the caller may let the slice's pages go
+  /// (CorpusText::release); null: the text is read in one piece a thread.
+  std::function<void(std::string_view)> read_done;
+  uint64_t read_slice_bytes = uint64_t{8} << 20;
 };
 
 class Vocab {

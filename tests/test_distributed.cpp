@@ -302,7 +302,9 @@ TEST_P(WorkingSetTest, GivesEverySpanRowItsPlace) {
       EXPECT_EQ(work.copies().size(), copies.size());
       EXPECT_GE(work.capacity(), copies.size());
       EXPECT_LE(work.capacity(), words - mine.input.rows());
-      if (rank == 0) EXPECT_TRUE(copies.empty());
+      if (rank == 0) {
+        EXPECT_TRUE(copies.empty());
+      }
       for (size_t k = 0; k < work.copies().size(); ++k) {
         const uint32_t id = work.copies()[k];
         EXPECT_EQ(work.input(id), work.rows().copy_input + k * p.data.params.dim);

@@ -2,7 +2,9 @@
 // counts, order, ids, tokens and sentence cuts for any thread count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -156,6 +158,66 @@ TEST_P(ParallelIngest, EveryThreadCountGivesTheOneThreadResult) {
             EXPECT_EQ(d.sentence_starts, ref_corpus.sentence_starts);
           }
         }
+      }
+    }
+  }
+}
+
+// A count that hands its text back as it goes (VocabOptions::read_done, so that a mapped
+// file's pages can leave memory) reads it in slices cut before space bytes: the words, counts and
+// kept tokens are those of one piece a thread, and the slices cover the text once.
+TEST_P(ParallelIngest, ACountInSlicesGivesTheSameResultAndReturnsEveryByteOnce) {
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::string text = GetParam().make(rng);
+  VocabOptions vo;
+  const Vocab ref = Vocab::count_serial(text, vo);
+  EncodeOptions eo;
+  const EncodedCorpus ref_corpus = encode_corpus_serial(text, ref, eo);
+  for (uint32_t threads : {1u, 3u, 7u}) {
+    for (uint64_t slice : {uint64_t{1}, uint64_t{37}, uint64_t{4096}}) {
+      for (bool keep_tokens : {false, true}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + ", slices of " + std::to_string(slice) +
+                     (keep_tokens ? ", tokens kept" : ""));
+        std::mutex m;
+        std::vector<std::string_view> slices;
+        vo.threads = threads;
+        vo.min_bytes_per_thread = 1;
+        vo.keep_tokens = keep_tokens;
+        vo.read_slice_bytes = slice;
+        vo.read_done = [&](std::string_view s) {
+          std::lock_guard<std::mutex> lock(m);
+          slices.push_back(s);
+        };
+        const Vocab v = Vocab::count(text, vo);
+        expect_same_vocab(v, ref);
+        eo.threads = threads;
+        const EncodedCorpus c = encode_corpus({text}, v, eo);
+        EXPECT_EQ(c.tokens, ref_corpus.tokens);
+        EXPECT_EQ(c.sentence_starts, ref_corpus.sentence_starts);
+        std::sort(slices.begin(), slices.end(),
+                  [](std::string_view a, std::string_view b) { return a.data() < b.data(); });
+        size_t at = 0;
+        for (std::string_view s : slices) {
+          ASSERT_EQ(static_cast<size_t>(s.data() - text.data()), at) << "a gap or an overlap";
+          ASSERT_FALSE(s.empty());
+          at += s.size();
+          if (at < text.size()) {
+            EXPECT_TRUE(is_space_byte(static_cast<unsigned char>(text[at])))
+                << "a slice ends inside a word at byte " << at;
+          }
+          if (s.size() > slice) {
+            // Longer only by the word it would have cut.
+            const std::string_view over = s.substr(slice);
+            EXPECT_EQ(std::count_if(
+                          over.begin(), over.end(),
+                          [](char ch) { return is_space_byte(static_cast<unsigned char>(ch)); }),
+                      0);
+          }
+        }
+        EXPECT_EQ(at, text.size());
+        vo.read_done = nullptr;
       }
     }
   }

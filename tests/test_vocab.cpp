@@ -464,7 +464,9 @@ TEST(Vocab, CountsAreHeldAsRunsOfEqualCounts) {
   uint64_t total = 0;
   for (uint32_t i = 0; i < v.size(); ++i) {
     total += v.count(i);
-    if (i > 0) EXPECT_LE(v.count(i), v.count(i - 1));
+    if (i > 0) {
+      EXPECT_LE(v.count(i), v.count(i - 1));
+    }
   }
   EXPECT_EQ(total, v.total_count());
 }

@@ -466,7 +466,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     counted = read_vocabulary(config);
   } else {
     // The count keeps its codes for a fast encoding only when the corpus will be held whole.
-    counted = count_vocabulary(text.parts(), config, text.bytes() <= corpus_memory);
+    // The text it has read leaves this process's resident memory as it goes (a mapped file's
+    // pages stay in the page cache for the encoder or the stream), so that counting a large
+    // file does not hold all of it beside the codes and the counting tables.
+    counted = count_vocabulary(text.parts(), config, text.bytes() <= corpus_memory,
+                               [&text](std::string_view read) { text.release(read); });
     counted_here = true;
   }
   times.vocabulary = seconds_since(t);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <future>
 #include <system_error>
+#include <utility>
 
 #include "error.hpp"
 
@@ -33,13 +34,14 @@ TrainData TrainingSet::train_data(const Config& config) const {
 }
 
 Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config,
-                       bool keep_tokens) {
+                       bool keep_tokens, std::function<void(std::string_view)> read_done) {
   VocabOptions options;
   options.min_count = config.min_count;
   options.max_vocab = config.max_vocab;
   options.text = config.text_options();
   options.threads = config.effective_threads();
   options.keep_tokens = keep_tokens;
+  options.read_done = std::move(read_done);
   Vocab vocab = Vocab::count(parts, options);
   if (vocab.empty()) {
     throw Error(vocab.corpus_tokens() == 0

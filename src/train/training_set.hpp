@@ -4,6 +4,7 @@
 /// and the two sampling tables. The trainer and the benchmark both start from it.
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -30,10 +31,11 @@ struct TrainingSet {
 
 /// The vocabulary of `parts` (the corpus files' texts, in order) with `config`'s limits, text
 /// options and threads. `keep_tokens`: keep what the count read, for a faster encoding of the
-/// whole corpus (4 bytes a word until it is encoded). Throws Error when no word is left to
-/// train on.
+/// whole corpus (4 bytes a word until it is encoded). `read_done`: VocabOptions::read_done.
+/// Throws Error when no word is left to train on.
 Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config& config,
-                       bool keep_tokens = true);
+                       bool keep_tokens = true,
+                       std::function<void(std::string_view)> read_done = nullptr);
 
 /// The vocabulary of `config.vocab_file` (word<TAB>count lines, rows in file order) less the words
 /// below --min-count, at most --max-vocab of them. Throws Error when none is left.
