@@ -11,8 +11,8 @@
 #include "backend.hpp"
 #include "corpus.hpp"
 #include "error.hpp"
-#include "mapped_file.hpp"
 #include "sampler.hpp"
+#include "text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
@@ -60,30 +60,30 @@ uint64_t model_bytes(const Model& model) {
   return bytes;
 }
 
-/// The training set of `config.corpus`, its text repeated `repeat` times; the seconds of its
-/// stages go to `r`.
+/// The training set of `config.corpus`, its text repeated `repeat` times, read as `train` reads
+/// it (the file mapped, counted on the run's threads, the text it has read let go as the count
+/// goes, the codes kept for the encoding); the seconds of its stages go to `r`.
 TrainingSet text_training_set(const Config& config, uint32_t repeat, TrainBenchResult& r) {
   auto t = Clock::now();
-  MappedFile file(config.corpus);
+  CorpusText file = CorpusText::open({config.corpus});
   std::string repeated;
-  std::string_view text = file.view();
+  std::vector<std::string_view> parts = file.parts();
   if (repeat > 1) {
-    repeated.reserve(text.size() * repeat + repeat);
     for (uint32_t i = 0; i < repeat; ++i) {
-      repeated.append(text);
-      if (!text.empty() && text.back() != '\n') repeated.push_back('\n');
+      for (const std::string_view part : file.parts()) {
+        repeated.append(part);
+        if (!part.empty() && part.back() != '\n') repeated.push_back('\n');
+      }
     }
-    text = repeated;
+    parts = {repeated};
   }
   r.read_seconds = seconds_since(t);
   t = Clock::now();
-  VocabOptions vocab_options;
-  vocab_options.min_count = config.min_count;
-  vocab_options.max_vocab = config.max_vocab;
-  Vocab vocab = Vocab::count(text, vocab_options);  // an empty one is reported by the next call
+  Vocab vocab =
+      count_vocabulary(parts, config, true, [&file](std::string_view read) { file.release(read); });
   r.vocab_seconds = seconds_since(t);
   t = Clock::now();
-  TrainingSet set = make_training_set(text, config, std::move(vocab));
+  TrainingSet set = make_training_set(parts, config, std::move(vocab));
   r.encode_seconds = seconds_since(t);
   return set;
 }

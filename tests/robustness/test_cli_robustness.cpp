@@ -568,6 +568,30 @@ TEST(BenchSynthetic, TrainsEndToEndAndReports) {
   EXPECT_NE(r.out.find("host memory: peak RSS"), std::string::npos) << r.out;
 }
 
+// bench train on a file reads it as train does (mapped, counted on the run's threads); --repeat N
+// trains on N copies of its text, each ending its last line.
+TEST(BenchCorpus, TrainsOnAFileAndOnItsRepeats) {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "w" + std::to_string(i % 97) + (i % 50 == 49 ? "\n" : " ");
+  text += "last words without a newline";
+  write_file(dir.file("c.txt"), text);
+  for (const char* repeat : {"1", "3"}) {
+    SCOPED_TRACE(repeat);
+    const Outcome r =
+        run(dir, {"bench", "train", "--corpus", dir.file("c.txt"), "--repeat", repeat, "--device",
+                  "cpu", "--epochs", "1", "--threads", "2", "--min-count", "1"});
+    ASSERT_TRUE(succeeds(r)) << describe(r);
+    const std::string words = std::to_string(3005 * std::stoi(repeat));
+    EXPECT_NE(r.out.find(words + " words/epoch"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("vocabulary 102"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("words=" + words + " "), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(fails_cleanly(
+      run(dir, {"bench", "train", "--corpus", dir.file("none.txt"), "--device", "cpu"}), 1,
+      "none.txt"));
+}
+
 TEST(BenchSynthetic, BadSpecsAreUsageErrors) {
   TempDir dir;
   for (const char* spec : {"abc", "0,10,1", "10,0,1", "10,10,-1", "10,10", "10", "", "10,10,x",
