@@ -7,6 +7,7 @@
 #include <zstd.h>
 #endif
 
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -189,6 +190,45 @@ TEST(CorpusText, FilesEndSentencesAndGiveTheVocabularyOfTheJoinedText) {
   const EncodedCorpus r = encode_corpus_serial(text, ref, EncodeOptions{});
   EXPECT_EQ(c.tokens, r.tokens);
   EXPECT_EQ(c.sentence_starts, r.sentence_starts);
+}
+
+// A count that lets the text it has read go (the trainer's: CorpusText::release of each slice)
+// reads the same words, and afterwards every part still reads back whole: a mapped file's pages
+// come back from the file, and a decompressed part, held in memory, is never released (dropping
+// its pages would zero them).
+TEST(CorpusText, TextLetGoWhileCountedStillReadsTheSame) {
+  TempDir dir;
+  const uint64_t seed = testing_util::fresh_seed();
+  const std::string a = sample_text(seed, 400000), b = sample_text(seed + 1, 300000);
+  write_file(dir.file("a.txt"), a);
+  write_file(dir.file("b.gz"), gzip(b));
+  const CorpusText t = CorpusText::open({dir.file("a.txt"), dir.file("b.gz")});
+  ASSERT_TRUE(t.mapped(0));
+  ASSERT_FALSE(t.mapped(1));
+  VocabOptions vo;
+  vo.threads = 3;
+  vo.min_bytes_per_thread = 1;
+  vo.keep_tokens = true;
+  vo.read_slice_bytes = 5000;  // pages released many times over
+  size_t released = 0;
+  std::mutex m;
+  vo.read_done = [&](std::string_view s) {
+    t.release(s);
+    std::lock_guard<std::mutex> lock(m);
+    released += s.size();
+  };
+  const Vocab v = Vocab::count(t.parts(), vo);
+  EXPECT_EQ(released, t.bytes());
+  const std::string text = a + "\n" + b;
+  const Vocab ref = Vocab::count_serial(text, VocabOptions{});
+  EXPECT_EQ(v.words(), ref.words());
+  EXPECT_EQ(v.counts(), ref.counts());
+  EXPECT_EQ(std::string(t.parts()[0]), a);
+  EXPECT_EQ(std::string(t.parts()[1]), b);
+  // A view that lies in no part is left alone.
+  const std::string other = "not a part";
+  t.release(other);
+  EXPECT_EQ(other, "not a part");
 }
 
 TEST(CorpusText, AFileTruncatedWhileReadIsAnErrorNotACrash) {
