@@ -169,13 +169,18 @@ TEST(CorpusText, SeveralInputsAndDirectoriesKeepTheirOrder) {
   expect_error({dir.file("missing.txt")}, "cannot open");
 }
 
+/// The corpus of two files in `dir`: `a` as plain text (mapped), `b` gzip-compressed (in memory).
+CorpusText open_plain_and_gzip(const TempDir& dir, const std::string& a, const std::string& b) {
+  write_file(dir.file("a.txt"), a);
+  write_file(dir.file("b.gz"), gzip(b));
+  return CorpusText::open({dir.file("a.txt"), dir.file("b.gz")});
+}
+
 TEST(CorpusText, FilesEndSentencesAndGiveTheVocabularyOfTheJoinedText) {
   TempDir dir;
   const uint64_t seed = testing_util::fresh_seed();
   const std::string a = sample_text(seed, 30000), b = sample_text(seed + 1, 20000);
-  write_file(dir.file("a.txt"), a);
-  write_file(dir.file("b.gz"), gzip(b));
-  const CorpusText t = CorpusText::open({dir.file("a.txt"), dir.file("b.gz")});
+  const CorpusText t = open_plain_and_gzip(dir, a, b);
   const std::string text = a + "\n" + b;
   VocabOptions vo;
   vo.min_count = 2;
@@ -200,9 +205,7 @@ TEST(CorpusText, TextLetGoWhileCountedStillReadsTheSame) {
   TempDir dir;
   const uint64_t seed = testing_util::fresh_seed();
   const std::string a = sample_text(seed, 400000), b = sample_text(seed + 1, 300000);
-  write_file(dir.file("a.txt"), a);
-  write_file(dir.file("b.gz"), gzip(b));
-  const CorpusText t = CorpusText::open({dir.file("a.txt"), dir.file("b.gz")});
+  const CorpusText t = open_plain_and_gzip(dir, a, b);
   ASSERT_TRUE(t.mapped(0));
   ASSERT_FALSE(t.mapped(1));
   VocabOptions vo;
