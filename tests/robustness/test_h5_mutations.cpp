@@ -111,6 +111,23 @@ class Mutations : public ::testing::Test {
     return at;
   }
 
+  /// Whether `err` is empty or only `similar`'s notes of query words not in the vocabulary: a
+  /// mutated byte inside a stored word renames it, and the file is still a valid one.
+  static bool only_skipped_words(const std::string& err) {
+    size_t begin = 0;
+    while (begin < err.size()) {
+      const size_t end = err.find('\n', begin);
+      if (end == std::string::npos) return false;
+      const std::string line = err.substr(begin, end - begin);
+      if (line.rfind("pagedw2v: skipped '", 0) != 0 ||
+          line.find("not in the vocabulary") == std::string::npos) {
+        return false;
+      }
+      begin = end + 1;
+    }
+    return true;
+  }
+
   /// Mutates one byte of `original` at each of `positions` (a random change, seeded by `seed`), and
   /// runs `commands` (with "{}" for the file) on every mutant. A run must succeed or fail with one
   /// line within kMaxSeconds.
@@ -146,7 +163,8 @@ class Mutations : public ::testing::Test {
         const RunResult r = run_binary(args, work.path(), 4 * kMaxSeconds);
         tally.slowest = std::max(tally.slowest, r.seconds);
         const std::string& name = command[0];
-        if (r.exited && r.code == 0 && r.err.empty() && !r.timed_out && r.seconds <= kMaxSeconds) {
+        if (r.exited && r.code == 0 && only_skipped_words(r.err) && !r.timed_out &&
+            r.seconds <= kMaxSeconds) {
           ++tally.ok[name];
           continue;
         }
