@@ -56,9 +56,9 @@ std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted,
   std::vector<EncodedChunk> out(n);
   const uint32_t shift = counted.id_bits;
   const uint32_t id_mask = shift >= 32 ? 0xFFFFFFFFu : (uint32_t{1} << shift) - 1;
-  auto row_of = [&](const detail::CountedText::Chunk& chunk, uint32_t code) {
+  auto row_of = [&](uint32_t code) {
     const uint32_t shard = shift >= 32 ? 0 : code >> shift;
-    return chunk.rows[chunk.shard_start[shard] + (code & id_mask)];
+    return counted.rows[counted.shard_start[shard] + (code & id_mask)];
   };
   std::vector<uint64_t> offsets(n + 1, 0);
   run_parallel(n, [&](size_t t) {
@@ -66,8 +66,7 @@ std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted,
     uint64_t kept = chunk.codes.size();
     if (!counted.all_kept) {
       kept = 0;
-      for (const uint32_t code : chunk.codes)
-        kept += row_of(chunk, code) != detail::WordTable::kNone;
+      for (const uint32_t code : chunk.codes) kept += row_of(code) != detail::WordTable::kNone;
     }
     out[t].size = kept;
   });
@@ -90,7 +89,7 @@ std::vector<EncodedChunk> encode_counted(const detail::CountedText& counted,
         line_end();
         ++k;
       }
-      const uint32_t row = row_of(chunk, chunk.codes[i]);
+      const uint32_t row = row_of(chunk.codes[i]);
       if (row != detail::WordTable::kNone) *at++ = row;
     }
     for (; k < chunk.line_ends.size(); ++k) line_end();

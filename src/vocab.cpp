@@ -115,105 +115,305 @@ Vocab Vocab::count(std::string_view text, const VocabOptions& options) {
   return count(std::vector<std::string_view>{text}, options);
 }
 
+namespace {
+
+/// A word one counting thread read in a round, sorted into its shard's list for the shard's
+/// owner: the owner inserts it, and writes its id over the hash for the codes.
+struct ReadWord {
+  uint64_t hash_or_id;  ///< the word's hash; after the owner's insert, its id in the shard
+  const char* bytes;    ///< in the text, or in the round's buffer of normalised words
+  uint32_t size;        ///< with kCopied while `bytes` is an offset into that buffer
+  uint32_t at;          ///< its rank among the tokens its reader read in the round
+};
+constexpr uint32_t kCopied = uint32_t{1} << 31;
+
+/// What one counting thread read in one round, until the owners have inserted it.
+struct Round {
+  bool read = false;         ///< it holds a round not yet finished
+  std::string_view segment;  ///< the segment its text is in
+  size_t end = 0;            ///< where in it the text ends
+  bool ends_segment = false;
+  bool ends_part = false;
+  uint64_t tokens_before = 0;  ///< the reader's tokens before this round
+  uint32_t tokens = 0;
+  std::vector<std::vector<ReadWord>> lists;  ///< by shard
+  std::string normalized;                    ///< words normalised into a buffer
+};
+
+/// One counting thread's share of the text, read a round at a time into two alternating Rounds.
+struct Reader {
+  const TextChunk* chunk = nullptr;
+  size_t segment = 0;   ///< the segment of `chunk` it reads next
+  size_t offset = 0;    ///< where in it
+  size_t released = 0;  ///< where in the segment finished the text not handed to read_done begins
+  uint64_t tokens = 0;  ///< tokens read
+  Round rounds[2];
+  HugePageVector<uint32_t> codes;   ///< with keep_tokens: a code a token
+  std::vector<uint64_t> line_ends;  ///< with keep_tokens
+
+  bool done() const { return chunk == nullptr || segment >= chunk->size(); }
+};
+
+}  // namespace
+
 Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOptions& options) {
   using detail::WordTable;
-  // At most a thread per min_bytes_per_thread of text: each brings a table of every shard, so
-  // threads beyond the work cost time and memory quadratically (the result does not depend on
-  // their number).
+  // While counting, a slot's value is its count below bit kChunkShift and the chunk of its first
+  // occurrence so far above: at most 2^16 chunks.
+  constexpr uint32_t kChunkShift = 48;
+  constexpr uint64_t kCountMask = (uint64_t{1} << kChunkShift) - 1;
+  // At most a thread per min_bytes_per_thread of text (the result does not depend on their
+  // number).
   uint64_t text_bytes = 0;
   for (const std::string_view part : parts) text_bytes += part.size();
-  const size_t n = static_cast<size_t>(
-      std::clamp<uint64_t>(text_bytes / std::max<uint64_t>(options.min_bytes_per_thread, 1), 1,
-                           std::max<uint32_t>(options.threads, 1)));
+  const size_t n = static_cast<size_t>(std::clamp<uint64_t>(
+      text_bytes / std::max<uint64_t>(options.min_bytes_per_thread, 1), 1,
+      std::min<uint64_t>(std::max<uint32_t>(options.threads, 1), uint64_t{1} << 16)));
   const std::vector<TextChunk> chunks = split_text(parts, n);
-  const size_t shards = detail::ShardedWordTable(n, 0).shard_count();
+  // One table of every distinct word, cut into as many shards by hash as a code can name, so
+  // that a shard with a very frequent word does not hold the other owners up (one shard for one
+  // thread).
+  detail::ShardedWordTable tables(n == 1 ? 1 : detail::ShardedWordTable::kMaxShards,
+                                  size_t{1} << 16);
+  const size_t shards = tables.shard_count();
   uint32_t shard_bits = 0;
   while ((size_t{1} << shard_bits) < shards) ++shard_bits;
   const uint32_t id_bits = 32 - shard_bits;
   const uint64_t id_limit = uint64_t{1} << id_bits;
+  const uint64_t slice_bytes = std::max<uint64_t>(options.read_slice_bytes, 1);
+  // The text a thread reads in a round: its words wait for their owners at 24 bytes a token.
+  constexpr size_t kRoundBytes = size_t{1} << 20;
 
-  // Each thread counts its chunk into its own shards, and numbers the words it meets first in
-  // its chunk in the order it meets them: (chunk, that number) orders first occurrences in the
-  // whole corpus, whichever shard a word falls in.
-  struct Counted {
-    detail::ShardedWordTable table;
-    std::vector<std::vector<uint32_t>> first;  ///< by shard, by id: the word's number
-    uint64_t tokens = 0;
-    HugePageVector<uint32_t> codes;   ///< with keep_tokens
-    std::vector<uint64_t> line_ends;  ///< with keep_tokens
-    bool codes_fit = true;            ///< no shard outgrew the ids a code can hold
-  };
-  std::atomic<bool> keep_tokens{options.keep_tokens};
-  std::vector<Counted> counted(n);
-  run_parallel(n, [&](size_t t) {
-    Counted& c = counted[t];
-    c.table = detail::ShardedWordTable(shards, size_t{1} << 14);
-    c.first.resize(shards);
-    uint32_t next = 0;
-    uint64_t seen = 0;
-    if (keep_tokens) {
+  // The count goes in rounds. In round k every thread reads the next slice of its chunk and
+  // sorts the words it meets into a list per shard; in round k + 1 the owner of each shard
+  // inserts those lists of every thread, in chunk order, into the shard's table (while the
+  // threads read their next slices); in round k + 2 each thread writes its codes from the ids
+  // the owners left and hands the slice back. Every distinct word is held once, however many
+  // threads count. A word's first occurrence is (chunk << 40 | its rank in the chunk), the least
+  // its owner sees.
+  const bool keep = options.keep_tokens;
+  std::vector<Reader> readers(n);
+  std::vector<HugePageVector<uint64_t>> first(shards);
+  for (size_t t = 0; t < n; ++t) {
+    Reader& r = readers[t];
+    r.chunk = &chunks[t];
+    for (Round& round : r.rounds) round.lists.resize(shards);
+    if (keep) {
       uint64_t bytes = 0;
       for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
-      c.codes.reserve(bytes / 2 +
-                      1);  // at most a token per two bytes; untouched pages cost nothing
+      // At most a token per two bytes, so that it never moves; pages not touched cost nothing.
+      r.codes.reserve(bytes / 2 + 1);
     }
-    auto line_end = [&] {
-      if (c.line_ends.empty() || c.line_ends.back() != c.codes.size()) {
-        c.line_ends.push_back(c.codes.size());
+  }
+  std::atomic<bool> codes_fit{true};
+  auto add_line_end = [](Reader& r) {
+    if (r.line_ends.empty() || r.line_ends.back() != r.codes.size()) {
+      r.line_ends.push_back(r.codes.size());
+    }
+  };
+  // A reader's round once the owners are done with it: the codes written in token order, the
+  // text handed back in slices of read_slice_bytes (cut before a space byte) and the rest of a
+  // segment at its end, the lists emptied.
+  auto finish = [&](Reader& r, Round& round) {
+    if (!round.read) return;
+    if (keep) {
+      uint32_t* const codes = r.codes.data() + round.tokens_before;
+      for (size_t p = 0; p < shards; ++p) {
+        const uint32_t high = static_cast<uint32_t>(p << id_bits);
+        for (const ReadWord& w : round.lists[p]) {
+          codes[w.at] = high | static_cast<uint32_t>(w.hash_or_id);
+        }
       }
-    };
-    for (const TextSegment& seg : chunks[t]) {
-      const bool keep = keep_tokens;
-      // In slices cut before a space byte (no word spans one, so the words and line ends are
-      // the same), each handed to read_done once read.
-      for (std::string_view rest = seg.text; !rest.empty();) {
+    }
+    if (options.read_done) {
+      const std::string_view seg = round.segment;
+      const size_t done = round.end;
+      while (done - r.released >= slice_bytes || (round.ends_segment && done > r.released)) {
+        size_t cut = done;
+        if (done - r.released > slice_bytes) {
+          cut = r.released + static_cast<size_t>(slice_bytes);
+          while (cut < done && !is_space_byte(static_cast<unsigned char>(seg[cut]))) ++cut;
+        }
+        options.read_done(seg.substr(r.released, cut - r.released));
+        r.released = cut;
+      }
+    }
+    if (round.ends_segment) r.released = 0;
+    for (std::vector<ReadWord>& list : round.lists) list.clear();
+    round.normalized.clear();
+    round.read = false;
+  };
+  // Reads the next kRoundBytes of one segment, cut before a space byte (no word spans two).
+  auto read = [&](Reader& r, Round& round) {
+    if (r.done()) return;
+    const TextSegment& seg = (*r.chunk)[r.segment];
+    const std::string_view rest = seg.text.substr(r.offset);
+    size_t cut = rest.size();
+    if (cut > kRoundBytes) {
+      cut = kRoundBytes;
+      while (cut < rest.size() && !is_space_byte(static_cast<unsigned char>(rest[cut]))) ++cut;
+    }
+    const std::string_view text = rest.substr(0, cut);
+    round.read = true;
+    round.segment = seg.text;
+    r.offset += cut;
+    round.end = r.offset;
+    round.ends_segment = r.offset == seg.text.size();
+    round.ends_part = round.ends_segment && seg.ends_part;
+    if (round.ends_segment) {
+      ++r.segment;
+      r.offset = 0;
+    }
+    round.tokens_before = r.tokens;
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    uint32_t at = 0;
+    bool copied = false;
+    detail::scan_words(
+        text, options.text, [](uint64_t) {},
+        [&](std::string_view w, uint64_t h) {
+          const char* bytes = w.data();
+          auto size = static_cast<uint32_t>(w.size());
+          if (bytes < begin || bytes >= end) {
+            // Normalised in the scanner's buffer: kept by offset until the round is read.
+            bytes = reinterpret_cast<const char*>(static_cast<uintptr_t>(round.normalized.size()));
+            size |= kCopied;
+            round.normalized.append(w);
+            copied = true;
+          }
+          round.lists[tables.shard_of(h)].push_back({h, bytes, size, at++});
+          if (keep) r.codes.push_back(0);
+        },
+        [&] {
+          if (keep) add_line_end(r);
+        });
+    if (keep && round.ends_part) add_line_end(r);
+    round.tokens = at;
+    r.tokens += at;
+    if (copied) {
+      // The buffer grows no more: its offsets become pointers.
+      for (std::vector<ReadWord>& list : round.lists) {
+        for (ReadWord& w : list) {
+          if ((w.size & kCopied) != 0) {
+            w.bytes = round.normalized.data() + reinterpret_cast<uintptr_t>(w.bytes);
+            w.size &= ~kCopied;
+          }
+        }
+      }
+    }
+  };
+  // The owner of shards worker, worker + n, … inserts every reader's round `b`.
+  auto insert = [&](size_t worker, int b) {
+    constexpr size_t kAhead = 16;
+    for (size_t p = worker; p < shards; p += n) {
+      WordTable& table = tables.shard(p);
+      HugePageVector<uint64_t>& firsts = first[p];
+      for (size_t t = 0; t < n; ++t) {
+        Round& round = readers[t].rounds[b];
+        if (!round.read) continue;
+        std::vector<ReadWord>& list = round.lists[p];
+        const uint64_t base = static_cast<uint64_t>(t) << 40 | round.tokens_before;
+        const uint64_t chunk_bits = static_cast<uint64_t>(t) << kChunkShift;
+        const size_t m = list.size();
+        for (size_t i = 0; i < m; ++i) {
+          if (i + kAhead < m) {
+            table.prefetch(list[i + kAhead].hash_or_id);
+            __builtin_prefetch(list[i + kAhead].bytes);
+          }
+          ReadWord& w = list[i];
+          WordTable::Slot& s = table.insert(std::string_view(w.bytes, w.size), w.hash_or_id);
+          // Only a word met before in a later chunk (in an earlier round) reads and lowers its
+          // first occurrence, so that a word met again costs no other load.
+          if (s.value == 0) {
+            s.value = chunk_bits | 1;
+            firsts.push_back(base + w.at);
+          } else {
+            ++s.value;
+            if (s.value > (chunk_bits | kCountMask)) {
+              s.value = chunk_bits | (s.value & kCountMask);
+              firsts[s.id] = base + w.at;
+            }
+          }
+          w.hash_or_id = s.id;
+        }
+      }
+      if (table.size() > id_limit) codes_fit = false;
+    }
+  };
+  if (n == 1) {
+    // One thread is its own owner: each word is inserted as it is read (its slot prefetched a
+    // few words ahead by the scan), in one pass over the text.
+    Reader& r = readers[0];
+    Round& round = r.rounds[0];
+    run_parallel(1, [&](size_t) {  // on this thread, a truncated file an Error
+      while (!r.done()) {
+        const TextSegment& seg = (*r.chunk)[r.segment];
+        const std::string_view rest = seg.text.substr(r.offset);
         size_t cut = rest.size();
-        const uint64_t most = std::max<uint64_t>(options.read_slice_bytes, 1);
-        if (options.read_done && cut > most) {
-          cut = static_cast<size_t>(most);
+        if (cut > kRoundBytes) {
+          cut = kRoundBytes;
           while (cut < rest.size() && !is_space_byte(static_cast<unsigned char>(rest[cut]))) ++cut;
         }
-        const std::string_view slice = rest.substr(0, cut);
-        rest.remove_prefix(cut);
+        round.read = true;
+        round.segment = seg.text;
+        r.offset += cut;
+        round.end = r.offset;
+        round.ends_segment = r.offset == seg.text.size();
+        if (round.ends_segment) {
+          ++r.segment;
+          r.offset = 0;
+        }
         detail::scan_words(
-            slice, options.text, [&](uint64_t h) { c.table.prefetch(h); },
+            rest.substr(0, cut), options.text, [&](uint64_t h) { tables.prefetch(h); },
             [&](std::string_view w, uint64_t h) {
-              const size_t p = c.table.shard_of(h);
-              WordTable::Slot& s = c.table.shard(p).insert(w, h);
-              if (s.value++ == 0) c.first[p].push_back(next++);
-              if (keep) {
-                c.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
-                c.codes_fit = c.codes_fit && s.id + 1 < id_limit;
-              }
-              ++seen;
+              const size_t p = tables.shard_of(h);
+              WordTable::Slot& s = tables.shard(p).insert(w, h);
+              if (s.value++ == 0) first[p].push_back(r.tokens);
+              if (keep) r.codes.push_back(static_cast<uint32_t>(p << id_bits | s.id));
+              ++r.tokens;
             },
             [&] {
-              if (keep) line_end();
+              if (keep) add_line_end(r);
             });
-        if (options.read_done) options.read_done(slice);
+        if (keep && round.ends_segment && seg.ends_part) add_line_end(r);
+        finish(r, round);  // no codes left to write: the slices handed back
       }
-      if (keep && seg.ends_part) line_end();
-      if (keep && !c.codes_fit) keep_tokens = false;  // the encoder will read the text
+    });
+    for (size_t p = 0; p < shards; ++p) {
+      if (tables.shard(p).size() > id_limit) codes_fit = false;
     }
-    c.tokens = seen;
+  }
+  for (int k = 0; n > 1; ++k) {
+    const int b = k & 1;
+    bool pending = false;
+    for (const Reader& r : readers) pending = pending || !r.done() || r.rounds[b ^ 1].read;
+    if (!pending) break;
+    run_parallel(n, [&](size_t t) {
+      if (t < shards) insert(t, b ^ 1);          // round k - 1
+      finish(readers[t], readers[t].rounds[b]);  // round k - 2, inserted in round k - 1
+      read(readers[t], readers[t].rounds[b]);
+    });
+  }
+  run_parallel(n, [&](size_t t) {
+    for (Round& round : readers[t].rounds) finish(readers[t], round);
   });
+  const bool keep_tokens = keep && codes_fit;  // else the encoder reads the text
   uint64_t corpus_tokens = 0;
-  for (const Counted& c : counted) corpus_tokens += c.tokens;
+  for (const Reader& r : readers) corpus_tokens += r.tokens;
 
-  // Shard by shard, in parallel: the chunks' tables merged in chunk order, and the words kept
-  // sorted by count descending, then first occurrence (the one-thread stable sort's order).
+  // Shard by shard, in parallel: the words kept sorted by count descending, then first
+  // occurrence (the one-thread stable sort's order).
   struct Entry {
     uint64_t inverted_count;
-    uint64_t first;  ///< chunk << 32 | number in the chunk
+    uint64_t first;  ///< chunk << 40 | rank in the chunk
     uint32_t id;
   };
   auto before = [](const Entry& a, const Entry& b) {
     return a.inverted_count != b.inverted_count ? a.inverted_count < b.inverted_count
                                                 : a.first < b.first;
   };
-  std::vector<WordTable> merged(shards);
   std::vector<HugePageVector<Entry>> kept(shards);
-  // With keep_tokens, each chunk's codes are mapped to merged ids here, to rows further down.
+  // With keep_tokens, the codes are mapped to rows further down.
   std::shared_ptr<detail::CountedText> text;
   if (keep_tokens) {
     text = std::make_shared<detail::CountedText>();
@@ -222,18 +422,17 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     text->id_bits = id_bits;
     text->chunks.resize(n);
     for (size_t t = 0; t < n; ++t) {
-      detail::CountedText::Chunk& chunk = text->chunks[t];
-      chunk.codes = std::move(counted[t].codes);
-      chunk.line_ends = std::move(counted[t].line_ends);
-      chunk.shard_start.resize(shards);
-      uint64_t start = 0;
-      for (size_t p = 0; p < shards; ++p) {
-        chunk.shard_start[p] = static_cast<uint32_t>(start);
-        start += counted[t].table.shard(p).size();
-      }
-      if (start >= kNoRow) throw Error("vocabulary: too many words");
-      chunk.rows.resize(start);
+      text->chunks[t].codes = std::move(readers[t].codes);
+      text->chunks[t].line_ends = std::move(readers[t].line_ends);
     }
+    text->shard_start.resize(shards);
+    uint64_t start = 0;
+    for (size_t p = 0; p < shards; ++p) {
+      text->shard_start[p] = static_cast<uint32_t>(start);
+      start += tables.shard(p).size();
+    }
+    if (start >= kNoRow) throw Error("vocabulary: too many words");
+    text->rows.resize(start);
     // The encoder's output (at most a token per word counted) is allocated and its pages zeroed
     // meanwhile, on a thread of its own, instead of by one thread once the encoding is done.
     try {
@@ -244,43 +443,21 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
       // No thread to be had: the encoder makes it.
     }
   }
+  readers.clear();
   run_parallel(std::min(n, shards), [&](size_t worker) {
     for (size_t p = worker; p < shards; p += n) {
-      WordTable all = std::move(counted[0].table.shard(p));
-      std::vector<uint64_t> first(counted[0].first[p].begin(), counted[0].first[p].end());
-      counted[0].first[p] = {};
-      if (text) {
-        uint32_t* ids = text->chunks[0].rows.data() + text->chunks[0].shard_start[p];
-        for (uint32_t id = 0; id < all.size(); ++id) ids[id] = id;
-      }
-      for (size_t t = 1; t < n; ++t) {
-        WordTable& table = counted[t].table.shard(p);
-        const std::vector<uint32_t>& numbers = counted[t].first[p];
-        std::vector<uint64_t> counts(table.size());
-        table.for_each([&](WordTable::Slot& s) { counts[s.id] = s.value; });
-        constexpr uint32_t kAhead = 8;
-        const auto m = static_cast<uint32_t>(counts.size());
-        for (uint32_t id = 0; id < m; ++id) {
-          if (id + kAhead < m) all.prefetch(table.hash(id + kAhead));
-          WordTable::Slot& s = all.insert(table.key(id), table.hash(id));
-          if (s.value == 0) first.push_back(static_cast<uint64_t>(t) << 32 | numbers[id]);
-          s.value += counts[id];
-          if (text) text->chunks[t].rows[text->chunks[t].shard_start[p] + id] = s.id;
-        }
-        table = WordTable(1);
-        counted[t].first[p] = {};
-      }
       HugePageVector<Entry>& entries = kept[p];
-      entries.reserve(all.size());
-      all.for_each([&](WordTable::Slot& s) {
-        if (s.value >= options.min_count) entries.push_back({~s.value, first[s.id], s.id});
+      entries.reserve(tables.shard(p).size());
+      tables.shard(p).for_each([&](WordTable::Slot& s) {
+        s.value &= kCountMask;
+        if (s.value >= options.min_count) entries.push_back({~s.value, first[p][s.id], s.id});
       });
+      first[p] = {};
       std::sort(entries.begin(), entries.end(), before);
-      merged[p] = std::move(all);
     }
   });
-  counted.clear();
-
+  std::vector<WordTable> merged(shards);
+  for (size_t p = 0; p < shards; ++p) merged[p] = std::move(tables.shard(p));
   // The shards' sorted lists merged into rows.
   size_t total_kept = 0;
   for (const auto& e : kept) total_kept += e.size();
@@ -378,12 +555,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     }
     for (size_t p = t; p < shards; p += n) {
       merged[p].for_each([&](WordTable::Slot& s) { s.value = row_of[p][s.id]; });
-      if (!text) continue;
-      for (detail::CountedText::Chunk& chunk : text->chunks) {
-        const uint32_t end =
-            p + 1 < shards ? chunk.shard_start[p + 1] : static_cast<uint32_t>(chunk.rows.size());
-        for (uint32_t i = chunk.shard_start[p]; i < end; ++i)
-          chunk.rows[i] = row_of[p][chunk.rows[i]];
+      if (text) {
+        std::copy(row_of[p].begin(), row_of[p].end(), text->rows.begin() + text->shard_start[p]);
       }
     }
   });

@@ -23,20 +23,20 @@ namespace detail {
 class ShardedWordTable;
 
 /// The corpus as the count read it, kept for the encoder so that it need not read the text again:
-/// per chunk, every token as a code (shard << id_bits | id in the chunk's shard), each code's row,
-/// and the token counts at which lines ended.
+/// per chunk, every token as a code (shard << id_bits | id in the shard) and the token counts at
+/// which lines ended; and each code's row.
 struct CountedText {
   std::vector<std::string_view> parts;  ///< the texts counted (the encoder checks it gets these)
   TextOptions text;
   uint32_t id_bits = 32;
   struct Chunk {
     HugePageVector<uint32_t> codes;
-    std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
-    HugePageVector<uint32_t> rows;      ///< a row, or kNone for a word not kept
-    std::vector<uint64_t> line_ends;    ///< counts of `codes`, ascending, repeats dropped
+    std::vector<uint64_t> line_ends;  ///< counts of `codes`, ascending, repeats dropped
   };
   std::vector<Chunk> chunks;
-  bool all_kept = false;  ///< every word counted has a row: each code becomes a token
+  std::vector<uint32_t> shard_start;  ///< by shard: where its ids begin in `rows`
+  HugePageVector<uint32_t> rows;      ///< by code: a row, or kNone for a word not kept
+  bool all_kept = false;              ///< every word counted has a row: each code becomes a token
 
   /// A vector of `size` to `size` * 9 / 8 tokens (values unspecified) for the encoder's output:
   /// the first call gets the one made while the count merged its shards when its size fits,
@@ -56,15 +56,16 @@ struct VocabOptions {
   TextOptions text;        ///< how words are read (tokenizer.hpp)
   uint32_t threads = 1;    ///< threads that count; the result does not depend on it
   /// Text each counting thread takes at least: fewer threads count a small text, since each
-  /// brings a table of every shard (tests lower it to count small texts on many threads).
+  /// brings its lists of words by shard and a round's wait for the others (tests lower it to
+  /// count small texts on many threads).
   uint64_t min_bytes_per_thread = uint64_t{1} << 18;
   /// Keep what the count read (4 bytes a token) for encode_corpus() of the same texts, which
   /// then maps codes to rows instead of reading and looking up every word again.
   bool keep_tokens = false;
-  /// Called by each counting thread with the text it has read, a slice of about
-  /// read_slice_bytes at a time (cut before a space byte, so no word spans two), once it will
-  /// not read it again, so that the caller may let the slice's pages go
-  /// (CorpusText::release); null: the text is read in one piece a thread.
+  /// Called by the counting threads with the text they have read, a slice of about
+  /// read_slice_bytes at a time (cut before a space byte, so no word spans two; the last of a
+  /// part or of a thread's chunk shorter), once the count will not read it again, so that the
+  /// caller may let the slice's pages go (CorpusText::release). Null: nothing is handed back.
   std::function<void(std::string_view)> read_done;
   uint64_t read_slice_bytes = uint64_t{8} << 20;
 };
@@ -76,9 +77,11 @@ class Vocab {
   Vocab& operator=(Vocab&&) = default;
 
   /// Counts every word of `text` (see tokenize()) and keeps those the options allow: the text is
-  /// cut into one chunk per thread, each thread counts its chunk into its own tables sharded by
-  /// hash, and each shard is merged (in chunk order) and sorted by a thread of its own; every
-  /// word carries its first occurrence (chunk, rank in the chunk), which breaks count ties.
+  /// cut into one chunk per thread; in rounds, each thread reads a slice of its chunk and sorts
+  /// its words by hash into shards, and each shard's owner thread inserts them into one table of
+  /// the shard's words, so that every distinct word is held once whatever the number of threads;
+  /// each shard is then sorted by its owner. Every word carries its first occurrence (chunk,
+  /// rank in the chunk), which breaks count ties.
   static Vocab count(std::string_view text, const VocabOptions& options);
   /// The same over several parts (files) in order, as if they were one text.
   static Vocab count(const std::vector<std::string_view>& parts, const VocabOptions& options);
