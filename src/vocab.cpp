@@ -182,7 +182,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
   const uint64_t id_limit = uint64_t{1} << id_bits;
   const uint64_t slice_bytes = std::max<uint64_t>(options.read_slice_bytes, 1);
   // The text a thread reads in a round: its words wait for their owners at 24 bytes a token.
-  constexpr size_t kRoundBytes = size_t{1} << 20;
+  constexpr size_t kRoundBytes = size_t{1} << 18;
 
   // The count goes in rounds. In round k every thread reads the next slice of its chunk and
   // sorts the words it meets into a list per shard; in round k + 1 the owner of each shard

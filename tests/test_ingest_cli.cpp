@@ -122,5 +122,44 @@ TEST_F(IngestCli, BadInputIsOneLineAndExitOne) {
   }
 }
 
+// Counting on many threads holds every distinct word once. A text of 400,000 distinct words, each
+// 16 times in random order, so that every thread's chunk meets most of them: the count on 16
+// threads may add its lists of words waiting for their shards' owners (about 0.8 MB a thread and
+// round, two rounds) but not a table of the vocabulary a thread (about 85 bytes a word, 34 MB
+// each, some 350 MB in all: 388 MB more than on one thread when each thread had its own).
+TEST(IngestMemory, ACountOnManyThreadsHoldsTheVocabularyOnce) {
+  TempDir dir;
+  constexpr uint32_t kWords = 400000, kRepeats = 16;
+  std::vector<uint32_t> tokens;
+  tokens.reserve(uint64_t{kWords} * kRepeats);
+  for (uint32_t r = 0; r < kRepeats; ++r) {
+    for (uint32_t w = 0; w < kWords; ++w) tokens.push_back(w);
+  }
+  std::mt19937_64 rng(3);
+  std::shuffle(tokens.begin(), tokens.end(), rng);
+  std::string text;
+  text.reserve(tokens.size() * 8);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    text += "w" + std::to_string(tokens[i]);
+    text += (i % 20 == 19) ? '\n' : ' ';
+  }
+  write_file(dir.file("c.txt"), text);
+  auto peak = [&](const char* threads) {
+    std::string err;
+    const uint64_t bytes = testing_util::peak_rss_of_run(
+        PAGEDW2V_BINARY,
+        {"bench", "ingest", "--corpus", dir.file("c.txt"), "--min-count", "1", "--repeat", "1",
+         "--threads", threads, dir.file(std::string("err-") + threads)},
+        &err);
+    EXPECT_GT(bytes, 0u) << err;
+    return bytes;
+  };
+  const uint64_t one = peak("1");
+  const uint64_t many = peak("16");
+  std::printf("peak RSS counting %zu bytes of text: %.1f MB on 1 thread, %.1f MB on 16\n",
+              text.size(), one / 1e6, many / 1e6);
+  EXPECT_LT(many, one + uint64_t{100} * 1000 * 1000);
+}
+
 }  // namespace
 }  // namespace pagedw2v
