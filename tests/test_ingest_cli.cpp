@@ -158,7 +158,13 @@ TEST(IngestMemory, ACountOnManyThreadsHoldsTheVocabularyOnce) {
   const uint64_t many = peak("16");
   std::printf("peak RSS counting %zu bytes of text: %.1f MB on 1 thread, %.1f MB on 16\n",
               text.size(), one / 1e6, many / 1e6);
+#if defined(__SANITIZE_ADDRESS__)
+  // Shadow memory and the quarantine of freed blocks say nothing of the count: the bound is
+  // checked by the build without sanitizers.
+  std::printf("(under AddressSanitizer: not checked)\n");
+#else
   EXPECT_LT(many, one + uint64_t{100} * 1000 * 1000);
+#endif
 }
 
 }  // namespace
