@@ -243,9 +243,9 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     round.normalized.clear();
     round.read = false;
   };
-  // Reads the next kRoundBytes of one segment, cut before a space byte (no word spans two).
-  auto read = [&](Reader& r, Round& round) {
-    if (r.done()) return;
+  // The reader's next kRoundBytes of one segment, cut before a space byte (no word spans two),
+  // taken into `round`.
+  auto take_text = [&](Reader& r, Round& round) {
     const TextSegment& seg = (*r.chunk)[r.segment];
     const std::string_view rest = seg.text.substr(r.offset);
     size_t cut = rest.size();
@@ -253,7 +253,6 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
       cut = kRoundBytes;
       while (cut < rest.size() && !is_space_byte(static_cast<unsigned char>(rest[cut]))) ++cut;
     }
-    const std::string_view text = rest.substr(0, cut);
     round.read = true;
     round.segment = seg.text;
     r.offset += cut;
@@ -265,6 +264,12 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
       r.offset = 0;
     }
     round.tokens_before = r.tokens;
+    return rest.substr(0, cut);
+  };
+  // Reads a round of the reader's text into its lists by shard.
+  auto read = [&](Reader& r, Round& round) {
+    if (r.done()) return;
+    const std::string_view text = take_text(r, round);
     const char* const begin = text.data();
     const char* const end = begin + text.size();
     uint32_t at = 0;
@@ -347,24 +352,8 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
     Round& round = r.rounds[0];
     run_parallel(1, [&](size_t) {  // on this thread, a truncated file an Error
       while (!r.done()) {
-        const TextSegment& seg = (*r.chunk)[r.segment];
-        const std::string_view rest = seg.text.substr(r.offset);
-        size_t cut = rest.size();
-        if (cut > kRoundBytes) {
-          cut = kRoundBytes;
-          while (cut < rest.size() && !is_space_byte(static_cast<unsigned char>(rest[cut]))) ++cut;
-        }
-        round.read = true;
-        round.segment = seg.text;
-        r.offset += cut;
-        round.end = r.offset;
-        round.ends_segment = r.offset == seg.text.size();
-        if (round.ends_segment) {
-          ++r.segment;
-          r.offset = 0;
-        }
         detail::scan_words(
-            rest.substr(0, cut), options.text, [&](uint64_t h) { tables.prefetch(h); },
+            take_text(r, round), options.text, [&](uint64_t h) { tables.prefetch(h); },
             [&](std::string_view w, uint64_t h) {
               const size_t p = tables.shard_of(h);
               WordTable::Slot& s = tables.shard(p).insert(w, h);
@@ -375,7 +364,7 @@ Vocab Vocab::count(const std::vector<std::string_view>& parts, const VocabOption
             [&] {
               if (keep) add_line_end(r);
             });
-        if (keep && round.ends_segment && seg.ends_part) add_line_end(r);
+        if (keep && round.ends_part) add_line_end(r);
         finish(r, round);  // no codes left to write: the slices handed back
       }
     });
