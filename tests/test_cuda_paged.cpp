@@ -18,6 +18,7 @@
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
+#include "gpu/row_set_trainer.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/paging.hpp"
 #include "kernels/pool_draw.hpp"
@@ -551,8 +552,8 @@ enum class Launches {
   kHogwild,  ///< the default: every warp, races between sentences
 };
 
-RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, uint64_t hot,
-                uint64_t cache, Launches launches) {
+/// The run's settings as a Config (the model's seed, epochs, sizes).
+Config run_config(const RunSetup& s) {
   Config c;
   c.corpus = "zipf";
   c.dim = s.dim;
@@ -564,11 +565,34 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   c.negative_pool = s.pool;
   c.batch_words = s.batch_words;
   c.pool_words = s.pool_words;
+  return c;
+}
+
+TrainData run_data(const TrainingSet& set, const RunSetup& s) {
+  const Config c = run_config(s);
   TrainData data = set.train_data(c);
   data.params.negative_pool = s.pool;
   data.params.batch_blocks = (s.batch_words + kBlockWords - 1) / kBlockWords;
   data.params.pool_blocks = (s.pool_words + kBlockWords - 1) / kBlockWords;
   data.optimizer = c.optimizer_params();
+  return data;
+}
+
+/// The spans a run trains, of uneven length as timed checkpoints would cut them: {first, end}.
+std::vector<std::pair<uint64_t, uint64_t>> uneven_spans(uint64_t blocks) {
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (uint64_t b = 0; b < blocks;) {
+    const uint64_t end = std::min<uint64_t>(blocks, b + 3 + (b % 5));
+    spans.emplace_back(b, end);
+    b = end;
+  }
+  return spans;
+}
+
+RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, uint64_t hot,
+                uint64_t cache, Launches launches) {
+  const Config c = run_config(s);
+  const TrainData data = run_data(set, s);
   Model m = allocate_model(set.vocab.size(), c.dim, s.optimizer, s.interleaved, "", s.storage);
   init_model(m, c.seed);
   CudaBackendOptions o;
@@ -590,13 +614,9 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   r.output0 = values(m.output);
   {
     auto backend = make_cuda_backend(m, data, o);
-    // Spans of uneven length, as timed checkpoints would cut them.
-    const uint64_t nb = set.block_count();
     for (uint32_t e = 0; e < c.epochs; ++e) {
-      for (uint64_t b = 0; b < nb;) {
-        const uint64_t end = std::min<uint64_t>(nb, b + 3 + (b % 5));
+      for (const auto& [b, end] : uneven_spans(set.block_count())) {
         r.stats += backend->train(e, b, end);
-        b = end;
       }
     }
     backend->sync_to_host();
@@ -939,6 +959,70 @@ TEST(CudaPaged, TinyBudgetIsAClearError) {
   o.gpu.placement = Placement::kPaged;
   o.gpu.memory_budget = 0;
   EXPECT_THROW(make_cuda_backend(m, data, o), UsageError);
+}
+
+
+// A rank over several ranks trains its share on rows laid out as its working set says
+// (gpu/row_set_trainer.hpp): any row for any word. With one warp the kernel trains through those
+// row maps exactly what it trains on the whole tables by id: here every word's rows are moved to
+// a shuffled row, and the run, spans of uneven length as the resident one, gives its bits.
+TEST(RowSetTrainer, TrainsShuffledRowsAsTheResidentTablesBitForBit) {
+  PAGEDW2V_REQUIRE_GPU();
+  const TrainingSet set = make_set(3000, 60000);
+  for (const ModelKind model : {ModelKind::kSkipGram, ModelKind::kCbow}) {
+    SCOPED_TRACE(to_string(model));
+    RunSetup s;
+    s.model = model;
+    s.pool_words = 4096;  // several pools in a span
+    s.pool = 128;
+    const RunResult resident = train(set, s, Placement::kResident, 0, 0, Launches::kSerial);
+    const TrainData data = run_data(set, s);
+    const uint32_t dim = s.dim;
+    const uint64_t words = set.vocab.size();
+    std::vector<uint32_t> row_of(words);
+    for (uint32_t id = 0; id < words; ++id) row_of[id] = id;
+    std::shuffle(row_of.begin(), row_of.end(), std::mt19937(5));
+    std::vector<float> input(words * dim), output(words * dim);
+    for (uint32_t id = 0; id < words; ++id) {
+      std::copy_n(resident.input0.data() + id * dim, dim, input.data() + row_of[id] * dim);
+      std::copy_n(resident.output0.data() + id * dim, dim, output.data() + row_of[id] * dim);
+    }
+    RowSetTrainer trainer(data, /*single_warp=*/true);
+    SpanStats stats;
+    for (uint32_t e = 0; e < s.epochs; ++e) {
+      for (const auto& [b, end] : uneven_spans(set.block_count())) {
+        stats += trainer.train(e, b, end, row_of.data(), input.data(), output.data(), words);
+      }
+    }
+    std::vector<float> by_id_input(words * dim), by_id_output(words * dim);
+    for (uint32_t id = 0; id < words; ++id) {
+      std::copy_n(input.data() + row_of[id] * dim, dim, by_id_input.data() + id * dim);
+      std::copy_n(output.data() + row_of[id] * dim, dim, by_id_output.data() + id * dim);
+    }
+    EXPECT_EQ(stats.words, resident.stats.words);
+    EXPECT_EQ(stats.trained, resident.stats.trained);
+    EXPECT_EQ(stats.loss_terms, resident.stats.loss_terms);
+    EXPECT_NE(by_id_input, resident.input0) << "nothing trained";
+    expect_bits_equal(by_id_input, resident.input, "input");
+    expect_bits_equal(by_id_output, resident.output, "output");
+  }
+}
+
+// A row set that leaves out a word a pool draws is a caller's error, said in one line.
+TEST(RowSetTrainer, APoolEntryWithoutARowIsAnError) {
+  PAGEDW2V_REQUIRE_GPU();
+  const TrainingSet set = make_set(3000, 20000);
+  RunSetup s;
+  const TrainData data = run_data(set, s);
+  const uint64_t words = set.vocab.size();
+  std::vector<uint32_t> row_of(words, 0xFFFFFFFFu);
+  row_of[0] = 0;
+  std::vector<float> input(s.dim, 0.f), output(s.dim, 0.f);
+  RowSetTrainer trainer(data, false);
+  EXPECT_THROW(trainer.train(0, 0, 1, row_of.data(), input.data(), output.data(), 1), Error);
+  RunSetup adam = s;
+  adam.optimizer = OptimizerKind::kAdam;
+  EXPECT_THROW(RowSetTrainer(run_data(set, adam), false), UsageError);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Training over ranks: the pure parts (which rank owns a row and trains a block, which rows a
 // span needs) always; the runs themselves with `mpirun -np 2` on the CPU backend when the build
-// has MPI (PAGEDW2V_DISTRIBUTED) and mpirun is on PATH, else those tests are skipped and say why.
+// has MPI (PAGEDW2V_DISTRIBUTED) and mpirun is on PATH, else those tests are skipped and say why;
+// with the CUDA backend too when the machine has a GPU (GpuRanks, skipped without one).
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -32,6 +33,9 @@
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/cpu_backend.hpp"
+#ifdef PAGEDW2V_HAVE_CUDA
+#include "cuda_test_util.hpp"
+#endif
 
 namespace pagedw2v {
 namespace {
@@ -851,6 +855,76 @@ TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes
       << testing_util::read_file(dir_.file("resume.log"));
   EXPECT_TRUE(exists(out + "/vectors.npy"));
 }
+
+
+// ---- ranks on GPUs -----------------------------------------------------------------------------
+
+#ifdef PAGEDW2V_HAVE_CUDA
+// Two ranks with --device cuda (here both on the machine's one GPU, or one GPU each): each trains
+// its share's rows on its GPU (gpu/row_set_trainer.hpp) and exchanges them as the CPU ranks do.
+class GpuRanks : public TwoRanks {
+ protected:
+  void SetUp() override {
+    PAGEDW2V_REQUIRE_GPU();
+    TwoRanks::SetUp();
+  }
+
+  /// A run with the pool the GPU ranks choose, given to every run alike.
+  std::vector<std::string> gpu_args(const std::string& out, uint32_t epochs,
+                                    const std::string& device) const {
+    return {"train",    "--corpus",   corpus_, "--output",        out,    "--dim",
+            "24",       "--epochs",   std::to_string(epochs), "--min-count", "2",
+            "--seed",   "3",          "--device", device,     "--deterministic",
+            "--negative-pool", "1024", "--pool-words", "4096"};
+  }
+};
+
+// The loss of one CPU process, the same vocabulary and files; a deterministic run repeats its
+// bits, and its checkpoint resumes to them.
+TEST_F(GpuRanks, TrainAsOneProcessRepeatAndResumeExactly) {
+  const std::string one = dir_.file("one"), two = dir_.file("two"), again = dir_.file("again"),
+                    resumed = dir_.file("resumed");
+  ASSERT_EQ(run(0, gpu_args(one, 2, "cpu"), dir_.file("one.log")), 0)
+      << testing_util::read_file(dir_.file("one.log"));
+  ASSERT_EQ(run(2, gpu_args(two, 2, "cuda"), dir_.file("two.log")), 0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const std::string log = testing_util::read_file(dir_.file("two.log"));
+  EXPECT_NE(log.find("backend: cuda on"), std::string::npos) << log;
+  EXPECT_NE(log.find("2 ranks"), std::string::npos) << log;
+  EXPECT_EQ(testing_util::read_file(one + "/vocab.tsv"),
+            testing_util::read_file(two + "/vocab.tsv"));
+  EXPECT_EQ(names_in(one), names_in(two));
+  const nlohmann::json r1 = read_json(one + "/run.json"), r2 = read_json(two + "/run.json");
+  EXPECT_EQ(r1["words_trained"], r2["words_trained"]);
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_TRUE(std::isfinite(l2));
+  EXPECT_NEAR(l2, l1, 0.05 * l1) << "one CPU process " << l1 << ", two GPU ranks " << l2;
+  EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
+
+  const std::string vectors = testing_util::read_file(two + "/vectors.npy");
+  ASSERT_EQ(run(2, gpu_args(again, 2, "cuda"), dir_.file("again.log")), 0)
+      << testing_util::read_file(dir_.file("again.log"));
+  EXPECT_TRUE(vectors == testing_util::read_file(again + "/vectors.npy"))
+      << "two deterministic runs over GPU ranks differ";
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", two + "/checkpoints/epoch-1.h5",
+                 "--device", "cuda", "--deterministic"},
+                dir_.file("resumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("resumed.log"));
+  EXPECT_TRUE(vectors == testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
+// What GPU ranks do not train is refused on every rank with one clear line.
+TEST_F(GpuRanks, AnOptimizerWithStateIsAClearError) {
+  std::vector<std::string> args = gpu_args(dir_.file("adam"), 1, "cuda");
+  args.insert(args.end(), {"--optimizer", "adam"});
+  ASSERT_NE(run(2, args, dir_.file("adam.log")), 0);
+  const std::string log = testing_util::read_file(dir_.file("adam.log"));
+  EXPECT_NE(log.find("over ranks trains with sgd"), std::string::npos) << log;
+}
+#endif
 
 }  // namespace
 }  // namespace pagedw2v

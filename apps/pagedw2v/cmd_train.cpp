@@ -63,6 +63,8 @@ int cmd_train(int argc, char** argv) {
   if (dist::launched_with_ranks() && config.given.count("threads") == 0 && !config.deterministic) {
     config.threads = dist::default_threads_per_rank();
   }
+  // A GPU each, chosen before anything starts CUDA.
+  dist::choose_gpu_of_local_rank();
   prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "",
                    dist::launch_rank() == 0 ? stderr : nullptr);
   std::signal(SIGINT, on_stop_signal);
@@ -75,9 +77,6 @@ int cmd_train(int argc, char** argv) {
     return 0;
   }
   try {
-    if (config.device == DeviceKind::kCuda) {
-      throw UsageError("training over ranks runs the CPU backend (--device cpu or auto) so far");
-    }
     run_training(config, stderr, &g_stop_signal, ranks.get());
   } catch (const Interrupted& e) {
     if (ranks->rank() == 0) throw;

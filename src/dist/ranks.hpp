@@ -46,9 +46,11 @@ class Ranks {
                                     uint32_t threads, const std::string& hint) = 0;
 
   /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
-  /// `model`, whose rows this rank owns as row_owners.hpp says.
+  /// `model`, whose rows this rank owns as row_owners.hpp says: on `threads` CPU threads, or
+  /// on the rank's GPU when `gpu` (one warp per launch when `single_warp`).
   virtual std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
-                                                uint32_t threads) = 0;
+                                                uint32_t threads, bool gpu = false,
+                                                bool single_warp = false) = 0;
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer
   /// reads this instead of its own signal flag, so that every rank stops at the same span.
   virtual const std::atomic<int>* agreed_stop() const = 0;
@@ -71,6 +73,12 @@ uint32_t launch_rank();
 /// The CPU threads a rank takes when --threads is not given: the cores of its host shared by the
 /// ranks the launcher started on that host (at least one).
 uint32_t default_threads_per_rank();
+
+/// Gives this rank one of its host's GPUs, before anything starts CUDA: the launcher's local
+/// rank modulo the GPUs visible (CUDA_VISIBLE_DEVICES when set, else the driver's list of
+/// GPUs), written to CUDA_VISIBLE_DEVICES. With one GPU, or when the local rank is not known,
+/// every rank keeps what it sees (ranks then share a GPU).
+void choose_gpu_of_local_rank();
 
 /// Joins the ranks of this job when it was launched with more than one (MPI_Init), else
 /// returns null. `stop` is the process's signal flag: a rank that waits on the others and is

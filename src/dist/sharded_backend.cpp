@@ -13,6 +13,9 @@
 #include "dist/working_set.hpp"
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
+#ifdef PAGEDW2V_HAVE_CUDA
+#include "gpu/row_set_trainer.hpp"
+#endif
 
 namespace pagedw2v::dist {
 namespace {
@@ -22,8 +25,8 @@ uint64_t words_of(const TrainData& data) { return data.keep->words(); }
 
 class RankBackend final : public ShardedBackend {
  public:
-  RankBackend(MpiComm& comm, Model& model, const TrainData& data, uint32_t threads,
-              std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
+  RankBackend(MpiComm& comm, Model& model, const TrainData& data, uint32_t threads, bool gpu,
+              bool single_warp, std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
       : comm_(comm),
         model_(model),
         data_(data),
@@ -41,7 +44,9 @@ class RankBackend final : public ShardedBackend {
                        std::to_string(comm.size()) + " ranks; run fewer ranks");
     }
     if (model.input.storage() != Storage::kFp32) {
-      throw UsageError(storage_needs_cuda(model.input.storage()));
+      throw UsageError(gpu ? "--storage " + to_string(model.input.storage()) +
+                                 " over ranks is not built: ranks hold fp32 rows"
+                           : storage_needs_cuda(model.input.storage()));
     }
     const uint64_t expected = RowOwners{comm.size()}.owned(words, comm.rank());
     if (model.input.rows() != expected || model.output.rows() != expected) {
@@ -49,15 +54,31 @@ class RankBackend final : public ShardedBackend {
                   std::to_string(model.input.rows()) + " rows, not the " +
                   std::to_string(expected) + " it owns");
     }
-    if (data.optimizer.kind != OptimizerKind::kSgd) {
+    (void)single_warp;  // one warp per launch: the GPU's; the CPU's threads are `threads`
+    if (gpu) {
+#ifdef PAGEDW2V_HAVE_CUDA
+      gpu_.emplace(data, single_warp);
+      row_of_.assign(words, WorkingSet::kNoSlot);
+#else
+      throw UsageError("--device cuda: this build has no CUDA backend (use --device cpu)");
+#endif
+    } else if (data.optimizer.kind != OptimizerKind::kSgd) {
       steps_.emplace(comm, data.params.dim);
     } else {
       cpu_ = make_cpu_backend(model, data, threads, &work_.rows());
     }
   }
 
-  std::string name() const override { return "cpu"; }
+  std::string name() const override { return on_gpu() ? "cuda" : "cpu"; }
   std::string describe() const override {
+#ifdef PAGEDW2V_HAVE_CUDA
+    if (gpu_) {
+      return "cuda on " + gpu_->device_name() + ", " + std::to_string(comm_.size()) +
+             " ranks (rank r owns rows id % " + std::to_string(comm_.size()) +
+             " == r), each span's rows trained on the rank's GPU, rows exchanged every " +
+             std::to_string(rank_span_words()) + " words per rank";
+    }
+#endif
     return "cpu, " + std::to_string(comm_.size()) + " ranks (rank r owns rows id % " +
            std::to_string(comm_.size()) + " == r), " + std::to_string(steps_ ? 1 : threads_) +
            (steps_ ? " thread per rank (the owners apply the optimizer steps)"
@@ -76,6 +97,9 @@ class RankBackend final : public ShardedBackend {
     SpanStats s;
     if (steps_) {
       s = steps_->train(data_, owned_, work_, epoch, mine);
+    } else if (on_gpu()) {
+      if (mine.first < mine.last) s = train_on_gpu(epoch, mine);
+      exchange_.return_deltas(owned_, work_);
     } else {
       if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
       exchange_.return_deltas(owned_, work_);
@@ -100,8 +124,47 @@ class RankBackend final : public ShardedBackend {
 
  private:
   uint64_t rank_span_words() const {
+    if (on_gpu()) return kGpuRankSpanWords;
     return steps_ ? kRankSpanWords : std::max<uint64_t>(kRankSpanWords, threads_ * kBlockWords);
   }
+
+  bool on_gpu() const {
+#ifdef PAGEDW2V_HAVE_CUDA
+    return gpu_.has_value();
+#else
+    return false;
+#endif
+  }
+
+#ifdef PAGEDW2V_HAVE_CUDA
+  /// Lays the share's rows out as one compact pair of tables (row k: the k-th word that got a
+  /// slot), trains them on the GPU, and puts them back where the working set keeps them: the
+  /// rank's own rows in place, the others' in the copy rows whose deltas go back to the owners.
+  SpanStats train_on_gpu(uint32_t epoch, BlockRange mine) {
+    const std::vector<uint32_t>& words = work_.words();
+    const uint32_t dim = data_.params.dim;
+    const size_t n = words.size();
+    if (set_input_.size() < n * dim) {
+      set_input_.resize(n * dim + n * dim / 4);
+      set_output_.resize(set_input_.size());
+    }
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t id = words[k];
+      row_of_[id] = static_cast<uint32_t>(k);
+      std::copy_n(work_.input(id), dim, set_input_.data() + k * dim);
+      std::copy_n(work_.output(id), dim, set_output_.data() + k * dim);
+    }
+    const SpanStats s = gpu_->train(epoch, mine.first, mine.last, row_of_.data(),
+                                    set_input_.data(), set_output_.data(), n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint32_t id = words[k];
+      std::copy_n(set_input_.data() + k * dim, dim, work_.input(id));
+      std::copy_n(set_output_.data() + k * dim, dim, work_.output(id));
+      row_of_[id] = WorkingSet::kNoSlot;
+    }
+    return s;
+  }
+#endif
 
   MpiComm& comm_;
   Model& model_;
@@ -114,6 +177,11 @@ class RankBackend final : public ShardedBackend {
   RowExchange exchange_;
   uint64_t peak_working_rows_ = 0;
   std::optional<OwnerSteps> steps_;  ///< optimizers other than sgd
+#ifdef PAGEDW2V_HAVE_CUDA
+  std::optional<RowSetTrainer> gpu_;  ///< --device cuda: trains each share on the GPU
+  std::vector<uint32_t> row_of_;      ///< word → row of the span's compact tables (gpu_)
+  std::vector<float> set_input_, set_output_;  ///< the span's rows, compact (gpu_)
+#endif
   std::atomic<int>& agreed_stop_;
   const std::atomic<int>* stop_;
 };
@@ -122,9 +190,11 @@ class RankBackend final : public ShardedBackend {
 
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
+                                                     bool gpu, bool single_warp,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
-  return std::make_unique<RankBackend>(comm, model, data, threads, agreed_stop, stop);
+  return std::make_unique<RankBackend>(comm, model, data, threads, gpu, single_warp, agreed_stop,
+                                       stop);
 }
 
 }  // namespace pagedw2v::dist

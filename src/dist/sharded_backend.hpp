@@ -11,6 +11,10 @@
 /// during that span (README, "Distributed training"). The model a rank holds is its owned rows,
 /// compact (owned_rows.hpp), on every rank; checkpoints and the export gather them block by block
 /// (Ranks::gather_rows), so sync_to_host() has nothing to do.
+/// With --device cuda (sgd) a rank trains its share on its GPU instead of its CPU threads: the
+/// share's rows, laid out as one compact pair of tables, go to the GPU, train there
+/// (gpu/row_set_trainer.hpp) and come back before the deltas are returned; the exchanges are
+/// the same.
 /// Built only with MPI.
 
 #include <atomic>
@@ -27,6 +31,10 @@ namespace pagedw2v::dist {
 /// exchange fewer bytes per word (a frequent row is fetched once per span), smaller ones keep
 /// the copies fresher. The README's "Distributed training" gives the measured trade.
 inline constexpr uint64_t kRankSpanWords = 2 * kBlockWords;
+/// The same for a rank that trains on its GPU: each span costs copies to and from the GPU and a
+/// launch whatever its size, so spans are longer (mix5m's quality held at this span on the CPU:
+/// README, "Distributed training").
+inline constexpr uint64_t kGpuRankSpanWords = 8 * kBlockWords;
 
 /// The backend of one rank, and what it holds.
 class ShardedBackend : public Backend {
@@ -37,11 +45,14 @@ class ShardedBackend : public Backend {
   virtual uint64_t peak_working_rows() const = 0;
 };
 
-/// The backend for `model` and `data`, with `threads` CPU threads on this rank; writes the
-/// agreed stop signal to `agreed_stop`. On rank r `model` holds the rows r owns, compact
-/// (owned_rows.hpp); every rank's rows start as one process's would.
+/// The backend for `model` and `data`, with `threads` CPU threads on this rank, or its GPU
+/// when `gpu` (one warp per launch when `single_warp`: a deterministic run); writes the agreed
+/// stop signal to `agreed_stop`. On rank r `model` holds the rows r owns, compact
+/// (owned_rows.hpp); every rank's rows start as one process's would. Throws UsageError for a
+/// GPU in a build without CUDA, or with an optimizer other than sgd.
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
+                                                     bool gpu, bool single_warp,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop);
 

@@ -23,6 +23,7 @@
 #include "error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
+#include "gpu/gpu_plan.hpp"
 #include "io/atomic_file.hpp"
 #include "io/embeddings.hpp"
 #include "io/export.hpp"
@@ -609,7 +610,19 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   };
   t = Clock::now();
   warm_up.wait();
-  if (!ck) {
+  // Over ranks with a GPU each (sgd; auto takes the CPU for other optimizers), every rank trains
+  // its share's rows on its GPU: negatives come from a pool, as for paged tables.
+  const bool rank_gpus = ranks != nullptr && device == DeviceKind::kCuda &&
+                         (config.device == DeviceKind::kCuda ||
+                          config.optimizer == OptimizerKind::kSgd);
+  if (!ck && rank_gpus) {
+    if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
+      config.negative_pool = kAutoNegativePool;
+      if (config.given.count("pool-words") == 0) {
+        config.pool_words = uint64_t{kAutoPoolWordsPerEntry} * kAutoNegativePool;
+      }
+    }
+  } else if (!ck) {
     // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
     gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
                               config.gpu_options());
@@ -643,7 +656,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   GpuOptions gpu_settings = gpu.value_or(config.gpu_options());
   gpu_settings.deterministic = config.deterministic;  // a resumed run's may be the checkpoint's
   std::unique_ptr<Backend> backend =
-      ranks ? ranks->make_backend(model, data, threads)
+      ranks ? ranks->make_backend(model, data, threads, rank_gpus, config.deterministic)
             : make_backend(config.device, model, data, threads, gpu_settings);
   if (ranks) stop = ranks->agreed_stop();
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
