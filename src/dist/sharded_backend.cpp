@@ -124,7 +124,7 @@ class RankBackend final : public ShardedBackend {
 
  private:
   uint64_t rank_span_words() const {
-    if (on_gpu()) return kGpuRankSpanWords;
+    if (on_gpu()) return gpu_rank_span_words(words_of(data_));
     return steps_ ? kRankSpanWords : std::max<uint64_t>(kRankSpanWords, threads_ * kBlockWords);
   }
 
