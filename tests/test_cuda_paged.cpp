@@ -961,7 +961,6 @@ TEST(CudaPaged, TinyBudgetIsAClearError) {
   EXPECT_THROW(make_cuda_backend(m, data, o), UsageError);
 }
 
-
 // A rank over several ranks trains its share on rows laid out as its working set says
 // (gpu/row_set_trainer.hpp): any row for any word. With one warp the kernel trains through those
 // row maps exactly what it trains on the whole tables by id: here every word's rows are moved to

@@ -857,7 +857,6 @@ TEST_F(TwoRanks, AKilledRankEndsTheJobWithOneClearErrorAndACheckpointThatResumes
   EXPECT_TRUE(exists(out + "/vectors.npy"));
 }
 
-
 // ---- ranks on GPUs -----------------------------------------------------------------------------
 
 #ifdef PAGEDW2V_HAVE_CUDA
@@ -873,10 +872,26 @@ class GpuRanks : public TwoRanks {
   /// A run with the pool the GPU ranks choose, given to every run alike.
   std::vector<std::string> gpu_args(const std::string& out, uint32_t epochs,
                                     const std::string& device) const {
-    return {"train",    "--corpus",   corpus_, "--output",        out,    "--dim",
-            "24",       "--epochs",   std::to_string(epochs), "--min-count", "2",
-            "--seed",   "3",          "--device", device,     "--deterministic",
-            "--negative-pool", "1024", "--pool-words", "4096"};
+    return {"train",
+            "--corpus",
+            corpus_,
+            "--output",
+            out,
+            "--dim",
+            "24",
+            "--epochs",
+            std::to_string(epochs),
+            "--min-count",
+            "2",
+            "--seed",
+            "3",
+            "--device",
+            device,
+            "--deterministic",
+            "--negative-pool",
+            "1024",
+            "--pool-words",
+            "4096"};
   }
 };
 

@@ -552,8 +552,25 @@ TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
   ASSERT_TRUE(grown.paged);
   const uint64_t fit = grown.hot_rows + grown.cache_rows;
   EXPECT_GT(window_need(flat, fit - fit / 3, 1024), 2 * (fit / 3));
+  ASSERT_GT(grown.cache_rows, kHostCutMaxSlots);
   EXPECT_EQ(grown.cache_rows, static_cast<uint64_t>(double(fit) * kSgdCacheMostShare));
   EXPECT_LE(paged_bytes(in, grown, f), f.budget);
+  // A budget whose cache would be cut on the host keeps more hot rows: kSgdCacheHostCutShare.
+  const GpuDeviceFacts small = facts(uint64_t{12000} * device_row_bytes(128, OptimizerKind::kSgd) +
+                                     host_cut_fixed_bytes(in, grown) + (uint64_t{4} << 20));
+  const GpuPlan cut = plan_gpu(in, small);
+  ASSERT_TRUE(cut.paged);
+  EXPECT_TRUE(cut.host_cuts);
+  EXPECT_LE(cut.cache_rows, kHostCutMaxSlots);
+  // The same cache when the device cuts the pieces (which leaves the rows as the rule split
+  // them): kSgdCacheHostCutShare of them, not kSgdCacheMostShare.
+  GpuPlanInput on_device = in;
+  on_device.piece_cutting = PieceCutting::kDevice;
+  const GpuPlan split = plan_gpu(on_device, small);
+  EXPECT_EQ(split.cache_rows, cut.cache_rows);
+  const double share = double(split.cache_rows) / double(split.hot_rows + split.cache_rows);
+  EXPECT_NEAR(share, kSgdCacheHostCutShare, 0.01);
+  EXPECT_LT(share, kSgdCacheMostShare - 0.1) << "a host-cut cache keeps more hot rows";
   // A streamed corpus (ids not known when planning) keeps the third.
   GpuPlanInput streamed = in;
   streamed.tokens = nullptr;

@@ -44,8 +44,8 @@ uint32_t default_threads_per_rank() {
 void choose_gpu_of_local_rank() {
   if (!launched_with_ranks()) return;
   const char* local = nullptr;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK",
-                           "SLURM_LOCALID"}) {
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMIX_LOCAL_RANK", "SLURM_LOCALID"}) {
     if ((local = std::getenv(name)) != nullptr) break;
   }
   if (local == nullptr) return;

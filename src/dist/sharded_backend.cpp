@@ -154,8 +154,8 @@ class RankBackend final : public ShardedBackend {
       std::copy_n(work_.input(id), dim, set_input_.data() + k * dim);
       std::copy_n(work_.output(id), dim, set_output_.data() + k * dim);
     }
-    const SpanStats s = gpu_->train(epoch, mine.first, mine.last, row_of_.data(),
-                                    set_input_.data(), set_output_.data(), n);
+    const SpanStats s = gpu_->train(epoch, mine.first, mine.last, row_of_.data(), set_input_.data(),
+                                    set_output_.data(), n);
     for (size_t k = 0; k < n; ++k) {
       const uint32_t id = words[k];
       std::copy_n(set_input_.data() + k * dim, dim, work_.input(id));
@@ -178,8 +178,8 @@ class RankBackend final : public ShardedBackend {
   uint64_t peak_working_rows_ = 0;
   std::optional<OwnerSteps> steps_;  ///< optimizers other than sgd
 #ifdef PAGEDW2V_HAVE_CUDA
-  std::optional<RowSetTrainer> gpu_;  ///< --device cuda: trains each share on the GPU
-  std::vector<uint32_t> row_of_;      ///< word → row of the span's compact tables (gpu_)
+  std::optional<RowSetTrainer> gpu_;           ///< --device cuda: trains each share on the GPU
+  std::vector<uint32_t> row_of_;               ///< word → row of the span's compact tables (gpu_)
   std::vector<float> set_input_, set_output_;  ///< the span's rows, compact (gpu_)
 #endif
   std::atomic<int>& agreed_stop_;

@@ -312,7 +312,8 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
 
 std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords); }
 
-/// The sgd cache: a third of the rows, or kSgdCacheMostShare of them when a third would cut the
+/// The sgd cache: a third of the rows, or kSgdCacheMostShare of them (kSgdCacheHostCutShare for a
+/// cache whose pieces are cut on the host) when a third would cut the
 /// pieces below half of kSgdPieceFloorWords words: when the rows that the pieces in flight
 /// (kPagedStages of that size, in a row of the corpus) need — their distinct ids at or above the
 /// hot rows a third leaves, counted, and their pool entries likely cold — are more than twice a
@@ -343,7 +344,11 @@ uint64_t sgd_cache_rows(const GpuPlanInput& in, const GpuPlan& plan, const Paged
     likely *= in.noise->share_from(hot);
   }
   if (double(ids) + likely <= 2.0 * double(third)) return third;
-  return std::max(third, static_cast<uint64_t>(double(layout.rows_fit) * kSgdCacheMostShare));
+  const auto share = [&](double s) {
+    return std::max(third, static_cast<uint64_t>(double(layout.rows_fit) * s));
+  };
+  const uint64_t most = share(kSgdCacheMostShare);
+  return most <= kHostCutMaxSlots ? share(kSgdCacheHostCutShare) : most;
 }
 
 }  // namespace

@@ -117,13 +117,17 @@ struct GpuPlan {
 inline constexpr uint64_t kPagedStages = 4;
 
 /// Paged sgd: a corpus whose pieces a cache of a third of the rows would cut below half this
-/// many words gets a cache of this share of the rows (plan_gpu). On the 2 M-word walks at 10 %
-/// of the tables (bf16), shares of 0.75, 0.90, 0.95 and 0.98 gave 63.1, 63.9, 66.1 and 67.4 M
-/// words/s: the device's collection of the pieces, not the row moves, bounds such a run, and
-/// fewer, larger pieces save more of it than the hot rows' hits (0.24 of the lookups at 0.75)
-/// save of the moves (README, "Paged tables").
+/// many words gets a cache of kSgdCacheMostShare of the rows (plan_gpu), or of
+/// kSgdCacheHostCutShare when that cache would be small enough for its pieces to be cut on the
+/// host (kHostCutMaxSlots). Pieces collected on the device cost device time each, which bounds
+/// such a run: on the 2 M-word walks at 10 % of the tables (bf16), shares of 0.75, 0.90, 0.95
+/// and 0.98 gave 63.1, 63.9, 66.1 and 67.4 M words/s, fewer, larger pieces saving more than the
+/// hot rows' hits (0.24 of the lookups at 0.75) save of the moves. Pieces cut on the host cost
+/// little each, and there the hot rows matter more: mix5m at 16.2 MB, 100.3 M words/s with 0.75,
+/// 83.0 M with 0.98 (README, "Paged tables").
 inline constexpr uint64_t kSgdPieceFloorWords = 65536;
 inline constexpr double kSgdCacheMostShare = 0.98;
+inline constexpr double kSgdCacheHostCutShare = 0.75;
 
 /// Bytes of one row on the device in every table (input, output, optimizer state and, for the
 /// dense optimizers, gradient rows, touched flags and step lists), a table's row taking

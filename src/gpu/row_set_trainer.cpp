@@ -8,6 +8,7 @@
 #include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
+#include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/sgns.hpp"
@@ -114,8 +115,7 @@ struct RowSetTrainer::Impl {
     reserve(tokens, ntokens, "the span's tokens");
     reserve(token_rows, ntokens, "the span's token rows");
     reserve(starts, sentences + 1, "the span's sentences");
-    PAGEDW2V_CUDA_TRY(
-        cudaMemcpyAsync(tokens.data(), ids, ntokens * 4, cudaMemcpyHostToDevice, st));
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(tokens.data(), ids, ntokens * 4, cudaMemcpyHostToDevice, st));
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(token_rows.data(), host_token_rows.data(), ntokens * 4,
                                       cudaMemcpyHostToDevice, st));
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(starts.data(), all_starts.data() + s0, (sentences + 1) * 8,
@@ -153,26 +153,15 @@ struct RowSetTrainer::Impl {
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(sentence_pool.data(), host_sentence_pool.data(),
                                       sentences * 4, cudaMemcpyHostToDevice, st));
 
-    SgnsArgs a;
-    a.model = p.model;
+    SgnsArgs a = run_args(data, epoch, data.keep->stored());
     a.input = input.data();
     a.output = output.data();
-    a.stride = stride;
-    a.vocab = data.keep->words();
     a.tokens = tokens.data();
     a.token_base = t0;
     a.sentence_starts = starts.data();
     a.sentences = sentences;
     a.keep = keep.data();
-    a.keep_count = data.keep->stored();
     a.noise = noise.data();
-    a.noise_columns = data.noise->column_count();
-    a.seed = p.seed;
-    a.epoch = epoch;
-    a.window = p.window;
-    a.negative = p.negative;
-    a.schedule = make_schedule(p);
-    a.epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
     a.counters = counters.data();
     a.token_rows = token_rows.data();
     a.pool = pool.data();
@@ -189,8 +178,7 @@ struct RowSetTrainer::Impl {
     PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(host_output, width, output.data(), pitch, width, rows,
                                         cudaMemcpyDeviceToHost, st));
     SgnsCounters c{};
-    PAGEDW2V_CUDA_TRY(
-        cudaMemcpyAsync(&c, counters.data(), sizeof c, cudaMemcpyDeviceToHost, st));
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(&c, counters.data(), sizeof c, cudaMemcpyDeviceToHost, st));
     stream.synchronize();
     return {c.words, c.trained, c.loss, c.loss_terms};
   }
@@ -202,8 +190,7 @@ RowSetTrainer::RowSetTrainer(const TrainData& data, bool single_warp)
 RowSetTrainer::~RowSetTrainer() = default;
 
 SpanStats RowSetTrainer::train(uint32_t epoch, uint64_t first_block, uint64_t last_block,
-                               const uint32_t* row_of, float* input, float* output,
-                               uint64_t rows) {
+                               const uint32_t* row_of, float* input, float* output, uint64_t rows) {
   return impl_->train(epoch, first_block, last_block, row_of, input, output, rows);
 }
 

@@ -37,8 +37,8 @@ class RowSetTrainer {
   /// `input` and `output` (host memory, row-major), word `id` in row `row_of[id]`; every word
   /// whose rows the blocks read or write must have one (any value for the others). The rows are
   /// updated in place when it returns.
-  SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block,
-                  const uint32_t* row_of, float* input, float* output, uint64_t rows);
+  SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block, const uint32_t* row_of,
+                  float* input, float* output, uint64_t rows);
 
   /// The device's name.
   std::string device_name() const;

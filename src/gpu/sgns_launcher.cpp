@@ -15,8 +15,6 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
       tables_(tables),
       single_warp_(single_warp),
       item_tokens_(item_tokens),
-      stride_(sgns_row_stride(data.params.dim)),
-      rows_(data.keep->words()),
       keep_count_(plan.keep_count),
       batch_blocks_(plan.batch_blocks),
       pool_blocks_(std::max<uint32_t>(1, data.params.pool_blocks)),
@@ -37,24 +35,29 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
   }
 }
 
-SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
-  const TrainParams& p = data_.params;
+SgnsArgs run_args(const TrainData& data, uint32_t epoch, uint64_t keep_count) {
+  const TrainParams& p = data.params;
   SgnsArgs a;
   a.model = p.model;
-  a.input = tables_.input();
-  a.output = tables_.output();
-  a.stride = stride_;
-  a.vocab = static_cast<uint32_t>(rows_);
-  a.keep = keep_.data();
-  a.keep_count = static_cast<uint32_t>(keep_count_);
-  a.noise = noise_.data();
-  a.noise_columns = data_.noise->column_count();
+  a.stride = sgns_row_stride(p.dim);
+  a.vocab = data.keep->words();
+  a.keep_count = static_cast<uint32_t>(keep_count);
+  a.noise_columns = data.noise->column_count();
   a.seed = p.seed;
   a.epoch = epoch;
   a.window = p.window;
   a.negative = p.negative;
   a.schedule = make_schedule(p);
   a.epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
+  return a;
+}
+
+SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
+  SgnsArgs a = run_args(data_, epoch, keep_count_);
+  a.input = tables_.input();
+  a.output = tables_.output();
+  a.keep = keep_.data();
+  a.noise = noise_.data();
   a.counters = counters_.data();
   a.max_warps = single_warp_ ? 1 : 0;
   a.item_tokens = item_tokens_;

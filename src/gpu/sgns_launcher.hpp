@@ -43,6 +43,11 @@ struct PoolBuffers {
   }
 };
 
+/// What every launch of `epoch` in the run `data` reads besides its buffers: the model, the
+/// training settings, the schedule and the samplers' sizes (keep_count: the stored keep
+/// probabilities). The callers set the device pointers.
+SgnsArgs run_args(const TrainData& data, uint32_t epoch, uint64_t keep_count);
+
 class SgnsLauncher {
  public:
   /// Uploads the samplers of `data` on `stream` as `plan` sizes them. `single_warp`: one warp
@@ -86,9 +91,7 @@ class SgnsLauncher {
   DeviceTables& tables_;
   bool single_warp_ = false;
   uint32_t item_tokens_ = 0;  ///< SgnsArgs::item_tokens
-  uint32_t stride_ = 0;
-  uint64_t rows_ = 0;
-  uint64_t keep_count_ = 0;  ///< words whose keep probability is below 1, and those before
+  uint64_t keep_count_ = 0;   ///< words whose keep probability is below 1, and those before
   uint32_t batch_blocks_ = 1, pool_blocks_ = 1;
   uint64_t max_pools_ = 1;
   DeviceBuffer<float> keep_;
