@@ -528,6 +528,10 @@ void validate(const Config& config) {
     throw UsageError("--deterministic trains on one CPU thread; leave out --threads " +
                      option_value(config, "threads") + " (or set it to 1)");
   }
+  check_optimizer_settings(config);
+}
+
+void check_optimizer_settings(const Config& config) {
   const std::string optimizer = to_string(config.optimizer);
   if (config.optimizer == OptimizerKind::kSgd) {
     if (config.lr) throw UsageError("--lr applies to the other optimizers; sgd's rate is --alpha");

@@ -127,6 +127,9 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
+/// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
+/// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
+void check_optimizer_settings(const Config& config);
 
 /// The valid option nearest to `given` (a name without dashes that is not valid), written as it
 /// is to be typed ("--epochs", "--model cbow"), or "" when none is near. Knows the names of

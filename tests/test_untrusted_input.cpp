@@ -187,8 +187,8 @@ struct Doctored {
 };
 
 std::string small_checkpoint(const TempDir& dir, const std::vector<std::string>& words,
-                             const TrainPosition& pos = {1, 2, 150}) {
-  Config c;
+                             const TrainPosition& pos = {1, 2, 150}, const Config& base = {}) {
+  Config c = base;
   c.dim = 2;
   c.epochs = 3;
   std::vector<uint64_t> counts;
@@ -260,6 +260,21 @@ TEST(CheckpointPositions, CountsBeyondTheCorpusAreRefused) {
   set_int_attribute(path, "corpus_words", 26);  // the counts are 10 + 9 + 8
   expect_error_with([&] { load_checkpoint(path); },
                     "its word counts add up to more than the 26 words of its corpus");
+}
+
+// A changed byte can make the recorded optimizer one that the recorded hyperparameters do not
+// apply to: the checkpoint is damaged (a runtime error, exit 1), not the command line wrong.
+TEST(CheckpointPositions, SettingsThatDoNotHoldTogetherAreRefused) {
+  const TempDir dir;
+  Config sgd_with_eps;
+  sgd_with_eps.eps = 1e-6f;
+  const std::string path = small_checkpoint(dir, {"a", "b", "c"}, {1, 2, 150}, sgd_with_eps);
+  expect_error_with([&] { load_checkpoint(path); },
+                    "is damaged: --eps does not apply to --optimizer sgd");
+  Config sgd_with_lr;
+  sgd_with_lr.lr = 0.01f;
+  const std::string lr = small_checkpoint(dir, {"a", "b", "c"}, {1, 2, 150}, sgd_with_lr);
+  expect_error_with([&] { load_checkpoint(lr); }, "is damaged: --lr applies to the other");
 }
 
 TEST(CheckpointPositions, WordsThatExportsCannotHoldAreRefused) {

@@ -293,6 +293,13 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
     }
   }
   ck.config.given.clear();
+  // The settings must hold together as a run's did (a changed byte can make the optimizer one
+  // that its recorded hyperparameters do not apply to).
+  try {
+    check_optimizer_settings(ck.config);
+  } catch (const UsageError& e) {
+    throw Error("checkpoint '" + path + "' is damaged: " + e.what());
+  }
   // Every position is checked against what the run could have reached: a damaged number must
   // not skip epochs or reach the output.
   constexpr uint64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
