@@ -178,8 +178,7 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"negative-pool",
                "draw negatives from a pool of N noise words shared by --pool-words words (0 = per "
                "example, as word2vec); paged placement needs one: left out, a paged run draws "
-               "1024 per 4096 words, as does resident sgd on tables over four times the GPU's L2 "
-               "cache (faster there)",
+               "1024 per 4096 words",
                "0", false, true,
                [](C& c, V v) {
                  c.negative_pool =
