@@ -634,22 +634,6 @@ TEST(GpuPlan, SgdPiecesAreCutOnTheHostForASmallCache) {
       plan_gpu(resident, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) * 2)).host_cuts);
 }
 
-// Resident sgd takes the automatic pool only for tables well beyond the L2 cache: mix5m's
-// 27 MB on a 50 MB L2 keeps word2vec's draws, the 2 M-word walks (2 GB) and 10 M-row tables
-// draw from the pool; optimizers with state never.
-TEST(GpuPlan, ResidentPoolOnlyForTablesFarBeyondTheL2) {
-  const uint64_t l2 = uint64_t{50} << 20;
-  const auto sgd = OptimizerKind::kSgd;
-  EXPECT_FALSE(resident_pool_pays(27000000, l2, sgd));
-  EXPECT_FALSE(resident_pool_pays(kResidentPoolL2Multiple * l2, l2, sgd));
-  EXPECT_TRUE(resident_pool_pays(kResidentPoolL2Multiple * l2 + 1, l2, sgd));
-  EXPECT_TRUE(resident_pool_pays(uint64_t{2000000} * 2 * 128 * 4, l2, sgd));
-  EXPECT_FALSE(resident_pool_pays(uint64_t{2000000} * 2 * 128 * 4, l2, OptimizerKind::kAdam));
-  EXPECT_FALSE(resident_pool_pays(uint64_t{2000000} * 2 * 128 * 4, 0, sgd));
-  // The pool it takes is the paged runs' automatic one: an entry per four words, whole blocks.
-  EXPECT_EQ(uint64_t{kAutoPoolWordsPerEntry} * kAutoNegativePool % kBlockWords, 0u);
-}
-
 TEST(GpuPlan, SmallerRowsLeaveRoomForMoreOfThem) {
   const uint64_t rows = 300000;
   const Shape s = make_shape(rows, 600000, 50, 9);

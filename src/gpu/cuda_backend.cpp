@@ -399,27 +399,7 @@ GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind k
 TrainParams plan_cuda_train_params(const TrainData& data, const GpuOptions& gpu, bool choose_pool,
                                    bool choose_pool_words, bool choose_batch) {
   TrainParams params = data.params;
-  if (!cuda_device_available()) return params;
-  if (gpu.placement == Placement::kResident) {
-    // Large resident tables draw their negatives from the automatic pool (resident_pool_pays).
-    if (!choose_pool || params.negative_pool > 0) return params;
-    int device = 0;
-    PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-    cudaDeviceProp prop{};
-    PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-    const uint64_t table_bytes =
-        2 * data.keep->words() * uint64_t{sgns_row_stride(params.dim)} * sizeof(float);
-    if (resident_pool_pays(table_bytes, static_cast<uint64_t>(prop.l2CacheSize),
-                           data.optimizer.kind)) {
-      params.negative_pool = kAutoNegativePool;
-      if (choose_pool_words) {
-        params.pool_blocks = static_cast<uint32_t>(std::max<uint64_t>(
-            1, uint64_t{kAutoPoolWordsPerEntry} * kAutoNegativePool / kBlockWords));
-      }
-    }
-    return params;
-  }
-  if (gpu.placement != Placement::kPaged) return params;
+  if (gpu.placement != Placement::kPaged || !cuda_device_available()) return params;
   CudaBackendOptions options;
   options.gpu = resolve_cuda_gpu_options(data.keep->words(), params.dim, data.optimizer.kind, gpu);
   GpuPlanInput in = make_plan_input(data, options);

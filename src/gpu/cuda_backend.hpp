@@ -127,10 +127,8 @@ GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind k
 /// `data.params` with the training sizes that paged tables leave to the plan chosen by it
 /// (gpu_plan.hpp's plan_gpu) under settings `gpu` resolved by resolve_cuda_gpu_options: the
 /// negative pool (`choose_pool`), its period (`choose_pool_words`) and, with an optimizer, the
-/// super-batch (`choose_batch`); the rest as given. Resident tables: the automatic pool where
-/// the tables are large against the GPU's L2 cache (gpu_plan.hpp's resident_pool_pays) and no
-/// pool was given, else unchanged. Throws what make_cuda_backend would for sizes that do not
-/// fit.
+/// super-batch (`choose_batch`); the rest as given. Unchanged for resident tables. Throws what
+/// make_cuda_backend would for sizes that do not fit.
 TrainParams plan_cuda_train_params(const TrainData& data, const GpuOptions& gpu, bool choose_pool,
                                    bool choose_pool_words, bool choose_batch);
 

@@ -113,11 +113,6 @@ uint64_t paged_margin(uint64_t budget) {
   return std::clamp<uint64_t>(budget / 32, uint64_t{1} << 20, uint64_t{16} << 20);
 }
 
-bool resident_pool_pays(uint64_t table_bytes, uint64_t l2_bytes, OptimizerKind kind) {
-  return kind == OptimizerKind::kSgd && l2_bytes > 0 &&
-         table_bytes > kResidentPoolL2Multiple * l2_bytes;
-}
-
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes) {
   const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
   return requested > 0 ? requested : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);

@@ -42,21 +42,6 @@ struct GpuDeviceFacts {
 inline constexpr uint32_t kAutoNegativePool = 1024;
 inline constexpr uint32_t kAutoPoolWordsPerEntry = 4;
 
-/// Resident sgd whose tables exceed this many times the GPU's L2 cache draws its negatives from
-/// the automatic pool when none is given (resident_pool_pays).
-inline constexpr uint64_t kResidentPoolL2Multiple = 4;
-
-/// Whether resident tables of `table_bytes` (both tables) train faster with the automatic
-/// negative pool on a GPU with `l2_bytes` of L2 cache: sgd, and tables larger than
-/// kResidentPoolL2Multiple L2 caches. A launch's negatives then come from 1,024 rows a 4,096
-/// words, which stay in L2, instead of rows all over the output table, each a miss to GPU
-/// memory. One NVIDIA H200 (50 MB of L2), 2026-12-04: the 2 M-word walks (2 GB of tables)
-/// 92.9 → 127.6 M words/s, Zipf 0.7 and 1.0 over 10 M rows (10 GB) 85.6 → 125.5 and 116.8 →
-/// 143.1 M; mix5m (27 MB) 137.7 → 133.6 M, so small tables keep word2vec's draws (README,
-/// "Resident tables and the negative pool"). The pool's quality is the paged runs' (mix5m:
-/// README, "Paged tables").
-bool resident_pool_pays(uint64_t table_bytes, uint64_t l2_bytes, OptimizerKind kind);
-
 /// Where the pieces of paged sgd are cut: on the device, each try's rows counted there and sent
 /// back (kernels/paging.hpp's steps), or on the host ahead of the device by their cold rows
 /// (gpu/piece_cuts.hpp); kAuto: as the plan decides (GpuPlan::host_cuts).

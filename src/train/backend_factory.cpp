@@ -30,17 +30,13 @@ Config plan_train_sizes(const Config& config, const TrainData& data, const GpuOp
   Config planned = config;
 #ifdef PAGEDW2V_HAVE_CUDA
   const bool cuda = config.device == DeviceKind::kCuda || config.device == DeviceKind::kAuto;
-  if (cuda && gpu.placement != Placement::kAuto && cuda_device_available()) {
+  if (cuda && gpu.placement == Placement::kPaged && cuda_device_available()) {
     const auto left = [&](const char* name) { return config.given.count(name) == 0; };
     const TrainParams p = plan_cuda_train_params(data, gpu, left("negative-pool"),
                                                  left("pool-words"), left("batch-words"));
-    if (gpu.placement == Placement::kPaged || p.negative_pool != data.params.negative_pool) {
-      planned.negative_pool = p.negative_pool;
-      planned.pool_words = uint64_t{p.pool_blocks} * kBlockWords;
-    }
-    if (gpu.placement == Placement::kPaged) {
-      planned.batch_words = uint64_t{p.batch_blocks} * kBlockWords;
-    }
+    planned.negative_pool = p.negative_pool;
+    planned.pool_words = uint64_t{p.pool_blocks} * kBlockWords;
+    planned.batch_words = uint64_t{p.batch_blocks} * kBlockWords;
   }
 #else
   (void)data, (void)gpu;

@@ -27,9 +27,8 @@ GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, O
 /// page the tables, a negative pool when --negative-pool was not given, its period when
 /// --pool-words was not, and with an optimizer the super-batch when --batch-words was not
 /// (plan_cuda_train_params; `data` is the run's data under `config`). Given settings are kept
-/// and checked. Resident tables large against the GPU's L2 cache get the automatic negative
-/// pool when --negative-pool was not given (gpu/gpu_plan.hpp's resident_pool_pays). A
-/// checkpoint of the run records the values chosen. Unchanged for the CPU backend.
+/// and checked. A checkpoint of the run records the values chosen. Unchanged for the CPU
+/// backend and resident tables.
 Config plan_train_sizes(const Config& config, const TrainData& data, const GpuOptions& gpu);
 
 /// Checks, before any work, that `device` can be used: throws what make_backend() would throw
