@@ -197,6 +197,25 @@ TEST(PieceCuts, PoolsOfEveryPeriodThePieceSpansAreItsRows) {
   ASSERT_FALSE(got.empty());
 }
 
+// A piece's cold rows come out ascending either way: sorted when they are few beside the
+// stretch of rows they span (a large vocabulary, small pieces), read off the bits in order when
+// they are many (large pieces). Both ways over the same corpus, each checked by brute force.
+TEST(PieceCuts, ColdRowsAscendWhetherSortedOrReadOffTheirBits) {
+  const Corpus c = make_corpus(200000, 400, 8);
+  for (const uint64_t share : {3, 40, 100000}) {
+    SCOPED_TRACE("share " + std::to_string(share));
+    const PieceCutInput in = input_for(c, 100, share);
+    PieceCuts cuts(in, 2);
+    const auto got = check_span(c, in, cuts, 1, 0, c.blocks.size() - 1);
+    ASSERT_FALSE(got.empty());
+  }
+  // Every row cold and most of them touched: long lists over a short stretch.
+  const Corpus dense = make_corpus(300, 2000, 9);
+  const PieceCutInput in = input_for(dense, 0, 250);
+  PieceCuts cuts(in, 3);
+  check_span(dense, in, cuts, 0, 0, dense.blocks.size() - 1);
+}
+
 // Cutters started many times over, each cutting at once: none may wait forever (a thread that
 // read the thread count while the others were still being started once never took a unit).
 TEST(PieceCuts, EveryCutterStartsCutting) {
