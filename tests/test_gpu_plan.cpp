@@ -548,13 +548,22 @@ TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
   for (uint32_t& t : flat.tokens) t = static_cast<uint32_t>(rng() % rows);
   GpuPlanInput in = input(flat, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
   const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 10);
-  const GpuPlan grown = plan_gpu(in, f);
+  // Cut on the device, which leaves the rows as the rule split them (cut on the host, such a
+  // cache keeps its size and the budget the device's cut would need goes to hot rows).
+  GpuPlanInput device_cuts = in;
+  device_cuts.piece_cutting = PieceCutting::kDevice;
+  const GpuPlan grown = plan_gpu(device_cuts, f);
   ASSERT_TRUE(grown.paged);
   const uint64_t fit = grown.hot_rows + grown.cache_rows;
   EXPECT_GT(window_need(flat, fit - fit / 3, 1024), 2 * (fit / 3));
   ASSERT_GT(grown.cache_rows, kHostCutMaxSlots);
   EXPECT_EQ(grown.cache_rows, static_cast<uint64_t>(double(fit) * kSgdCacheMostShare));
-  EXPECT_LE(paged_bytes(in, grown, f), f.budget);
+  EXPECT_LE(paged_bytes(device_cuts, grown, f), f.budget);
+  const GpuPlan host_cut = plan_gpu(in, f);
+  EXPECT_TRUE(host_cut.host_cuts);
+  EXPECT_EQ(host_cut.cache_rows, grown.cache_rows);
+  EXPECT_GE(host_cut.hot_rows, grown.hot_rows);
+  EXPECT_LE(paged_bytes(in, host_cut, f), f.budget);
   // A budget whose cache would be cut on the host keeps more hot rows: kSgdCacheHostCutShare.
   const GpuDeviceFacts small = facts(uint64_t{12000} * device_row_bytes(128, OptimizerKind::kSgd) +
                                      host_cut_fixed_bytes(in, grown) + (uint64_t{4} << 20));
@@ -585,6 +594,7 @@ TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
   const uint64_t zrows = 300000;
   const Shape zipf = make_shape(zrows, 1500000, 50, 22);
   GpuPlanInput z = input(zipf, zrows, 128, OptimizerKind::kSgd, 64, 256, Placement::kPaged);
+  z.piece_cutting = PieceCutting::kDevice;
   const GpuDeviceFacts roomy = facts(resident_bytes(zrows, 128, OptimizerKind::kSgd) / 2);
   const GpuPlan kept = plan_gpu(z, roomy);
   ASSERT_TRUE(kept.paged);
@@ -593,18 +603,55 @@ TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
   EXPECT_LE(window_need(zipf, kept.hot_rows, 64), 2 * kept.cache_rows);
 }
 
+// A large cache cuts its pieces on the host too where it would cut them short: words spread
+// over many rows (a graph's walks), whose pieces in flight need more cold rows than their share
+// of the slots. Zipf-like words whose pieces keep their size are cut on the device.
+TEST(GpuPlan, SgdPiecesTheCacheWouldCutShortAreCutOnTheHost) {
+  const uint64_t rows = 1000000;
+  Shape flat = make_shape(rows, 1500000, 50, 21);
+  std::mt19937_64 rng(5);
+  for (uint32_t& t : flat.tokens) t = static_cast<uint32_t>(rng() % rows);
+  GpuPlanInput in = input(flat, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  const GpuPlan spread = plan_gpu(in, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 10));
+  ASSERT_TRUE(spread.paged);
+  ASSERT_GT(spread.cache_rows, kHostCutMaxSlots);
+  // At most the words of the pieces counted and their pools.
+  const uint64_t window_words = kSgdPieceFloorWords * kPagedStages;
+  EXPECT_GT(spread.piece_cold_rows, 0u);
+  EXPECT_LE(spread.piece_cold_rows, window_words + 1024 * (window_words / kBlockWords + 1));
+  EXPECT_TRUE(cache_cuts_pieces(spread.piece_cold_rows, spread.cache_rows));
+  EXPECT_TRUE(spread.host_cuts);
+  in.piece_cutting = PieceCutting::kDevice;
+  EXPECT_FALSE(plan_gpu(in, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 10)).host_cuts);
+
+  const uint64_t zrows = 300000;
+  const Shape zipf = make_shape(zrows, 1500000, 50, 22);
+  GpuPlanInput z = input(zipf, zrows, 128, OptimizerKind::kSgd, 64, 256, Placement::kPaged);
+  const GpuPlan kept =
+      plan_gpu(z, facts(resident_bytes(zrows, 128, OptimizerKind::kSgd) / 5 * 4));
+  ASSERT_TRUE(kept.paged);
+  ASSERT_GT(kept.cache_rows, kHostCutMaxSlots);
+  EXPECT_GT(kept.piece_cold_rows, 0u);
+  EXPECT_FALSE(cache_cuts_pieces(kept.piece_cold_rows, kept.cache_rows));
+  EXPECT_FALSE(kept.host_cuts);
+  // The rule's bound: more than a quarter above a third of the slots.
+  EXPECT_FALSE(cache_cuts_pieces(125, 300));
+  EXPECT_TRUE(cache_cuts_pieces(126, 300));
+}
+
 TEST(GpuPlan, SgdPiecesAreCutOnTheHostForASmallCache) {
   const uint64_t rows = 300000;
   const Shape s = make_shape(rows, 600000, 50, 9);
-  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  // A small pool, so that a roomy cache keeps its pieces whole.
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 64, 256, Placement::kPaged);
   // A small budget: a cache within kHostCutMaxSlots.
   const GpuDeviceFacts small = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 20);
   const GpuPlan a = plan_gpu(in, small);
   ASSERT_TRUE(a.paged);
   ASSERT_LE(a.cache_rows, kHostCutMaxSlots);
   EXPECT_TRUE(a.host_cuts);
-  // A larger one: the device cuts.
-  const GpuDeviceFacts large = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 2);
+  // A larger one, whose pieces keep their size: the device cuts.
+  const GpuDeviceFacts large = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 5 * 4);
   const GpuPlan b = plan_gpu(in, large);
   ASSERT_TRUE(b.paged);
   ASSERT_GT(b.cache_rows, kHostCutMaxSlots);
@@ -830,7 +877,9 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   EXPECT_EQ(p.negative_pool, pool);
   EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
   const uint64_t bound = std::min<uint64_t>(rows, p.max_piece_tokens + p.max_pools * pool);
-  EXPECT_EQ(p.host_cuts, kind == OptimizerKind::kSgd && p.cache_rows <= kHostCutMaxSlots);
+  EXPECT_EQ(p.host_cuts, kind == OptimizerKind::kSgd &&
+                            (p.cache_rows <= kHostCutMaxSlots ||
+                             cache_cuts_pieces(p.piece_cold_rows, p.cache_rows)));
   if (p.host_cuts) {
     // A piece cut on the host lists at most half the slots, or one sentence (≤ 60 words here)
     // and its pool.

@@ -323,7 +323,7 @@ std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords)
 /// their size (the Zipf streams, mix5m at 41 MB) keeps its hot rows, which serve more lookups.
 /// The choice is one or the other, not a fixed point between them: a larger cache leaves fewer
 /// hot rows and so more cold ones, which would grow it again (README, "Paged tables").
-uint64_t sgd_cache_rows(const GpuPlanInput& in, const GpuPlan& plan, const PagedLayout& layout) {
+uint64_t sgd_cache_rows(const GpuPlanInput& in, GpuPlan& plan, const PagedLayout& layout) {
   const uint64_t third = layout.rows_fit / 3;
   if (in.tokens == nullptr || in.streamed || in.rows == 0 || in.sentence_starts->empty() ||
       in.tokens->size() < in.sentence_starts->back()) {
@@ -343,6 +343,7 @@ uint64_t sgd_cache_rows(const GpuPlanInput& in, const GpuPlan& plan, const Paged
   if (in.noise != nullptr && in.noise->words() == in.rows) {
     likely *= in.noise->share_from(hot);
   }
+  plan.piece_cold_rows = ids + static_cast<uint64_t>(likely);
   if (double(ids) + likely <= 2.0 * double(third)) return third;
   const auto share = [&](double s) {
     return std::max(third, static_cast<uint64_t>(double(layout.rows_fit) * s));
@@ -515,10 +516,10 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                                   : std::min<uint64_t>(rows, layout.rows_fit - plan.cache_rows);
   plan.device_rows = plan.hot_rows + plan.cache_rows;
   if (plan.device_rows >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
-  plan.host_cuts =
-      !optimizer &&
-      (in.piece_cutting == PieceCutting::kHost ||
-       (in.piece_cutting == PieceCutting::kAuto && plan.cache_rows <= kHostCutMaxSlots));
+  plan.host_cuts = !optimizer && (in.piece_cutting == PieceCutting::kHost ||
+                                  (in.piece_cutting == PieceCutting::kAuto &&
+                                   (plan.cache_rows <= kHostCutMaxSlots ||
+                                    cache_cuts_pieces(plan.piece_cold_rows, plan.cache_rows))));
   if (plan.host_cuts) {
     // A piece cut on the host lists at most a share of the slots (a half at the least depth),
     // or one sentence and its pool; the cache needs no marks, selects or slot order. What
