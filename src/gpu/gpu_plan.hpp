@@ -50,9 +50,11 @@ enum class PieceCutting { kAuto, kHost, kDevice };
 /// Paged sgd with a row cache of at most this many slots cuts its pieces on the host: each
 /// piece of such a cache is small (its cold rows are a third of the slots), so the device's
 /// steps per piece, a dozen launches and a round trip whatever its size, bound the run, while
-/// the one-block take of a listed piece stays short (launch_take_listed_rows). Larger caches
-/// keep their pieces large, and the host's cut of them (a bit per row at random per token)
-/// would take longer than the device's.
+/// the one-block take of a listed piece stays short (launch_take_listed_rows). A larger cache
+/// cuts its pieces on the host too where it would cut them short (cache_cuts_pieces: each try
+/// on the device costs its steps and round trip whether the piece fits or not); one whose
+/// pieces keep their size (the most words a piece may take) cuts them on the device, whose
+/// one pass per piece was faster there than the one-block take of a long list.
 inline constexpr uint64_t kHostCutMaxSlots = 16384;
 
 /// The run as the plan sees it. Pointers are borrowed for the call.
@@ -74,7 +76,7 @@ struct GpuPlanInput {
   uint64_t hot_rows = 0, cache_rows = 0;
   /// Paged with sgd: longest piece in words (CudaBackendOptions::sgd_piece_words); 0 = no cap.
   uint64_t sgd_piece_words = 0;
-  /// Paged with sgd: where pieces are cut (kAuto: kHostCutMaxSlots decides).
+  /// Paged with sgd: where pieces are cut (kAuto: kHostCutMaxSlots and cache_cuts_pieces decide).
   PieceCutting piece_cutting = PieceCutting::kAuto;
   /// The corpus is streamed (TrainData::streamed): its blocks are not known when the plan is
   /// made, so `blocks`, `sentence_starts` and `tokens` are not read, and pieces are sized for
