@@ -928,15 +928,17 @@ TEST(GpuPlan, SmallBudgetsKeepTheirRows) {
 }
 
 // A piece's row moves take the room training leaves (three blocks on each multiprocessor left
-// to them) until it brings more than a row for every three words, then more: up to eight, and
-// no more than those whose row rate reaches the path's bytes (rows of 1 KB at three).
+// to them) until it brings more than a row for every three words, then four for each row a
+// word: up to eight, and no more than a third above those whose row rate reaches the path's
+// bytes (rows of 1 KB at three, so fp32 rows at dim 128 keep three).
 TEST(GpuPlan, RowMovesTakeMoreBlocksOnlyForPiecesThatBringManyRows) {
   const uint64_t bf16 = 128 * 2 * 2, fp32 = 128 * 4 * 2, small = 16 * 2 * 2;
   EXPECT_EQ(piece_move_blocks(0, 262144, bf16, 4), 12u);
   EXPECT_EQ(piece_move_blocks(262144 / 4, 262144, bf16, 4), 12u);  // Zipf 1.0: 0.28 a word
   EXPECT_EQ(piece_move_blocks(262144 / 3, 262144, bf16, 4), 12u);
-  EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, bf16, 4), 24u);  // Zipf 0.7
-  EXPECT_EQ(piece_move_blocks(262144 * 60 / 100, 262144, bf16, 4), 21u);
+  EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, bf16, 4), 32u);  // Zipf 0.7
+  EXPECT_EQ(piece_move_blocks(262144 * 60 / 100, 262144, bf16, 4), 28u);
+  EXPECT_EQ(piece_move_blocks(262144 * 40 / 100, 262144, bf16, 4), 19u);
   EXPECT_EQ(piece_move_blocks(262144 * 72 / 100, 262144, fp32, 4), 12u);  // at the bound
   EXPECT_EQ(piece_move_blocks(262144, 262144, small, 4), 32u);
   EXPECT_EQ(piece_move_blocks(5000, 0, small, 4), 32u);
