@@ -186,7 +186,7 @@ int cmd_bench(int argc, char** argv) {
       "piece-cuts",
       "CUDA, paged tables with sgd: where pieces are cut: \"host\" (ahead, by their cold "
       "rows), \"device\" (a try at a time), \"auto\" (host for a row cache of at most 16,384 "
-      "slots; the default)",
+      "slots or one that would cut the largest pieces short; the default)",
       cxxopts::value<std::string>())(
       "item-tokens",
       "CUDA: positions per work item of the training kernel (default: sized per launch; "
