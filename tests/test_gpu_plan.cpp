@@ -541,11 +541,17 @@ uint64_t window_need(const Shape& s, uint64_t hot, uint32_t pool) {
   return brute_max_rows(s, window, hot) + uint64_t{pool} * (window + 1);
 }
 
+/// 1.5 M words spread evenly over `rows` ids, as a graph's walks spread theirs.
+Shape spread_shape(uint64_t rows) {
+  Shape s = make_shape(rows, 1500000, 50, 21);
+  std::mt19937_64 rng(5);
+  for (uint32_t& t : s.tokens) t = static_cast<uint32_t>(rng() % rows);
+  return s;
+}
+
 TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
   const uint64_t rows = 1000000;
-  Shape flat = make_shape(rows, 1500000, 50, 21);
-  std::mt19937_64 rng(5);
-  for (uint32_t& t : flat.tokens) t = static_cast<uint32_t>(rng() % rows);
+  const Shape flat = spread_shape(rows);
   GpuPlanInput in = input(flat, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
   const GpuDeviceFacts f = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 10);
   // Cut on the device, which leaves the rows as the rule split them (cut on the host, such a
@@ -608,9 +614,7 @@ TEST(GpuPlan, SgdCacheGrowsOnlyWhereAThirdWouldCutThePiecesSmall) {
 // of the slots. Zipf-like words whose pieces keep their size are cut on the device.
 TEST(GpuPlan, SgdPiecesTheCacheWouldCutShortAreCutOnTheHost) {
   const uint64_t rows = 1000000;
-  Shape flat = make_shape(rows, 1500000, 50, 21);
-  std::mt19937_64 rng(5);
-  for (uint32_t& t : flat.tokens) t = static_cast<uint32_t>(rng() % rows);
+  const Shape flat = spread_shape(rows);
   GpuPlanInput in = input(flat, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
   const GpuPlan spread = plan_gpu(in, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 10));
   ASSERT_TRUE(spread.paged);
@@ -627,8 +631,7 @@ TEST(GpuPlan, SgdPiecesTheCacheWouldCutShortAreCutOnTheHost) {
   const uint64_t zrows = 300000;
   const Shape zipf = make_shape(zrows, 1500000, 50, 22);
   GpuPlanInput z = input(zipf, zrows, 128, OptimizerKind::kSgd, 64, 256, Placement::kPaged);
-  const GpuPlan kept =
-      plan_gpu(z, facts(resident_bytes(zrows, 128, OptimizerKind::kSgd) / 5 * 4));
+  const GpuPlan kept = plan_gpu(z, facts(resident_bytes(zrows, 128, OptimizerKind::kSgd) / 5 * 4));
   ASSERT_TRUE(kept.paged);
   ASSERT_GT(kept.cache_rows, kHostCutMaxSlots);
   EXPECT_GT(kept.piece_cold_rows, 0u);
@@ -877,9 +880,9 @@ TEST_P(GpuPlanShapes, AutoPlanFitsTheBudgetAndAgreesWithThePlacementRule) {
   EXPECT_EQ(p.negative_pool, pool);
   EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
   const uint64_t bound = std::min<uint64_t>(rows, p.max_piece_tokens + p.max_pools * pool);
-  EXPECT_EQ(p.host_cuts, kind == OptimizerKind::kSgd &&
-                            (p.cache_rows <= kHostCutMaxSlots ||
-                             cache_cuts_pieces(p.piece_cold_rows, p.cache_rows)));
+  EXPECT_EQ(p.host_cuts,
+            kind == OptimizerKind::kSgd && (p.cache_rows <= kHostCutMaxSlots ||
+                                            cache_cuts_pieces(p.piece_cold_rows, p.cache_rows)));
   if (p.host_cuts) {
     // A piece cut on the host lists at most half the slots, or one sentence (≤ 60 words here)
     // and its pool.

@@ -105,11 +105,11 @@ uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes
   const uint64_t least = 3 * sms;
   // Rows below the path's bound: a third more blocks than reach it at the blocks' fixed rate,
   // since the moves share the multiprocessors with the pieces' preparation.
-  const uint64_t most =
-      entry_bytes < kMoveBoundRowBytes
-          ? std::clamp<uint64_t>(least * 4 * kMoveBoundRowBytes / (3 * std::max<uint64_t>(1, entry_bytes)),
-                                 least, 8 * sms)
-          : least;
+  const uint64_t most = entry_bytes < kMoveBoundRowBytes
+                            ? std::clamp<uint64_t>(least * 4 * kMoveBoundRowBytes /
+                                                       (3 * std::max<uint64_t>(1, entry_bytes)),
+                                                   least, 8 * sms)
+                            : least;
   if (tokens == 0) return static_cast<uint32_t>(most);
   if (fresh * 3 <= tokens) return static_cast<uint32_t>(least);
   return static_cast<uint32_t>(std::clamp(least * 4 * fresh / tokens, least, most));

@@ -229,9 +229,9 @@ SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
 /// (the moves wait on host round trips): three blocks a multiprocessor move rows of
 /// kMoveBoundRowBytes at the path's bound already, smaller rows below it (bf16 at dim 128, 0.72
 /// rows a word, pieces cut on the host: 24 blocks 78.7 M words/s on the walks and 69.9 M on
-/// Zipf 0.7, 32 blocks 85.0–85.5 M and 73.8 M, 48 blocks 81.5 M and 75.1 M). Blocks beyond the room left run as training launches end, which delays the next
-/// launch, so pieces that bring few rows keep to that room (README, "Paged tables", has the
-/// measurements).
+/// Zipf 0.7, 32 blocks 85.0–85.5 M and 73.8 M, 48 blocks 81.5 M and 75.1 M). Blocks beyond the room
+/// left run as training launches end, which delays the next launch, so pieces that bring few rows
+/// keep to that room (README, "Paged tables", has the measurements).
 uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes,
                            uint32_t paging_sms);
 inline constexpr uint64_t kMoveBoundRowBytes = 1024;

@@ -188,7 +188,8 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
     out.reserve(ids.size());
     for (uint64_t w = first_word; w <= last_word; ++w) {
       for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
-        out.push_back(static_cast<uint32_t>(hot + (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits))));
+        out.push_back(
+            static_cast<uint32_t>(hot + (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits))));
       }
       seen[w] = 0;
     }
