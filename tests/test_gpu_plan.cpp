@@ -531,6 +531,33 @@ TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
   EXPECT_GT(paged_bytes(in, fixed, facts(tight)), tight);
 }
 
+// A cache of a given size (`bench --cache-rows`) is planned as the plan's own: pieces halve until
+// the stages leave room for it, and one that fits no budget is refused naming it.
+TEST(GpuPlan, AGivenCacheShortensThePiecesItsBudgetNeeds) {
+  const uint64_t rows = 200000;
+  const Shape s = make_shape(rows, 2000000, 50, 10, false);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  const uint64_t tight = uint64_t{20} << 20;
+  const GpuPlan own = plan_gpu(in, facts(tight));
+  for (const uint64_t given : {own.cache_rows, own.cache_rows + own.cache_rows / 4}) {
+    in.cache_rows = given;
+    const GpuPlan p = plan_gpu(in, facts(tight));
+    EXPECT_EQ(p.cache_rows, given);
+    EXPECT_LT(p.batch_blocks, 64u);
+    EXPECT_GT(p.hot_rows, 0u);
+    EXPECT_LE(paged_bytes(in, p, facts(tight)), tight);
+  }
+  in.cache_rows = tight / 128;  // about 1 KB a slot: eight times the budget
+  try {
+    plan_gpu(in, facts(tight));
+    ADD_FAILURE() << "a cache larger than the budget was planned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--cache-rows " + std::to_string(tight / 128)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // With sgd the cache is a third of the rows unless a third would cut the pieces below half of
 // kSgdPieceFloorWords words: the distinct cold ids and pool entries of kPagedStages pieces of that
 // size in a row, counted at the hot rows a third leaves, more than twice a third. Then it is

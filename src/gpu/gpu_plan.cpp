@@ -495,9 +495,10 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     // lookups: a third of the rows for the cache, or more where a third would cut the pieces
     // small (sgd_cache_rows). Sgd pieces are the plan's to size: on a
     // budget whose stages leave too few rows for a cache, they halve until one fits.
+    // A given cache (with no given hot rows) is sized around in the same way.
     const auto cache_fits = [&] {
-      return in.cache_rows > 0 || in.hot_rows > 0 ||
-             std::max(layout.rows_fit / 3, 2 * layout.reserve) <= layout.rows_fit;
+      const uint64_t want = in.cache_rows > 0 ? in.cache_rows : layout.rows_fit / 3;
+      return in.hot_rows > 0 || std::max(want, 2 * layout.reserve) <= layout.rows_fit;
     };
     while (!optimizer && !cache_fits() && plan.batch_blocks > 1) {
       plan.batch_blocks = (plan.batch_blocks + 1) / 2;
@@ -510,6 +511,12 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     }
   }
   plan.cache_rows = std::max(plan.cache_rows, 2 * layout.reserve);
+  if (in.hot_rows == 0 && in.cache_rows > 0 && plan.cache_rows > layout.rows_fit) {
+    throw Error("--cache-rows " + std::to_string(in.cache_rows) + " does not fit in --gpu-memory " +
+                gib(double(plan.budget)) + " with paged tables of dim " + std::to_string(in.dim) +
+                " " + with_pool + ": it holds " + std::to_string(layout.rows_fit) +
+                " rows beside the fixed buffers");
+  }
   if (in.hot_rows == 0 && plan.cache_rows > layout.rows_fit) {
     throw Error("--gpu-memory " + gib(double(plan.budget)) +
                 " is too small for paged tables of dim " + std::to_string(in.dim) + " " +
