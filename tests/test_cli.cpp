@@ -499,7 +499,8 @@ TEST(Usage, HelpOfEveryCommandExitsZero) {
                                    {"export", "--help"},
                                    {"bench", "--help"},
                                    {"bench", "train", "--help"},
-                                   {"bench", "transfer", "--help"}};
+                                   {"bench", "transfer", "--help"},
+                                   {"bench", "synthetic", "--help"}};
   for (const Args& args : helps) {
     const Outcome r = run(dir, args);
     EXPECT_EQ(r.code, 0) << describe(args, r);
@@ -511,6 +512,34 @@ TEST(Usage, HelpOfEveryCommandExitsZero) {
   const Outcome h = run(dir, {"--help"});
   for (const char* code : {"0 done", "1 runtime", "2 usage", "130", "143"}) {
     EXPECT_TRUE(contains(h.out, code)) << code;
+  }
+}
+
+// `bench synthetic` writes the synthetic stream as files that `train` reads with its vocabulary
+// (every word, with --min-count 1); a missing flag or a file already there is one line and exit 2.
+TEST(BenchSynthetic, WritesFilesTrainReads) {
+  TempDir dir;
+  const std::string out = dir.file("zipf");
+  const Outcome w =
+      run(dir, {"bench", "synthetic", "--synthetic", "500,20000,1.0", "--output", out});
+  ASSERT_EQ(w.code, 0) << describe({"bench", "synthetic"}, w);
+  EXPECT_TRUE(contains(w.out, "--vocab " + out + "/vocab.tsv")) << w.out;
+  const Outcome t =
+      run(dir, {"train", "--corpus", out + "/corpus.txt", "--vocab", out + "/vocab.tsv",
+                "--min-count", "1", "--output", dir.file("run"), "--device", "cpu", "--dim", "8",
+                "--epochs", "1", "--threads", "2", "--format", "npy"});
+  ASSERT_EQ(t.code, 0) << describe({"train"}, t);
+  const nlohmann::json j = nlohmann::json::parse(read_file(dir.file("run/run.json")));
+  EXPECT_EQ(j["vocabulary"]["words"].get<uint64_t>(), 500u) << j.dump();
+  EXPECT_EQ(j["words_per_epoch"].get<uint64_t>(), 20000u) << j.dump();
+  for (const Args& bad :
+       {Args{"bench", "synthetic", "--synthetic", "500,20000,1.0"},
+        Args{"bench", "synthetic", "--output", out},
+        Args{"bench", "synthetic", "--synthetic", "500,0,1.0", "--output", dir.file("z2")},
+        Args{"bench", "synthetic", "--synthetic", "500,20000,1.0", "--output", out}}) {
+    const Outcome r = run(dir, bad);
+    EXPECT_EQ(r.code, 2) << describe(bad, r);
+    EXPECT_EQ(lines(r.err), 1u) << describe(bad, r);
   }
 }
 

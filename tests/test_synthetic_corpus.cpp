@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ namespace pagedw2v {
 namespace {
 
 using testing_util::fresh_seed;
+using testing_util::TempDir;
 
 /// The generalised harmonic number H(n, s) = Σ r^−s, summed smallest terms first.
 long double harmonic(uint32_t n, double s) {
@@ -248,6 +251,50 @@ TEST(SyntheticCorpus, ChiSquareAgainstTheLaw) {
   EXPECT_LT(chi2, 200 + 8 * 20);
   // A uniform sampler, say, would be off by orders of magnitude.
   EXPECT_GT(f[0], 50 * f[999]);
+}
+
+// The files `bench synthetic` writes hold the corpus and vocabulary `bench train --synthetic`
+// trains on: a line per sentence of w<id> words, and the vocabulary that train --vocab reads
+// back word for word and count for count. Existing files are never replaced.
+TEST(SyntheticFiles, HoldTheBenchsCorpusAndVocabulary) {
+  TempDir dir;
+  const SyntheticSpec spec{3000, 12345, 0.9};
+  const std::string corpus = dir.path() + "/corpus.txt", vocab = dir.path() + "/vocab.tsv";
+  write_synthetic_files(spec, 17, 3, corpus, vocab);
+  const EncodedCorpus want = synthetic_corpus(spec, 17, 1);
+  std::ifstream in(corpus);
+  std::string line;
+  std::vector<uint32_t> tokens;
+  std::vector<uint64_t> starts{0};
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string w;
+    while (words >> w) {
+      ASSERT_EQ(w[0], 'w') << w;
+      tokens.push_back(static_cast<uint32_t>(std::stoul(w.substr(1))));
+    }
+    starts.push_back(tokens.size());
+  }
+  EXPECT_EQ(tokens, want.tokens);
+  EXPECT_EQ(starts, want.sentence_starts);
+  const Vocab read = Vocab::load_tsv(vocab);
+  const Vocab bench = synthetic_vocab(spec, 2);
+  ASSERT_EQ(read.size(), bench.size());
+  EXPECT_EQ(read.counts(), bench.counts());
+  for (uint32_t i = 0; i < read.size(); ++i) ASSERT_EQ(read.word(i), bench.word(i)) << i;
+  // A second write into the same place is refused, and leaves the files as they were.
+  EXPECT_THROW(write_synthetic_files(spec, 18, 1, corpus, dir.path() + "/other.tsv"), UsageError);
+  EXPECT_THROW(write_synthetic_files(spec, 18, 1, dir.path() + "/other.txt", vocab), UsageError);
+  std::ifstream again(corpus);
+  std::string first;
+  std::getline(again, first);
+  std::ostringstream expect;
+  for (uint64_t p = 0; p < want.sentence_starts[1]; ++p) {
+    expect << (p > 0 ? " w" : "w") << want.tokens[p];
+  }
+  EXPECT_EQ(first, expect.str());
+  EXPECT_FALSE(std::ifstream(dir.path() + "/other.tsv").good());
+  EXPECT_FALSE(std::ifstream(dir.path() + "/other.txt").good());
 }
 
 TEST(SyntheticTrainingSet, BuiltAsFromText) {

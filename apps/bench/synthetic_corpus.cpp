@@ -6,10 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <functional>
+#include <system_error>
 #include <thread>
 
 #include "error.hpp"
+#include "io/atomic_file.hpp"
 #include "philox.hpp"
 #include "sampler.hpp"
 
@@ -173,6 +176,43 @@ EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_
   for (uint64_t s = 0; s < sentences; ++s) c.sentence_starts[s] = s * kSyntheticSentenceLength;
   c.sentence_starts[sentences] = words;
   return c;
+}
+
+void write_synthetic_files(const SyntheticSpec& spec, uint64_t seed, uint32_t threads,
+                           const std::string& corpus_path, const std::string& vocab_path) {
+  for (const std::string& path : {corpus_path, vocab_path}) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+      throw UsageError(path + " exists already; give another --output");
+    }
+  }
+  const EncodedCorpus corpus = synthetic_corpus(spec, seed, threads);
+  AtomicFile out(corpus_path);
+  std::string buf;
+  char word[16];
+  const uint64_t sentences = corpus.sentence_starts.size() - 1;
+  for (uint64_t s = 0; s < sentences; ++s) {
+    for (uint64_t p = corpus.sentence_starts[s]; p < corpus.sentence_starts[s + 1]; ++p) {
+      word[0] = 'w';
+      const auto end = std::to_chars(word + 1, word + sizeof word, corpus.tokens[p]).ptr;
+      if (p > corpus.sentence_starts[s]) buf += ' ';
+      buf.append(word, end);
+    }
+    buf += '\n';
+    if (buf.size() > (uint64_t{1} << 22)) {
+      out.write(buf);
+      buf.clear();
+    }
+  }
+  out.write(buf);
+  synthetic_vocab(spec, threads).save_tsv(vocab_path);
+  try {
+    out.commit();
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(vocab_path, ec);  // the pair, or neither
+    throw;
+  }
 }
 
 TrainingSet make_synthetic_training_set(const SyntheticSpec& spec, const Config& config) {

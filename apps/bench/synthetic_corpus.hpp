@@ -44,6 +44,16 @@ Vocab synthetic_vocab(const SyntheticSpec& spec, uint32_t threads);
 /// on `threads`.
 EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_t threads);
 
+/// Writes the synthetic corpus of `spec` and `seed` as files that `pagedw2v train` reads:
+/// `corpus_path`, a sentence of kSyntheticSentenceLength words a line (`w<id>` separated by
+/// spaces), and `vocab_path`, the vocabulary with its expected counts (word<TAB>count lines, as
+/// `train --vocab` reads them), so that `train --corpus corpus_path --vocab vocab_path
+/// --min-count 1` trains on the rows and tokens `bench train --synthetic` times, and mpirun can
+/// run it over ranks. Neither file may exist already (UsageError); each appears whole or not at
+/// all (io/atomic_file.hpp).
+void write_synthetic_files(const SyntheticSpec& spec, uint64_t seed, uint32_t threads,
+                           const std::string& corpus_path, const std::string& vocab_path);
+
 /// The training set of a synthetic corpus: its vocabulary, its tokens (seeded by
 /// `config.seed`, generated on `config.effective_threads()` threads), and the blocks and
 /// samplers that make_training_set() builds for a text corpus.

@@ -2,17 +2,22 @@
 // run_train_bench().
 // `pagedw2v bench transfer`: the shape of SpeedTorch's benchmark, then run_transfer_bench()
 // (CUDA builds only).
+// `pagedw2v bench synthetic`: the corpus of `bench train --synthetic` written as files.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cxxopts.hpp>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "bench/ingest_bench.hpp"
+#include "bench/synthetic_corpus.hpp"
 #include "bench/train_bench.hpp"
 #ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
 #include "bench/transfer_bench.hpp"
@@ -29,7 +34,8 @@ namespace {
 constexpr const char* kBenchUsage =
     "usage: `pagedw2v bench train --corpus FILE [--repeat N] [--device cuda|cpu]`, "
     "`bench train --synthetic VOCAB,WORDS,ZIPF [--device cuda|cpu]` or "
-    "`bench transfer [--rows N] [--dim D] [--table-rows N]` or `bench ingest --corpus FILE...`";
+    "`bench transfer [--rows N] [--dim D] [--table-rows N]`, `bench ingest --corpus FILE...` or "
+    "`bench synthetic --synthetic VOCAB,WORDS,ZIPF --output DIR`";
 
 /// "0,0.5,0.75" as numbers in [0, 1]; "none" or "" as no numbers.
 std::vector<double> parse_shares(const std::string& text) {
@@ -142,6 +148,45 @@ int cmd_bench_ingest(int argc, char** argv) {
   return 0;
 }
 
+int cmd_bench_synthetic(int argc, char** argv) {
+  cxxopts::Options options(
+      "pagedw2v bench synthetic",
+      "Write the corpus and vocabulary of `bench train --synthetic` as files that `train` reads "
+      "(and mpirun can run over ranks).");
+  options.custom_help("--synthetic VOCAB,WORDS,ZIPF --output DIR [--seed N] [--threads N]");
+  options.add_options()("synthetic", "VOCAB,WORDS,ZIPF, as bench train takes it",
+                        cxxopts::value<std::string>())(
+      "output", "directory for corpus.txt and vocab.tsv (made when missing; neither may exist)",
+      cxxopts::value<std::string>())(
+      "seed", "the corpus's seed (bench train's --seed draws the same tokens)",
+      cxxopts::value<uint64_t>()->default_value("1"))(
+      "threads", "threads drawing it (0: every core; the tokens do not depend on it)",
+      cxxopts::value<uint32_t>()->default_value("0"))("h,help", "print this help");
+  cxxopts::ParseResult args;
+  if (!parse_command_line(options, argc, argv, &args)) return 0;
+  if (args.count("synthetic") == 0 || args.count("output") == 0) {
+    throw UsageError("bench synthetic needs --synthetic VOCAB,WORDS,ZIPF and --output DIR");
+  }
+  const SyntheticSpec spec = parse_synthetic_spec(args["synthetic"].as<std::string>());
+  const std::string dir = args["output"].as<std::string>();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw Error("cannot make the directory " + dir + (ec ? ": " + ec.message() : std::string()));
+  }
+  uint32_t threads = args["threads"].as<uint32_t>();
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::string corpus = dir + "/corpus.txt", vocab = dir + "/vocab.tsv";
+  write_synthetic_files(spec, args["seed"].as<uint64_t>(), threads, corpus, vocab);
+  std::printf(
+      "wrote %s (%llu words, %llu a line) and %s (%llu words with their expected counts)\n"
+      "train on them: pagedw2v train --corpus %s --vocab %s --min-count 1 --output RUN ...\n",
+      corpus.c_str(), static_cast<unsigned long long>(spec.words),
+      static_cast<unsigned long long>(kSyntheticSentenceLength), vocab.c_str(),
+      static_cast<unsigned long long>(spec.vocab), corpus.c_str(), vocab.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
@@ -155,6 +200,9 @@ int cmd_bench(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "transfer")
     return cmd_bench_transfer(argc - 1, argv + 1);
   if (argc >= 2 && std::string(argv[1]) == "ingest") return cmd_bench_ingest(argc - 1, argv + 1);
+  if (argc >= 2 && std::string(argv[1]) == "synthetic") {
+    return cmd_bench_synthetic(argc - 1, argv + 1);
+  }
   if (argc < 2 || std::string(argv[1]) != "train") throw UsageError(kBenchUsage);
   cxxopts::Options options("pagedw2v bench train",
                            "Time training on a corpus: words/s, time split, GPU memory, table "
