@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Times `pagedw2v train` over MPI ranks, as a user runs it: the same corpus file on 1, 2, …
 # ranks (`mpirun -np N`, one GPU a rank with --device cuda), and for each run its training
-# words/s, the speed-up over the first run, and every rank's peak host memory (run.json) and,
-# with a GPU, peak GPU memory (nvidia-smi, sampled every 200 ms).
+# words/s, the speed-up over the first run, and every rank's peak host memory (GNU time, else
+# run.json) and, with a GPU, peak GPU memory (nvidia-smi, sampled every 200 ms).
 #
 # Usage: scripts/bench_ranks.sh WORKDIR (--corpus FILE [--repeat R] | --synthetic VOCAB,WORDS,ZIPF)
 #                               [--ranks "1 2"] [-- train flags...]
