@@ -250,6 +250,154 @@ TEST(PieceCuts, EveryCutterStartsCutting) {
   for (std::thread& t : load) t.join();
 }
 
+/// The units of blocks [first_block, last_block): the first to the next super-batch boundary,
+/// then each twice as long as the one before, up to unit_blocks.
+std::vector<uint64_t> unit_starts(const PieceCutInput& in, uint64_t first_block,
+                                  uint64_t last_block) {
+  std::vector<uint64_t> starts{first_block};
+  uint64_t at = std::min<uint64_t>(last_block, (first_block / in.batch_blocks + 1) * in.batch_blocks);
+  uint64_t size = in.batch_blocks;
+  while (at < last_block) {
+    starts.push_back(at);
+    at = std::min<uint64_t>(last_block, at + size);
+    size = std::min<uint64_t>(size * 2, std::max(in.unit_blocks, in.batch_blocks));
+  }
+  starts.push_back(last_block);
+  return starts;
+}
+
+uint64_t union_size(const std::vector<std::vector<uint32_t>>& lists) {
+  std::set<uint32_t> all;
+  for (const auto& l : lists) all.insert(l.begin(), l.end());
+  return all.size();
+}
+
+/// Whether sentences [a, b) of one piece keep within the stages' bounds.
+bool within_bounds(const Corpus& c, const PieceCutInput& in, uint64_t a, uint64_t b) {
+  if (b - a <= 1) return true;
+  std::set<uint64_t> periods;
+  for (uint64_t t = a; t < b; ++t) {
+    periods.insert(static_cast<uint64_t>(std::upper_bound(c.blocks.begin(), c.blocks.end(), t) -
+                                         c.blocks.begin() - 1) /
+                   in.pool_blocks);
+  }
+  return (in.max_tokens == 0 || c.starts[b] - c.starts[a] <= in.max_tokens) &&
+         (in.max_sentences == 0 || b - a <= in.max_sentences) &&
+         (in.max_periods == 0 || periods.size() <= in.max_periods);
+}
+
+/// Checks the cuts of a span with the slots shared by `depth` pieces: each piece's cold rows
+/// and pools, within one unit and the stages' bounds; with the depth − 1 pieces before it in
+/// its unit its cold rows number at most the slots, and those they do not hold a depth's share
+/// (a unit's first pieces a depth's share alone), and it took every sentence it could. Returns
+/// the cuts.
+std::vector<PieceCut> check_shared_span(const Corpus& c, const PieceCutInput& in, PieceCuts& cuts,
+                                        uint32_t epoch, uint64_t first_block,
+                                        uint64_t last_block) {
+  cuts.start(epoch, first_block, last_block, c.tokens.data(), c.starts.data());
+  std::vector<PieceCut> got;
+  PieceCut cut;
+  while (cuts.next(cut)) got.push_back(cut);
+  const std::vector<uint64_t> units = unit_starts(in, first_block, last_block);
+  uint64_t at = c.blocks[first_block];
+  size_t unit = 0, in_unit = 0;
+  const uint64_t first_share = std::min<uint64_t>(in.share, in.slots / in.depth);
+  for (size_t i = 0; i < got.size(); ++i) {
+    const PieceCut& p = got[i];
+    SCOPED_TRACE("piece " + std::to_string(i) + " [" + std::to_string(p.first_sentence) + ", " +
+                 std::to_string(p.last_sentence) + ")");
+    EXPECT_EQ(p.first_sentence, at);
+    EXPECT_LT(p.first_sentence, p.last_sentence);
+    if (p.first_sentence >= p.last_sentence) break;
+    at = p.last_sentence;
+    while (c.blocks[units[unit + 1]] <= p.first_sentence) {
+      ++unit;
+      in_unit = 0;
+    }
+    const uint64_t unit_end = c.blocks[units[unit + 1]];
+    EXPECT_LE(p.last_sentence, unit_end);
+    EXPECT_EQ(p.cold, cold_rows(c, in, epoch, p.first_sentence, p.last_sentence));
+    EXPECT_TRUE(within_bounds(c, in, p.first_sentence, p.last_sentence));
+    // The pieces before it in its unit that may still hold slots.
+    std::vector<std::vector<uint32_t>> with;
+    for (size_t k = 1; k < in.depth && k <= in_unit; ++k) with.push_back(got[i - k].cold);
+    const auto fits = [&](const std::vector<uint32_t>& cold) {
+      if (in_unit + 1 < in.depth) return cold.size() <= first_share;
+      std::vector<std::vector<uint32_t>> all = with;
+      const uint64_t held = union_size(all);
+      all.push_back(cold);
+      const uint64_t together = union_size(all);
+      return cold.size() <= in.share && together - held <= first_share && together <= in.slots;
+    };
+    if (p.last_sentence - p.first_sentence > 1) {
+      EXPECT_TRUE(fits(p.cold));
+    }
+    // What the pipeline trusts instead of counting the union again.
+    EXPECT_EQ(p.fits_with,
+              fits(p.cold) ? std::min<uint64_t>(in_unit, in.depth - 1) : uint64_t{0});
+    if (p.last_sentence < unit_end) {
+      EXPECT_TRUE(
+          !fits(cold_rows(c, in, epoch, p.first_sentence, p.last_sentence + 1)) ||
+          !within_bounds(c, in, p.first_sentence, p.last_sentence + 1));
+    }
+    ++in_unit;
+  }
+  EXPECT_EQ(at, c.blocks[last_block]);
+  return got;
+}
+
+// Consecutive pieces share rows (a pool period's entries, the rarer words of a stretch of
+// text), which hold one slot between them: counting the union of the pieces in flight against
+// the slots cuts fewer, larger pieces than a share of the slots each.
+TEST(PieceCuts, PiecesShareTheSlotsWithThePiecesBeforeThem) {
+  const Corpus c = make_corpus(400, 3000, 11);
+  PieceCutInput in = input_for(c, 40, 80);
+  in.unit_blocks = 20;
+  in.slots = 150;
+  in.depth = 3;
+  PieceCuts one(in, 1), four(in, 4);
+  const auto a = check_shared_span(c, in, one, 2, 0, c.blocks.size() - 1);
+  const auto b = check_shared_span(c, in, four, 2, 0, c.blocks.size() - 1);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].first_sentence, b[k].first_sentence);
+    EXPECT_EQ(a[k].cold, b[k].cold);
+  }
+  // A span that starts inside a unit's grid, in another epoch.
+  check_shared_span(c, in, four, 3, 7, c.blocks.size() - 2);
+  // Slots so few that single sentences with their pools pass them: such a piece is one
+  // sentence, and says that the cut could not fit it (fits_with 0).
+  PieceCutInput few = in;
+  few.slots = 30;
+  PieceCuts tight(few, 2);
+  const auto small = check_shared_span(c, few, tight, 2, 0, c.blocks.size() - 1);
+  EXPECT_TRUE(std::any_of(small.begin(), small.end(), [](const PieceCut& p) { return p.fits_with == 0; }));
+  // A share of the slots each, in units of one super-batch, as before.
+  PieceCutInput apart = input_for(c, 40, in.slots / in.depth);
+  PieceCuts each(apart, 2);
+  const auto old = check_span(c, apart, each, 2, 0, c.blocks.size() - 1);
+  EXPECT_LT(a.size() * 5, old.size() * 4) << a.size() << " pieces against " << old.size();
+}
+
+// The stages' bounds hold a piece beyond its first sentence: its tokens, sentences and pool
+// periods, in units longer than a super-batch.
+TEST(PieceCuts, PiecesKeepWithinTheStagesBounds) {
+  const Corpus c = make_corpus(300, 1500, 12);
+  for (const int bound : {0, 1, 2}) {
+    SCOPED_TRACE("bound " + std::to_string(bound));
+    PieceCutInput in = input_for(c, 30, 100000);
+    in.unit_blocks = 40;
+    in.slots = 300000;
+    in.depth = 2;
+    if (bound == 0) in.max_tokens = 60;
+    if (bound == 1) in.max_sentences = 3;
+    if (bound == 2) in.max_periods = 1;
+    PieceCuts cuts(in, 3);
+    const auto got = check_shared_span(c, in, cuts, 0, 0, c.blocks.size() - 1);
+    ASSERT_FALSE(got.empty());
+  }
+}
+
 TEST(PieceCuts, RefusesAnInputWithoutItsTables) {
   PieceCutInput in;
   EXPECT_THROW(PieceCuts(in, 1), Error);

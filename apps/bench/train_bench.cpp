@@ -189,6 +189,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
       r.super_batches = cr.super_batches;
       r.budget_bytes = cr.budget_bytes;
       r.splits = cr.splits;
+      r.narrowed = cr.narrowed;
       r.drains = cr.drains;
       r.cold_rows = cr.cold_rows;
       // Hits are counted per reference (a token or a pool entry): the hot rows serve a share,
@@ -271,12 +272,13 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
                    static_cast<unsigned long long>(r.hot_rows),
                    static_cast<unsigned long long>(r.cache_rows), gib(r.budget_bytes));
       std::fprintf(out,
-                   "paging: %llu pieces (%llu splits, %llu drains), hit rate %.4f of row "
+                   "paging: %llu pieces (%llu splits, %llu narrowed, %llu drains), hit rate %.4f of row "
                    "lookups (hot rows "
                    "%.4f), %llu cold rows used, rows from host %llu, to host %llu, PCIe %.1f "
                    "bytes/word\n",
                    static_cast<unsigned long long>(r.super_batches),
                    static_cast<unsigned long long>(r.splits),
+                   static_cast<unsigned long long>(r.narrowed),
                    static_cast<unsigned long long>(r.drains), r.cache_hit_rate, r.hot_hit_rate,
                    static_cast<unsigned long long>(r.cold_rows),
                    static_cast<unsigned long long>(r.rows_from_host),

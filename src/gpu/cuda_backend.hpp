@@ -90,6 +90,9 @@ struct CudaBackendReport {
   uint64_t budget_bytes = 0;    ///< the GPU memory budget the backend planned with
   uint64_t super_batches = 0;   ///< pieces trained (paged: after splits to fit the cache)
   uint64_t splits = 0;          ///< times a piece was cut to fit the cache
+  /// Pieces whose rows took their slots only once the piece two back had trained: with the
+  /// pieces before them they needed more rows than the cache has (pieces cut on the host).
+  uint64_t narrowed = 0;
   uint64_t drains = 0;          ///< times a piece waited for every piece in flight to train, to fit
   uint64_t row_lookups = 0;     ///< row references of the pieces: tokens and pool entries
   uint64_t cold_lookups = 0;    ///< of those, references to rows outside the hot cache

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,6 +26,13 @@ namespace {
 /// they overlap at all.
 constexpr uint32_t kDepth = 3;
 constexpr uint32_t kDepthOneStream = 2;
+
+/// Words of a unit of the host's cuts (PieceCutInput::unit_blocks), or one super-batch when
+/// that is longer: the pieces at a unit's start do not know the last ones of the unit before,
+/// so longer units fit more pieces to the slots their predecessors leave, but a thread cuts a
+/// unit whole (mix5m: ~50 M words a second) while the device trains twice as fast, so a span
+/// waits for its first long unit; units double up to this from one super-batch.
+constexpr uint64_t kCutUnitWords = uint64_t{1} << 17;
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -101,20 +110,50 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     PieceCutInput in;
     in.blocks = data.blocks;
     in.batch_blocks = static_cast<uint32_t>(batch_blocks_);
+    in.unit_blocks = static_cast<uint32_t>(
+        std::clamp<uint64_t>(kCutUnitWords / kBlockWords, batch_blocks_, UINT32_MAX / 2));
     in.pool_blocks = std::max<uint32_t>(1, data.params.pool_blocks);
     in.pool_size = pool_size_;
     in.seed = data.params.seed;
     in.noise = data.noise;
     in.rows = rows_;
     in.hot = hot_;
-    // The pieces that may hold slots at once share them.
-    in.share = std::max<uint64_t>(
-        1, plan.cache_rows / (two_training_streams() ? kDepth : kDepthOneStream));
+    // The pieces that may hold slots at once share them; one piece lists at most what a
+    // stage holds. Sgd pieces may span super-batches, within what the stages hold.
+    in.slots = plan.cache_rows;
+    in.depth = two_training_streams() ? kDepth : kDepthOneStream;
+    in.share = std::max<uint64_t>(1, std::min<uint64_t>(max_list, plan.cache_rows));
+    if (const char* f = std::getenv("PW_SHARE")) in.share = std::min<uint64_t>(in.share, uint64_t(plan.cache_rows * std::atof(f)));
+    if (const char* f = std::getenv("PW_UNIT")) in.unit_blocks = std::max<uint32_t>(in.batch_blocks, std::atoi(f));
+    if (const char* f = std::getenv("PW_OLD")) { in.slots = 0; in.share = plan.cache_rows / in.depth; in.unit_blocks = 0; }
+    in.max_tokens = max_tokens;
+    in.max_sentences = max_sentences;
+    in.max_periods = plan.max_pools;
     // A thread cuts a piece of a small cache in about the time the GPU trains it.
     const uint32_t threads = std::clamp<uint32_t>(std::thread::hardware_concurrency() / 4, 1, 4);
     cuts_ = std::make_unique<PieceCuts>(in, threads);
   }
   tables_.pin_host();
+}
+
+uint64_t PagedPipeline::union_with_recent(const std::vector<uint32_t>& cold, uint64_t number,
+                                          uint32_t back) {
+  // At most their sizes together: then no merge is needed to know they fit.
+  uint64_t sum = cold.size();
+  for (uint64_t k = 1; k <= back && k <= number; ++k) {
+    sum += recent_cold_[(number - k) % recent_cold_.size()].size();
+  }
+  if (sum <= cache_.slots()) return sum;
+  // Merges of ascending lists.
+  union_scratch_.assign(cold.begin(), cold.end());
+  for (uint64_t k = 1; k <= back && k <= number; ++k) {
+    const std::vector<uint32_t>& other = recent_cold_[(number - k) % recent_cold_.size()];
+    union_merged_.clear();
+    std::set_union(union_scratch_.begin(), union_scratch_.end(), other.begin(), other.end(),
+                   std::back_inserter(union_merged_));
+    union_scratch_.swap(union_merged_);
+  }
+  return union_scratch_.size();
 }
 
 cudaStream_t PagedPipeline::compute_of(uint64_t number) {
@@ -313,20 +352,22 @@ bool PagedPipeline::prepare_cut(uint64_t number) {
                 std::to_string(sentences) + " sentences is larger than planned");
   }
   // The pieces that may still hold slots (up to depth − 1 behind) and this one need at most
-  // every slot; each is cut to a share of them, so only a piece after an oversized sentence
-  // waits for the pieces before it to train (and then only its own rows hold slots).
+  // every slot together (the union of their cold rows: a row two of them use holds one slot).
+  // Pieces are cut so within a unit; where the union with the pieces of the unit before does
+  // not fit, the piece takes its slots once the piece two back has trained (its moves wait for
+  // it, as the launch on its training stream does anyway), and only a piece after an
+  // oversized sentence waits for every piece in flight to train.
   uint32_t depth = two_training_streams() ? kDepth : kDepthOneStream;
-  uint64_t held = n;
-  for (uint64_t back = 1; back < depth && back <= number; ++back) {
-    held += recent_cold_[(number - back) % recent_cold_.size()];
+  while (depth > 1 && cut.fits_with + 1 < depth &&
+         union_with_recent(cut.cold, number, depth - 1) > cache_.slots()) {
+    if (--depth > 1) {
+      ++report_.narrowed;
+    } else {
+      compute_.synchronize();
+      compute2_.synchronize();
+      ++report_.drains;
+    }
   }
-  if (held > cache_.slots()) {
-    compute_.synchronize();
-    compute2_.synchronize();
-    depth = 1;
-    ++report_.drains;
-  }
-  recent_cold_[number % recent_cold_.size()] = n;
   // One copy: starts, tokens, cold rows, pools, each sentence's pool.
   const auto staged = std::chrono::steady_clock::now();
   s.wait_host_copies();
@@ -340,6 +381,7 @@ bool PagedPipeline::prepare_cut(uint64_t number) {
   const uint64_t at_sentence_pool = at_pool + padded(pool_n);
   std::copy_n(tokens + first_token, tokens_n, lists);
   std::copy(cut.cold.begin(), cut.cold.end(), lists + at_list);
+  recent_cold_[number % recent_cold_.size()] = std::move(cut.cold);
   std::copy(cut.pools.begin(), cut.pools.end(), lists + at_pool);
   const uint64_t pool_blocks = std::max<uint32_t>(1, data_.params.pool_blocks);
   for (uint64_t t = cursor_; t < piece_end; ++t) {

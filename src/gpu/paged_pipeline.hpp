@@ -109,6 +109,10 @@ class PagedPipeline {
   void move_rows(Stage& s, uint64_t number, uint32_t depth, uint64_t piece_end, PieceTimes& times,
                  std::chrono::steady_clock::time_point host_start);
   Stage& stage_of(uint64_t number) { return stages_[number % kPagedStages]; }
+  /// The distinct ids of `cold` (piece `number`'s ascending cold rows) and of the cold rows of
+  /// the `back` pieces before it (pieces cut on the host), or their sizes' sum when that is at
+  /// most the slots.
+  uint64_t union_with_recent(const std::vector<uint32_t>& cold, uint64_t number, uint32_t back);
   /// The training stream of piece `number`.
   cudaStream_t compute_of(uint64_t number);
   /// Two training streams when nothing orders the pieces (sgd, not serial); else one.
@@ -131,8 +135,9 @@ class PagedPipeline {
   RowCache cache_;
   std::unique_ptr<PieceCuts> cuts_;  ///< when pieces are cut on the host
   /// Cold rows of the last pieces (by number modulo the size), for the pieces cut on the host:
-  /// those that may still hold slots and a new one need at most every slot, else it drains.
-  std::array<uint64_t, 4> recent_cold_{};
+  /// those that may still hold slots and a new one need at most every slot together.
+  std::array<std::vector<uint32_t>, 4> recent_cold_;
+  std::vector<uint32_t> union_scratch_, union_merged_;  ///< union_with_recent's merges
   DeviceBuffer<unsigned long long> move_claims_;  ///< one claim counter per MoveStream
   std::array<Stage, kPagedStages> stages_;
   PinnedBuffer<uint32_t> host_counts_;

@@ -21,6 +21,8 @@ PieceCuts::PieceCuts(const PieceCutInput& in, uint32_t threads) : in_(in) {
     throw Error("piece cuts: the corpus's blocks, the noise table and hot ≤ rows are needed");
   }
   in_.batch_blocks = std::max<uint32_t>(in_.batch_blocks, 1);
+  in_.unit_blocks = std::max<uint32_t>(in_.unit_blocks, in_.batch_blocks);
+  in_.depth = std::max<uint32_t>(in_.depth, 1);
   in_.pool_blocks = std::max<uint32_t>(in_.pool_blocks, 1);
   in_.share = std::max<uint64_t>(in_.share, 1);
   threads = std::max<uint32_t>(threads, 1);
@@ -58,9 +60,21 @@ void PieceCuts::start(uint32_t epoch, uint64_t first_block, uint64_t last_block,
   tokens_ = tokens;
   starts_ = sentence_starts;
   units_.clear();
+  unit_starts_.clear();
   if (last_block_ > first_block_) {
+    // The first unit ends at the next super-batch boundary; each next one is twice as long, up
+    // to unit_blocks.
     const uint64_t bb = in_.batch_blocks;
-    units_.resize((last_block_ - 1) / bb - first_block_ / bb + 1);
+    uint64_t at = first_block_, size = bb;
+    unit_starts_.push_back(at);
+    at = std::min(last_block_, (at / bb + 1) * bb);
+    while (at < last_block_) {
+      unit_starts_.push_back(at);
+      at = std::min(last_block_, at + size);
+      size = std::min<uint64_t>(size * 2, in_.unit_blocks);
+    }
+    unit_starts_.push_back(last_block_);
+    units_.resize(unit_starts_.size() - 1);
   }
   next_unit_ = current_ = 0;
   failure_ = nullptr;
@@ -96,7 +110,10 @@ bool PieceCuts::next(PieceCut& out) {
 }
 
 void PieceCuts::work() {
-  std::vector<uint64_t> seen((in_.rows - in_.hot + 63) / 64, 0);
+  const uint64_t words = (in_.rows - in_.hot + 63) / 64;
+  Bits bits;
+  bits.seen.assign(words, 0);
+  if (in_.slots > 0) bits.held.assign(in_.depth - 1, std::vector<uint64_t>(words, 0));
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] {
@@ -109,10 +126,11 @@ void PieceCuts::work() {
     std::vector<PieceCut> cuts;
     std::exception_ptr failure;
     try {
-      cuts = cut_unit(u, seen);
+      cuts = cut_unit(u, bits);
     } catch (...) {
       failure = std::current_exception();
-      std::fill(seen.begin(), seen.end(), 0);
+      std::fill(bits.seen.begin(), bits.seen.end(), 0);
+      for (auto& h : bits.held) std::fill(h.begin(), h.end(), 0);
     }
     lock.lock();
     --busy_;
@@ -128,16 +146,15 @@ void PieceCuts::work() {
   }
 }
 
-std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& seen) const {
+std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, Bits& bits) const {
   // The span's fields are read without the lock: start() and end() wait until no thread is
   // busy before they change them.
   const std::vector<uint64_t>& blocks = *in_.blocks;
-  const uint64_t bb = in_.batch_blocks;
-  const uint64_t super_batch = first_block_ / bb + u;
-  const uint64_t b0 = std::max(first_block_, super_batch * bb);
-  const uint64_t b1 = std::min(last_block_, (super_batch + 1) * bb);
+  const uint64_t b0 = unit_starts_[u], b1 = unit_starts_[u + 1];
   const uint64_t end = blocks[b1];
   const uint32_t hot = static_cast<uint32_t>(in_.hot);
+  std::vector<uint64_t>& seen = bits.seen;
+  std::vector<std::vector<uint64_t>>& held = bits.held;
   std::vector<uint32_t> list;
   // The pools of the unit's periods, each drawn once.
   const uint64_t first_period = b0 / in_.pool_blocks;
@@ -151,6 +168,20 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
     }
     return p;
   };
+  const auto bit_of = [](const std::vector<uint64_t>& set, uint64_t bit) {
+    return (set[bit >> 6] >> (bit & 63)) & 1;
+  };
+  // Whether a cold row is held by a piece before this one that may still hold slots.
+  const auto held_before = [&](uint64_t bit) {
+    for (const auto& h : held) {
+      if (bit_of(h, bit) != 0) return true;
+    }
+    return false;
+  };
+  // The cold rows of the piece not held before it: with `before` (the union of those held) the
+  // slots it needs with the pieces before it.
+  uint64_t beyond = 0, before = 0;
+  const bool shared = in_.slots > 0;
   const auto add = [&](const uint32_t* ids, uint64_t n) {
     for (uint64_t i = 0; i < n; ++i) {
       const uint32_t id = ids[i];
@@ -161,12 +192,14 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
       if ((word & mask) != 0) continue;
       word |= mask;
       list.push_back(id);
+      if (shared && !held_before(bit)) ++beyond;
     }
   };
   const auto forget = [&](size_t from) {
     for (size_t k = from; k < list.size(); ++k) {
       const uint64_t bit = list[k] - hot;
       seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      if (shared && !held_before(bit)) --beyond;
     }
     list.resize(from);
   };
@@ -182,14 +215,18 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
     if (last_word - first_word + 1 > ids.size() * 2) {
       out = ids;
       std::sort(out.begin(), out.end());
-      forget(0);
+      for (const uint32_t id : ids) {
+        const uint64_t bit = id - hot;
+        seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+      ids.clear();
       return out;
     }
     out.reserve(ids.size());
     for (uint64_t w = first_word; w <= last_word; ++w) {
-      for (uint64_t bits = seen[w]; bits != 0; bits &= bits - 1) {
-        out.push_back(
-            static_cast<uint32_t>(hot + (w << 6) + static_cast<uint64_t>(__builtin_ctzll(bits))));
+      for (uint64_t bits_left = seen[w]; bits_left != 0; bits_left &= bits_left - 1) {
+        out.push_back(static_cast<uint32_t>(hot + (w << 6) +
+                                            static_cast<uint64_t>(__builtin_ctzll(bits_left))));
       }
       seen[w] = 0;
     }
@@ -201,27 +238,82 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
         std::upper_bound(blocks.begin() + b0, blocks.begin() + b1 + 1, sentence) - blocks.begin() -
         1);
   };
+  // The pieces before the next one that may still hold slots: held[k] holds the cold rows of
+  // cuts[cuts.size() − 1 − k]; the oldest set is cleared by its piece's list.
+  const auto remember = [&](const std::vector<PieceCut>& cuts) {
+    if (!shared || held.empty()) return;
+    std::vector<uint64_t> oldest = std::move(held.back());
+    if (cuts.size() > held.size()) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - held.size()].cold) {
+        const uint64_t bit = id - hot;
+        oldest[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+    }
+    held.pop_back();
+    for (const uint32_t id : cuts.back().cold) {
+      const uint64_t bit = id - hot;
+      oldest[bit >> 6] |= uint64_t{1} << (bit & 63);
+    }
+    held.insert(held.begin(), std::move(oldest));
+    // Their union, counted on the piece's bits (clear between pieces).
+    before = 0;
+    const size_t known = std::min(cuts.size(), held.size());
+    for (size_t k = 0; k < known; ++k) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
+        const uint64_t bit = id - hot;
+        uint64_t& word = seen[bit >> 6];
+        const uint64_t mask = uint64_t{1} << (bit & 63);
+        before += (word & mask) == 0;
+        word |= mask;
+      }
+    }
+    for (size_t k = 0; k < known; ++k) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
+        const uint64_t bit = id - hot;
+        seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+    }
+  };
+  // A unit's first pieces do not know all the pieces before them: a depth's share each.
+  const uint64_t first_share =
+      shared ? std::min<uint64_t>(in_.share, std::max<uint64_t>(1, in_.slots / in_.depth))
+             : in_.share;
+  const auto fits = [&](size_t pieces_before) {
+    if (!shared) return list.size() <= in_.share;
+    // A piece whose predecessors are known brings at most a depth's share of rows they do not
+    // hold (as many rows to move as a share-cut piece), and with them needs at most the slots.
+    if (pieces_before < held.size()) return list.size() <= first_share;
+    return list.size() <= in_.share && beyond <= first_share && before + beyond <= in_.slots;
+  };
   std::vector<PieceCut> cuts;
   uint64_t block = b0;
   uint64_t t = blocks[b0];
   while (t < end) {
     PieceCut cut;
     cut.first_sentence = t;
-    uint64_t last_period = UINT64_MAX;
+    uint64_t last_period = UINT64_MAX, periods = 0;
     for (; t < end; ++t) {
       while (blocks[block + 1] <= t) ++block;
       const uint64_t period = block / in_.pool_blocks;
-      const size_t before = list.size();
+      const uint64_t more_periods = periods + (period != last_period ? 1 : 0);
+      if (t > cut.first_sentence &&
+          ((in_.max_tokens > 0 && starts_[t + 1] - starts_[cut.first_sentence] > in_.max_tokens) ||
+           (in_.max_sentences > 0 && t + 1 - cut.first_sentence > in_.max_sentences) ||
+           (in_.max_periods > 0 && more_periods > in_.max_periods))) {
+        break;
+      }
+      const size_t at = list.size();
       if (period != last_period && in_.pool_size > 0) {
         const std::vector<uint32_t>& pool = pool_of(period);
         add(pool.data(), pool.size());
       }
       add(tokens_ + starts_[t], starts_[t + 1] - starts_[t]);
-      if (t > cut.first_sentence && list.size() > in_.share) {
-        forget(before);
+      if (t > cut.first_sentence && !fits(cuts.size())) {
+        forget(at);
         break;
       }
       last_period = period;
+      periods = more_periods;
     }
     cut.last_sentence = t;
     // Its pools: those of the periods from its first sentence's to its last's.
@@ -234,8 +326,20 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, std::vector<uint64_t>& see
         cut.pools.insert(cut.pools.end(), pool.begin(), pool.end());
       }
     }
+    if (shared && fits(cuts.size())) {
+      cut.fits_with = static_cast<uint32_t>(std::min<size_t>(cuts.size(), held.size()));
+    }
     cut.cold = ascending(list);
+    beyond = 0;
     cuts.push_back(std::move(cut));
+    remember(cuts);
+  }
+  // The bits of the pieces still remembered, cleared for the thread's next unit.
+  for (size_t k = 0; k < std::min(cuts.size(), held.size()); ++k) {
+    for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
+      const uint64_t bit = id - hot;
+      for (auto& h : held) h[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+    }
   }
   return cuts;
 }

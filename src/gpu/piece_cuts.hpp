@@ -2,15 +2,22 @@
 /// @file piece_cuts.hpp
 /// Where the pieces of paged sgd end, decided on the host ahead of the device. A piece is cut so
 /// that its distinct cold rows (the ids at or above the hot rows among its tokens and its pool
-/// entries) are at most a share of the row cache: `share` is the cache's slots over the pieces
-/// that may hold slots at once (the pipeline's depth), and a piece takes more only when its first
-/// sentence alone does. A cut depends on the corpus and the pools only, never on what the cache
-/// holds, so threads cut later super-batches while the device trains earlier ones, and a piece
-/// needs no round trip to the device to learn whether it fits: the pieces that may hold slots
-/// together need at most every slot (the pipeline drains first for one that would need more,
-/// such as a piece after an oversized first sentence). Each cut carries its cold rows, ascending,
-/// for the device to take in one step (kernels/paging.hpp, launch_take_listed_rows) instead of
-/// marking and selecting them among all rows.
+/// entries) fit the row cache beside the pieces that may still hold slots when it takes its own:
+/// the `depth − 1` pieces before it (the pipeline's depth). Rows that consecutive pieces share
+/// (a pool period's entries, the rarer words of a stretch of text) hold one slot between them,
+/// so the rule counts the union of those pieces' cold rows against the `slots`, and bounds by a
+/// depth's share of the slots only the rows a piece brings that the pieces before it do not
+/// hold; a piece also lists at most `share` rows, and only its first sentence may take more. A cut depends on the
+/// corpus and the pools only, never on what the cache holds, so threads cut later units (runs of
+/// blocks) while the device trains earlier ones, and a piece needs no round trip to the device
+/// to learn whether it fits. A unit's first pieces do not know the last pieces of the unit
+/// before (another thread cuts it): they take at most a depth's share of the slots each, and the
+/// pipeline, which knows every piece in flight, lets one whose union with them would not fit
+/// take its slots only once the piece two back has trained (gpu/paged_pipeline.hpp). Units grow
+/// from one super-batch to `unit_blocks` blocks, so that a span's first piece comes soon and the
+/// unit boundaries are few. Each cut carries its cold rows, ascending, for the device to take in
+/// one step (kernels/paging.hpp, launch_take_listed_rows) instead of marking and selecting them
+/// among all rows.
 ///
 /// Owns: the cutting threads, their bit per cold row, the cuts not yet taken. Plain C++ (tests
 /// run it without a GPU). May not touch: the device, the cache, the corpus (only read).
@@ -34,19 +41,38 @@ struct PieceCut {
   /// (draw_pool's entries: those the device would draw).
   uint64_t first_period = 0;
   std::vector<uint32_t> pools;
+  /// The pieces just before it whose cold rows with its own number at most the slots
+  /// (PieceCutInput::slots), as the cut counted them: the pieces before it in its unit, up to
+  /// depth − 1; 0 when the slots are not shared, or its first sentence alone passed them.
+  uint32_t fits_with = 0;
 };
 
 /// What the cuts are made of. Pointers are borrowed for the object's life.
 struct PieceCutInput {
   const std::vector<uint64_t>* blocks = nullptr;  ///< work block boundaries (sentences)
-  uint32_t batch_blocks = 1;  ///< blocks per super-batch: a piece never spans two
-  uint32_t pool_blocks = 1;   ///< blocks per pool period (negative_pool.hpp)
-  uint32_t pool_size = 0;     ///< entries of a pool
+  /// Blocks per super-batch: the span's units start at multiples of it, the first of them one
+  /// super-batch long (or the part of one in the span).
+  uint32_t batch_blocks = 1;
+  /// The most blocks of a unit (0: batch_blocks): units double from one super-batch up to it. A
+  /// piece never spans two units.
+  uint32_t unit_blocks = 0;
+  uint32_t pool_blocks = 1;  ///< blocks per pool period (negative_pool.hpp)
+  uint32_t pool_size = 0;    ///< entries of a pool
   uint64_t seed = 0;
   const NoiseTable* noise = nullptr;  ///< the noise table the pools draw from
   uint64_t rows = 0;                  ///< ids are below
   uint64_t hot = 0;                   ///< ids below are hot: no slot, not listed
   uint64_t share = 1;                 ///< the most cold rows of a piece beyond its first sentence
+  /// The row cache's slots, shared by `depth` pieces at once (0: only `share` bounds a piece):
+  /// a piece's cold rows and those of the depth − 1 pieces cut before it in its unit number at
+  /// most `slots` together (their union), and those of its rows they do not hold at most
+  /// slots / depth (what it brings to the cache); a piece with fewer such pieces before it in
+  /// its unit (the unit's first) lists at most slots / depth.
+  uint64_t slots = 0;
+  uint32_t depth = 1;
+  /// The most tokens, sentences and pool periods of a piece beyond its first sentence (0: no
+  /// bound beyond its unit): what the pipeline's stage buffers hold.
+  uint64_t max_tokens = 0, max_sentences = 0, max_periods = 0;
 };
 
 class PieceCuts {
@@ -74,8 +100,14 @@ class PieceCuts {
     std::vector<PieceCut> cuts;
     size_t taken = 0;
   };
-  /// The cuts of unit `u` (a super-batch of the span, or the part of one in it).
-  std::vector<PieceCut> cut_unit(uint64_t u, std::vector<uint64_t>& seen) const;
+  /// A thread's bits: one per cold row for the piece being cut, and one set per piece before it
+  /// that may still hold slots (PieceCutInput::depth − 1 of them, a ring).
+  struct Bits {
+    std::vector<uint64_t> seen;
+    std::vector<std::vector<uint64_t>> held;
+  };
+  /// The cuts of unit `u` (blocks [unit_starts_[u], unit_starts_[u + 1])).
+  std::vector<PieceCut> cut_unit(uint64_t u, Bits& bits) const;
   void work();
 
   PieceCutInput in_;
@@ -91,6 +123,7 @@ class PieceCuts {
   const uint32_t* tokens_ = nullptr;
   const uint64_t* starts_ = nullptr;
   std::vector<Unit> units_;
+  std::vector<uint64_t> unit_starts_;  ///< each unit's first block, then the span's end
   uint64_t next_unit_ = 0;  ///< the next unit a thread takes
   uint64_t current_ = 0;    ///< the unit next() reads
   uint32_t busy_ = 0;       ///< threads cutting a unit
