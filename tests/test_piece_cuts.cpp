@@ -255,7 +255,8 @@ TEST(PieceCuts, EveryCutterStartsCutting) {
 std::vector<uint64_t> unit_starts(const PieceCutInput& in, uint64_t first_block,
                                   uint64_t last_block) {
   std::vector<uint64_t> starts{first_block};
-  uint64_t at = std::min<uint64_t>(last_block, (first_block / in.batch_blocks + 1) * in.batch_blocks);
+  uint64_t at =
+      std::min<uint64_t>(last_block, (first_block / in.batch_blocks + 1) * in.batch_blocks);
   uint64_t size = in.batch_blocks;
   while (at < last_block) {
     starts.push_back(at);
@@ -292,8 +293,7 @@ bool within_bounds(const Corpus& c, const PieceCutInput& in, uint64_t a, uint64_
 /// (a unit's first pieces a depth's share alone), and it took every sentence it could. Returns
 /// the cuts.
 std::vector<PieceCut> check_shared_span(const Corpus& c, const PieceCutInput& in, PieceCuts& cuts,
-                                        uint32_t epoch, uint64_t first_block,
-                                        uint64_t last_block) {
+                                        uint32_t epoch, uint64_t first_block, uint64_t last_block) {
   cuts.start(epoch, first_block, last_block, c.tokens.data(), c.starts.data());
   std::vector<PieceCut> got;
   PieceCut cut;
@@ -333,12 +333,10 @@ std::vector<PieceCut> check_shared_span(const Corpus& c, const PieceCutInput& in
       EXPECT_TRUE(fits(p.cold));
     }
     // What the pipeline trusts instead of counting the union again.
-    EXPECT_EQ(p.fits_with,
-              fits(p.cold) ? std::min<uint64_t>(in_unit, in.depth - 1) : uint64_t{0});
+    EXPECT_EQ(p.fits_with, fits(p.cold) ? std::min<uint64_t>(in_unit, in.depth - 1) : uint64_t{0});
     if (p.last_sentence < unit_end) {
-      EXPECT_TRUE(
-          !fits(cold_rows(c, in, epoch, p.first_sentence, p.last_sentence + 1)) ||
-          !within_bounds(c, in, p.first_sentence, p.last_sentence + 1));
+      EXPECT_TRUE(!fits(cold_rows(c, in, epoch, p.first_sentence, p.last_sentence + 1)) ||
+                  !within_bounds(c, in, p.first_sentence, p.last_sentence + 1));
     }
     ++in_unit;
   }
@@ -371,7 +369,8 @@ TEST(PieceCuts, PiecesShareTheSlotsWithThePiecesBeforeThem) {
   few.slots = 30;
   PieceCuts tight(few, 2);
   const auto small = check_shared_span(c, few, tight, 2, 0, c.blocks.size() - 1);
-  EXPECT_TRUE(std::any_of(small.begin(), small.end(), [](const PieceCut& p) { return p.fits_with == 0; }));
+  EXPECT_TRUE(
+      std::any_of(small.begin(), small.end(), [](const PieceCut& p) { return p.fits_with == 0; }));
   // A share of the slots each, in units of one super-batch, as before.
   PieceCutInput apart = input_for(c, 40, in.slots / in.depth);
   PieceCuts each(apart, 2);

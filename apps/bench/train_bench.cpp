@@ -271,18 +271,18 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
                    "budget %.2f GiB\n",
                    static_cast<unsigned long long>(r.hot_rows),
                    static_cast<unsigned long long>(r.cache_rows), gib(r.budget_bytes));
-      std::fprintf(out,
-                   "paging: %llu pieces (%llu splits, %llu narrowed, %llu drains), hit rate %.4f of row "
-                   "lookups (hot rows "
-                   "%.4f), %llu cold rows used, rows from host %llu, to host %llu, PCIe %.1f "
-                   "bytes/word\n",
-                   static_cast<unsigned long long>(r.super_batches),
-                   static_cast<unsigned long long>(r.splits),
-                   static_cast<unsigned long long>(r.narrowed),
-                   static_cast<unsigned long long>(r.drains), r.cache_hit_rate, r.hot_hit_rate,
-                   static_cast<unsigned long long>(r.cold_rows),
-                   static_cast<unsigned long long>(r.rows_from_host),
-                   static_cast<unsigned long long>(r.rows_to_host), r.pcie_bytes_per_word);
+      std::fprintf(
+          out,
+          "paging: %llu pieces (%llu splits, %llu narrowed, %llu drains), hit rate %.4f of row "
+          "lookups (hot rows "
+          "%.4f), %llu cold rows used, rows from host %llu, to host %llu, PCIe %.1f "
+          "bytes/word\n",
+          static_cast<unsigned long long>(r.super_batches),
+          static_cast<unsigned long long>(r.splits), static_cast<unsigned long long>(r.narrowed),
+          static_cast<unsigned long long>(r.drains), r.cache_hit_rate, r.hot_hit_rate,
+          static_cast<unsigned long long>(r.cold_rows),
+          static_cast<unsigned long long>(r.rows_from_host),
+          static_cast<unsigned long long>(r.rows_to_host), r.pcie_bytes_per_word);
 #ifdef PAGEDW2V_HAVE_CUDA
       const double moved = static_cast<double>(cr.pcie_bytes) / 2;
       std::fprintf(out,

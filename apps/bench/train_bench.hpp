@@ -67,7 +67,7 @@ struct TrainBenchResult {
   uint64_t super_batches = 0;
   uint64_t splits = 0;
   uint64_t narrowed = 0;  ///< pieces whose rows waited for the piece two back to train
-  uint64_t drains = 0;  ///< pieces that waited for the pieces in flight to train, to fit
+  uint64_t drains = 0;    ///< pieces that waited for the pieces in flight to train, to fit
   double cache_hit_rate = 0;
   double hot_hit_rate = 0;
   uint64_t cold_rows = 0;

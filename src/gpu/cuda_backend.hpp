@@ -85,11 +85,11 @@ struct CudaBackendReport {
   bool corpus_resident = false;
   std::string device_name;
   bool paged = false;
-  uint64_t hot_rows = 0;        ///< rows kept on the GPU for the run (paged)
-  uint64_t cache_rows = 0;      ///< slots of the GPU's row cache (paged)
-  uint64_t budget_bytes = 0;    ///< the GPU memory budget the backend planned with
-  uint64_t super_batches = 0;   ///< pieces trained (paged: after splits to fit the cache)
-  uint64_t splits = 0;          ///< times a piece was cut to fit the cache
+  uint64_t hot_rows = 0;       ///< rows kept on the GPU for the run (paged)
+  uint64_t cache_rows = 0;     ///< slots of the GPU's row cache (paged)
+  uint64_t budget_bytes = 0;   ///< the GPU memory budget the backend planned with
+  uint64_t super_batches = 0;  ///< pieces trained (paged: after splits to fit the cache)
+  uint64_t splits = 0;         ///< times a piece was cut to fit the cache
   /// Pieces whose rows took their slots only once the piece two back had trained: with the
   /// pieces before them they needed more rows than the cache has (pieces cut on the host).
   uint64_t narrowed = 0;

@@ -123,9 +123,15 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     in.slots = plan.cache_rows;
     in.depth = two_training_streams() ? kDepth : kDepthOneStream;
     in.share = std::max<uint64_t>(1, std::min<uint64_t>(max_list, plan.cache_rows));
-    if (const char* f = std::getenv("PW_SHARE")) in.share = std::min<uint64_t>(in.share, uint64_t(plan.cache_rows * std::atof(f)));
-    if (const char* f = std::getenv("PW_UNIT")) in.unit_blocks = std::max<uint32_t>(in.batch_blocks, std::atoi(f));
-    if (const char* f = std::getenv("PW_OLD")) { in.slots = 0; in.share = plan.cache_rows / in.depth; in.unit_blocks = 0; }
+    if (const char* f = std::getenv("PW_SHARE"))
+      in.share = std::min<uint64_t>(in.share, uint64_t(plan.cache_rows * std::atof(f)));
+    if (const char* f = std::getenv("PW_UNIT"))
+      in.unit_blocks = std::max<uint32_t>(in.batch_blocks, std::atoi(f));
+    if (const char* f = std::getenv("PW_OLD")) {
+      in.slots = 0;
+      in.share = plan.cache_rows / in.depth;
+      in.unit_blocks = 0;
+    }
     in.max_tokens = max_tokens;
     in.max_sentences = max_sentences;
     in.max_periods = plan.max_pools;

@@ -138,7 +138,7 @@ class PagedPipeline {
   /// those that may still hold slots and a new one need at most every slot together.
   std::array<std::vector<uint32_t>, 4> recent_cold_;
   std::vector<uint32_t> union_scratch_, union_merged_;  ///< union_with_recent's merges
-  DeviceBuffer<unsigned long long> move_claims_;  ///< one claim counter per MoveStream
+  DeviceBuffer<unsigned long long> move_claims_;        ///< one claim counter per MoveStream
   std::array<Stage, kPagedStages> stages_;
   PinnedBuffer<uint32_t> host_counts_;
   size_t bytes_ = 0;

@@ -7,12 +7,12 @@
 /// (a pool period's entries, the rarer words of a stretch of text) hold one slot between them,
 /// so the rule counts the union of those pieces' cold rows against the `slots`, and bounds by a
 /// depth's share of the slots only the rows a piece brings that the pieces before it do not
-/// hold; a piece also lists at most `share` rows, and only its first sentence may take more. A cut depends on the
-/// corpus and the pools only, never on what the cache holds, so threads cut later units (runs of
-/// blocks) while the device trains earlier ones, and a piece needs no round trip to the device
-/// to learn whether it fits. A unit's first pieces do not know the last pieces of the unit
-/// before (another thread cuts it): they take at most a depth's share of the slots each, and the
-/// pipeline, which knows every piece in flight, lets one whose union with them would not fit
+/// hold; a piece also lists at most `share` rows, and only its first sentence may take more. A cut
+/// depends on the corpus and the pools only, never on what the cache holds, so threads cut later
+/// units (runs of blocks) while the device trains earlier ones, and a piece needs no round trip to
+/// the device to learn whether it fits. A unit's first pieces do not know the last pieces of the
+/// unit before (another thread cuts it): they take at most a depth's share of the slots each, and
+/// the pipeline, which knows every piece in flight, lets one whose union with them would not fit
 /// take its slots only once the piece two back has trained (gpu/paged_pipeline.hpp). Units grow
 /// from one super-batch to `unit_blocks` blocks, so that a span's first piece comes soon and the
 /// unit boundaries are few. Each cut carries its cold rows, ascending, for the device to take in
@@ -124,9 +124,9 @@ class PieceCuts {
   const uint64_t* starts_ = nullptr;
   std::vector<Unit> units_;
   std::vector<uint64_t> unit_starts_;  ///< each unit's first block, then the span's end
-  uint64_t next_unit_ = 0;  ///< the next unit a thread takes
-  uint64_t current_ = 0;    ///< the unit next() reads
-  uint32_t busy_ = 0;       ///< threads cutting a unit
+  uint64_t next_unit_ = 0;             ///< the next unit a thread takes
+  uint64_t current_ = 0;               ///< the unit next() reads
+  uint32_t busy_ = 0;                  ///< threads cutting a unit
   std::exception_ptr failure_;
 };
 
