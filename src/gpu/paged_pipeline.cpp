@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <iterator>
 #include <string>
 #include <thread>
@@ -118,19 +117,21 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     in.noise = data.noise;
     in.rows = rows_;
     in.hot = hot_;
-    // The pieces that may hold slots at once share them; one piece lists at most what a
-    // stage holds. Sgd pieces may span super-batches, within what the stages hold.
-    in.slots = plan.cache_rows;
+    // The pieces that may hold slots at once share them. A small cache (kHostCutMaxSlots: the
+    // pieces then hold a few thousand words) counts them by the union of their cold rows, so
+    // that a row several of them use holds one slot and each piece grows by what the others
+    // already hold; one piece lists at most what a stage holds, and units grow from one
+    // super-batch to kCutUnitWords. A large cache's pieces hold tens of thousands of words,
+    // share few rows, and are cut to a third of the slots each (units of a super-batch), whose
+    // cuts cost less (README, "Paged tables").
     in.depth = two_training_streams() ? kDepth : kDepthOneStream;
-    in.share = std::max<uint64_t>(1, std::min<uint64_t>(max_list, plan.cache_rows));
-    if (const char* f = std::getenv("PW_SHARE"))
-      in.share = std::min<uint64_t>(in.share, uint64_t(plan.cache_rows * std::atof(f)));
-    if (const char* f = std::getenv("PW_UNIT"))
-      in.unit_blocks = std::max<uint32_t>(in.batch_blocks, std::atoi(f));
-    if (const char* f = std::getenv("PW_OLD")) {
+    if (plan.cache_rows <= kHostCutMaxSlots) {
+      in.slots = plan.cache_rows;
+      in.share = std::max<uint64_t>(1, std::min<uint64_t>(max_list, plan.cache_rows));
+    } else {
       in.slots = 0;
-      in.share = plan.cache_rows / in.depth;
-      in.unit_blocks = 0;
+      in.share = std::max<uint64_t>(1, plan.cache_rows / in.depth);
+      in.unit_blocks = in.batch_blocks;
     }
     in.max_tokens = max_tokens;
     in.max_sentences = max_sentences;
