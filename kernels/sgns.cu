@@ -710,7 +710,11 @@ void launch_shape(const SgnsArgs& a, cudaStream_t stream) {
 
 uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps) {
   warps = std::max<uint64_t>(warps, 1);
-  if (tokens < warps * kMinItemTokens) return kSmallLaunchItemTokens;
+  if (tokens < warps * kMinItemTokens) {
+    const uint64_t k =
+        tokens * kSmallLaunchTokensPerWarp.num / (warps * kSmallLaunchTokensPerWarp.den);
+    return static_cast<uint32_t>(std::clamp<uint64_t>(k, kSmallLaunchItemTokens, kMinItemTokens));
+  }
   const uint64_t share = tokens / warps / kItemsPerWarp;
   uint32_t k = kMinItemTokens;
   while (k < kMaxItemTokens && uint64_t{k} * 2 <= share) k *= 2;

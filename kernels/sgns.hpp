@@ -134,15 +134,23 @@ inline constexpr uint32_t kSentenceItems = 0xFFFFFFFFu;
 inline constexpr uint64_t kItemsPerWarp = 16;
 inline constexpr uint32_t kMinItemTokens = 16;
 inline constexpr uint32_t kMaxItemTokens = 4096;
-/// The item size of a launch too small to give every warp one item of kMinItemTokens (a paged
-/// piece of a few thousand words): smaller items put more warps to work on it. Larger launches
-/// keep kMinItemTokens, where smaller items only add the scans back to a full window
+/// A launch too small to give every warp one item of kMinItemTokens (a paged piece of a few
+/// thousand to a few tens of thousands of words) takes items of about 5/3 tokens a resident warp,
+/// at least kSmallLaunchItemTokens: each of the two launches in flight (the paged pipeline's
+/// training streams) then has items for three fifths of the warps, and its items are as long as
+/// that allows, since a shorter item adds the scan back to a full window before it (below 4
+/// tokens that costs more than the shorter tail saves). Larger launches keep kMinItemTokens
 /// (kernels/PERFORMANCE.md, "Work items").
 inline constexpr uint32_t kSmallLaunchItemTokens = 4;
+struct TokensPerWarp {
+  uint64_t num, den;
+};
+inline constexpr TokensPerWarp kSmallLaunchTokensPerWarp{5, 3};
 
-/// The item size for a launch of `tokens` tokens on `warps` resident warps: kSmallLaunchItemTokens
-/// when tokens < warps × kMinItemTokens, else the largest power of two in [kMinItemTokens,
-/// kMaxItemTokens] that gives each warp kItemsPerWarp items or more.
+/// The item size for a launch of `tokens` tokens on `warps` resident warps: when tokens < warps ×
+/// kMinItemTokens, tokens × kSmallLaunchTokensPerWarp / warps within [kSmallLaunchItemTokens,
+/// kMinItemTokens]; else the largest power of two in [kMinItemTokens, kMaxItemTokens] that gives
+/// each warp kItemsPerWarp items or more.
 uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps);
 
 /// Row length on the device for `dim`: a multiple of 4 floats so every lane moves 16 bytes.

@@ -1024,23 +1024,28 @@ TEST(CudaSgnsItems, ConcurrentItemsTrainEveryCentreOnce) {
 
 // The item size a launch picks: a power of two within its bounds, growing with the tokens per
 // warp, and small enough that each warp gets kItemsPerWarp items when the launch has the tokens;
-// a launch with fewer tokens than its warps can take in items of kMinItemTokens gets the small
-// launch's items.
+// a launch with fewer tokens than its warps can take in items of kMinItemTokens gets items of
+// about 5/3 tokens a warp, from kSmallLaunchItemTokens to kMinItemTokens, growing with its tokens.
 TEST(SgnsItemTokens, GivesEveryWarpItsShare) {
-  for (const uint64_t warps : {1ull, 100ull, 3168ull}) {
+  for (const uint64_t warps : {1ull, 100ull, 3072ull, 3168ull}) {
     uint32_t before = 0;
-    for (uint64_t tokens = 1; tokens < (uint64_t{1} << 34); tokens *= 3) {
+    for (uint64_t tokens = 1; tokens < (uint64_t{1} << 34); tokens = tokens * 3 / 2 + 1) {
       const uint32_t k = sgns_item_tokens(tokens, warps);
+      EXPECT_GE(k, before) << tokens;
+      before = k;
       if (tokens < warps * kMinItemTokens) {
-        EXPECT_EQ(k, kSmallLaunchItemTokens) << tokens;
-        before = k;
+        EXPECT_GE(k, kSmallLaunchItemTokens) << tokens;
+        EXPECT_LE(k, kMinItemTokens) << tokens;
+        // Within the bounds, each warp's share of the launch is about 3/5 of an item.
+        if (k > kSmallLaunchItemTokens && k < kMinItemTokens) {
+          EXPECT_LE(uint64_t{k} * warps * 3, tokens * 5) << tokens;
+          EXPECT_GT(uint64_t{k + 1} * warps * 3, tokens * 5) << tokens;
+        }
         continue;
       }
       EXPECT_GE(k, kMinItemTokens);
       EXPECT_LE(k, kMaxItemTokens);
       EXPECT_EQ(k & (k - 1), 0u) << k;
-      EXPECT_GE(k, before);
-      before = k;
       if (k > kMinItemTokens) {
         EXPECT_GE(tokens / k, warps * kItemsPerWarp) << tokens;
       }
@@ -1049,9 +1054,14 @@ TEST(SgnsItemTokens, GivesEveryWarpItsShare) {
       }
     }
   }
-  EXPECT_EQ(sgns_item_tokens(0, 3168), kSmallLaunchItemTokens);
-  EXPECT_EQ(sgns_item_tokens(3168 * kMinItemTokens - 1, 3168), kSmallLaunchItemTokens);
-  EXPECT_EQ(sgns_item_tokens(3168 * kMinItemTokens, 3168), kMinItemTokens);
+  EXPECT_EQ(sgns_item_tokens(0, 3072), kSmallLaunchItemTokens);
+  // A piece of ~4,900 words on 3,072 warps (mix5m at 8.1 MB) keeps items of 4; one of ~15,600
+  // (mix5m at 12.15 MB with the union cuts) gets 8; one of ~53,000 (the walks) 16.
+  EXPECT_EQ(sgns_item_tokens(4900, 3072), 4u);
+  EXPECT_EQ(sgns_item_tokens(15600, 3072), 8u);
+  EXPECT_EQ(sgns_item_tokens(3072 * kMinItemTokens - 1, 3072), kMinItemTokens);
+  EXPECT_EQ(sgns_item_tokens(3072 * kMinItemTokens, 3072), kMinItemTokens);
+  EXPECT_EQ(sgns_item_tokens(53000, 3072), kMinItemTokens);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CudaSgnsItems, ::testing::ValuesIn(kSerialCases), serial_name);
