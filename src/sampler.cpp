@@ -96,6 +96,38 @@ double NoiseTable::share_from(uint64_t first) const {
   return share / static_cast<double>(n);
 }
 
+NoiseTable NoiseTable::part(uint32_t parts, uint32_t part) const {
+  if (parts == 0 || part >= parts) throw Error("noise table: no such part");
+  if (part >= words_) throw Error("noise table: the part holds no word");
+  // A column carries 1/n of the mass: prob of it to its own run, the rest to its alias's run;
+  // within a run the mass is the same for every id. Columns are the runs, in id order.
+  const size_t n = columns_.size();
+  std::vector<double> mass(n, 0.0);
+  for (const NoiseColumn& c : columns_) {
+    const double p = std::min(1.0, std::max(0.0, static_cast<double>(c.prob)));
+    mass[&c - columns_.data()] += p;
+    mass[c.alias] += 1.0 - p;
+  }
+  std::vector<uint32_t> starts;
+  std::vector<double> run_weight;
+  for (size_t k = 0; k < n; ++k) {
+    const NoiseColumn& c = columns_[k];
+    if (c.length == 0) continue;
+    // Local indices j with part + j·parts in [first, first + length).
+    const uint64_t first = c.first, end = uint64_t{c.first} + c.length;
+    const uint64_t j0 = first <= part ? 0 : (first - part + parts - 1) / parts;
+    const uint64_t j1 = end <= part ? 0 : (end - part + parts - 1) / parts;
+    if (j1 <= j0) continue;
+    starts.push_back(static_cast<uint32_t>(j0));
+    run_weight.push_back(mass[k] / static_cast<double>(c.length) * static_cast<double>(j1 - j0));
+  }
+  NoiseTable t;
+  t.words_ = static_cast<uint32_t>((uint64_t{words_} - part + parts - 1) / parts);
+  starts.push_back(t.words_);
+  t.build(starts, std::move(run_weight));
+  return t;
+}
+
 std::vector<double> unigram_weights(const std::vector<uint64_t>& counts, double power) {
   std::vector<double> w(counts.size());
   for (size_t i = 0; i < counts.size(); ++i) w[i] = std::pow(static_cast<double>(counts[i]), power);

@@ -69,6 +69,11 @@ class NoiseTable {
   }
   /// The share of draws that fall at or above id `first`.
   double share_from(uint64_t first) const;
+  /// This distribution restricted to the ids `id % parts == part` (and scaled to sum to one),
+  /// over their local indices: local index j is id part + j·parts. What a rank that holds one
+  /// part of the output table draws its negatives from (kernels/sgns.hpp, SgnsArgs::parts).
+  /// Throws Error when the part has no id or no weight.
+  NoiseTable part(uint32_t parts, uint32_t part) const;
 
  private:
   /// Vose's method over runs [starts[k], starts[k + 1]) of the weights run_weight[k] (scaled in

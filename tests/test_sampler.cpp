@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -272,6 +273,55 @@ TEST(NoiseTable, ShareFromIsTheWeightsShare) {
     const double want = std::accumulate(w.begin() + first, w.end(), 0.0) / sum;
     EXPECT_NEAR(t.share_from(first), want, 1e-6) << first;
   }
+}
+
+/// The probability of every id of `t`, from its columns (a column carries 1/n of the mass: prob
+/// to its own run, the rest to its alias's, shared evenly by a run's ids).
+std::vector<double> id_probabilities(const NoiseTable& t) {
+  const auto& cols = t.columns();
+  std::vector<double> p(t.words(), 0.0);
+  const double n = double(cols.size());
+  for (const NoiseColumn& c : cols) {
+    const double keep = std::min(1.0, std::max(0.0, double(c.prob)));
+    const NoiseColumn& a = cols[c.alias];
+    for (uint32_t k = 0; k < c.length; ++k) p[c.first + k] += keep / n / c.length;
+    for (uint32_t k = 0; k < a.length; ++k) p[a.first + k] += (1.0 - keep) / n / a.length;
+  }
+  return p;
+}
+
+// A part of the noise table (the ids id % parts == part, at local index id / parts) draws each
+// of its ids with the whole table's weight renormalised over the part, runs of ties included,
+// and every part's draws are its own ids.
+TEST(NoiseTable, PartIsTheRestrictedDistribution) {
+  std::vector<uint64_t> counts;
+  for (uint64_t c = 3000; c >= 1; c = c * 8 / 10) {
+    for (int k = 0; k < 1 + int(3000 / c); ++k) counts.push_back(c);
+    if (c < 5) break;
+  }
+  const NoiseTable whole = NoiseTable::of_counts(counts);
+  const std::vector<double> w = unigram_weights(counts);
+  for (uint32_t parts : {1u, 2u, 3u, 7u}) {
+    for (uint32_t part = 0; part < parts; ++part) {
+      const NoiseTable t = whole.part(parts, part);
+      const uint32_t local = static_cast<uint32_t>((counts.size() - part + parts - 1) / parts);
+      ASSERT_EQ(t.words(), local) << parts << " " << part;
+      double sum = 0;
+      for (uint32_t j = 0; j < local; ++j) sum += w[part + uint64_t{j} * parts];
+      const std::vector<double> got = id_probabilities(t);
+      for (uint32_t j = 0; j < local; ++j) {
+        ASSERT_NEAR(got[j], w[part + uint64_t{j} * parts] / sum, 2e-6) << parts << " " << j;
+      }
+      EXPECT_LE(t.column_count(), whole.column_count());
+      for (int i = 0; i < 20000; ++i) {
+        const Philox4 r = draw(5, i, part, DrawKind::kNegative);
+        ASSERT_LT(t.sample(r.v[0], r.v[1]), local);
+      }
+    }
+  }
+  EXPECT_THROW(whole.part(2, 2), Error);
+  EXPECT_THROW(NoiseTable(std::vector<double>{1.0, 2.0}).part(3, 2), Error);
+  EXPECT_THROW(NoiseTable(std::vector<double>{1.0, 0.0}).part(2, 1), Error);
 }
 
 TEST(Subsampling, KeepProbabilityIsWord2vecFormula) {
