@@ -80,6 +80,19 @@ __device__ __forceinline__ void noise_negatives(const Philox4& r, uint32_t centr
   *b = y == centre ? kSkippedNegative : y;
 }
 
+/// noise_negatives from the table of one part of the output ids (SgnsArgs::parts): the draws
+/// are local rows j of ids part + j·parts; equality with `centre` compares ids, and what comes
+/// back is the row, or kSkippedNegative.
+__device__ __forceinline__ void part_noise_negatives(const Philox4& r, uint32_t centre,
+                                                     const NoiseColumn* noise, uint32_t columns,
+                                                     uint32_t parts, uint32_t part, uint32_t* a,
+                                                     uint32_t* b) {
+  const uint32_t x = noise_draw(noise, columns, r.v[0], r.v[1]);
+  const uint32_t y = noise_draw(noise, columns, r.v[2], r.v[3]);
+  *a = part + x * parts == centre ? kSkippedNegative : x;
+  *b = part + y * parts == centre ? kSkippedNegative : y;
+}
+
 /// The two pool negatives of Philox block `r` (negative_pool.hpp): equality with `centre`
 /// compares ids; what comes back is the table row of each negative (pool_rows[k], or the id
 /// when pool_rows is null), or kSkippedNegative.

@@ -262,20 +262,30 @@ __device__ __forceinline__ uint32_t slot_of(const SgnsArgs& a, int i, int lo, bo
 
 /// Lane t's share of draw_negatives: (slot, call) number t, t + 32, … into `negs`, from the pool
 /// (kPool) or the noise table.
-template <bool kPool, bool kDup>
-__device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
-                                               bool skip_gram, int ncalls, int total,
+template <bool kPool, bool kDup, bool kParts>
+__device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntry& c,
+                                               const RingEntry* ring, uint32_t ring_mask, int i,
+                                               int lo, bool skip_gram, int ncalls, int total,
                                                uint32_t* negs, uint32_t* dup, int lane,
                                                uint32_t pool_off) {
   for (int t = lane; t < total; t += kWarp) {
     const int sr = t / ncalls;
     const int call = t - sr * ncalls;
     const uint32_t slot = slot_of(a, i, lo, skip_gram, sr);
+    // Partitioned tables: a context outside the input part does not train here; its
+    // negatives are not drawn.
+    if (kParts) {
+      const int j = i + static_cast<int>(slot) - static_cast<int>(a.window);
+      if (ring[j & ring_mask].id % a.parts != a.input_part) continue;
+    }
     uint32_t x, y;
     const Philox4 r = detail::negative_draw(a.seed, c.pos, a.epoch, slot, call);
     if (kPool) {
       detail::pool_negatives(r, c.id, a.pool + pool_off, a.pool_size,
                              a.pool_rows != nullptr ? a.pool_rows + pool_off : nullptr, &x, &y);
+    } else if (kParts) {
+      detail::part_noise_negatives(r, c.id, a.noise, a.noise_columns, a.parts, a.output_part, &x,
+                                   &y);
     } else {
       detail::noise_negatives(r, c.id, a.noise, a.noise_columns, &x, &y);
     }
@@ -292,17 +302,20 @@ __device__ __forceinline__ void fill_negatives(const SgnsArgs& a, const RingEntr
 /// pool when a.pool is set (a uniform branch around the whole loop), else noise-table draws whose
 /// row is the id. With kDup, dup[slot] says whether a row repeats in the list (gradient mode reads
 /// the tables only, so repeats need no care there).
-template <bool kDup>
-__device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntry& c, int i, int lo,
-                                               int hi, bool skip_gram, uint32_t* negs,
+template <bool kDup, bool kParts>
+__device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntry& c,
+                                               const RingEntry* ring, uint32_t ring_mask, int i,
+                                               int lo, int hi, bool skip_gram, uint32_t* negs,
                                                uint32_t* dup, int lane, uint32_t pool_off) {
   const int ncalls = static_cast<int>((a.negative + 1) / 2);
   const int nslots = skip_gram ? static_cast<int>(hi - lo) : 1;
   const int total = nslots * ncalls;
   if (a.pool != nullptr) {
-    fill_negatives<true, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane, pool_off);
+    fill_negatives<true, kDup, kParts>(a, c, ring, ring_mask, i, lo, skip_gram, ncalls, total, negs,
+                                       dup, lane, pool_off);
   } else {
-    fill_negatives<false, kDup>(a, c, i, lo, skip_gram, ncalls, total, negs, dup, lane, 0);
+    fill_negatives<false, kDup, kParts>(a, c, ring, ring_mask, i, lo, skip_gram, ncalls, total,
+                                        negs, dup, lane, 0);
   }
   __syncwarp();
   if (kDup) {
@@ -328,7 +341,7 @@ __device__ __forceinline__ void draw_negatives(const SgnsArgs& a, const RingEntr
 /// (kept in registers across the window) and that pair's negatives, in the CPU's order. `rows`
 /// is the ring of table rows beside `ring`. Gradient mode: the centre row stays as loaded, and
 /// its gradient, summed over the window, is added once at the end.
-template <int kV, int kB, bool kGrad>
+template <int kV, int kB, bool kGrad, bool kParts>
 __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const RingEntry* ring,
                                                       const uint32_t* rows, float4* centre0,
                                                       uint32_t ring_mask, uint32_t* negs,
@@ -340,8 +353,10 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
   const int lo = i - w > 0 ? i - w : 0;
   const int hi = i + w < n - 1 ? i + w : n - 1;
   if (hi <= lo) return;
+  // Partitioned tables: a centre outside the output part trains on another rank or launch.
+  if (kParts && c.id % a.parts != a.output_part) return;
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
-  draw_negatives<!kGrad>(a, c, i, lo, hi, true, negs, dup, lane, pool_off);
+  draw_negatives<!kGrad, kParts>(a, c, ring, ring_mask, i, lo, hi, true, negs, dup, lane, pool_off);
 
   const size_t centre_off = static_cast<size_t>(rows[i & ring_mask]) * a.stride;
   Slice<kV> oc, gc;
@@ -357,6 +372,8 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
   const int nn = static_cast<int>(a.negative);
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
+    // Partitioned tables: a context outside the input part trains on the rank that holds it.
+    if (kParts && ring[j & ring_mask].id % a.parts != a.input_part) continue;
     const uint32_t slot = static_cast<uint32_t>(j - i + a.window);
     const uint32_t ctx = rows[j & ring_mask];
     const size_t ctx_off = static_cast<size_t>(ctx) * a.stride;
@@ -408,7 +425,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   const int hi = i + w < n - 1 ? i + w : n - 1;
   if (hi <= lo) return;
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
-  draw_negatives<!kGrad>(a, c, i, lo, hi, false, negs, dup, lane, pool_off);
+  draw_negatives<!kGrad, false>(a, c, ring, ring_mask, i, lo, hi, false, negs, dup, lane, pool_off);
 
   Slice<kV> h;
   zero_slice(h);
@@ -504,7 +521,7 @@ __device__ __forceinline__ detail::KeepDecision keep_decision(const SgnsArgs& a,
 /// subsampling draws, which depend on the position only), and reading goes on past c1 while a
 /// window after the last centre is still short. The centres train in the sentence's order,
 /// so parts trained one after another equal the sentence trained whole.
-template <int kV, int kB, bool kSkipGram, bool kGrad>
+template <int kV, int kB, bool kSkipGram, bool kGrad, bool kParts>
 __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* part, RingEntry* ring,
                                            uint32_t* rows, float4* centre0, uint32_t ring_mask,
                                            uint32_t* negs, uint32_t* dup, int lane, int nq) {
@@ -535,7 +552,8 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
     uint32_t id = 0, row = 0;
     if (pos < last) {
       d = keep_decision(a, pos, &id);
-      row = a.token_rows != nullptr ? a.token_rows[pos - a.token_base] : id;
+      row =
+          a.token_rows != nullptr ? a.token_rows[pos - a.token_base] : (kParts ? id / a.parts : id);
     }
     const unsigned mask = __ballot_sync(kFull, d.keep);
     __syncwarp();
@@ -555,13 +573,13 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
       }
       if (at >= part->c0) {
         if (kSkipGram) {
-          train_centre_skipgram<kV, kB, kGrad>(a, ring, rows, centre0, ring_mask, negs, dup, next,
-                                               kept, lane, nq, loss, terms, pool_off);
+          train_centre_skipgram<kV, kB, kGrad, kParts>(a, ring, rows, centre0, ring_mask, negs, dup,
+                                                       next, kept, lane, nq, loss, terms, pool_off);
         } else {
           train_centre_cbow<kV, kB, kGrad>(a, ring, rows, ring_mask, negs, dup, next, kept, lane,
                                            nq, loss, terms, pool_off);
         }
-        ++centres;
+        if (!kParts || ring[next & ring_mask].id % a.parts == a.output_part) ++centres;
       }
       ++next;
     }
@@ -569,8 +587,10 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 #pragma unroll
   for (int m = kWarp / 2; m >= 1; m /= 2) loss += __shfl_xor_sync(kFull, loss, m);
   if (lane == 0) {
-    atomicAdd(&a.counters->words, part->c1 - part->c0);
-    atomicAdd(&a.counters->trained, centres);
+    // Partitioned tables: the caller counts the words; the launch whose parts are the same
+    // counts the centres of its part.
+    if (!kParts) atomicAdd(&a.counters->words, part->c1 - part->c0);
+    if (!kParts || a.input_part == a.output_part) atomicAdd(&a.counters->trained, centres);
     atomicAdd(&a.counters->loss_terms, static_cast<unsigned long long>(terms));
     atomicAdd(&a.counters->loss, static_cast<double>(loss));
   }
@@ -601,7 +621,7 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 /// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
 /// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads; 3 is
 /// used for dim ≤ 128 (kernels/PERFORMANCE.md, "Kernel choices").
-template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks>
+template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks, bool kParts = false>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     sgns_kernel(const SgnsArgs a, const WarpLayout layout) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -647,8 +667,8 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
       if (c1 > part->c0) {  // else an empty sentence
         if (lane == 0) part->c1 = c1;
         __syncwarp();
-        train_part<kV, kB, kSkipGram, kGrad>(a, part, ring, rows, centre0, ring_mask, negs, dup,
-                                             lane, nq);
+        train_part<kV, kB, kSkipGram, kGrad, kParts>(a, part, ring, rows, centre0, ring_mask, negs,
+                                                     dup, lane, nq);
       }
       __syncwarp();
       if (lane == 0) {
@@ -673,8 +693,12 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   }
   if (a.max_warps > 0) warps = static_cast<int>(std::min<uint32_t>(warps, a.max_warps));
   const size_t smem = static_cast<size_t>(warps) * layout.bytes();
-  auto kernel = a.model == ModelKind::kSkipGram ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks>
-                                                : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
+  // Partitioned tables (skip-gram sgd only) have a kernel of their own, so that the checks
+  // cost the others nothing.
+  auto kernel = a.model == ModelKind::kSkipGram
+                    ? (!kGrad && a.parts > 1 ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks, !kGrad>
+                                             : sgns_kernel<kV, kB, true, kGrad, kMinBlocks>)
+                    : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
   const void* const key = reinterpret_cast<const void*>(kernel);
   detail::allow_dynamic_shared(device, key, smem);
   const int per_sm = detail::blocks_per_sm(device, key, warps * kWarp, smem);
@@ -736,6 +760,11 @@ void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative) {
 }
 
 void launch_sgns(const SgnsArgs& a, cudaStream_t stream) {
+  if (a.parts > 1 &&
+      (a.model != ModelKind::kSkipGram || a.pool != nullptr || a.token_rows != nullptr ||
+       a.input_grad != nullptr || a.input_part >= a.parts || a.output_part >= a.parts)) {
+    throw Error("partitioned tables train skip-gram sgd without a pool or row maps");
+  }
   if (a.sentences == 0) return;
   const uint32_t nq = a.stride / 4;
   const uint32_t neg = a.negative;

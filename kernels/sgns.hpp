@@ -92,6 +92,18 @@ struct SgnsArgs {
   /// draws from pool number sentence_pool[s]. nullptr: every sentence uses the first.
   const uint32_t* sentence_pool = nullptr;
 
+  /// Partitioned tables (skip-gram sgd, no pool and no row maps): the input table holds the
+  /// words id % parts == input_part and the output table those of output_part, each word at row
+  /// id / parts (a rank of a run over GPUs, dist/part_backend.hpp). Only the pairs whose context
+  /// is in the input part and whose centre is in the output part train, and the negatives are
+  /// drawn from `noise` as the output part's table (NoiseTable::part: a draw is the local row j
+  /// of id output_part + j·parts). The counters count words and centres only when input_part ==
+  /// output_part (a centre counts when it is in the part), so that the N·N launches of a span
+  /// over N ranks count each once. 0 or 1: whole tables.
+  uint32_t parts = 0;
+  uint32_t input_part = 0;
+  uint32_t output_part = 0;
+
   /// Gradient mode (see above), for the non-sgd optimizers: when not null, the tables are only
   /// read and gradients are added to these rows × stride tables (padding stays as it is);
   /// touched_input and touched_output (one byte per row) must then be set too.

@@ -1001,6 +1001,125 @@ TEST_P(CudaSgnsItems, PartsTrainedInOrderGiveTheBitsOfWholeSentences) {
   }
 }
 
+// Partitioned tables (SgnsArgs::parts): one warp over tables that hold one part of the input
+// words and one of the output words, each at row id / parts, follows the CPU's partitioned
+// reference (train_sentence_part_cpu) on sentences that share rows, negatives drawn from the
+// output part's noise table. Over every (input, output) pair of parts the examples and the
+// centres counted are the whole run's, each once (the launches of equal parts count centres);
+// no launch counts words.
+TEST(CudaSgnsParts, SingleWarpFollowsThePartReference) {
+  PAGEDW2V_REQUIRE_GPU();
+  Problem p;
+  make_overlapping_problem(&p, Shape{ModelKind::kSkipGram, 36, 4, 5, 83}, 0, 60, 40);
+  const TrainParams& params = p.data.params;
+  const uint32_t vocab = static_cast<uint32_t>(p.model.input.rows());
+  const uint32_t dim = params.dim, stride = sgns_row_stride(dim), parts = 3;
+  const auto& starts = p.corpus.sentence_starts;
+  SpanStats whole;
+  {
+    Model m = copy_model(p.model);
+    whole = run_cpu(p, m);
+  }
+  SpanStats counted;
+  for (uint32_t ip = 0; ip < parts; ++ip) {
+    for (uint32_t op = 0; op < parts; ++op) {
+      SCOPED_TRACE("input part " + std::to_string(ip) + ", output part " + std::to_string(op));
+      const NoiseTable noise = p.noise.part(parts, op);
+      // Compact tables of the parts: word id at row id / parts.
+      auto part_rows = [&](const HostTable& t, uint32_t part) {
+        const uint32_t n = (vocab - part + parts - 1) / parts;
+        std::vector<float> rows(size_t{n} * dim);
+        for (uint32_t j = 0; j < n; ++j) {
+          std::copy_n(t.row(part + j * parts), dim, rows.data() + size_t{j} * dim);
+        }
+        return rows;
+      };
+      std::vector<float> want_in = part_rows(p.model.input, ip);
+      std::vector<float> want_out = part_rows(p.model.output, op);
+      const std::vector<float> start_in = want_in, start_out = want_out;
+      SpanStats cpu;
+      for (uint32_t e = 0; e < p.epochs; ++e) {
+        for (uint64_t s = 0; s + 1 < starts.size(); ++s) {
+          detail::train_sentence_part_cpu(p.data, noise, parts, ip, op, want_in.data(),
+                                          want_out.data(), e, starts[s], starts[s + 1], &cpu);
+        }
+      }
+      counted += cpu;
+      // The same on the device, rows padded to the stride.
+      auto padded = [&](const std::vector<float>& rows) {
+        const size_t n = rows.size() / dim;
+        std::vector<float> h(n * stride, 0.0f);
+        for (size_t r = 0; r < n; ++r) std::copy_n(&rows[r * dim], dim, &h[r * stride]);
+        return testing_util::upload(h, "part rows");
+      };
+      DeviceBuffer<float> in = padded(start_in), out = padded(start_out);
+      const DeviceBuffer<uint32_t> tokens = testing_util::upload(p.corpus.tokens, "tokens");
+      const DeviceBuffer<uint64_t> dstarts = testing_util::upload(starts, "starts");
+      const DeviceBuffer<float> keep = testing_util::upload(p.keep, "keep");
+      const DeviceBuffer<NoiseColumn> columns = testing_util::upload(noise.columns(), "noise");
+      DeviceBuffer<SgnsCounters> counters(1, "counters");
+      PAGEDW2V_CUDA_TRY(cudaMemset(counters.data(), 0, counters.bytes()));
+      Stream stream;
+      for (uint32_t e = 0; e < p.epochs; ++e) {
+        SgnsArgs a;
+        a.model = ModelKind::kSkipGram;
+        a.input = in.data();
+        a.output = out.data();
+        a.stride = stride;
+        a.vocab = vocab;
+        a.tokens = tokens.data();
+        a.sentence_starts = dstarts.data();
+        a.sentences = starts.size() - 1;
+        a.keep = keep.data();
+        a.noise = columns.data();
+        a.noise_columns = noise.column_count();
+        a.seed = params.seed;
+        a.epoch = e;
+        a.window = params.window;
+        a.negative = params.negative;
+        a.schedule = make_schedule(params);
+        a.epoch_base = uint64_t{e} * params.words_per_epoch;
+        a.counters = counters.data();
+        a.max_warps = 1;
+        a.parts = parts;
+        a.input_part = ip;
+        a.output_part = op;
+        PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+        launch_sgns(a, stream.get());
+        stream.synchronize();
+      }
+      const SgnsCounters c = testing_util::download(counters)[0];
+      EXPECT_EQ(c.words, cpu.words);
+      EXPECT_EQ(c.trained, cpu.trained);
+      EXPECT_EQ(c.loss_terms, cpu.loss_terms);
+      EXPECT_NEAR(c.loss, cpu.loss, 1e-4 * cpu.loss + 1e-3);
+      auto unpadded = [&](const DeviceBuffer<float>& d) {
+        const std::vector<float> h = testing_util::download(d);
+        std::vector<float> rows(h.size() / stride * dim);
+        for (size_t r = 0; r < h.size() / stride; ++r) {
+          std::copy_n(&h[r * stride], dim, &rows[r * dim]);
+        }
+        return rows;
+      };
+      const std::vector<float> got_in = unpadded(in), got_out = unpadded(out);
+      expect_values_near(got_in.data(), want_in.data(), want_in.size(), "input part");
+      expect_values_near(got_out.data(), want_out.data(), want_out.size(), "output part");
+      // Rows of the part that trained moved (the test is not vacuous).
+      EXPECT_NE(got_in, start_in);
+      EXPECT_NE(got_out, start_out);
+    }
+  }
+  EXPECT_EQ(counted.words, 0u);
+  EXPECT_GT(whole.words, 0u);
+  EXPECT_EQ(counted.trained, whole.trained);
+  EXPECT_EQ(counted.loss_terms, whole.loss_terms);
+  // A part launch refuses what it cannot train.
+  SgnsArgs bad;
+  bad.model = ModelKind::kCbow;
+  bad.parts = 2;
+  EXPECT_THROW(launch_sgns(bad, nullptr), Error);
+}
+
 // Many warps on small items (Hogwild): every position is a centre exactly once — the counts of
 // words, kept centres and examples equal the single-warp run's.
 TEST(CudaSgnsItems, ConcurrentItemsTrainEveryCentreOnce) {

@@ -343,6 +343,54 @@ void train_sentence_cpu(const TrainData& data, Model& model, uint32_t epoch, uin
   train_sentence(data, id_rows(model), epoch, first, last, s, stats);
 }
 
+void train_sentence_part_cpu(const TrainData& data, const NoiseTable& part_noise, uint32_t parts,
+                             uint32_t input_part, uint32_t output_part, float* input, float* output,
+                             uint32_t epoch, uint64_t first, uint64_t last, SpanStats* stats) {
+  const TrainParams& p = data.params;
+  const uint32_t dim = p.dim;
+  const LrSchedule schedule = make_schedule(p);
+  const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
+  const auto row = [parts, dim](float* table, uint32_t id) {
+    return table + static_cast<size_t>(id / parts) * dim;
+  };
+  Scratch s = make_scratch(dim);
+  SpanStats read;
+  collect_kept(data, epoch, first, last, s.kept, &read);
+  const bool counts = input_part == output_part;
+  const NegativeSource src{part_noise.columns().data(), part_noise.column_count()};
+  std::vector<uint32_t> targets(p.negative + 1);
+  const int64_t n = static_cast<int64_t>(s.kept.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const Kept& c = s.kept[i];
+    if (c.id % parts != output_part) continue;
+    if (counts) ++stats->trained;
+    const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
+    const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
+    const float lr = schedule.at(epoch_base + c.pos);
+    for (int64_t j = lo; j <= hi; ++j) {
+      if (j == i || s.kept[j].id % parts != input_part) continue;
+      const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
+      // The part's table draws local rows; a negative is the centre when its id is.
+      uint32_t nt = 0;
+      targets[nt++] = c.id / parts;
+      for (uint32_t k = 0; k < p.negative; k += 2) {
+        const Philox4 r = draw(p.seed, c.pos, epoch, DrawKind::kNegative, (slot << 8) | (k >> 1));
+        const uint32_t a = noise_draw(src.noise, src.columns, r.v[0], r.v[1]);
+        if (output_part + a * parts != c.id) targets[nt++] = a;
+        if (k + 1 < p.negative) {
+          const uint32_t b = noise_draw(src.noise, src.columns, r.v[2], r.v[3]);
+          if (output_part + b * parts != c.id) targets[nt++] = b;
+        }
+      }
+      float* h = row(input, s.kept[j].id);
+      s.err.setZero();
+      stats->loss += sgns_update(h, s.err.data(), output, targets.data(), nt, dim, lr, true);
+      ++stats->loss_terms;
+      VecMap(h, dim) += s.err;
+    }
+  }
+}
+
 void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_t epoch,
                               uint64_t super_batch, uint64_t first_sentence, uint64_t last_sentence,
                               float* input_grad, float* output_grad, uint8_t* touched_input,

@@ -39,6 +39,16 @@ namespace detail {
 void train_sentence_cpu(const TrainData& data, Model& model, uint32_t epoch, uint64_t first,
                         uint64_t last, SpanStats* stats, uint64_t super_batch = 0);
 
+/// The partitioned form of train_sentence_cpu, the reference of the kernels' SgnsArgs::parts:
+/// `input` and `output` (dim floats a row) hold the words id % parts == input_part and
+/// output_part, word id at row id / parts. Only the pairs whose context is in the input part and
+/// whose centre is in the output part train, with negatives drawn from `part_noise` (the output
+/// part's NoiseTable::part, whose draws are local rows). No words are counted (the caller knows
+/// them), and centres only when input_part == output_part (those in the part).
+void train_sentence_part_cpu(const TrainData& data, const NoiseTable& part_noise, uint32_t parts,
+                             uint32_t input_part, uint32_t output_part, float* input, float* output,
+                             uint32_t epoch, uint64_t first, uint64_t last, SpanStats* stats);
+
 /// The batched pass (non-sgd optimizers) without its step: the gradients of the examples of
 /// sentences [first_sentence, last_sentence) in `epoch` against the model as it is (it is only
 /// read), negatives from the pool of `super_batch` when there is one. Each gradient is added to
