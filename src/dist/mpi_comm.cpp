@@ -18,6 +18,9 @@ namespace {
 /// stopped) and SIGKILL one second later (odls_base_sigkill_timeout), so this stays below that.
 constexpr double kGraceSeconds = 0.4;
 
+/// The tag of send_receive()'s messages, apart from gather_rows()' (the tables' indices).
+constexpr int kSendReceiveTag = 1000;
+
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
     char text[MPI_MAX_ERROR_STRING];
@@ -157,6 +160,39 @@ void MpiComm::broadcast(void* data, int bytes) {
   std::vector<MPI_Request> req(1);
   check(MPI_Ibcast(data, bytes, MPI_BYTE, 0, MPI_COMM_WORLD, &req[0]), "broadcast");
   wait(req, "broadcast");
+}
+
+std::vector<uint8_t> MpiComm::all_gather(const void* data, int bytes) {
+  std::vector<uint8_t> all(static_cast<size_t>(bytes) * size_);
+  std::vector<MPI_Request> req(1);
+  check(MPI_Iallgather(data, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, MPI_COMM_WORLD, &req[0]),
+        "all-gather");
+  wait(req, "all-gather");
+  return all;
+}
+
+void MpiComm::send_receive(const void* send, uint64_t send_bytes, uint32_t to, void* recv,
+                           uint64_t recv_bytes, uint32_t from) {
+  // MPI counts are ints; messages between the same two ranks with one tag arrive in the order
+  // sent, so the receiver's pieces match the sender's one by one.
+  constexpr uint64_t kPiece = uint64_t{1} << 30;
+  std::vector<MPI_Request> req;
+  req.reserve((recv_bytes + kPiece - 1) / kPiece + (send_bytes + kPiece - 1) / kPiece);
+  auto* in = static_cast<uint8_t*>(recv);
+  for (uint64_t at = 0; at < recv_bytes; at += kPiece) {
+    req.emplace_back();
+    check(MPI_Irecv(in + at, static_cast<int>(std::min(kPiece, recv_bytes - at)), MPI_BYTE,
+                    static_cast<int>(from), kSendReceiveTag, MPI_COMM_WORLD, &req.back()),
+          "receive");
+  }
+  const auto* out = static_cast<const uint8_t*>(send);
+  for (uint64_t at = 0; at < send_bytes; at += kPiece) {
+    req.emplace_back();
+    check(MPI_Isend(out + at, static_cast<int>(std::min(kPiece, send_bytes - at)), MPI_BYTE,
+                    static_cast<int>(to), kSendReceiveTag, MPI_COMM_WORLD, &req.back()),
+          "send");
+  }
+  wait(req, "send-receive");
 }
 
 void MpiComm::gather_rows(const std::vector<const float*>& tables, uint64_t first, uint64_t last,

@@ -43,6 +43,14 @@ class MpiComm {
   int max(int value);
   /// Rank 0's bytes, on every rank.
   void broadcast(void* data, int bytes);
+  /// Every rank's `bytes` bytes at `data`, concatenated in rank order, on every rank.
+  std::vector<uint8_t> all_gather(const void* data, int bytes);
+  /// Sends `send_bytes` at `send` to rank `to` and receives `recv_bytes` from rank `from` into
+  /// `recv`, both at once (so a ring of ranks each sending to a neighbour cannot deadlock).
+  /// `recv_bytes` must be what `from` sends this rank; zero bytes move no message. Sizes may
+  /// exceed 2^31: both sides cut a transfer into the same pieces of at most 1 GiB.
+  void send_receive(const void* send, uint64_t send_bytes, uint32_t to, void* recv,
+                    uint64_t recv_bytes, uint32_t from);
   /// The rows of words [first, last) of `tables` (this rank's owned rows of each, compact:
   /// row k is word rank() + k·size(), dist/owned_rows.hpp), gathered on rank 0: `out` receives
   /// tables.size() blocks of (last − first) × dim floats, table t's word id at row
