@@ -941,6 +941,56 @@ TEST_F(GpuRanks, TrainAsCpuRanksRepeatAndResumeExactly) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
+// Skip-gram sgd without a pool keeps the rows on the GPUs in parts (dist/part_backend.hpp): every
+// pair trains once, on the rank that holds both its rows, with negatives from its centre's part,
+// so the run departs from the CPU ranks' only in that draw and the pairs' order: the same
+// vocabulary, files and words, a loss close to theirs. A deterministic run repeats its
+// bits, and its checkpoint (the parts brought home and gathered) resumes to them.
+TEST_F(GpuRanks, PartsTrainRepeatAndResumeExactly) {
+  const std::string cpu = dir_.file("pcpu"), two = dir_.file("ptwo"), again = dir_.file("pagain"),
+                    resumed = dir_.file("presumed");
+  auto args = [&](const std::string& out, const std::string& device) {
+    return std::vector<std::string>{"train", "--corpus", corpus_, "--output",       out, "--dim",
+                                    "24",    "--epochs", "2",     "--min-count",    "2", "--seed",
+                                    "3",     "--device", device,  "--deterministic"};
+  };
+  ASSERT_EQ(run(2, args(cpu, "cpu"), dir_.file("pcpu.log")), 0)
+      << testing_util::read_file(dir_.file("pcpu.log"));
+  ASSERT_EQ(run(2, args(two, "cuda"), dir_.file("ptwo.log")), 0)
+      << testing_util::read_file(dir_.file("ptwo.log"));
+  const std::string log = testing_util::read_file(dir_.file("ptwo.log"));
+  EXPECT_NE(log.find("ranks on partitioned tables"), std::string::npos) << log;
+  EXPECT_EQ(testing_util::read_file(cpu + "/vocab.tsv"),
+            testing_util::read_file(two + "/vocab.tsv"));
+  EXPECT_EQ(names_in(cpu), names_in(two));
+  const nlohmann::json r1 = read_json(cpu + "/run.json"), r2 = read_json(two + "/run.json");
+  EXPECT_EQ(r1["words_trained"], r2["words_trained"]);
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_TRUE(std::isfinite(l2));
+  // A part's noise table draws its frequent words more often, the centre among them, whose
+  // draws are skipped: a pair has fewer negative terms, and the loss per pair is lower (on this
+  // vocabulary of a few hundred words, by about a tenth).
+  EXPECT_LT(l2, 1.02 * l1) << "two CPU ranks " << l1 << ", two GPU ranks on parts " << l2;
+  EXPECT_GT(l2, 0.8 * l1) << "two CPU ranks " << l1 << ", two GPU ranks on parts " << l2;
+  EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
+
+  const std::string vectors = testing_util::read_file(two + "/vectors.npy");
+  ASSERT_EQ(run(2, args(again, "cuda"), dir_.file("pagain.log")), 0)
+      << testing_util::read_file(dir_.file("pagain.log"));
+  EXPECT_TRUE(vectors == testing_util::read_file(again + "/vectors.npy"))
+      << "two deterministic runs on parts differ";
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", two + "/checkpoints/epoch-1.h5",
+                 "--device", "cuda", "--deterministic"},
+                dir_.file("presumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("presumed.log"));
+  EXPECT_NE(testing_util::read_file(dir_.file("presumed.log")).find("partitioned tables"),
+            std::string::npos);
+  EXPECT_TRUE(vectors == testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
 // What GPU ranks do not train is refused on every rank with one clear line.
 TEST_F(GpuRanks, AnOptimizerWithStateIsAClearError) {
   std::vector<std::string> args = gpu_args(dir_.file("adam"), 1, "cuda");

@@ -14,6 +14,7 @@
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
+#include "dist/part_backend.hpp"
 #include "gpu/row_set_trainer.hpp"
 #endif
 
@@ -193,6 +194,12 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
                                                      bool gpu, bool single_warp,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
+#ifdef PAGEDW2V_HAVE_CUDA
+  // Skip-gram sgd keeps its rows on the GPUs, in parts (part_backend.hpp).
+  if (gpu && trains_on_parts(data)) {
+    return make_part_backend(comm, model, data, single_warp, agreed_stop, stop);
+  }
+#endif
   return std::make_unique<RankBackend>(comm, model, data, threads, gpu, single_warp, agreed_stop,
                                        stop);
 }

@@ -11,7 +11,9 @@
 /// during that span (README, "Distributed training"). The model a rank holds is its owned rows,
 /// compact (owned_rows.hpp), on every rank; checkpoints and the export gather them block by block
 /// (Ranks::gather_rows), so sync_to_host() has nothing to do.
-/// With --device cuda (sgd) a rank trains its share on its GPU instead of its CPU threads: the
+/// With --device cuda, skip-gram sgd without a negative pool keeps the rows on the GPUs in
+/// parts (part_backend.hpp, which make_sharded_backend returns then). Other runs with --device
+/// cuda (sgd) train a rank's share on its GPU instead of its CPU threads: the
 /// share's rows, laid out as one compact pair of tables, go to the GPU, train there
 /// (gpu/row_set_trainer.hpp) and come back before the deltas are returned; the exchanges are
 /// the same.

@@ -626,15 +626,22 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   };
   t = Clock::now();
   warm_up.wait();
-  // Over ranks with a GPU each, every rank trains its share's rows on its GPU: negatives come
-  // from a pool, as for paged tables. --device auto takes the GPUs for sgd when the run has a
-  // pool or chooses one (not when it resumes a checkpoint trained without one), else the CPU.
+  // Over ranks with a GPU each: skip-gram sgd keeps its rows on the GPUs in parts and draws
+  // its negatives from each part's noise table (dist/part_backend.hpp); other sgd runs train
+  // each span's rows on the GPU with negatives from a pool, as for paged tables (an explicit
+  // --negative-pool asks skip-gram for that way too). --device auto takes the GPUs for sgd
+  // (a resumed run: when its checkpoint was trained on parts or with a pool), else the CPU.
+  const bool on_parts = config.model == ModelKind::kSkipGram &&
+                        config.optimizer == OptimizerKind::kSgd &&
+                        (ck ? config.negative_pool == 0 : config.given.count("negative-pool") == 0);
   const bool rank_gpus =
       ranks != nullptr && device == DeviceKind::kCuda &&
       (config.device == DeviceKind::kCuda ||
-       (config.optimizer == OptimizerKind::kSgd && (!ck || config.negative_pool > 0)));
+       (config.optimizer == OptimizerKind::kSgd && (!ck || config.negative_pool > 0 || on_parts)));
   if (!ck && rank_gpus) {
-    if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
+    if (on_parts) {
+      config.negative_pool = 0;
+    } else if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
       config.negative_pool = kAutoNegativePool;
       if (config.given.count("pool-words") == 0) {
         config.pool_words = uint64_t{kAutoPoolWordsPerEntry} * kAutoNegativePool;
