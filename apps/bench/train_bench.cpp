@@ -19,6 +19,8 @@
 
 #ifdef PAGEDW2V_HAVE_CUDA
 #include "gpu/cuda_backend.hpp"
+#include "gpu/part_trainer.hpp"
+#include "kernels/sgns.hpp"
 #endif
 
 namespace pagedw2v {
@@ -125,6 +127,64 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   r.vocab = vocab.size();
   r.corpus_words = corpus.size();
 
+#ifdef PAGEDW2V_HAVE_CUDA
+  if (options.parts > 1) {
+    // Rank 0 of `parts`: its input part stays on the GPU; before each launch the output part
+    // it trains against comes from host memory (the ranks move it between GPUs), untimed.
+    const uint32_t n = options.parts;
+    PartTrainer trainer(data, n, 0, false);
+    auto part_rows = [&](const HostTable& t, uint32_t q) {
+      std::vector<float> rows(trainer.part_rows(q) * p.dim);
+      for (uint64_t j = 0; j < trainer.part_rows(q); ++j) {
+        std::copy_n(t.row(q + j * n), p.dim, rows.data() + j * p.dim);
+      }
+      return rows;
+    };
+    std::vector<float> input = part_rows(model.input, 0);
+    std::vector<std::vector<float>> output;
+    for (uint32_t q = 0; q < n; ++q) output.push_back(part_rows(model.output, q));
+    const uint64_t span_words = part_span_words(vocab.size(), kPartSpanLeastWords);
+    const uint64_t nblocks = set.block_count();
+    const uint64_t span_blocks = std::max<uint64_t>(1, span_words / kBlockWords);
+    const auto& blocks = *data.blocks;
+    double seconds = 0;
+    uint64_t launches = 0, examples = 0;
+    for (uint32_t epoch = 0; epoch < p.epochs; ++epoch) {
+      for (uint64_t b = 0; b < nblocks; b += span_blocks) {
+        const uint64_t e = std::min(nblocks, b + span_blocks);
+        for (uint32_t q = 0; q < n; ++q) {
+          trainer.upload(input.data(), output[q].data(), q);
+          const auto t = Clock::now();
+          examples += trainer.train(epoch, blocks[b], blocks[e], q).loss_terms;
+          seconds += seconds_since(t);
+          ++launches;
+          trainer.download(input.data(), output[q].data(), q);
+        }
+        r.words += corpus.sentence_starts[blocks[e]] - corpus.sentence_starts[blocks[b]];
+      }
+    }
+    r.device = "cuda";
+    r.placement = "parts";
+    r.train_seconds = seconds;
+    r.words_per_second = seconds > 0 ? r.words / seconds : 0;
+    r.total_seconds = seconds_since(t0);
+    if (out != nullptr) {
+      std::fprintf(
+          out,
+          "bench train: rank 0 of %u GPU ranks on partitioned tables, dim %u window %u "
+          "negative %u, %u epochs: %llu launches over spans of %llu words, %llu examples "
+          "of rank 0\n",
+          n, p.dim, p.window, p.negative, p.epochs, static_cast<unsigned long long>(launches),
+          static_cast<unsigned long long>(span_words), static_cast<unsigned long long>(examples));
+      std::fprintf(out,
+                   "RESULT device=cuda parts=%u words=%llu train_s=%.4f words_per_s=%.1fM "
+                   "(the words of all ranks over rank 0's training time; the moves between ranks "
+                   "not counted)\n",
+                   n, static_cast<unsigned long long>(r.words), seconds, r.words_per_second / 1e6);
+    }
+    return r;
+  }
+#endif
   const auto t_setup = Clock::now();
   std::unique_ptr<Backend> backend;
 #ifdef PAGEDW2V_HAVE_CUDA

@@ -38,6 +38,10 @@ struct TrainBenchOptions {
   /// CUDA: bytes between the device's input and output vectors
   /// (CudaBackendOptions::table_skew_bytes); negative: the backend's default.
   int64_t table_skew = -1;
+  /// CUDA, skip-gram sgd: time what rank 0 of this many GPU ranks trains on partitioned
+  /// tables (gpu/part_trainer.hpp), its output parts moved in turn from host memory (not
+  /// timed) instead of from the other ranks; 0 or 1: one process's backend.
+  uint32_t parts = 0;
 };
 
 struct TrainBenchResult {

@@ -243,7 +243,11 @@ int cmd_bench(int argc, char** argv) {
       "table-skew",
       "CUDA: bytes between the end of the input vectors and the start of the output vectors "
       "on the GPU (default: the backend's)",
-      cxxopts::value<uint64_t>())("h,help", "print this help");
+      cxxopts::value<uint64_t>())(
+      "parts",
+      "CUDA, skip-gram sgd: time what rank 0 of N GPU ranks trains on partitioned tables, its "
+      "output parts brought from host memory in turn (untimed)",
+      cxxopts::value<uint32_t>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
     return name == "output" || name == "format" || name == "save-context" ||
@@ -289,6 +293,7 @@ int cmd_bench(int argc, char** argv) {
     bench.paging_sms =
         static_cast<int>(std::min<uint32_t>(args["paging-sms"].as<uint32_t>(), 1024));
   }
+  if (args.count("parts")) bench.parts = args["parts"].as<uint32_t>();
   run_train_bench(bench, stdout);
   return 0;
 }
