@@ -12,6 +12,7 @@
 
 #include "error.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/isolated_call.hpp"
 #include "train/backend_factory.hpp"
 
 namespace pagedw2v::app {
@@ -26,12 +27,15 @@ std::string absolute_path(const std::string& path) {
 }
 
 /// The options a checkpoint recorded, or nothing when it cannot be read (the trainer then
-/// reports that with its own message).
+/// reports that with its own message). A file whose read crashed or ran out of time is damaged:
+/// that error ends the command here, rather than after a second read as long.
 std::vector<Attribute> recorded_options(const std::string& checkpoint) {
   std::vector<std::string> names;
   for (const OptionSpec& spec : train_options()) names.push_back(kOptionPrefix + spec.name);
   try {
     return read_attributes_h5(checkpoint, names);
+  } catch (const DamagedFile&) {
+    throw;
   } catch (const Error&) {
     return {};
   }

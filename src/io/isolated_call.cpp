@@ -151,24 +151,24 @@ std::string run_isolated_reply(const std::string& prefix, const IsolationLimits&
   if (timed_out) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.0f", limits.seconds);
-    throw Error(prefix + "reading it did not finish within " + secs +
-                " s (the file is damaged or not a file this program reads)");
+    throw DamagedFile(prefix + "reading it did not finish within " + secs +
+                      " s (the file is damaged or not a file this program reads)");
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
-    throw Error(prefix + "the HDF5 library crashed reading it (signal " +
-                std::to_string(WTERMSIG(status)) + "); the file is damaged");
+    throw DamagedFile(prefix + "the HDF5 library crashed reading it (signal " +
+                      std::to_string(WTERMSIG(status)) + "); the file is damaged");
   }
   if (!reply.empty() && reply[0] == kNoMemory) {
-    throw Error(prefix + "not enough memory to read it");
+    throw DamagedFile(prefix + "not enough memory to read it");
   }
   if (WIFSIGNALED(status)) {  // SIGKILL from outside: the kernel's OOM killer
-    throw Error(prefix + "the HDF5 library was killed reading it (out of memory?)");
+    throw DamagedFile(prefix + "the HDF5 library was killed reading it (out of memory?)");
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || reply.empty()) {
     // A sanitizer's report ends the child with a status of its own.
-    throw Error(prefix + "the HDF5 library crashed reading it (exit status " +
-                std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                "); the file is damaged");
+    throw DamagedFile(prefix + "the HDF5 library crashed reading it (exit status " +
+                      std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                      "); the file is damaged");
   }
   if (reply[0] == kFailed) throw Error(reply.substr(1));
   if (reply[0] != kOk) throw Error(prefix + "reading it failed");

@@ -7,7 +7,17 @@
 #include <functional>
 #include <string>
 
+#include "error.hpp"
+
 namespace pagedw2v {
+
+/// What an isolated call throws when the child did not come back with an answer: it crashed,
+/// ran out of time or memory. The file it read is damaged, and another read of it would only
+/// take as long again.
+class DamagedFile : public Error {
+ public:
+  using Error::Error;
+};
 
 /// Limits for an isolated call.
 struct IsolationLimits {
@@ -16,8 +26,9 @@ struct IsolationLimits {
 };
 
 /// Runs `fn` in a forked child. Returns when `fn` returned there. Throws Error(prefix + message)
-/// with the message of an Error that `fn` threw there, and Error(prefix + "…") when the child
-/// died by a signal, ran out of memory, exceeded the time limit or could not be started. The
+/// with the message of an Error that `fn` threw there, DamagedFile(prefix + "…") when the child
+/// died by a signal, ran out of memory or exceeded the time limit, and Error(prefix + "…") when
+/// it could not be started. The
 /// child's stderr is discarded; it ends with _exit (no atexit handlers, no stdio flush).
 void run_isolated(const std::string& prefix, const IsolationLimits& limits,
                   const std::function<void()>& fn);

@@ -207,5 +207,20 @@ TEST(UntrustedFiles, ARunThatTrainsNothingFails) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("run/vectors.npy")));
 }
 
+// A checkpoint whose read makes libhdf5 loop (one byte of a checkpoint changed, its integrity
+// record cleared; kept in tests/robustness/data): `train --resume` reads it once, in a child
+// that is killed at the read's time limit, and ends with that one line, instead of reading it a
+// second time as long.
+TEST(UntrustedFiles, ACheckpointWhoseReadHangsEndsAfterOneRead) {
+  const TempDir dir;
+  const std::string hangs =
+      std::string(PAGEDW2V_SOURCE_DIR) + "/tests/robustness/data/hangs-hdf5.h5";
+  const RunResult r = run_binary(
+      {"train", "--resume", hangs, "--output", dir.file("run"), "--format", "npy"}, dir.path(), 60);
+  EXPECT_EQ(clear_failure_problem(r, 1, "did not finish within 5 s"), "");
+  EXPECT_LT(r.seconds, 9.0) << "the damaged checkpoint was read more than once";
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run/vectors.npy")));
+}
+
 }  // namespace
 }  // namespace pagedw2v
