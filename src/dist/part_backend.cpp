@@ -72,12 +72,7 @@ class PartBackend final : public ShardedBackend {
       const uint64_t base = data_.corpus->sentence_base;
       s.words = starts[s1 - base] - starts[s0 - base];
     }
-    double v[4] = {static_cast<double>(s.words), static_cast<double>(s.trained), s.loss,
-                   static_cast<double>(s.loss_terms)};
-    comm_.sum(v, 4);
-    agreed_stop_ = comm_.max(stop_ != nullptr ? stop_->load() : 0);
-    return {static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]), v[2],
-            static_cast<uint64_t>(v[3])};
+    return end_span(comm_, s, agreed_stop_, stop_);
   }
 
   // The rank's own output part comes home first (every rank calls this at the same point).

@@ -105,13 +105,7 @@ class RankBackend final : public ShardedBackend {
       if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
       exchange_.return_deltas(owned_, work_);
     }
-    // The span's statistics, summed; a loss that is not finite on one rank is so on all.
-    double v[4] = {static_cast<double>(s.words), static_cast<double>(s.trained), s.loss,
-                   static_cast<double>(s.loss_terms)};
-    comm_.sum(v, 4);
-    agreed_stop_ = comm_.max(stop_ != nullptr ? stop_->load() : 0);
-    return {static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]), v[2],
-            static_cast<uint64_t>(v[3])};
+    return end_span(comm_, s, agreed_stop_, stop_);
   }
 
   // Every rank's model is its owned rows, trained in place: the checkpoints and the export gather
@@ -188,6 +182,16 @@ class RankBackend final : public ShardedBackend {
 };
 
 }  // namespace
+
+SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agreed_stop,
+                   const std::atomic<int>* stop) {
+  double v[4] = {static_cast<double>(mine.words), static_cast<double>(mine.trained), mine.loss,
+                 static_cast<double>(mine.loss_terms)};
+  comm.sum(v, 4);
+  agreed_stop = comm.max(stop != nullptr ? stop->load() : 0);
+  return {static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]), v[2],
+          static_cast<uint64_t>(v[3])};
+}
 
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,

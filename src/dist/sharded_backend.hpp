@@ -54,6 +54,12 @@ class ShardedBackend : public Backend {
   virtual uint64_t peak_working_rows() const = 0;
 };
 
+/// The end of a span on every rank: the span's statistics of every rank, summed (a loss that
+/// is not finite on one rank is so on all), and the largest stop signal of any rank written to
+/// `agreed_stop` (`stop`: this rank's, may be null). Collective.
+SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agreed_stop,
+                   const std::atomic<int>* stop);
+
 /// The backend for `model` and `data`, with `threads` CPU threads on this rank, or its GPU
 /// when `gpu` (one warp per launch when `single_warp`: a deterministic run); writes the agreed
 /// stop signal to `agreed_stop`. On rank r `model` holds the rows r owns, compact
