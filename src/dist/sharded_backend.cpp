@@ -98,9 +98,11 @@ class RankBackend final : public ShardedBackend {
     SpanStats s;
     if (steps_) {
       s = steps_->train(data_, owned_, work_, epoch, mine);
+#ifdef PAGEDW2V_HAVE_CUDA
     } else if (on_gpu()) {
       if (mine.first < mine.last) s = train_on_gpu(epoch, mine);
       exchange_.return_deltas(owned_, work_);
+#endif
     } else {
       if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
       exchange_.return_deltas(owned_, work_);
