@@ -19,12 +19,14 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
+#include "dist/replica_span.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
 #include "io/npy.hpp"
@@ -581,6 +583,92 @@ TEST_F(TwoRanks, GiveTheVocabularyFilesAndLossOfOneRank) {
   EXPECT_NEAR(l2, l1, 0.05 * l1) << "one rank " << l1 << ", two ranks " << l2;
   // Training happened: the loss of the last epoch is well below the first's.
   EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
+}
+
+// Which CPU runs replicate their tables, and their spans (dist/replica_backend.hpp).
+TEST(Replicas, SmallVocabulariesWithSgdAndSpansOfTwoWordsARow) {
+  EXPECT_EQ(dist::replica_span_words(830, 1), 8192u);       // the tests' corpus: the least
+  EXPECT_EQ(dist::replica_span_words(33755, 1), 65536u);    // mix5m: the most
+  EXPECT_EQ(dist::replica_span_words(20000, 1), 36864u);    // whole blocks of two words a row
+  EXPECT_EQ(dist::replica_span_words(33755, 32), 131072u);  // a block for every thread
+  const KeepTable small({}, 131072), large({}, 131073);
+  TrainData data;
+  data.keep = &small;
+  EXPECT_TRUE(dist::trains_on_replicas(data));
+  data.optimizer.kind = OptimizerKind::kAdam;  // the owners step it (owner_steps.hpp)
+  EXPECT_FALSE(dist::trains_on_replicas(data));
+  data.optimizer.kind = OptimizerKind::kSgd;
+  data.keep = &large;  // sharded: no rank holds the whole tables
+  EXPECT_FALSE(dist::trains_on_replicas(data));
+}
+
+// A small vocabulary trains on whole copies on every rank (dist/replica_backend.hpp), whose
+// changes the ranks sum. The corpus makes each rank's share of every span one of two disjoint
+// vocabularies: sentences of 16 words, blocks of 256 sentences, spans of 4 blocks (8,192 words a
+// rank), rank 0 taking the first 2 blocks of a span and rank 1 the last 2. Rank 1 never trains a
+// sentence of `a` words, so the `a` words it owns (odd ids) learn only through the sums, and a
+// rank that kept its own copy would export them as initialised: every word must end up nearer
+// its own vocabulary than the other.
+TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
+  const std::string corpus = dir_.file("halves.txt");
+  {
+    std::ofstream out(corpus);
+    std::mt19937 rng(5);
+    for (int round = 0; round < 12; ++round) {
+      for (const char* group : {"a", "b"}) {
+        for (int sentence = 0; sentence < 512; ++sentence) {
+          for (int k = 0; k < 16; ++k) {
+            out << group << rng() % 24 << (k + 1 < 16 ? ' ' : '\n');
+          }
+        }
+      }
+    }
+  }
+  const std::string two = dir_.file("two");
+  ASSERT_EQ(run(2,
+                {"train", "--corpus", corpus, "--output", two, "--dim", "16", "--epochs", "2",
+                 "--threads", "1", "--min-count", "1", "--sample", "0", "--seed", "3",
+                 "--device", "cpu", "--format", "npy"},
+                dir_.file("two.log")),
+            0)
+      << testing_util::read_file(dir_.file("two.log"));
+  const std::string log = testing_util::read_file(dir_.file("two.log"));
+  EXPECT_NE(log.find("replicated tables"), std::string::npos) << log;
+  const NpyMatrix v = read_npy(two + "/vectors.npy");
+  std::vector<char> group;
+  {
+    std::istringstream vocab(testing_util::read_file(two + "/vocab.tsv"));
+    std::string line;
+    while (std::getline(vocab, line)) {
+      if (!line.empty() && (line[0] == 'a' || line[0] == 'b')) group.push_back(line[0]);
+    }
+  }
+  ASSERT_EQ(group.size(), 48u);
+  ASSERT_EQ(v.rows, 48u);
+  auto cosine = [&](uint64_t i, uint64_t j) {
+    double dot = 0, ni = 0, nj = 0;
+    for (uint32_t d = 0; d < v.cols; ++d) {
+      const double x = v.data[i * v.cols + d], y = v.data[j * v.cols + d];
+      dot += x * y;
+      ni += x * x;
+      nj += y * y;
+    }
+    return dot / std::sqrt(ni * nj);
+  };
+  for (uint64_t i = 0; i < v.rows; ++i) {
+    double same = 0, other = 0;
+    int n_same = 0, n_other = 0;
+    for (uint64_t j = 0; j < v.rows; ++j) {
+      if (j == i) continue;
+      (group[j] == group[i] ? same : other) += cosine(i, j);
+      (group[j] == group[i] ? n_same : n_other) += 1;
+    }
+    same /= n_same;
+    other /= n_other;
+    EXPECT_GT(same, other + 0.2) << "word " << i << " (" << group[i] << ", owned by rank "
+                                 << i % 2 << "): mean cosine " << same << " to its vocabulary, "
+                                 << other << " to the other";
+  }
 }
 
 TEST_F(TwoRanks, ResumeFromAGatheredCheckpointIsExact) {

@@ -148,6 +148,17 @@ void MpiComm::sum(double* values, int n) {
   wait(req, "all-reduce");
 }
 
+void MpiComm::sum(float* values, uint64_t n) {
+  constexpr uint64_t kPiece = uint64_t{1} << 30;
+  for (uint64_t at = 0; at < n; at += kPiece) {
+    std::vector<MPI_Request> req(1);
+    check(MPI_Iallreduce(MPI_IN_PLACE, values + at, static_cast<int>(std::min(kPiece, n - at)),
+                         MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req[0]),
+          "all-reduce");
+    wait(req, "all-reduce");
+  }
+}
+
 int MpiComm::max(int value) {
   std::vector<MPI_Request> req(1);
   int out = 0;

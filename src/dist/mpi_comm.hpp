@@ -39,6 +39,8 @@ class MpiComm {
                   const std::vector<int>& recv_counts);
   /// Element-wise sums of `values` over all ranks, in place.
   void sum(double* values, int n);
+  /// The same for `n` floats, any n (pieces of at most 2^30 elements, one all-reduce each).
+  void sum(float* values, uint64_t n);
   /// The largest `value` of any rank.
   int max(int value);
   /// Rank 0's bytes, on every rank.

@@ -8,6 +8,7 @@
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/owner_steps.hpp"
+#include "dist/replica_backend.hpp"
 #include "dist/row_exchange.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
@@ -206,6 +207,10 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
     return make_part_backend(comm, model, data, single_warp, agreed_stop, stop);
   }
 #endif
+  // A small vocabulary on CPU ranks: whole copies on every rank (replica_backend.hpp).
+  if (!gpu && trains_on_replicas(data)) {
+    return make_replica_backend(comm, model, data, threads, agreed_stop, stop);
+  }
   return std::make_unique<RankBackend>(comm, model, data, threads, gpu, single_warp, agreed_stop,
                                        stop);
 }

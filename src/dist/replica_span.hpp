@@ -1,0 +1,43 @@
+#pragma once
+/// @file replica_span.hpp
+/// Which runs over CPU ranks replicate their tables (replica_backend.hpp), and the periods of
+/// their sums: pure rules, without MPI, so that tests and messages can use them anywhere.
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend.hpp"
+#include "params.hpp"
+
+namespace pagedw2v::dist {
+
+/// The shortest span a rank trains (two work blocks), as sharded ranks do.
+inline constexpr uint64_t kReplicaLeastSpanWords = 2 * kBlockWords;
+/// Rows combined after every span: the most frequent words.
+inline constexpr uint64_t kReplicaHotRows = 8192;
+/// Words each rank trains in a span: two words a row of the vocabulary (whole blocks), from
+/// kReplicaLeastSpanWords to kReplicaSpanWords, and at least a block for each of the rank's
+/// threads. The span bounds how stale the frequent rows get: on mix5m (34 k words, 2 ranks)
+/// spans of 65,536 and 131,072 words a rank with the frequent rows summed every span kept one
+/// process's quality, while 262,144 words with every row summed every span did not; on the
+/// tests' 830 words, 8,192 kept one process's loss and 32,768 did not (README, "Distributed
+/// training").
+inline constexpr uint64_t kReplicaSpanWords = 65536;
+inline uint64_t replica_span_words(uint64_t vocabulary, uint32_t threads) {
+  const uint64_t rows = std::clamp<uint64_t>(2 * vocabulary / kBlockWords * kBlockWords,
+                                             kReplicaLeastSpanWords, kReplicaSpanWords);
+  return std::max<uint64_t>(rows, uint64_t{threads} * kBlockWords);
+}
+/// Spans between two combines of every row (a million words a rank).
+inline constexpr uint64_t kReplicaColdSpans = 16;
+/// The largest vocabulary that is replicated: up to it, the rows combined every cold period
+/// cost no more bytes a word than the frequent rows combined every span.
+inline constexpr uint64_t kReplicaMostRows = kReplicaHotRows * kReplicaColdSpans;
+
+/// Whether CPU ranks train `data` on replicated tables: sgd, and a vocabulary of at most
+/// kReplicaMostRows words.
+inline bool trains_on_replicas(const TrainData& data) {
+  return data.optimizer.kind == OptimizerKind::kSgd && data.keep->words() <= kReplicaMostRows;
+}
+
+}  // namespace pagedw2v::dist
