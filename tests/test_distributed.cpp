@@ -625,10 +625,9 @@ TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
     }
   }
   const std::string two = dir_.file("two");
-  ASSERT_EQ(run(2,
-                {"train", "--corpus", corpus, "--output", two, "--dim", "16", "--epochs", "2",
-                 "--threads", "1", "--min-count", "1", "--sample", "0", "--seed", "3",
-                 "--device", "cpu", "--format", "npy"},
+  ASSERT_EQ(run(2, {"train", "--corpus",  corpus, "--output",    two,  "--dim",    "16", "--epochs",
+                    "2",     "--threads", "1",    "--min-count", "1",  "--sample", "0",  "--seed",
+                    "3",     "--device",  "cpu",  "--format",    "npy"},
                 dir_.file("two.log")),
             0)
       << testing_util::read_file(dir_.file("two.log"));
@@ -665,9 +664,9 @@ TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
     }
     same /= n_same;
     other /= n_other;
-    EXPECT_GT(same, other + 0.2) << "word " << i << " (" << group[i] << ", owned by rank "
-                                 << i % 2 << "): mean cosine " << same << " to its vocabulary, "
-                                 << other << " to the other";
+    EXPECT_GT(same, other + 0.2) << "word " << i << " (" << group[i] << ", owned by rank " << i % 2
+                                 << "): mean cosine " << same << " to its vocabulary, " << other
+                                 << " to the other";
   }
 }
 

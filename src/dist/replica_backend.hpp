@@ -4,7 +4,8 @@
 /// rank (data-parallel, as TorchRec replicates its small tables and pWord2Vec its models), each
 /// rank training its share of every span on its copy with the CPU backend as one process would,
 /// and the ranks summing what the span changed. The frequent rows change most and go stale
-/// first, so they are combined after every span and the others every kReplicaColdSpans spans (replica_span.hpp):
+/// first, so they are combined after every span and the others every kReplicaColdSpans spans
+/// (replica_span.hpp):
 ///   train the share → delta = copy − value at the last combine (the snapshot), of the rows
 ///   [0, kReplicaHotRows) (ids are in frequency order), or of every row when the span ends a
 ///   cold period or the epoch → sum the deltas over the ranks (MpiComm::sum) → snapshot and
@@ -14,11 +15,12 @@
 /// row for at most one cold period (README, "Distributed training": mix5m's quality held with
 /// these periods and fell below the floor when every row waited a quarter-million words).
 /// Every rank holds its owned rows as with sharding (checkpoints and the export gather them),
-/// and besides them the two copies and the snapshot: 4 · 4 · dim bytes a row of the vocabulary,
-/// which is why only vocabularies of at most kReplicaMostRows rows are replicated; larger ones
-/// are sharded (sharded_backend.hpp), as are optimizers with state.
-/// sync_to_host() combines every row first, so a checkpoint holds what every rank trains on
-/// next and resumes exactly with the same N.
+/// and besides them the copy and the snapshot of both tables: 4 · 4 · dim bytes a row of the
+/// vocabulary, which is why --rank-tables auto replicates only vocabularies of at most
+/// kReplicaMostRows rows; larger ones are sharded (sharded_backend.hpp), as are optimizers with
+/// state. sync_to_host() combines every row first, so a checkpoint holds what every rank trains
+/// on next and resumes exactly with the same N (a run stopped by a signal mid-epoch resumes as
+/// it would have gone on after that combine).
 /// Built only with MPI.
 
 #include <atomic>

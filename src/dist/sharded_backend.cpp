@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/owner_steps.hpp"
@@ -12,7 +13,6 @@
 #include "dist/row_exchange.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
-#include "config.hpp"
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
