@@ -205,7 +205,8 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
   if (gpu && tables != RankTables::kAuto) {
     throw UsageError("--rank-tables " + to_string(tables) +
                      " chooses how CPU ranks hold the tables; GPU ranks hold theirs on the GPUs "
-                     "in parts (or through host memory with --negative-pool): leave it out");
+                     "in parts (or through host memory with --negative-pool): give "
+                     "--rank-tables auto (a resumed run keeps its checkpoint's otherwise)");
   }
 #ifdef PAGEDW2V_HAVE_CUDA
   // Skip-gram sgd keeps its rows on the GPUs, in parts (part_backend.hpp).
