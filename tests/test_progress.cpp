@@ -29,15 +29,29 @@ std::string contents(std::FILE* f) {
   return out;
 }
 
-TEST(Progress, LossIsSmoothedOverSpans) {
-  Progress p(nullptr, 1000);
+TEST(Progress, LossIsSmoothedOverTheLastTwentiethOfTheRunsWords) {
+  Progress p(nullptr, 1000);  // a horizon of 50 words
   EXPECT_TRUE(std::isnan(p.smoothed_loss()));
   p.update(100, 30.0, 10, 0.02f, 0);  // mean 3
   EXPECT_DOUBLE_EQ(p.smoothed_loss(), 3.0);
-  p.update(200, 10.0, 10, 0.02f, 0);  // mean 1
-  EXPECT_DOUBLE_EQ(p.smoothed_loss(), 0.9 * 3.0 + 0.1 * 1.0);
+  p.update(200, 10.0, 10, 0.02f, 0);  // mean 1 over 100 words: weight 1 - e^-2
+  EXPECT_DOUBLE_EQ(p.smoothed_loss(), std::exp(-2.0) * 3.0 + (1.0 - std::exp(-2.0)) * 1.0);
+  const double before = p.smoothed_loss();
   p.update(300, 0.0, 0, 0.02f, 0);  // a span without examples leaves it as it was
-  EXPECT_DOUBLE_EQ(p.smoothed_loss(), 0.9 * 3.0 + 0.1 * 1.0);
+  EXPECT_DOUBLE_EQ(p.smoothed_loss(), before);
+}
+
+// The spans' size does not matter: a span of 100 words at a loss of 1 moves the line as much
+// as four of 25 words at that loss (ranks train spans of tens of thousands of words, one
+// process of a million), and a span of a tenth of the run leaves little of what came before.
+TEST(Progress, SmoothedLossDoesNotDependOnTheSpansSize) {
+  Progress whole(nullptr, 1000), split(nullptr, 1000);
+  whole.update(100, 30.0, 10, 0.02f, 0);
+  split.update(100, 30.0, 10, 0.02f, 0);
+  whole.update(200, 10.0, 10, 0.02f, 0);
+  for (uint64_t w = 125; w <= 200; w += 25) split.update(w, 5.0, 5, 0.02f, 0);
+  EXPECT_NEAR(whole.smoothed_loss(), split.smoothed_loss(), 1e-12);
+  EXPECT_LT(whole.smoothed_loss(), 1.3);
 }
 
 // To a file: nothing while spans come faster than every few seconds, then one whole line at the
@@ -55,7 +69,7 @@ TEST(Progress, FileGetsALineAtTheEnd) {
   EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
   EXPECT_EQ(line.find('\r'), std::string::npos) << line;
   EXPECT_EQ(line.rfind("epoch 3  100.0%", 0), 0u) << line;
-  EXPECT_NE(line.find("loss 1.9000"), std::string::npos) << line;  // 0.9 · 2 + 0.1 · 1
+  EXPECT_NE(line.find("loss 1.0000"), std::string::npos) << line;  // 2000 words: e^-10 of 2 left
   EXPECT_NE(line.find("lr 0.001250"), std::string::npos) << line;
   EXPECT_NE(line.find("eta 00:00"), std::string::npos) << line;
   EXPECT_NE(line.find(" words/s"), std::string::npos) << line;

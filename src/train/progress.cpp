@@ -39,10 +39,16 @@ double Progress::elapsed() const {
 
 void Progress::update(uint64_t done_words, double span_loss, uint64_t span_terms, float lr,
                       uint32_t epoch) {
+  const uint64_t span_words = done_words > done_ ? done_words - done_ : 0;
   done_ = done_words;
   if (span_terms > 0) {
+    // A span weighs by its words against a horizon of a twentieth of the run, so that the
+    // line shows the loss of about the last 5 % of the run's words whatever the spans' size
+    // (one process trains spans of a million words, ranks of tens of thousands).
     const double mean = span_loss / static_cast<double>(span_terms);
-    smoothed_loss_ = std::isnan(smoothed_loss_) ? mean : 0.9 * smoothed_loss_ + 0.1 * mean;
+    const double horizon = std::max(1.0, static_cast<double>(total_) / kLossHorizonShare);
+    const double w = 1.0 - std::exp(-static_cast<double>(span_words) / horizon);
+    smoothed_loss_ = std::isnan(smoothed_loss_) ? mean : (1.0 - w) * smoothed_loss_ + w * mean;
   }
   if (out_ == nullptr) return;
   const auto now = std::chrono::steady_clock::now();

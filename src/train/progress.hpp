@@ -1,7 +1,8 @@
 #pragma once
 /// @file progress.hpp
 /// The training progress line on stderr: the epoch out of how many, how far the epoch and the
-/// whole run are, words/s, smoothed loss, learning rate and the run's ETA:
+/// whole run are, words/s, the loss of the last twentieth of the run, learning rate and the run's
+/// ETA:
 ///
 ///     epoch 2/5   31.0% of epoch   46.2% of run   405123 words/s  loss 2.3456  lr 0.013  eta 00:07
 ///
@@ -29,7 +30,10 @@ class Progress {
   void update(uint64_t done_words, double span_loss, uint64_t span_terms, float lr, uint32_t epoch);
   /// Ends the progress line (so the next output starts on its own line).
   void finish();
-  /// Mean loss per example, smoothed over recent spans; NaN before the first span.
+  /// A run's words over the horizon of the smoothed loss (a twentieth of the run).
+  static constexpr double kLossHorizonShare = 20.0;
+  /// Mean loss per example, smoothed over about the last twentieth of the run's words (each
+  /// span weighs 1 − exp(−its words / that horizon)); NaN before the first span.
   double smoothed_loss() const { return smoothed_loss_; }
   /// Seconds since construction.
   double elapsed() const;
