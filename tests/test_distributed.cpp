@@ -1079,6 +1079,58 @@ TEST_F(GpuRanks, PartsTrainRepeatAndResumeExactly) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
+// Replicated tables on the GPUs (dist/gpu_replica_backend.hpp, asked for while on trial): with
+// one warp a launch each rank trains its share as the CPU ranks' one thread does, and the
+// ranks sum the same changes after the same spans, so two GPU ranks give two CPU ranks' loss
+// and vectors within rounding. A deterministic run repeats its bits, and its checkpoint resumes
+// to them.
+TEST_F(GpuRanks, ReplicasTrainAsCpuRanksRepeatAndResumeExactly) {
+  ::setenv("PAGEDW2V_GPU_RANK_TABLES", "replicas", 1);
+  const std::string cpu = dir_.file("rcpu"), two = dir_.file("rtwo"), again = dir_.file("ragain"),
+                    resumed = dir_.file("rresumed");
+  auto args = [&](const std::string& out, const std::string& device) {
+    return std::vector<std::string>{"train", "--corpus", corpus_, "--output",       out, "--dim",
+                                    "24",    "--epochs", "2",     "--min-count",    "2", "--seed",
+                                    "3",     "--device", device,  "--deterministic", "--threads",
+                                    "1"};
+  };
+  ASSERT_EQ(run(2, args(cpu, "cpu"), dir_.file("rcpu.log")), 0)
+      << testing_util::read_file(dir_.file("rcpu.log"));
+  ASSERT_EQ(run(2, args(two, "cuda"), dir_.file("rtwo.log")), 0)
+      << testing_util::read_file(dir_.file("rtwo.log"));
+  const std::string log = testing_util::read_file(dir_.file("rtwo.log"));
+  EXPECT_NE(log.find("ranks on replicated tables (whole copies on every GPU"), std::string::npos)
+      << log;
+  EXPECT_EQ(testing_util::read_file(cpu + "/vocab.tsv"),
+            testing_util::read_file(two + "/vocab.tsv"));
+  const nlohmann::json r1 = read_json(cpu + "/run.json"), r2 = read_json(two + "/run.json");
+  EXPECT_EQ(r1["words_trained"], r2["words_trained"]);
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_NEAR(l2, l1, 1e-3 * l1) << "two CPU ranks " << l1 << ", two GPU ranks " << l2;
+  const NpyMatrix a = read_npy(cpu + "/vectors.npy"), b = read_npy(two + "/vectors.npy");
+  ASSERT_EQ(a.data.size(), b.data.size());
+  double most = 0;
+  for (size_t k = 0; k < a.data.size(); ++k) {
+    most = std::max(most, std::fabs(double(a.data[k]) - double(b.data[k])));
+  }
+  EXPECT_LT(most, 1e-3) << "the GPU ranks' vectors depart from the CPU ranks' by up to " << most;
+
+  const std::string vectors = testing_util::read_file(two + "/vectors.npy");
+  ASSERT_EQ(run(2, args(again, "cuda"), dir_.file("ragain.log")), 0)
+      << testing_util::read_file(dir_.file("ragain.log"));
+  EXPECT_TRUE(vectors == testing_util::read_file(again + "/vectors.npy"))
+      << "two deterministic runs on replicas differ";
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", two + "/checkpoints/epoch-1.h5",
+                 "--device", "cuda", "--deterministic"},
+                dir_.file("rresumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("rresumed.log"));
+  EXPECT_TRUE(vectors == testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+  ::unsetenv("PAGEDW2V_GPU_RANK_TABLES");
+}
+
 // What GPU ranks do not train is refused on every rank with one clear line.
 TEST_F(GpuRanks, AnOptimizerWithStateIsAClearError) {
   std::vector<std::string> args = gpu_args(dir_.file("adam"), 1, "cuda");

@@ -1,6 +1,7 @@
 #include "dist/sharded_backend.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
+#include "dist/gpu_replica_backend.hpp"
 #include "dist/part_backend.hpp"
 #include "gpu/row_set_trainer.hpp"
 #endif
@@ -202,6 +204,13 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
 #ifdef PAGEDW2V_HAVE_CUDA
+  // Trial: replicated tables on the GPUs (gpu_replica_backend.hpp) when asked for, until
+  // measured on GPUs of their own.
+  const char* tables = std::getenv("PAGEDW2V_GPU_RANK_TABLES");
+  if (gpu && trains_on_gpu_replicas(data) && tables != nullptr &&
+      std::string(tables) == "replicas") {
+    return make_gpu_replica_backend(comm, model, data, single_warp, agreed_stop, stop);
+  }
   // Skip-gram sgd keeps its rows on the GPUs, in parts (part_backend.hpp).
   if (gpu && trains_on_parts(data)) {
     return make_part_backend(comm, model, data, single_warp, agreed_stop, stop);
