@@ -325,6 +325,24 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) {
                  return c.gpu_memory == 0 ? std::string("auto") : format_byte_size(c.gpu_memory);
                }});
+  o.push_back({"rank-tables",
+               "over MPI ranks on the CPU: how the ranks hold the tables; sharded = each rank 1/N "
+               "of the rows (the others' copied for each span), replicated = whole copies on "
+               "every rank whose changes the ranks sum (sgd; faster, 4 copies of the tables a "
+               "rank), auto = replicated for sgd with at most 131072 words, else sharded",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.rank_tables = RankTables::kAuto;
+                 } else if (v == "sharded") {
+                   c.rank_tables = RankTables::kSharded;
+                 } else if (v == "replicated") {
+                   c.rank_tables = RankTables::kReplicated;
+                 } else {
+                   bad_value("rank-tables", "auto, sharded or replicated", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.rank_tables); }});
   o.push_back({"deterministic",
                "repeat a run bit for bit: one CPU thread (--threads other than 1 is an error), "
                "or on cuda one warp per launch (far slower; for reproducibility checks)",
@@ -527,6 +545,11 @@ void validate(const Config& config) {
     throw UsageError("--deterministic trains on one CPU thread; leave out --threads " +
                      option_value(config, "threads") + " (or set it to 1)");
   }
+  if (config.rank_tables == RankTables::kReplicated && config.optimizer != OptimizerKind::kSgd) {
+    throw UsageError("--rank-tables replicated trains sgd; --optimizer " +
+                     to_string(config.optimizer) + " over ranks needs --rank-tables sharded (or "
+                     "auto)");
+  }
   check_optimizer_settings(config);
 }
 
@@ -709,6 +732,17 @@ std::string to_string(Placement placement) {
       return "resident";
     case Placement::kPaged:
       return "paged";
+    default:
+      return "auto";
+  }
+}
+
+std::string to_string(RankTables tables) {
+  switch (tables) {
+    case RankTables::kSharded:
+      return "sharded";
+    case RankTables::kReplicated:
+      return "replicated";
     default:
       return "auto";
   }

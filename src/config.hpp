@@ -58,6 +58,8 @@ struct Config {
   Storage storage = Storage::kFp32;
   /// Bit-identical runs: one CPU thread, or one warp per launch on CUDA (far slower).
   bool deterministic = false;
+  /// Over MPI ranks on the CPU: how the ranks hold the tables (options.hpp).
+  RankTables rank_tables = RankTables::kAuto;
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
@@ -148,5 +150,6 @@ std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>
 std::string to_string(ModelKind model);
 std::string to_string(DeviceKind device);
 std::string to_string(Placement placement);
+std::string to_string(RankTables tables);
 
 }  // namespace pagedw2v

@@ -10,6 +10,12 @@ namespace pagedw2v {
 /// How `--device` chose.
 enum class DeviceKind { kCpu, kCuda, kAuto };
 
+/// How CPU ranks of a run over MPI hold the tables (dist/): `sharded`, each rank 1/N of the rows
+/// and copies of the others' for a span (sharded_backend.hpp); `replicated`, whole copies on
+/// every rank whose changes the ranks sum (replica_backend.hpp, sgd only); `auto`, replicated
+/// for sgd over a vocabulary of at most 131,072 words, else sharded.
+enum class RankTables { kAuto, kSharded, kReplicated };
+
 /// Where the CUDA backend keeps the tables: `resident` holds both tables (and the optimizer
 /// state) in GPU memory; `paged` keeps them in pinned host memory and moves each super-batch's
 /// rows to the GPU, the most frequent rows cached there for the whole run; `auto` is resident

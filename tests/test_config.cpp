@@ -79,7 +79,9 @@ TEST(Config, BadValuesNameTheFlag) {
                                                      {"batch-words", "0"},
                                                      {"batch-words", "4095"},
                                                      {"batch-words", "1e6"},
-                                                     {"batch-words", "1099511627777"}};
+                                                     {"batch-words", "1099511627777"},
+                                                     {"rank-tables", "parts"},
+                                                     {"rank-tables", ""}};
   for (const auto& [name, value] : bad) {
     Config c;
     try {
@@ -182,6 +184,37 @@ TEST(Config, DeterministicIsOneThreadOrOneWarp) {
   for (const OptionSpec& spec : train_options()) {
     if (spec.name == "deterministic") {
       EXPECT_TRUE(spec.is_flag);
+      EXPECT_FALSE(spec.is_model);
+    }
+  }
+}
+
+// How CPU ranks hold the tables: replicated copies train sgd only, and a resumed run may
+// choose again (a checkpoint is the same whichever way its ranks held the tables).
+TEST(Config, RankTablesAndTheOptimizersReplicasTrain) {
+  Config c;
+  c.corpus = "x.txt";
+  c.output = "out";
+  EXPECT_EQ(c.rank_tables, RankTables::kAuto);
+  EXPECT_EQ(option_value(c, "rank-tables"), "auto");
+  apply_option(c, "rank-tables", "sharded");
+  EXPECT_EQ(c.rank_tables, RankTables::kSharded);
+  apply_option(c, "rank-tables", "replicated");
+  EXPECT_EQ(c.rank_tables, RankTables::kReplicated);
+  EXPECT_EQ(option_value(c, "rank-tables"), "replicated");
+  EXPECT_NO_THROW(validate(c));
+  apply_option(c, "optimizer", "adam");
+  try {
+    validate(c);
+    ADD_FAILURE() << "--rank-tables replicated with adam accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--rank-tables replicated trains sgd"), std::string::npos)
+        << e.what();
+  }
+  apply_option(c, "rank-tables", "sharded");
+  EXPECT_NO_THROW(validate(c));
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == "rank-tables") {
       EXPECT_FALSE(spec.is_model);
     }
   }

@@ -671,6 +671,33 @@ TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
   }
 }
 
+// --rank-tables sharded keeps a small vocabulary sharded (dist/sharded_backend.hpp): each rank
+// holds its rows and copies the others' for a span; a deterministic run resumes to its bits.
+TEST_F(TwoRanks, ShardedTablesOnRequestTrainAndResumeExactly) {
+  const std::string full = dir_.file("sfull"), resumed = dir_.file("sresumed");
+  std::vector<std::string> args = train_args(full, 2);
+  args.insert(args.end(), {"--rank-tables", "sharded"});
+  ASSERT_EQ(run(2, args, dir_.file("sfull.log")), 0)
+      << testing_util::read_file(dir_.file("sfull.log"));
+  const std::string log = testing_util::read_file(dir_.file("sfull.log"));
+  EXPECT_NE(log.find("2 ranks (rank r owns rows id % 2 == r)"), std::string::npos) << log;
+  const nlohmann::json r = read_json(full + "/run.json");
+  EXPECT_GT(static_cast<uint64_t>(r["ranks"][1]["working_rows"]), 0u) << r.dump();
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", full + "/checkpoints/epoch-1.h5",
+                 "--threads", "1"},
+                dir_.file("sresumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("sresumed.log"));
+  // The choice is the checkpoint's unless given again.
+  EXPECT_NE(testing_util::read_file(dir_.file("sresumed.log")).find("rank r owns rows"),
+            std::string::npos);
+  const std::string a = testing_util::read_file(full + "/vectors.npy");
+  ASSERT_GT(a.size(), 128u);
+  EXPECT_TRUE(a == testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
 TEST_F(TwoRanks, ResumeFromAGatheredCheckpointIsExact) {
   const std::string full = dir_.file("full"), resumed = dir_.file("resumed");
   ASSERT_EQ(run(2, train_args(full, 2), dir_.file("full.log")), 0)

@@ -22,6 +22,7 @@
 #include "backend.hpp"
 #include "dist/rank_memory.hpp"
 #include "io/row_block.hpp"
+#include "options.hpp"
 
 namespace pagedw2v::dist {
 
@@ -46,11 +47,13 @@ class Ranks {
                                     uint32_t threads, const std::string& hint) = 0;
 
   /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
-  /// `model`, whose rows this rank owns as row_owners.hpp says: on `threads` CPU threads, or
-  /// on the rank's GPU when `gpu` (one warp per launch when `single_warp`).
+  /// `model`, whose rows this rank owns as row_owners.hpp says: on `threads` CPU threads, the
+  /// tables held as `tables` says, or on the rank's GPU when `gpu` (one warp per launch when
+  /// `single_warp`).
   virtual std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
                                                 uint32_t threads, bool gpu = false,
-                                                bool single_warp = false) = 0;
+                                                bool single_warp = false,
+                                                RankTables tables = RankTables::kAuto) = 0;
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer
   /// reads this instead of its own signal flag, so that every rank stops at the same span.
   virtual const std::atomic<int>* agreed_stop() const = 0;

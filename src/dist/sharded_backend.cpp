@@ -13,6 +13,7 @@
 #include "dist/row_exchange.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
+#include "config.hpp"
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
@@ -200,9 +201,14 @@ SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agree
 
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
-                                                     bool gpu, bool single_warp,
+                                                     bool gpu, bool single_warp, RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
+  if (gpu && tables != RankTables::kAuto) {
+    throw UsageError("--rank-tables " + to_string(tables) +
+                     " chooses how CPU ranks hold the tables; GPU ranks hold theirs on the GPUs "
+                     "in parts (or through host memory with --negative-pool): leave it out");
+  }
 #ifdef PAGEDW2V_HAVE_CUDA
   // Trial: replicated tables on the GPUs (gpu_replica_backend.hpp) when asked for, until
   // measured on GPUs of their own.
@@ -217,7 +223,8 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
   }
 #endif
   // A small vocabulary on CPU ranks: whole copies on every rank (replica_backend.hpp).
-  if (!gpu && trains_on_replicas(data)) {
+  if (!gpu && (tables == RankTables::kReplicated ||
+               (tables == RankTables::kAuto && trains_on_replicas(data)))) {
     return make_replica_backend(comm, model, data, threads, agreed_stop, stop);
   }
   return std::make_unique<RankBackend>(comm, model, data, threads, gpu, single_warp, agreed_stop,

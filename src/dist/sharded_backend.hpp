@@ -28,6 +28,7 @@
 
 #include "backend.hpp"
 #include "dist/mpi_comm.hpp"
+#include "options.hpp"
 
 namespace pagedw2v::dist {
 
@@ -62,14 +63,16 @@ class ShardedBackend : public Backend {
 SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agreed_stop,
                    const std::atomic<int>* stop);
 
-/// The backend for `model` and `data`, with `threads` CPU threads on this rank, or its GPU
+/// The backend for `model` and `data`, with `threads` CPU threads on this rank, the tables
+/// held as `tables` says (kAuto: replicated when trains_on_replicas, else sharded), or its GPU
 /// when `gpu` (one warp per launch when `single_warp`: a deterministic run); writes the agreed
 /// stop signal to `agreed_stop`. On rank r `model` holds the rows r owns, compact
 /// (owned_rows.hpp); every rank's rows start as one process's would. Throws UsageError for a
-/// GPU in a build without CUDA, or with an optimizer other than sgd.
+/// GPU in a build without CUDA, with an optimizer other than sgd, or with `tables` other than
+/// kAuto (GPU ranks hold theirs in parts or through host memory).
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
-                                                     bool gpu, bool single_warp,
+                                                     bool gpu, bool single_warp, RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop);
 

@@ -32,7 +32,7 @@ constexpr const char* kOptionPrefix = "option.";
 /// resumed run keeps its thread count and determinism).
 bool recorded(const OptionSpec& spec) {
   return spec.is_model || spec.name == "corpus" || spec.name == "epochs" ||
-         spec.name == "threads" || spec.name == "deterministic";
+         spec.name == "threads" || spec.name == "deterministic" || spec.name == "rank-tables";
 }
 
 using Clock = std::chrono::steady_clock;

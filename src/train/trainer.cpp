@@ -408,6 +408,9 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
       spec.set(merged, spec.get(saved));
     } else if ((spec.name == "threads" || spec.name == "deterministic") && !cpu_given) {
       spec.set(merged, spec.get(saved));
+    } else if (spec.name == "rank-tables" && !given) {
+      // How the ranks held the tables decides what they train next: the same, to resume exactly.
+      spec.set(merged, spec.get(saved));
     }
   }
   merged.given = requested.given;
@@ -681,7 +684,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   GpuOptions gpu_settings = gpu.value_or(config.gpu_options());
   gpu_settings.deterministic = config.deterministic;  // a resumed run's may be the checkpoint's
   std::unique_ptr<Backend> backend =
-      ranks ? ranks->make_backend(model, data, threads, rank_gpus, config.deterministic)
+      ranks ? ranks->make_backend(model, data, threads, rank_gpus, config.deterministic,
+                                  config.rank_tables)
             : make_backend(config.device, model, data, threads, gpu_settings);
   if (ranks) stop = ranks->agreed_stop();
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
