@@ -625,10 +625,9 @@ TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
     }
   }
   const std::string two = dir_.file("two");
-  ASSERT_EQ(run(2,
-                {"train", "--corpus", corpus, "--output", two, "--dim", "16", "--epochs", "2",
-                 "--threads", "1", "--min-count", "1", "--sample", "0", "--seed", "3",
-                 "--device", "cpu", "--format", "npy"},
+  ASSERT_EQ(run(2, {"train", "--corpus",  corpus, "--output",    two,  "--dim",    "16", "--epochs",
+                    "2",     "--threads", "1",    "--min-count", "1",  "--sample", "0",  "--seed",
+                    "3",     "--device",  "cpu",  "--format",    "npy"},
                 dir_.file("two.log")),
             0)
       << testing_util::read_file(dir_.file("two.log"));
@@ -665,9 +664,9 @@ TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
     }
     same /= n_same;
     other /= n_other;
-    EXPECT_GT(same, other + 0.2) << "word " << i << " (" << group[i] << ", owned by rank "
-                                 << i % 2 << "): mean cosine " << same << " to its vocabulary, "
-                                 << other << " to the other";
+    EXPECT_GT(same, other + 0.2) << "word " << i << " (" << group[i] << ", owned by rank " << i % 2
+                                 << "): mean cosine " << same << " to its vocabulary, " << other
+                                 << " to the other";
   }
 }
 
@@ -1106,20 +1105,35 @@ TEST_F(GpuRanks, PartsTrainRepeatAndResumeExactly) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
-// Replicated tables on the GPUs (dist/gpu_replica_backend.hpp, asked for while on trial): with
+// Replicated tables on the GPUs (dist/gpu_replica_backend.hpp, --rank-tables replicated): with
 // one warp a launch each rank trains its share as the CPU ranks' one thread does, and the
 // ranks sum the same changes after the same spans, so two GPU ranks give two CPU ranks' loss
 // and vectors within rounding. A deterministic run repeats its bits, and its checkpoint resumes
 // to them.
 TEST_F(GpuRanks, ReplicasTrainAsCpuRanksRepeatAndResumeExactly) {
-  ::setenv("PAGEDW2V_GPU_RANK_TABLES", "replicas", 1);
   const std::string cpu = dir_.file("rcpu"), two = dir_.file("rtwo"), again = dir_.file("ragain"),
                     resumed = dir_.file("rresumed");
   auto args = [&](const std::string& out, const std::string& device) {
-    return std::vector<std::string>{"train", "--corpus", corpus_, "--output",       out, "--dim",
-                                    "24",    "--epochs", "2",     "--min-count",    "2", "--seed",
-                                    "3",     "--device", device,  "--deterministic", "--threads",
-                                    "1"};
+    return std::vector<std::string>{"train",
+                                    "--corpus",
+                                    corpus_,
+                                    "--output",
+                                    out,
+                                    "--dim",
+                                    "24",
+                                    "--epochs",
+                                    "2",
+                                    "--min-count",
+                                    "2",
+                                    "--seed",
+                                    "3",
+                                    "--device",
+                                    device,
+                                    "--deterministic",
+                                    "--threads",
+                                    "1",
+                                    "--rank-tables",
+                                    "replicated"};
   };
   ASSERT_EQ(run(2, args(cpu, "cpu"), dir_.file("rcpu.log")), 0)
       << testing_util::read_file(dir_.file("rcpu.log"));
@@ -1155,7 +1169,6 @@ TEST_F(GpuRanks, ReplicasTrainAsCpuRanksRepeatAndResumeExactly) {
       << testing_util::read_file(dir_.file("rresumed.log"));
   EXPECT_TRUE(vectors == testing_util::read_file(resumed + "/vectors.npy"))
       << "the resumed run's vectors differ from the run's that did not stop";
-  ::unsetenv("PAGEDW2V_GPU_RANK_TABLES");
 }
 
 // What GPU ranks do not train is refused on every rank with one clear line.

@@ -176,8 +176,8 @@ class GpuReplicaBackend final : public ShardedBackend {
     // As on the CPU (replica_backend.cpp): every row at the end of a cold period or an epoch.
     const uint64_t period = kReplicaColdSpans * span_words() / kBlockWords;
     const uint64_t epoch_blocks = data_.blocks->size() - 1;
-    const bool every_row = last_block >= epoch_blocks ||
-                           (period > 0 && last_block / period != first_block / period);
+    const bool every_row =
+        last_block >= epoch_blocks || (period > 0 && last_block / period != first_block / period);
     if (every_row) {
       sum_every_row();
     } else {

@@ -36,11 +36,11 @@ inline uint64_t gpu_replica_span_words(uint64_t vocabulary) {
                               kGpuReplicaSpanWords);
 }
 
-/// Whether GPU ranks train `data` on replicated tables: skip-gram sgd without a negative pool
-/// (what gpu/part_trainer.hpp trains) over a vocabulary of at most kReplicaMostRows words.
-inline bool trains_on_gpu_replicas(const TrainData& data) {
+/// Whether replicated tables on GPU ranks can train `data`: skip-gram sgd without a negative
+/// pool (what gpu/part_trainer.hpp trains).
+inline bool gpu_replicas_train(const TrainData& data) {
   return data.params.model == ModelKind::kSkipGram && data.params.negative_pool == 0 &&
-         trains_on_replicas(data);
+         data.optimizer.kind == OptimizerKind::kSgd;
 }
 
 /// The backend of this rank (see above) over `model`, its owned rows; one warp a launch when

@@ -81,8 +81,8 @@ class ReplicaBackend final : public ShardedBackend {
     // epoch's start, so that a resumed run combines where the run it continues did.
     const uint64_t period = kReplicaColdSpans * span_words() / kBlockWords;
     const uint64_t epoch_blocks = data_.blocks->size() - 1;
-    const bool every_row = last_block >= epoch_blocks ||
-                           (period > 0 && last_block / period != first_block / period);
+    const bool every_row =
+        last_block >= epoch_blocks || (period > 0 && last_block / period != first_block / period);
     if (every_row) {
       combine_every_row();
     } else {

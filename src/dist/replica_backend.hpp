@@ -4,7 +4,8 @@
 /// rank (data-parallel, as TorchRec replicates its small tables and pWord2Vec its models), each
 /// rank training its share of every span on its copy with the CPU backend as one process would,
 /// and the ranks summing what the span changed. The frequent rows change most and go stale
-/// first, so they are combined after every span and the others every kReplicaColdSpans spans (replica_span.hpp):
+/// first, so they are combined after every span and the others every kReplicaColdSpans spans
+/// (replica_span.hpp):
 ///   train the share → delta = copy − value at the last combine (the snapshot), of the rows
 ///   [0, kReplicaHotRows) (ids are in frequency order), or of every row when the span ends a
 ///   cold period or the epoch → sum the deltas over the ranks (MpiComm::sum) → snapshot and

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config.hpp"
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/owner_steps.hpp"
@@ -13,7 +14,6 @@
 #include "dist/row_exchange.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
-#include "config.hpp"
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
@@ -204,17 +204,21 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
                                                      bool gpu, bool single_warp, RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
-  if (gpu && tables != RankTables::kAuto) {
-    throw UsageError("--rank-tables " + to_string(tables) +
-                     " chooses how CPU ranks hold the tables; GPU ranks hold theirs on the GPUs "
-                     "in parts (or through host memory with --negative-pool): leave it out");
+  // GPU ranks: --rank-tables replicated asks for whole copies on every GPU
+  // (gpu_replica_backend.hpp; on trial: auto keeps the parts until they are measured on GPUs of
+  // their own); sharded is the rows through host memory, which needs a pool.
+  if (gpu && tables == RankTables::kSharded && data.params.negative_pool == 0) {
+    throw UsageError(
+        "--rank-tables sharded over GPU ranks trains through host memory: give "
+        "--negative-pool N with it, or leave it out");
   }
 #ifdef PAGEDW2V_HAVE_CUDA
-  // Trial: replicated tables on the GPUs (gpu_replica_backend.hpp) when asked for, until
-  // measured on GPUs of their own.
-  const char* tables = std::getenv("PAGEDW2V_GPU_RANK_TABLES");
-  if (gpu && trains_on_gpu_replicas(data) && tables != nullptr &&
-      std::string(tables) == "replicas") {
+  if (gpu && tables == RankTables::kReplicated) {
+    if (!gpu_replicas_train(data)) {
+      throw UsageError(
+          "--rank-tables replicated over GPU ranks trains skip-gram with sgd and no "
+          "--negative-pool; leave it out for the others");
+    }
     return make_gpu_replica_backend(comm, model, data, single_warp, agreed_stop, stop);
   }
   // Skip-gram sgd keeps its rows on the GPUs, in parts (part_backend.hpp).
