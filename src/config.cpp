@@ -547,7 +547,8 @@ void validate(const Config& config) {
   }
   if (config.rank_tables == RankTables::kReplicated && config.optimizer != OptimizerKind::kSgd) {
     throw UsageError("--rank-tables replicated trains sgd; --optimizer " +
-                     to_string(config.optimizer) + " over ranks needs --rank-tables sharded (or "
+                     to_string(config.optimizer) +
+                     " over ranks needs --rank-tables sharded (or "
                      "auto)");
   }
   check_optimizer_settings(config);

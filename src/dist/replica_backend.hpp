@@ -15,11 +15,12 @@
 /// row for at most one cold period (README, "Distributed training": mix5m's quality held with
 /// these periods and fell below the floor when every row waited a quarter-million words).
 /// Every rank holds its owned rows as with sharding (checkpoints and the export gather them),
-/// and besides them the two copies and the snapshot: 4 · 4 · dim bytes a row of the vocabulary,
-/// which is why only vocabularies of at most kReplicaMostRows rows are replicated; larger ones
-/// are sharded (sharded_backend.hpp), as are optimizers with state.
-/// sync_to_host() combines every row first, so a checkpoint holds what every rank trains on
-/// next and resumes exactly with the same N.
+/// and besides them the copy and the snapshot of both tables: 4 · 4 · dim bytes a row of the
+/// vocabulary, which is why --rank-tables auto replicates only vocabularies of at most
+/// kReplicaMostRows rows; larger ones are sharded (sharded_backend.hpp), as are optimizers with
+/// state. sync_to_host() combines every row first, so a checkpoint holds what every rank trains
+/// on next and resumes exactly with the same N (a run stopped by a signal mid-epoch resumes as
+/// it would have gone on after that combine).
 /// Built only with MPI.
 
 #include <atomic>
