@@ -11,10 +11,7 @@
 #include <thread>
 #include <vector>
 
-#ifdef PAGEDW2V_HAVE_NCCL
-#include <nccl.h>
-#endif
-
+#include "dist/nccl_comm.hpp"
 #include "dist/replica_backend.hpp"
 #include "dist/row_owners.hpp"
 #include "error.hpp"
@@ -30,81 +27,22 @@ namespace {
 /// Floats summed at a time (64 MiB).
 constexpr uint64_t kSumFloats = uint64_t{1} << 24;
 
+/// Sums `n` floats at device pointer `values` over the ranks through `nccl`, in place, and
+/// waits.
+void nccl_sum(NcclComm& nccl, float* values, uint64_t n, cudaStream_t stream) {
 #ifdef PAGEDW2V_HAVE_NCCL
-void nccl_check(ncclResult_t rc, const char* call) {
-  if (rc == ncclSuccess) return;
-  std::string msg = std::string("NCCL ") + call + " failed: " + ncclGetErrorString(rc);
-  const char* detail = ncclGetLastError(nullptr);
-  if (detail != nullptr && detail[0] != '\0') msg += std::string(" (") + detail + ")";
-  throw Error(msg);
-}
-
-/// The NCCL communicator of every rank (collective to create).
-struct NcclSum {
-  explicit NcclSum(MpiComm& mpi) {
-    ncclUniqueId id{};
-    if (mpi.rank() == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    mpi.broadcast(&id, static_cast<int>(sizeof id));
-    nccl_check(
-        ncclCommInitRank(&comm, static_cast<int>(mpi.size()), id, static_cast<int>(mpi.rank())),
-        "ncclCommInitRank");
+  try {
+    nccl_check(ncclAllReduce(values, values, n, ncclFloat32, ncclSum, nccl.get(), stream),
+               "ncclAllReduce");
+  } catch (...) {
+    nccl.fail();
+    throw;
   }
-  ~NcclSum() {
-    if (comm == nullptr) return;
-    const bool abort = failed || std::uncaught_exceptions() > 0;
-    const ncclResult_t rc = abort ? ncclCommAbort(comm) : ncclCommDestroy(comm);
-    if (rc != ncclSuccess) {
-      std::fprintf(stderr, "pagedw2v: NCCL %s failed: %s (ignored during cleanup)\n",
-                   abort ? "ncclCommAbort" : "ncclCommDestroy", ncclGetErrorString(rc));
-    }
-  }
-  NcclSum(const NcclSum&) = delete;
-  NcclSum& operator=(const NcclSum&) = delete;
-
-  /// Sums `n` floats at device pointer `values` over the ranks, in place, and waits, polling
-  /// NCCL for an error a lost peer reports.
-  void sum(float* values, uint64_t n, cudaStream_t stream) {
-    try {
-      nccl_check(ncclAllReduce(values, values, n, ncclFloat32, ncclSum, comm, stream),
-                 "ncclAllReduce");
-      for (uint32_t polls = 0; cudaStreamQuery(stream) == cudaErrorNotReady; ++polls) {
-        ncclResult_t async = ncclSuccess;
-        nccl_check(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
-        nccl_check(async, "all-reduce (asynchronous error)");
-        if (polls > 256) std::this_thread::sleep_for(std::chrono::microseconds(50));
-      }
-      PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
-    } catch (...) {
-      failed = true;
-      throw;
-    }
-  }
-
-  ncclComm_t comm = nullptr;
-  bool failed = false;
-};
+  nccl.wait(stream, "all-reduce (asynchronous error)");
 #else
-struct NcclSum {
-  explicit NcclSum(MpiComm&) {}
-  void sum(float*, uint64_t, cudaStream_t) {}
-};
+  (void)nccl, (void)values, (void)n, (void)stream;
+  throw Error("summing over GPUs through NCCL: this build has no NCCL");
 #endif
-
-/// Whether every rank of `comm` has a GPU of its own (NCCL refuses two ranks on one GPU).
-bool every_rank_has_its_gpu(MpiComm& comm) {
-  int device = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-  unsigned char mine[16];
-  std::memcpy(mine, prop.uuid.bytes, sizeof mine);
-  const std::vector<uint8_t> all = comm.all_gather(mine, static_cast<int>(sizeof mine));
-  for (size_t i = 0; i < comm.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (std::memcmp(all.data() + 16 * i, all.data() + 16 * j, 16) == 0) return false;
-    }
-  }
-  return true;
 }
 
 class GpuReplicaBackend final : public ShardedBackend {
@@ -143,7 +81,7 @@ class GpuReplicaBackend final : public ShardedBackend {
     nccl_path_ = false;
 #endif
     if (nccl_path_) {
-      nccl_ = std::make_unique<NcclSum>(comm);
+      nccl_ = std::make_unique<NcclComm>(comm);
     } else {
       host_ = PinnedBuffer<float>(sum_floats_, "the replicas' sums (host)");
     }
@@ -222,7 +160,7 @@ class GpuReplicaBackend final : public ShardedBackend {
         const uint64_t n = std::min<uint64_t>(sum_floats_, total - at);
         launch_take_delta(copy + at, snap + at, sums_.data(), n, st);
         if (nccl_path_) {
-          nccl_->sum(sums_.data(), n, st);
+          nccl_sum(*nccl_, sums_.data(), n, st);
         } else {
           PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(host_.data(), sums_.data(), n * sizeof(float),
                                             cudaMemcpyDeviceToHost, st));
@@ -263,7 +201,7 @@ class GpuReplicaBackend final : public ShardedBackend {
   uint64_t sum_floats_ = 0;                               ///< floats of that piece
   PinnedBuffer<float> host_;                              ///< host path: that piece
   bool nccl_path_ = false;
-  std::unique_ptr<NcclSum> nccl_;
+  std::unique_ptr<NcclComm> nccl_;
   Stream stream_;
   bool changed_ = false;
   std::atomic<int>& agreed_stop_;

@@ -27,22 +27,6 @@
 
 namespace pagedw2v::dist {
 
-/// Words each GPU rank trains in a span: four words a row of the vocabulary (whole blocks), from
-/// kReplicaLeastSpanWords to 131,072, the longest span whose frequent rows kept mix5m's quality
-/// on the CPU (README, "Distributed training").
-inline constexpr uint64_t kGpuReplicaSpanWords = 131072;
-inline uint64_t gpu_replica_span_words(uint64_t vocabulary) {
-  return std::clamp<uint64_t>(4 * vocabulary / kBlockWords * kBlockWords, kReplicaLeastSpanWords,
-                              kGpuReplicaSpanWords);
-}
-
-/// Whether replicated tables on GPU ranks can train `data`: skip-gram sgd without a negative
-/// pool (what gpu/part_trainer.hpp trains).
-inline bool gpu_replicas_train(const TrainData& data) {
-  return data.params.model == ModelKind::kSkipGram && data.params.negative_pool == 0 &&
-         data.optimizer.kind == OptimizerKind::kSgd;
-}
-
 /// The backend of this rank (see above) over `model`, its owned rows; one warp a launch when
 /// `single_warp` (deterministic). Throws Error when the copies do not fit on the GPU.
 std::unique_ptr<ShardedBackend> make_gpu_replica_backend(MpiComm& comm, Model& model,

@@ -204,24 +204,18 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
                                                      bool gpu, bool single_warp, RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
-  // GPU ranks: --rank-tables replicated asks for whole copies on every GPU
-  // (gpu_replica_backend.hpp; on trial: auto keeps the parts until they are measured on GPUs of
-  // their own); sharded is the rows through host memory, which needs a pool.
-  if (gpu && tables == RankTables::kSharded && data.params.negative_pool == 0) {
-    throw UsageError(
-        "--rank-tables sharded over GPU ranks trains through host memory: give "
-        "--negative-pool N with it, or leave it out");
-  }
 #ifdef PAGEDW2V_HAVE_CUDA
-  if (gpu && tables == RankTables::kReplicated) {
+  // GPU ranks: whole copies on every GPU for a small vocabulary (gpu_replica_backend.hpp),
+  // else each rank owns a share of the rows: skip-gram sgd keeps them on the GPUs in parts
+  // (part_backend.hpp), the others train them through host memory (below).
+  if (gpu && gpu_ranks_replicate(data, tables)) {
     if (!gpu_replicas_train(data)) {
       throw UsageError(
           "--rank-tables replicated over GPU ranks trains skip-gram with sgd and no "
-          "--negative-pool; leave it out for the others");
+          "--negative-pool; give --rank-tables auto or sharded for the others");
     }
     return make_gpu_replica_backend(comm, model, data, single_warp, agreed_stop, stop);
   }
-  // Skip-gram sgd keeps its rows on the GPUs, in parts (part_backend.hpp).
   if (gpu && trains_on_parts(data)) {
     return make_part_backend(comm, model, data, single_warp, agreed_stop, stop);
   }
