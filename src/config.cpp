@@ -326,10 +326,12 @@ std::vector<OptionSpec> make_train_options() {
                  return c.gpu_memory == 0 ? std::string("auto") : format_byte_size(c.gpu_memory);
                }});
   o.push_back({"rank-tables",
-               "over MPI ranks on the CPU: how the ranks hold the tables; sharded = each rank 1/N "
-               "of the rows (the others' copied for each span), replicated = whole copies on "
-               "every rank whose changes the ranks sum (sgd; faster, 4 copies of the tables a "
-               "rank), auto = replicated for sgd with at most 131072 words, else sharded",
+               "over MPI ranks: how the ranks hold the tables; sharded = each rank 1/N of the "
+               "rows (on the CPU the others' copied for each span; on GPUs in parts for "
+               "skip-gram sgd, else through host memory), replicated = whole copies on every "
+               "rank (or GPU) whose changes the ranks sum (sgd; on GPUs skip-gram without "
+               "--negative-pool), auto = replicated for sgd with at most 131072 words (on GPUs "
+               "skip-gram without a pool), else sharded",
                "auto", false, false,
                [](C& c, V v) {
                  if (v == "auto") {

@@ -20,6 +20,7 @@
 #include "gpu/stream.hpp"
 #include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
+#include "kernels/replica_delta.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -281,4 +282,45 @@ TEST(IdBits, CoversTheBound) {
 }
 
 }  // namespace
+
+// The passes of summing replicated tables over GPU ranks (kernels/replica_delta.hpp) against
+// the CPU's loop (dist/replica_backend.cpp): the same floats, bit for bit, over a length that
+// is not a multiple of a block.
+TEST(CudaReplicaDelta, TakeAndApplyAsTheCpuLoop) {
+  PAGEDW2V_REQUIRE_GPU();
+  const uint64_t n = 300001;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> copy(n), snap(n), other(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    snap[i] = u(rng);
+    copy[i] = snap[i] + 1e-3f * u(rng);
+    other[i] = 1e-3f * u(rng);  // what another rank changed
+  }
+  Stream stream;
+  DeviceBuffer<float> d_copy(n, "copy"), d_snap(n, "snapshot"), d_delta(n, "delta");
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(d_copy.data(), copy.data(), n * 4, cudaMemcpyHostToDevice));
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(d_snap.data(), snap.data(), n * 4, cudaMemcpyHostToDevice));
+  launch_take_delta(d_copy.data(), d_snap.data(), d_delta.data(), n, stream.get());
+  stream.synchronize();
+  std::vector<float> delta(n);
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(delta.data(), d_delta.data(), n * 4, cudaMemcpyDeviceToHost));
+  std::vector<float> sum(n), want_snap(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(delta[i], copy[i] - snap[i]) << i;
+    sum[i] = delta[i] + other[i];
+    want_snap[i] = snap[i] + sum[i];
+  }
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(d_delta.data(), sum.data(), n * 4, cudaMemcpyHostToDevice));
+  launch_apply_sum(d_copy.data(), d_snap.data(), d_delta.data(), n, stream.get());
+  stream.synchronize();
+  std::vector<float> got_copy(n), got_snap(n);
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(got_copy.data(), d_copy.data(), n * 4, cudaMemcpyDeviceToHost));
+  PAGEDW2V_CUDA_TRY(cudaMemcpy(got_snap.data(), d_snap.data(), n * 4, cudaMemcpyDeviceToHost));
+  for (uint64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(got_snap[i], want_snap[i]) << i;
+    ASSERT_EQ(got_copy[i], want_snap[i]) << i;
+  }
+}
+
 }  // namespace pagedw2v

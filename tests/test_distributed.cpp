@@ -602,6 +602,32 @@ TEST(Replicas, SmallVocabulariesWithSgdAndSpansOfTwoWordsARow) {
   EXPECT_FALSE(dist::trains_on_replicas(data));
 }
 
+// GPU ranks replicate a small vocabulary by default when their launches train it (skip-gram,
+// sgd, no pool), and whenever asked; spans of four words a row, from 8,192 to 131,072 words.
+TEST(Replicas, GpuRanksReplicateSkipGramSgdWithoutAPool) {
+  EXPECT_EQ(dist::gpu_replica_span_words(830), 8192u);
+  EXPECT_EQ(dist::gpu_replica_span_words(20000), 77824u);
+  EXPECT_EQ(dist::gpu_replica_span_words(33755), 131072u);
+  const KeepTable small({}, 131072), large({}, 131073);
+  TrainData data;
+  data.keep = &small;
+  data.params.model = ModelKind::kSkipGram;
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kSharded));
+  data.keep = &large;
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kReplicated));
+  data.keep = &small;
+  data.params.negative_pool = 1024;  // a pool's rows go through host memory
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  data.params.negative_pool = 0;
+  data.params.model = ModelKind::kCbow;
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  data.params.model = ModelKind::kSkipGram;
+  data.optimizer.kind = OptimizerKind::kAdam;
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+}
+
 // A small vocabulary trains on whole copies on every rank (dist/replica_backend.hpp), whose
 // changes the ranks sum. The corpus makes each rank's share of every span one of two disjoint
 // vocabularies: sentences of 16 words, blocks of 256 sentences, spans of 4 blocks (8,192 words a
@@ -1055,7 +1081,8 @@ TEST_F(GpuRanks, TrainAsCpuRanksRepeatAndResumeExactly) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
-// Skip-gram sgd without a pool keeps the rows on the GPUs in parts (dist/part_backend.hpp): every
+// Sharded skip-gram sgd without a pool keeps the rows on the GPUs in parts (dist/part_backend.hpp)
+// (the choice for vocabularies past kReplicaMostRows; asked for here): every
 // pair trains once, on the rank that holds both its rows, with negatives from its centre's part,
 // so the run departs from the CPU ranks' only in that draw and the pairs' order: the same
 // vocabulary, files and words, a loss close to theirs. A deterministic run repeats its
@@ -1064,9 +1091,24 @@ TEST_F(GpuRanks, PartsTrainRepeatAndResumeExactly) {
   const std::string cpu = dir_.file("pcpu"), two = dir_.file("ptwo"), again = dir_.file("pagain"),
                     resumed = dir_.file("presumed");
   auto args = [&](const std::string& out, const std::string& device) {
-    return std::vector<std::string>{"train", "--corpus", corpus_, "--output",       out, "--dim",
-                                    "24",    "--epochs", "2",     "--min-count",    "2", "--seed",
-                                    "3",     "--device", device,  "--deterministic"};
+    return std::vector<std::string>{"train",
+                                    "--corpus",
+                                    corpus_,
+                                    "--output",
+                                    out,
+                                    "--dim",
+                                    "24",
+                                    "--epochs",
+                                    "2",
+                                    "--min-count",
+                                    "2",
+                                    "--seed",
+                                    "3",
+                                    "--device",
+                                    device,
+                                    "--deterministic",
+                                    "--rank-tables",
+                                    "sharded"};
   };
   ASSERT_EQ(run(2, args(cpu, "cpu"), dir_.file("pcpu.log")), 0)
       << testing_util::read_file(dir_.file("pcpu.log"));
@@ -1101,6 +1143,57 @@ TEST_F(GpuRanks, PartsTrainRepeatAndResumeExactly) {
       << testing_util::read_file(dir_.file("presumed.log"));
   EXPECT_NE(testing_util::read_file(dir_.file("presumed.log")).find("partitioned tables"),
             std::string::npos);
+  EXPECT_TRUE(vectors == testing_util::read_file(resumed + "/vectors.npy"))
+      << "the resumed run's vectors differ from the run's that did not stop";
+}
+
+// Replicated tables on the GPUs (dist/gpu_replica_backend.hpp, the default for this small
+// vocabulary, as on the CPU ranks): with
+// one warp a launch each rank trains its share as the CPU ranks' one thread does, and the
+// ranks sum the same changes after the same spans, so two GPU ranks give two CPU ranks' loss
+// and vectors within rounding. A deterministic run repeats its bits, and its checkpoint resumes
+// to them.
+TEST_F(GpuRanks, ReplicasTrainAsCpuRanksRepeatAndResumeExactly) {
+  const std::string cpu = dir_.file("rcpu"), two = dir_.file("rtwo"), again = dir_.file("ragain"),
+                    resumed = dir_.file("rresumed");
+  auto args = [&](const std::string& out, const std::string& device) {
+    return std::vector<std::string>{
+        "train", "--corpus", corpus_, "--output",        out,         "--dim",
+        "24",    "--epochs", "2",     "--min-count",     "2",         "--seed",
+        "3",     "--device", device,  "--deterministic", "--threads", "1"};
+  };
+  ASSERT_EQ(run(2, args(cpu, "cpu"), dir_.file("rcpu.log")), 0)
+      << testing_util::read_file(dir_.file("rcpu.log"));
+  ASSERT_EQ(run(2, args(two, "cuda"), dir_.file("rtwo.log")), 0)
+      << testing_util::read_file(dir_.file("rtwo.log"));
+  const std::string log = testing_util::read_file(dir_.file("rtwo.log"));
+  EXPECT_NE(log.find("ranks on replicated tables (whole copies on every GPU"), std::string::npos)
+      << log;
+  EXPECT_EQ(testing_util::read_file(cpu + "/vocab.tsv"),
+            testing_util::read_file(two + "/vocab.tsv"));
+  const nlohmann::json r1 = read_json(cpu + "/run.json"), r2 = read_json(two + "/run.json");
+  EXPECT_EQ(r1["words_trained"], r2["words_trained"]);
+  const double l1 = r1["loss_per_epoch"].back(), l2 = r2["loss_per_epoch"].back();
+  EXPECT_NEAR(l2, l1, 1e-3 * l1) << "two CPU ranks " << l1 << ", two GPU ranks " << l2;
+  const NpyMatrix a = read_npy(cpu + "/vectors.npy"), b = read_npy(two + "/vectors.npy");
+  ASSERT_EQ(a.data.size(), b.data.size());
+  double most = 0;
+  for (size_t k = 0; k < a.data.size(); ++k) {
+    most = std::max(most, std::fabs(double(a.data[k]) - double(b.data[k])));
+  }
+  EXPECT_LT(most, 1e-3) << "the GPU ranks' vectors depart from the CPU ranks' by up to " << most;
+
+  const std::string vectors = testing_util::read_file(two + "/vectors.npy");
+  ASSERT_EQ(run(2, args(again, "cuda"), dir_.file("ragain.log")), 0)
+      << testing_util::read_file(dir_.file("ragain.log"));
+  EXPECT_TRUE(vectors == testing_util::read_file(again + "/vectors.npy"))
+      << "two deterministic runs on replicas differ";
+  ASSERT_EQ(run(2,
+                {"train", "--output", resumed, "--resume", two + "/checkpoints/epoch-1.h5",
+                 "--device", "cuda", "--deterministic"},
+                dir_.file("rresumed.log")),
+            0)
+      << testing_util::read_file(dir_.file("rresumed.log"));
   EXPECT_TRUE(vectors == testing_util::read_file(resumed + "/vectors.npy"))
       << "the resumed run's vectors differ from the run's that did not stop";
 }

@@ -18,8 +18,14 @@
 #include "vocab.hpp"
 
 #ifdef PAGEDW2V_HAVE_CUDA
+#include "dist/replica_span.hpp"
+#include "dist/row_owners.hpp"
 #include "gpu/cuda_backend.hpp"
+#include "gpu/device_buffer.hpp"
 #include "gpu/part_trainer.hpp"
+#include "gpu/stream.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/replica_delta.hpp"
 #include "kernels/sgns.hpp"
 #endif
 
@@ -128,6 +134,80 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   r.corpus_words = corpus.size();
 
 #ifdef PAGEDW2V_HAVE_CUDA
+  if (options.replicas > 1) {
+    // Rank 0 of `replicas`: whole tables on the GPU, its share of every span, then what the
+    // span changed in the frequent rows (every row each cold period and at an epoch's end)
+    // taken and applied as the ranks' sum would be; the sum between GPUs is left out.
+    const uint32_t n = options.replicas;
+    if (!dist::gpu_replicas_train(data)) {
+      throw UsageError("bench train --replicas: skip-gram with sgd and no --negative-pool");
+    }
+    PartTrainer trainer(data, 1, 0, false);
+    trainer.upload(model.input.data(), model.output.data(), 0);
+    const uint64_t words = vocab.size();
+    const uint64_t floats = words * trainer.row_stride();
+    DeviceBuffer<float> snap_in(floats, "snapshot"), snap_out(floats, "snapshot"),
+        sums(floats, "sums");
+    Stream stream;
+    cudaStream_t st = stream.get();
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(snap_in.data(), trainer.input_rows(), floats * 4,
+                                      cudaMemcpyDeviceToDevice, st));
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(snap_out.data(), trainer.output_rows(), floats * 4,
+                                      cudaMemcpyDeviceToDevice, st));
+    stream.synchronize();
+    const uint64_t rank_span = dist::gpu_replica_span_words(words);
+    const uint64_t span_blocks = std::max<uint64_t>(1, rank_span * n / kBlockWords);
+    const uint64_t period = dist::kReplicaColdSpans * span_blocks;
+    const uint64_t nblocks = set.block_count();
+    const auto& blocks = *data.blocks;
+    double train_s = 0, sum_s = 0;
+    uint64_t spans = 0, every = 0;
+    for (uint32_t epoch = 0; epoch < p.epochs; ++epoch) {
+      for (uint64_t b = 0; b < nblocks; b += span_blocks) {
+        const uint64_t e = std::min(nblocks, b + span_blocks);
+        const dist::BlockRange mine = dist::share_of_span(b, e, 0, n);
+        auto t = Clock::now();
+        if (mine.first < mine.last) trainer.train(epoch, blocks[mine.first], blocks[mine.last], 0);
+        train_s += seconds_since(t);
+        t = Clock::now();
+        const bool all = e >= nblocks || e / period != b / period;
+        const uint64_t rows = all ? words : std::min<uint64_t>(words, dist::kReplicaHotRows);
+        every += all;
+        for (int k = 0; k < 2; ++k) {
+          float* copy = static_cast<float*>(k == 0 ? trainer.input_rows() : trainer.output_rows());
+          float* snap = k == 0 ? snap_in.data() : snap_out.data();
+          const uint64_t count = rows * trainer.row_stride();
+          launch_take_delta(copy, snap, sums.data(), count, st);
+          launch_apply_sum(copy, snap, sums.data(), count, st);
+        }
+        stream.synchronize();
+        sum_s += seconds_since(t);
+        ++spans;
+        r.words += corpus.sentence_starts[blocks[e]] - corpus.sentence_starts[blocks[b]];
+      }
+    }
+    const double seconds = train_s + sum_s;
+    r.device = "cuda";
+    r.placement = "replicas";
+    r.train_seconds = seconds;
+    r.words_per_second = seconds > 0 ? r.words / seconds : 0;
+    r.total_seconds = seconds_since(t0);
+    if (out != nullptr) {
+      std::fprintf(out,
+                   "bench train: rank 0 of %u GPU ranks on replicated tables, dim %u, %u epochs: "
+                   "%llu spans of %llu words a rank (%llu with every row summed); training "
+                   "%.4f s, the sums' passes %.4f s\n",
+                   n, p.dim, p.epochs, static_cast<unsigned long long>(spans),
+                   static_cast<unsigned long long>(rank_span),
+                   static_cast<unsigned long long>(every), train_s, sum_s);
+      std::fprintf(out,
+                   "RESULT device=cuda replicas=%u words=%llu train_s=%.4f words_per_s=%.1fM "
+                   "(the words of all ranks over rank 0's time; the all-reduce between GPUs not "
+                   "counted)\n",
+                   n, static_cast<unsigned long long>(r.words), seconds, r.words_per_second / 1e6);
+    }
+    return r;
+  }
   if (options.parts > 1) {
     // Rank 0 of `parts`: its input part stays on the GPU; before each launch the output part
     // it trains against comes from host memory (the ranks move it between GPUs), untimed.

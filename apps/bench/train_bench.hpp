@@ -42,6 +42,10 @@ struct TrainBenchOptions {
   /// tables (gpu/part_trainer.hpp), its output parts moved in turn from host memory (not
   /// timed) instead of from the other ranks; 0 or 1: one process's backend.
   uint32_t parts = 0;
+  /// CUDA, skip-gram sgd: time what rank 0 of this many GPU ranks on replicated tables
+  /// (dist/gpu_replica_backend.hpp) does: its share of every span on whole tables, and the
+  /// sums' passes over the changed rows on its GPU; the all-reduce between GPUs is not timed.
+  uint32_t replicas = 0;
 };
 
 struct TrainBenchResult {

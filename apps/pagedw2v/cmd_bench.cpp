@@ -247,6 +247,10 @@ int cmd_bench(int argc, char** argv) {
       "parts",
       "CUDA, skip-gram sgd: time what rank 0 of N GPU ranks trains on partitioned tables, its "
       "output parts brought from host memory in turn (untimed)",
+      cxxopts::value<uint32_t>())(
+      "replicas",
+      "CUDA, skip-gram sgd: time what rank 0 of N GPU ranks on replicated tables does (its "
+      "share of every span and the sums' passes on its GPU; the all-reduce not counted)",
       cxxopts::value<uint32_t>())("h,help", "print this help");
   // A timing has nothing to export, and --deterministic's single thread or warp is no speed.
   add_train_options(options, [](const std::string& name) {
@@ -294,6 +298,7 @@ int cmd_bench(int argc, char** argv) {
         static_cast<int>(std::min<uint32_t>(args["paging-sms"].as<uint32_t>(), 1024));
   }
   if (args.count("parts")) bench.parts = args["parts"].as<uint32_t>();
+  if (args.count("replicas")) bench.replicas = args["replicas"].as<uint32_t>();
   run_train_bench(bench, stdout);
   return 0;
 }

@@ -8,11 +8,8 @@
 #include <thread>
 #include <vector>
 
-#ifdef PAGEDW2V_HAVE_NCCL
-#include <nccl.h>
-#endif
-
 #include "dist/mpi_comm.hpp"
+#include "dist/nccl_comm.hpp"
 #include "error.hpp"
 #include "kernels/cuda_check.hpp"
 
@@ -35,62 +32,7 @@ struct RankFacts {
 };
 static_assert(sizeof(RankFacts) == 24, "RankFacts travels as raw bytes");
 
-#ifdef PAGEDW2V_HAVE_NCCL
-void nccl_check(ncclResult_t rc, const char* call) {
-  if (rc == ncclSuccess) return;
-  std::string msg = std::string("NCCL ") + call + " failed: " + ncclGetErrorString(rc);
-  const char* detail = ncclGetLastError(nullptr);
-  if (detail != nullptr && detail[0] != '\0') msg += std::string(" (") + detail + ")";
-  throw Error(msg);
-}
-#endif
-
 }  // namespace
-
-#ifdef PAGEDW2V_HAVE_NCCL
-struct PartRotation::Nccl {
-  /// Joins the communicator of every rank of `mpi` (collective).
-  explicit Nccl(MpiComm& mpi) {
-    ncclUniqueId id{};
-    if (mpi.rank() == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    mpi.broadcast(&id, static_cast<int>(sizeof id));
-    nccl_check(
-        ncclCommInitRank(&comm, static_cast<int>(mpi.size()), id, static_cast<int>(mpi.rank())),
-        "ncclCommInitRank");
-  }
-  ~Nccl() {
-    if (comm == nullptr) return;
-    // Destroying a communicator flushes what was issued on it, which never ends when a peer is
-    // gone; abort instead when something failed.
-    const bool abort = failed || std::uncaught_exceptions() > 0;
-    const ncclResult_t rc = abort ? ncclCommAbort(comm) : ncclCommDestroy(comm);
-    if (rc != ncclSuccess) {
-      std::fprintf(stderr, "pagedw2v: NCCL %s failed: %s (ignored during cleanup)\n",
-                   abort ? "ncclCommAbort" : "ncclCommDestroy", ncclGetErrorString(rc));
-    }
-  }
-  Nccl(const Nccl&) = delete;
-  Nccl& operator=(const Nccl&) = delete;
-
-  /// Waits for `stream`, polling, so that an error NCCL reports asynchronously (a peer or a link
-  /// lost) ends the wait instead of a stream that never completes.
-  void wait(cudaStream_t stream) const {
-    for (uint32_t polls = 0; cudaStreamQuery(stream) == cudaErrorNotReady; ++polls) {
-      ncclResult_t async = ncclSuccess;
-      nccl_check(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
-      nccl_check(async, "send/receive (asynchronous error)");
-      if (polls > 256) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    // The stream is done or failed: the error, if any, with the call's name.
-    PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
-  }
-
-  ncclComm_t comm = nullptr;
-  bool failed = false;  ///< a call failed: the communicator is aborted, not destroyed
-};
-#else
-struct PartRotation::Nccl {};
-#endif
 
 PartRotation::PartRotation(MpiComm& comm, uint64_t max_bytes) : comm_(comm), max_bytes_(max_bytes) {
   int device = 0;
@@ -126,7 +68,7 @@ PartRotation::PartRotation(MpiComm& comm, uint64_t max_bytes) : comm_(comm), max
 #ifdef PAGEDW2V_HAVE_NCCL
   if (path_ == RotationPath::kNccl) {
     staging_ = DeviceBuffer<uint8_t>(chunk_, "the staging chunk of the output parts' rotation");
-    nccl_ = std::make_unique<Nccl>(comm);
+    nccl_ = std::make_unique<NcclComm>(comm);
     return;
   }
 #endif
@@ -181,11 +123,12 @@ void PartRotation::rotate_nccl(uint8_t* buffer, uint64_t send_bytes, uint64_t re
       const uint64_t out = piece(send_bytes, at, chunk_), in = piece(recv_bytes, at, chunk_);
       nccl_check(ncclGroupStart(), "ncclGroupStart");
       if (out > 0) {
-        nccl_check(ncclSend(buffer + at, out, ncclUint8, previous, nccl_->comm, stream),
+        nccl_check(ncclSend(buffer + at, out, ncclUint8, previous, nccl_->get(), stream),
                    "ncclSend");
       }
       if (in > 0) {
-        nccl_check(ncclRecv(staging_.data(), in, ncclUint8, next, nccl_->comm, stream), "ncclRecv");
+        nccl_check(ncclRecv(staging_.data(), in, ncclUint8, next, nccl_->get(), stream),
+                   "ncclRecv");
       }
       nccl_check(ncclGroupEnd(), "ncclGroupEnd");
       // In stream order, after the group: the chunk has left before the received one
@@ -195,9 +138,9 @@ void PartRotation::rotate_nccl(uint8_t* buffer, uint64_t send_bytes, uint64_t re
             cudaMemcpyAsync(buffer + at, staging_.data(), in, cudaMemcpyDeviceToDevice, stream));
       }
     }
-    nccl_->wait(stream);
+    nccl_->wait(stream, "send/receive (asynchronous error)");
   } catch (...) {
-    nccl_->failed = true;
+    nccl_->fail();
     throw;
   }
 }

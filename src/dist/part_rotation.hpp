@@ -28,6 +28,7 @@
 namespace pagedw2v::dist {
 
 class MpiComm;
+class NcclComm;
 
 /// How the rotation moves bytes.
 enum class RotationPath { kNccl, kHost };
@@ -62,9 +63,6 @@ class PartRotation {
   uint64_t device_bytes() const { return staging_.bytes(); }
 
  private:
-  /// The NCCL communicator (defined where nccl.h is included).
-  struct Nccl;
-
   /// Defined in builds with NCCL only.
   void rotate_nccl(uint8_t* buffer, uint64_t send_bytes, uint64_t recv_bytes, cudaStream_t stream);
   void rotate_host(uint8_t* buffer, uint64_t send_bytes, uint64_t recv_bytes, cudaStream_t stream);
@@ -73,7 +71,7 @@ class PartRotation {
   RotationPath path_ = RotationPath::kHost;
   uint64_t max_bytes_;
   uint64_t chunk_ = 0;                  ///< bytes a chunk, the same on every rank
-  std::unique_ptr<Nccl> nccl_;          ///< NCCL path, several ranks
+  std::unique_ptr<NcclComm> nccl_;      ///< NCCL path, several ranks
   DeviceBuffer<uint8_t> staging_;       ///< NCCL path: the chunk being received
   PinnedBuffer<uint8_t> host_send_;     ///< host path: the chunk being sent
   PinnedBuffer<uint8_t> host_receive_;  ///< host path: the chunk being received

@@ -103,33 +103,9 @@ class ReplicaBackend final : public ShardedBackend {
  private:
   uint64_t rank_span_words() const { return replica_span_words(words_, threads_); }
 
-  /// The copies and the snapshot from the owned rows of every rank (all-gathered a block of rows
-  /// at a time).
+  /// The copies and the snapshot from the owned rows of every rank.
   void gather_copy() {
-    const uint32_t n = comm_.size();
-    const uint64_t most = RowOwners{n}.owned(words_, 0);
-    const uint64_t per_block =
-        std::max<uint64_t>(1, (uint64_t{16} << 20) / (uint64_t{dim_} * sizeof(float)) / n);
-    std::vector<float> mine(std::min(per_block, most) * dim_);
-    for (int t = 0; t < 2; ++t) {
-      const HostTable& own = t == 0 ? model_.input : model_.output;
-      HostTable& copy = t == 0 ? copy_.input : copy_.output;
-      for (uint64_t k0 = 0; k0 < most; k0 += per_block) {
-        const uint64_t k1 = std::min(most, k0 + per_block), rows = k1 - k0;
-        std::fill(mine.begin(), mine.end(), 0.0f);
-        const uint64_t have = own.rows() > k0 ? std::min(own.rows(), k1) - k0 : 0;
-        if (have > 0) std::copy_n(own.row(k0), have * dim_, mine.data());
-        const std::vector<uint8_t> all =
-            comm_.all_gather(mine.data(), static_cast<int>(rows * dim_ * sizeof(float)));
-        const float* f = reinterpret_cast<const float*>(all.data());
-        for (uint32_t q = 0; q < n; ++q) {
-          const uint64_t owned = RowOwners{n}.owned(words_, q);
-          for (uint64_t k = k0; k < std::min(k1, owned); ++k) {
-            std::copy_n(f + (q * rows + (k - k0)) * dim_, dim_, copy.row(q + k * n));
-          }
-        }
-      }
-    }
+    gather_whole_tables(comm_, model_, words_, copy_);
     std::copy_n(copy_.input.data(), words_ * dim_, snapshot_input_.data());
     std::copy_n(copy_.output.data(), words_ * dim_, snapshot_output_.data());
   }
@@ -180,6 +156,33 @@ class ReplicaBackend final : public ShardedBackend {
 };
 
 }  // namespace
+
+void gather_whole_tables(MpiComm& comm, const Model& owned, uint64_t words, Model& whole) {
+  const uint32_t n = comm.size(), dim = owned.input.dim();
+  const uint64_t most = RowOwners{n}.owned(words, 0);
+  const uint64_t per_block =
+      std::max<uint64_t>(1, (uint64_t{16} << 20) / (uint64_t{dim} * sizeof(float)) / n);
+  std::vector<float> mine(std::min(per_block, most) * dim);
+  for (int t = 0; t < 2; ++t) {
+    const HostTable& own = t == 0 ? owned.input : owned.output;
+    HostTable& copy = t == 0 ? whole.input : whole.output;
+    for (uint64_t k0 = 0; k0 < most; k0 += per_block) {
+      const uint64_t k1 = std::min(most, k0 + per_block), rows = k1 - k0;
+      std::fill(mine.begin(), mine.end(), 0.0f);
+      const uint64_t have = own.rows() > k0 ? std::min(own.rows(), k1) - k0 : 0;
+      if (have > 0) std::copy_n(own.row(k0), have * dim, mine.data());
+      const std::vector<uint8_t> all =
+          comm.all_gather(mine.data(), static_cast<int>(rows * dim * sizeof(float)));
+      const float* f = reinterpret_cast<const float*>(all.data());
+      for (uint32_t q = 0; q < n; ++q) {
+        const uint64_t count = RowOwners{n}.owned(words, q);
+        for (uint64_t k = k0; k < std::min(k1, count); ++k) {
+          std::copy_n(f + (q * rows + (k - k0)) * dim, dim, copy.row(q + k * n));
+        }
+      }
+    }
+  }
+}
 
 std::unique_ptr<ShardedBackend> make_replica_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,

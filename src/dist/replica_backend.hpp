@@ -34,6 +34,11 @@
 
 namespace pagedw2v::dist {
 
+/// The whole tables `whole` (input and output, `words` rows each, fp32) from the owned rows of
+/// every rank (`owned`: this rank's, compact), all-gathered a block of rows at a time.
+/// Collective.
+void gather_whole_tables(MpiComm& comm, const Model& owned, uint64_t words, Model& whole);
+
 /// The backend of this rank (see above) over `model`, its owned rows, with `threads` CPU
 /// threads. Throws UsageError for a vocabulary smaller than the ranks, Error when the copies
 /// do not fit in memory.

@@ -1,6 +1,7 @@
 #include "dist/sharded_backend.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "error.hpp"
 #include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
+#include "dist/gpu_replica_backend.hpp"
 #include "dist/part_backend.hpp"
 #include "gpu/row_set_trainer.hpp"
 #endif
@@ -202,14 +204,18 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
                                                      bool gpu, bool single_warp, RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
-  if (gpu && tables != RankTables::kAuto) {
-    throw UsageError("--rank-tables " + to_string(tables) +
-                     " chooses how CPU ranks hold the tables; GPU ranks hold theirs on the GPUs "
-                     "in parts (or through host memory with --negative-pool): give "
-                     "--rank-tables auto (a resumed run keeps its checkpoint's otherwise)");
-  }
 #ifdef PAGEDW2V_HAVE_CUDA
-  // Skip-gram sgd keeps its rows on the GPUs, in parts (part_backend.hpp).
+  // GPU ranks: whole copies on every GPU for a small vocabulary (gpu_replica_backend.hpp),
+  // else each rank owns a share of the rows: skip-gram sgd keeps them on the GPUs in parts
+  // (part_backend.hpp), the others train them through host memory (below).
+  if (gpu && gpu_ranks_replicate(data, tables)) {
+    if (!gpu_replicas_train(data)) {
+      throw UsageError(
+          "--rank-tables replicated over GPU ranks trains skip-gram with sgd and no "
+          "--negative-pool; give --rank-tables auto or sharded for the others");
+    }
+    return make_gpu_replica_backend(comm, model, data, single_warp, agreed_stop, stop);
+  }
   if (gpu && trains_on_parts(data)) {
     return make_part_backend(comm, model, data, single_warp, agreed_stop, stop);
   }

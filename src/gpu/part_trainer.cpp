@@ -51,7 +51,7 @@ struct PartTrainer::Impl {
       throw UsageError("partitioned tables over GPU ranks train skip-gram with sgd and no pool");
     }
     if (d.streamed) throw Error("ranks hold the corpus whole; a streamed corpus cannot be trained");
-    if (parts < 2 || part >= parts || vocab < parts) throw Error("partitioned tables: bad parts");
+    if (parts < 1 || part >= parts || vocab < parts) throw Error("partitioned tables: bad parts");
     int device = 0;
     PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
     cudaDeviceProp prop{};
@@ -60,7 +60,12 @@ struct PartTrainer::Impl {
 
     const auto& all_tokens = d.corpus->tokens;
     const auto& all_starts = d.corpus->sentence_starts;
-    for (uint32_t q = 0; q < parts; ++q) part_noise.push_back(d.noise->part(parts, q));
+    // One part is the whole table: its noise table is the run's, drawn as one process draws.
+    if (parts == 1) {
+      part_noise.push_back(*d.noise);
+    } else {
+      for (uint32_t q = 0; q < parts; ++q) part_noise.push_back(d.noise->part(parts, q));
+    }
     uint64_t noise_bytes = 0;
     for (const NoiseTable& t : part_noise) noise_bytes += t.columns().size() * sizeof(NoiseColumn);
     const uint64_t row_bytes = uint64_t{stride} * sizeof(float);
@@ -144,7 +149,9 @@ struct PartTrainer::Impl {
     SgnsCounters c{};
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(&c, counters.data(), sizeof c, cudaMemcpyDeviceToHost, st));
     stream.synchronize();
-    return {0, c.trained, c.loss, c.loss_terms};
+    // Over parts the caller counts the words (every rank reads the span); a whole table's
+    // launch counts them itself.
+    return {parts == 1 ? c.words : 0, c.trained, c.loss, c.loss_terms};
   }
 };
 
@@ -160,6 +167,10 @@ uint64_t PartTrainer::part_bytes(uint32_t p) const {
 }
 
 void* PartTrainer::output_rows() { return impl_->output.data(); }
+
+void* PartTrainer::input_rows() { return impl_->input.data(); }
+
+uint32_t PartTrainer::row_stride() const { return impl_->stride; }
 
 void PartTrainer::upload(const float* input, const float* output, uint32_t output_part) {
   impl_->copy_rows(impl_->input.data(), input, impl_->rows_of(impl_->part), true);

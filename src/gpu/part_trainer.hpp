@@ -38,7 +38,9 @@ inline uint64_t part_span_words(uint64_t vocabulary, uint64_t least) {
 class PartTrainer {
  public:
   /// For the run `data` (skip-gram sgd, no negative pool, the corpus whole) on `parts` ranks,
-  /// this one holding input part `part`, on the current CUDA device. `single_warp`: one warp a
+  /// this one holding input part `part`, on the current CUDA device. One part is the whole
+  /// tables (a replicated copy, dist/gpu_replica_backend.hpp): the launches are then those of
+  /// one process, with its noise table, and count their words. `single_warp`: one warp a
   /// launch (deterministic). Throws UsageError for runs it cannot train, Error when the parts,
   /// the corpus and their buffers do not fit in the GPU's free memory (saying how much they
   /// need).
@@ -53,6 +55,10 @@ class PartTrainer {
   uint64_t part_bytes(uint32_t p) const;
   /// The device table that holds the current output part, sized for the largest part.
   void* output_rows();
+  /// The device table of the input part (part_rows(part) rows).
+  void* input_rows();
+  /// Floats a row takes on the device (both tables; the floats past dim are zero).
+  uint32_t row_stride() const;
 
   /// Copies the input part and the output part `output_part` from host rows (dim floats a row,
   /// row-major, part_rows() rows each) to the device.
