@@ -76,15 +76,11 @@ class GpuReplicaBackend final : public ShardedBackend {
     snapshot_output_ = DeviceBuffer<float>(floats, "the output table's snapshot");
     sum_floats_ = std::min(kSumFloats, floats);
     sums_ = DeviceBuffer<float>(sum_floats_, "the replicas' sums");
+#ifdef PAGEDW2V_HAVE_NCCL
     nccl_path_ = comm.size() > 1 && every_rank_has_its_gpu(comm);
-#ifndef PAGEDW2V_HAVE_NCCL
-    nccl_path_ = false;
+    if (nccl_path_) nccl_ = std::make_unique<NcclComm>(comm);
 #endif
-    if (nccl_path_) {
-      nccl_ = std::make_unique<NcclComm>(comm);
-    } else {
-      host_ = PinnedBuffer<float>(sum_floats_, "the replicas' sums (host)");
-    }
+    if (!nccl_path_) host_ = PinnedBuffer<float>(sum_floats_, "the replicas' sums (host)");
     load_copy();
   }
 
