@@ -940,9 +940,13 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GpuPlanShapes,
                                             ::testing::Values(5u, 10u, 50u, 99u, 100u, 200u)));
 
 // What a paged budget keeps back grows with it, from 1 MiB to 16 MiB: a budget of tens of
-// megabytes keeps nearly all of them for rows.
+// megabytes keeps nearly all of them for rows. It holds at least the gap between the tables and
+// 64 KiB, which the plan does not count otherwise.
 TEST(GpuPlan, SmallBudgetsKeepTheirRows) {
-  EXPECT_EQ(paged_margin(uint64_t{8} << 20), uint64_t{1} << 20);
+  EXPECT_EQ(paged_margin(uint64_t{8} << 20), kDefaultTableGap + (uint64_t{64} << 10));
+  EXPECT_EQ(paged_margin(uint64_t{8} << 20, 0), uint64_t{1} << 20);
+  EXPECT_EQ(paged_margin(uint64_t{8} << 20, uint64_t{4} << 20),
+            (uint64_t{4} << 20) + (uint64_t{64} << 10));
   EXPECT_EQ(paged_margin(41000000), 41000000u / 32);
   EXPECT_EQ(paged_margin(uint64_t{8} << 30), uint64_t{16} << 20);
   // mix5m's shape: 33,755 rows of dim 100 (27 MB of tables), a budget of 41 MB.

@@ -86,6 +86,7 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.placement = options.gpu.placement;
   in.hot_rows = options.hot_rows;
   in.cache_rows = options.cache_rows;
+  in.table_gap_bytes = options.table_skew_bytes;
   in.sgd_piece_words = options.sgd_piece_words;
   in.piece_cutting = options.piece_cutting;
   in.keep = data.keep;

@@ -22,10 +22,8 @@
 namespace pagedw2v {
 
 /// Tuning of the CUDA backend; the defaults are what `--device cuda` uses.
-/// CudaBackendOptions::table_skew_bytes by default: half a 2 MiB page and one 64 KiB and one
-/// 128-byte step more, so that a row and the same row of the other table differ in every range
-/// of address bits that a cache or memory channel might index by.
-inline constexpr size_t kDefaultTableSkew = (size_t{1} << 20) + (size_t{1} << 16) + 128;
+/// CudaBackendOptions::table_skew_bytes by default (gpu_plan.hpp's kDefaultTableGap).
+inline constexpr size_t kDefaultTableSkew = kDefaultTableGap;
 
 struct CudaBackendOptions {
   /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half the free memory.

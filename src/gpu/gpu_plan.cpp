@@ -115,8 +115,9 @@ uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes
   return static_cast<uint32_t>(std::clamp(least * 4 * fresh / tokens, least, most));
 }
 
-uint64_t paged_margin(uint64_t budget) {
-  return std::clamp<uint64_t>(budget / 32, uint64_t{1} << 20, uint64_t{16} << 20);
+uint64_t paged_margin(uint64_t budget, uint64_t gap_bytes) {
+  return std::max(std::clamp<uint64_t>(budget / 32, uint64_t{1} << 20, uint64_t{16} << 20),
+                  gap_bytes + (uint64_t{64} << 10));
 }
 
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes) {
@@ -268,7 +269,7 @@ uint64_t stage_bytes(const GpuPlan& plan, uint64_t pool_entries) {
 uint64_t host_cut_fixed_bytes(const GpuPlanInput& in, const GpuPlan& plan) {
   return in.rows * 4 + plan.keep_count * sizeof(float) + noise_bytes(in) +
          kPagedStages * stage_bytes(plan, plan.max_pools * plan.negative_pool) +
-         paged_margin(plan.budget);
+         paged_margin(plan.budget, in.table_gap_bytes);
 }
 
 namespace {
@@ -307,7 +308,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             kPagedStages * stage_bytes(plan, l.pool_entries) + plan.max_list * 8 +
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
-            paged_margin(plan.budget);
+            paged_margin(plan.budget, in.table_gap_bytes);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =

@@ -25,6 +25,12 @@ namespace pagedw2v {
 class KeepTable;
 class NoiseTable;
 
+/// The gap between the device's input and output vectors by default (one allocation holds both;
+/// CudaBackendOptions::table_skew_bytes): half a 2 MiB page and one 64 KiB and one 128-byte step
+/// more, so that a row and the same row of the other table differ in every range of address
+/// bits that a cache or memory channel might index by.
+inline constexpr uint64_t kDefaultTableGap = (uint64_t{1} << 20) + (uint64_t{1} << 16) + 128;
+
 /// What the plan needs to know about the device; the backend queries it once per run.
 struct GpuDeviceFacts {
   std::string name;     ///< for messages
@@ -74,6 +80,8 @@ struct GpuPlanInput {
   Placement placement = Placement::kAuto;
   /// Paged: fixed hot rows and cache slots (CudaBackendOptions); 0 = sized from the budget.
   uint64_t hot_rows = 0, cache_rows = 0;
+  /// Bytes between the device's input and output vectors (CudaBackendOptions::table_skew_bytes).
+  uint64_t table_gap_bytes = kDefaultTableGap;
   /// Paged with sgd: longest piece in words (CudaBackendOptions::sgd_piece_words); 0 = no cap.
   uint64_t sgd_piece_words = 0;
   /// Paged with sgd: where pieces are cut (kAuto: kHostCutMaxSlots and cache_cuts_pieces decide).
@@ -159,10 +167,12 @@ uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind);
 uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind,
                         uint64_t noise_bytes = 0);
 
-/// What a paged budget keeps back for what the plan does not count (allocations rounded up,
-/// small buffers of the backend): a 32nd of it, from 1 MiB to 16 MiB, so that a small budget
-/// keeps its rows (at 41 MB, 16 MiB held back cost about two thirds of the rows it could hold).
-uint64_t paged_margin(uint64_t budget);
+/// What a paged budget keeps back for what the plan does not count (the gap of `gap_bytes`
+/// between the tables, allocations rounded up, small buffers of the backend): a 32nd of it,
+/// from 1 MiB to 16 MiB, so that a small budget keeps its rows (at 41 MB, 16 MiB held back cost
+/// about two thirds of the rows it could hold), and at least the gap and 64 KiB, so that the
+/// backend stays within the budget (an 8.1 MB budget once allocated 8.13 MB).
+uint64_t paged_margin(uint64_t budget, uint64_t gap_bytes = kDefaultTableGap);
 
 /// The budget: `requested` bytes when not 0, else what is free minus a margin.
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes);
