@@ -157,7 +157,6 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     stream.synchronize();
     const uint64_t rank_span = dist::gpu_replica_span_words(words);
     const uint64_t span_blocks = std::max<uint64_t>(1, rank_span * n / kBlockWords);
-    const uint64_t period = dist::kReplicaColdSpans * span_blocks;
     const uint64_t nblocks = set.block_count();
     const auto& blocks = *data.blocks;
     double train_s = 0, sum_s = 0;
@@ -170,7 +169,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
         if (mine.first < mine.last) trainer.train(epoch, blocks[mine.first], blocks[mine.last], 0);
         train_s += seconds_since(t);
         t = Clock::now();
-        const bool all = e >= nblocks || e / period != b / period;
+        const bool all = dist::replica_sums_every_row(b, e, nblocks, span_blocks * kBlockWords);
         const uint64_t rows = all ? words : std::min<uint64_t>(words, dist::kReplicaHotRows);
         every += all;
         for (int k = 0; k < 2; ++k) {

@@ -107,12 +107,7 @@ class GpuReplicaBackend final : public ShardedBackend {
       s = trainer_.train(epoch, blocks[mine.first], blocks[mine.last], 0);
     }
     changed_ = true;
-    // As on the CPU (replica_backend.cpp): every row at the end of a cold period or an epoch.
-    const uint64_t period = kReplicaColdSpans * span_words() / kBlockWords;
-    const uint64_t epoch_blocks = data_.blocks->size() - 1;
-    const bool every_row =
-        last_block >= epoch_blocks || (period > 0 && last_block / period != first_block / period);
-    if (every_row) {
+    if (replica_sums_every_row(first_block, last_block, data_.blocks->size() - 1, span_words())) {
       sum_every_row();
     } else {
       sum_rows(std::min(words_, kReplicaHotRows));

@@ -77,13 +77,7 @@ class ReplicaBackend final : public ShardedBackend {
     SpanStats s;
     if (mine.first < mine.last) s = cpu_->train(epoch, mine.first, mine.last);
     changed_ = true;
-    // Every row at the end of a cold period or of the epoch, counted in blocks from the
-    // epoch's start, so that a resumed run combines where the run it continues did.
-    const uint64_t period = kReplicaColdSpans * span_words() / kBlockWords;
-    const uint64_t epoch_blocks = data_.blocks->size() - 1;
-    const bool every_row =
-        last_block >= epoch_blocks || (period > 0 && last_block / period != first_block / period);
-    if (every_row) {
+    if (replica_sums_every_row(first_block, last_block, data_.blocks->size() - 1, span_words())) {
       combine_every_row();
     } else {
       combine(std::min(words_, kReplicaHotRows));

@@ -31,6 +31,15 @@ inline uint64_t replica_span_words(uint64_t vocabulary, uint32_t threads) {
 }
 /// Spans between two combines of every row (a million words a rank).
 inline constexpr uint64_t kReplicaColdSpans = 16;
+/// Whether replicated ranks sum every row after the span [first_block, last_block) of an epoch
+/// of `epoch_blocks` blocks, spans of `span_words` words over all ranks: at the end of a cold
+/// period (kReplicaColdSpans spans, counted in blocks from the epoch's start, so that a resumed
+/// run sums where the run it continues did) or of the epoch; else only the frequent rows.
+inline bool replica_sums_every_row(uint64_t first_block, uint64_t last_block, uint64_t epoch_blocks,
+                                   uint64_t span_words) {
+  const uint64_t period = kReplicaColdSpans * span_words / kBlockWords;
+  return last_block >= epoch_blocks || (period > 0 && last_block / period != first_block / period);
+}
 /// The largest vocabulary that is replicated: up to it, the rows combined every cold period
 /// cost no more bytes a word than the frequent rows combined every span.
 inline constexpr uint64_t kReplicaMostRows = kReplicaHotRows * kReplicaColdSpans;
