@@ -330,7 +330,8 @@ std::vector<OptionSpec> make_train_options() {
                "rows (on the CPU the others' copied for each span; on GPUs in parts for "
                "skip-gram sgd, else through host memory), replicated = whole copies on every "
                "rank (or GPU) whose changes the ranks sum (sgd; on GPUs skip-gram without "
-               "--negative-pool), auto = replicated for sgd with at most 131072 words (on GPUs "
+               "--negative-pool), auto = replicated for sgd with at most 131072 words in a run "
+               "long enough for the ranks to sum their changes at least 96 times (on GPUs "
                "skip-gram without a pool), else sharded",
                "auto", false, false,
                [](C& c, V v) {

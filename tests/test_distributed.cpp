@@ -533,6 +533,13 @@ class TwoRanks : public ::testing::Test {
     write_topic_corpus(corpus_, 5000, 11);
   }
 
+  /// `args` with the tables replicated over the ranks: a run of a few epochs of this corpus is
+  /// too short for --rank-tables auto to replicate them (dist/replica_span.hpp).
+  static std::vector<std::string> replicated(std::vector<std::string> args) {
+    args.insert(args.end(), {"--rank-tables", "replicated"});
+    return args;
+  }
+
   std::vector<std::string> train_args(const std::string& out, uint32_t epochs) const {
     return {"train",     "--corpus", corpus_,
             "--output",  out,        "--dim",
@@ -550,7 +557,7 @@ TEST_F(TwoRanks, GiveTheVocabularyFilesAndLossOfOneRank) {
   const std::string one = dir_.file("one"), two = dir_.file("two");
   ASSERT_EQ(run(0, train_args(one, 3), dir_.file("one.log")), 0)
       << testing_util::read_file(dir_.file("one.log"));
-  ASSERT_EQ(run(2, train_args(two, 3), dir_.file("two.log")), 0)
+  ASSERT_EQ(run(2, replicated(train_args(two, 3)), dir_.file("two.log")), 0)
       << testing_util::read_file(dir_.file("two.log"));
   const std::string log = testing_util::read_file(dir_.file("two.log"));
   EXPECT_NE(log.find("2 ranks"), std::string::npos) << log;
@@ -585,7 +592,8 @@ TEST_F(TwoRanks, GiveTheVocabularyFilesAndLossOfOneRank) {
   EXPECT_LT(l2, 0.9 * static_cast<double>(r2["loss_per_epoch"].front()));
 }
 
-// Which CPU runs replicate their tables, and their spans (dist/replica_backend.hpp).
+// Which CPU runs replicate their tables, and their spans (dist/replica_backend.hpp): sgd, at
+// most 131,072 words, and a run of at least 96 spans.
 TEST(Replicas, SmallVocabulariesWithSgdAndSpansOfTwoWordsARow) {
   EXPECT_EQ(dist::replica_span_words(830, 1), 8192u);       // the tests' corpus: the least
   EXPECT_EQ(dist::replica_span_words(33755, 1), 65536u);    // mix5m: the most
@@ -594,16 +602,35 @@ TEST(Replicas, SmallVocabulariesWithSgdAndSpansOfTwoWordsARow) {
   const KeepTable small({}, 131072), large({}, 131073);
   TrainData data;
   data.keep = &small;
-  EXPECT_TRUE(dist::trains_on_replicas(data));
+  data.params.epochs = 5;
+  data.params.words_per_epoch = 96 * 2 * 65536 / 5;  // 96 spans of two ranks
+  EXPECT_EQ(dist::replica_run_spans(data, 2, 65536), 96u);
+  EXPECT_TRUE(dist::trains_on_replicas(data, 2, 1));
   data.optimizer.kind = OptimizerKind::kAdam;  // the owners step it (owner_steps.hpp)
-  EXPECT_FALSE(dist::trains_on_replicas(data));
+  EXPECT_FALSE(dist::trains_on_replicas(data, 2, 1));
   data.optimizer.kind = OptimizerKind::kSgd;
   data.keep = &large;  // sharded: no rank holds the whole tables
-  EXPECT_FALSE(dist::trains_on_replicas(data));
+  EXPECT_FALSE(dist::trains_on_replicas(data, 2, 1));
+  data.keep = &small;
+  EXPECT_FALSE(dist::trains_on_replicas(data, 3, 1));   // 64 spans of three ranks: too few sums
+  EXPECT_FALSE(dist::trains_on_replicas(data, 2, 32));  // 48 spans of 32 threads' blocks
+  data.params.epochs = 4;
+  EXPECT_FALSE(dist::trains_on_replicas(data, 2, 1));  // 77 spans
+  // mix5m (33,755 words, 5,115,417 a pass), two ranks of one thread: five epochs replicate
+  // (196 spans), one does not (40).
+  const KeepTable mix5m({}, 33755);
+  data.keep = &mix5m;
+  data.params.words_per_epoch = 5115417;
+  data.params.epochs = 5;
+  EXPECT_EQ(dist::replica_run_spans(data, 2, dist::replica_span_words(33755, 1)), 196u);
+  EXPECT_TRUE(dist::trains_on_replicas(data, 2, 1));
+  data.params.epochs = 1;
+  EXPECT_FALSE(dist::trains_on_replicas(data, 2, 1));
 }
 
 // GPU ranks replicate a small vocabulary by default when their launches train it (skip-gram,
-// sgd, no pool), and whenever asked; spans of four words a row, from 8,192 to 131,072 words.
+// sgd, no pool) over a run of at least 96 spans, and whenever asked; spans of four words a row,
+// from 8,192 to 131,072 words.
 TEST(Replicas, GpuRanksReplicateSkipGramSgdWithoutAPool) {
   EXPECT_EQ(dist::gpu_replica_span_words(830), 8192u);
   EXPECT_EQ(dist::gpu_replica_span_words(20000), 77824u);
@@ -612,20 +639,29 @@ TEST(Replicas, GpuRanksReplicateSkipGramSgdWithoutAPool) {
   TrainData data;
   data.keep = &small;
   data.params.model = ModelKind::kSkipGram;
-  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
-  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kSharded));
+  data.params.epochs = 5;
+  data.params.words_per_epoch = 20869964;  // mix5m × 4, 5 epochs: 399 spans of two GPU ranks
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kSharded, 2));
   data.keep = &large;
-  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
-  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kReplicated));
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kReplicated, 2));
   data.keep = &small;
   data.params.negative_pool = 1024;  // a pool's rows go through host memory
-  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
   data.params.negative_pool = 0;
   data.params.model = ModelKind::kCbow;
-  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
   data.params.model = ModelKind::kSkipGram;
   data.optimizer.kind = OptimizerKind::kAdam;
-  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto));
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
+  data.optimizer.kind = OptimizerKind::kSgd;
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 4));    // 200 spans of 4 ranks
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 16));  // 50 of 16
+  data.params.epochs = 1;  // 80 spans: too few sums, unless asked
+  EXPECT_FALSE(dist::gpu_ranks_replicate(data, RankTables::kAuto, 2));
+  EXPECT_TRUE(dist::gpu_ranks_replicate(data, RankTables::kReplicated, 2));
 }
 
 // A small vocabulary trains on whole copies on every rank (dist/replica_backend.hpp), whose
@@ -651,9 +687,10 @@ TEST_F(TwoRanks, ASmallVocabularyTrainsOnCopiesWhoseChangesTheRanksSum) {
     }
   }
   const std::string two = dir_.file("two");
-  ASSERT_EQ(run(2, {"train", "--corpus",  corpus, "--output",    two,  "--dim",    "16", "--epochs",
-                    "2",     "--threads", "1",    "--min-count", "1",  "--sample", "0",  "--seed",
-                    "3",     "--device",  "cpu",  "--format",    "npy"},
+  ASSERT_EQ(run(2, {"train", "--corpus", corpus, "--output",      two,         "--dim",
+                    "16",    "--epochs", "2",    "--threads",     "1",         "--min-count",
+                    "1",     "--sample", "0",    "--seed",        "3",         "--device",
+                    "cpu",   "--format", "npy",  "--rank-tables", "replicated"},
                 dir_.file("two.log")),
             0)
       << testing_util::read_file(dir_.file("two.log"));
@@ -725,7 +762,7 @@ TEST_F(TwoRanks, ShardedTablesOnRequestTrainAndResumeExactly) {
 
 TEST_F(TwoRanks, ResumeFromAGatheredCheckpointIsExact) {
   const std::string full = dir_.file("full"), resumed = dir_.file("resumed");
-  ASSERT_EQ(run(2, train_args(full, 2), dir_.file("full.log")), 0)
+  ASSERT_EQ(run(2, replicated(train_args(full, 2)), dir_.file("full.log")), 0)
       << testing_util::read_file(dir_.file("full.log"));
   ASSERT_EQ(run(2,
                 {"train", "--output", resumed, "--resume", full + "/checkpoints/epoch-1.h5",
@@ -955,6 +992,8 @@ TEST_F(TwoRanks, SigintToEveryRankStopsThemTogetherWithACheckpoint) {
   const std::string text = testing_util::read_file(log);
   EXPECT_NE(code, 0) << text;
   EXPECT_NE(text.find("pagedw2v: stopped by signal 2"), std::string::npos) << text;
+  // 200 epochs are long enough for --rank-tables auto to replicate the tables.
+  EXPECT_NE(text.find("2 ranks on replicated tables"), std::string::npos) << text;
   EXPECT_NE(text.find("resume with: mpirun -np 2 pagedw2v train"), std::string::npos) << text;
   char target[256] = {};
   const ssize_t n = ::readlink((out + "/checkpoints/latest.h5").c_str(), target, sizeof target - 1);
@@ -1147,8 +1186,8 @@ TEST_F(GpuRanks, PartsTrainRepeatAndResumeExactly) {
       << "the resumed run's vectors differ from the run's that did not stop";
 }
 
-// Replicated tables on the GPUs (dist/gpu_replica_backend.hpp, the default for this small
-// vocabulary, as on the CPU ranks): with
+// Replicated tables on the GPUs (dist/gpu_replica_backend.hpp; asked for, since two epochs of
+// this corpus are too short for --rank-tables auto to replicate them, as on the CPU ranks): with
 // one warp a launch each rank trains its share as the CPU ranks' one thread does, and the
 // ranks sum the same changes after the same spans, so two GPU ranks give two CPU ranks' loss
 // and vectors within rounding. A deterministic run repeats its bits, and its checkpoint resumes
@@ -1157,10 +1196,26 @@ TEST_F(GpuRanks, ReplicasTrainAsCpuRanksRepeatAndResumeExactly) {
   const std::string cpu = dir_.file("rcpu"), two = dir_.file("rtwo"), again = dir_.file("ragain"),
                     resumed = dir_.file("rresumed");
   auto args = [&](const std::string& out, const std::string& device) {
-    return std::vector<std::string>{
-        "train", "--corpus", corpus_, "--output",        out,         "--dim",
-        "24",    "--epochs", "2",     "--min-count",     "2",         "--seed",
-        "3",     "--device", device,  "--deterministic", "--threads", "1"};
+    return std::vector<std::string>{"train",
+                                    "--corpus",
+                                    corpus_,
+                                    "--output",
+                                    out,
+                                    "--dim",
+                                    "24",
+                                    "--epochs",
+                                    "2",
+                                    "--min-count",
+                                    "2",
+                                    "--seed",
+                                    "3",
+                                    "--device",
+                                    device,
+                                    "--deterministic",
+                                    "--threads",
+                                    "1",
+                                    "--rank-tables",
+                                    "replicated"};
   };
   ASSERT_EQ(run(2, args(cpu, "cpu"), dir_.file("rcpu.log")), 0)
       << testing_util::read_file(dir_.file("rcpu.log"));

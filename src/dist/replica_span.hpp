@@ -44,10 +44,29 @@ inline bool replica_sums_every_row(uint64_t first_block, uint64_t last_block, ui
 /// cost no more bytes a word than the frequent rows combined every span.
 inline constexpr uint64_t kReplicaMostRows = kReplicaHotRows * kReplicaColdSpans;
 
-/// Whether CPU ranks train `data` on replicated tables: sgd, and a vocabulary of at most
-/// kReplicaMostRows words.
-inline bool trains_on_replicas(const TrainData& data) {
-  return data.optimizer.kind == OptimizerKind::kSgd && data.keep->words() <= kReplicaMostRows;
+/// The fewest spans a run takes on replicated tables by default: six cold periods. Summing what
+/// each rank changed on its copy trains as one process does only once a run has many sums; in
+/// the first ones a row moves far on every copy, and the sum of the moves overshoots. Two ranks
+/// of one thread against one process of two (README, "Distributed training"): runs of 22, 39
+/// and 61 spans lost quality (mix5m, one epoch: WordSim-353 0.175 against 0.211; walks over
+/// 40,000 and 100,000 nodes, one epoch: a tenth to a half fewer graph neighbours among a node's
+/// nearest), whether every row was summed every span or not; runs of 74 to 305 spans kept it.
+inline constexpr uint64_t kReplicaLeastSpans = 96;
+/// Spans of the whole run of `data` (every epoch, including those a resumed run has done) with
+/// `rank_span_words` words a rank over `ranks` ranks.
+inline uint64_t replica_run_spans(const TrainData& data, uint32_t ranks, uint64_t rank_span_words) {
+  const uint64_t words = uint64_t{data.params.epochs} * data.params.words_per_epoch;
+  const uint64_t span = std::max<uint64_t>(1, rank_span_words * std::max<uint32_t>(1, ranks));
+  return (words + span - 1) / span;
+}
+
+/// Whether CPU ranks train `data` on replicated tables by default: sgd, a vocabulary of at most
+/// kReplicaMostRows words, and a run of at least kReplicaLeastSpans spans over `ranks` ranks of
+/// `threads` threads.
+inline bool trains_on_replicas(const TrainData& data, uint32_t ranks, uint32_t threads) {
+  const uint64_t words = data.keep->words();
+  return data.optimizer.kind == OptimizerKind::kSgd && words <= kReplicaMostRows &&
+         replica_run_spans(data, ranks, replica_span_words(words, threads)) >= kReplicaLeastSpans;
 }
 
 /// Words each GPU rank trains in a span: four words a row of the vocabulary (whole blocks), from
@@ -66,15 +85,17 @@ inline bool gpu_replicas_train(const TrainData& data) {
          data.optimizer.kind == OptimizerKind::kSgd;
 }
 
-/// Whether GPU ranks train `data` on replicated tables: when asked (`tables`), or by default
-/// (kAuto) when they can and the vocabulary is at most kReplicaMostRows words. Rank 0 of two
-/// on mix5m × 4 trained at 1.92 times one process's words/s on replicated tables (the sums'
-/// passes counted, the all-reduce between GPUs not) against 1.27 times on parts, whose every
-/// rank visits every centre (README, "A GPU a rank").
-inline bool gpu_ranks_replicate(const TrainData& data, RankTables tables) {
+/// Whether `ranks` GPU ranks train `data` on replicated tables: when asked (`tables`), or by
+/// default (kAuto) when they can, the vocabulary is at most kReplicaMostRows words and the run
+/// takes at least kReplicaLeastSpans spans, as on the CPU. Rank 0 of two on mix5m × 4 trained
+/// at 1.92 times one process's words/s on replicated tables (the sums' passes counted, the
+/// all-reduce between GPUs not) against 1.27 times on parts, whose every rank visits every
+/// centre (README, "A GPU a rank").
+inline bool gpu_ranks_replicate(const TrainData& data, RankTables tables, uint32_t ranks) {
   if (tables == RankTables::kReplicated) return true;
-  return tables == RankTables::kAuto && gpu_replicas_train(data) &&
-         data.keep->words() <= kReplicaMostRows;
+  const uint64_t words = data.keep->words();
+  return tables == RankTables::kAuto && gpu_replicas_train(data) && words <= kReplicaMostRows &&
+         replica_run_spans(data, ranks, gpu_replica_span_words(words)) >= kReplicaLeastSpans;
 }
 
 }  // namespace pagedw2v::dist

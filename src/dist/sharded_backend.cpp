@@ -208,7 +208,7 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
   // GPU ranks: whole copies on every GPU for a small vocabulary (gpu_replica_backend.hpp),
   // else each rank owns a share of the rows: skip-gram sgd keeps them on the GPUs in parts
   // (part_backend.hpp), the others train them through host memory (below).
-  if (gpu && gpu_ranks_replicate(data, tables)) {
+  if (gpu && gpu_ranks_replicate(data, tables, comm.size())) {
     if (!gpu_replicas_train(data)) {
       throw UsageError(
           "--rank-tables replicated over GPU ranks trains skip-gram with sgd and no "
@@ -222,7 +222,7 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
 #endif
   // A small vocabulary on CPU ranks: whole copies on every rank (replica_backend.hpp).
   if (!gpu && (tables == RankTables::kReplicated ||
-               (tables == RankTables::kAuto && trains_on_replicas(data)))) {
+               (tables == RankTables::kAuto && trains_on_replicas(data, comm.size(), threads)))) {
     return make_replica_backend(comm, model, data, threads, agreed_stop, stop);
   }
   return std::make_unique<RankBackend>(comm, model, data, threads, gpu, single_warp, agreed_stop,
