@@ -17,12 +17,11 @@
 /// Every rank holds its owned rows as with sharding (checkpoints and the export gather them),
 /// and besides them the copy and the snapshot of both tables: 4 · 4 · dim bytes a row of the
 /// vocabulary, which is why --rank-tables auto replicates only vocabularies of at most
-/// kReplicaMostRows rows, and only for runs of at least kReplicaLeastSpans spans (the first sums
-/// of a run overshoot); the others are sharded (sharded_backend.hpp), as are optimizers with
-/// state. sync_to_host() combines every row first, so a checkpoint holds what every rank trains
-/// on next and resumes exactly with the same N (a run stopped by a signal mid-epoch resumes as
-/// it would have gone on after that combine).
-/// Built only with MPI.
+/// kReplicaMostRows rows, and only for runs of at least kReplicaLeastSpans spans (shorter runs
+/// lose quality to their spans' staleness); the others are sharded (sharded_backend.hpp), as are
+/// optimizers with state. sync_to_host() combines every row first, so a checkpoint holds what every
+/// rank trains on next and resumes exactly with the same N (a run stopped by a signal mid-epoch
+/// resumes as it would have gone on after that combine). Built only with MPI.
 
 #include <atomic>
 #include <cstdint>
