@@ -12,14 +12,13 @@
 /// compact (owned_rows.hpp), on every rank; checkpoints and the export gather them block by block
 /// (Ranks::gather_rows), so sync_to_host() has nothing to do.
 /// On the CPU, sgd over a vocabulary of at most kReplicaMostRows words, for a run of at least
-/// kReplicaLeastSpans spans, keeps whole copies of the tables on every rank instead (replica_backend.hpp, which make_sharded_backend returns then).
-/// With --device cuda, skip-gram sgd without a negative pool keeps the rows on the GPUs in
-/// parts (part_backend.hpp, which make_sharded_backend returns then). Other runs with --device
-/// cuda (sgd) train a rank's share on its GPU instead of its CPU threads: the
-/// share's rows, laid out as one compact pair of tables, go to the GPU, train there
-/// (gpu/row_set_trainer.hpp) and come back before the deltas are returned; the exchanges are
-/// the same.
-/// Built only with MPI.
+/// kReplicaLeastSpans spans, keeps whole copies of the tables on every rank instead
+/// (replica_backend.hpp, which make_sharded_backend returns then). With --device cuda, skip-gram
+/// sgd without a negative pool keeps the rows on the GPUs in parts (part_backend.hpp, which
+/// make_sharded_backend returns then). Other runs with --device cuda (sgd) train a rank's share on
+/// its GPU instead of its CPU threads: the share's rows, laid out as one compact pair of tables, go
+/// to the GPU, train there (gpu/row_set_trainer.hpp) and come back before the deltas are returned;
+/// the exchanges are the same. Built only with MPI.
 
 #include <algorithm>
 #include <atomic>
