@@ -88,9 +88,22 @@ class RankBackend final : public ShardedBackend {
            std::to_string(comm_.size()) + " == r), " + std::to_string(steps_ ? 1 : threads_) +
            (steps_ ? " thread per rank (the owners apply the optimizer steps)"
                    : " threads per rank") +
-           ", rows exchanged every " + std::to_string(rank_span_words()) + " words per rank";
+           ", rows exchanged every " + std::to_string(rank_span_words()) + " words per rank" +
+           too_short_to_replicate();
   }
   uint64_t span_words() const override { return rank_span_words() * comm_.size(); }
+
+  /// Why sgd over a small vocabulary is sharded (replica_span.hpp): its run is too short for
+  /// replicated tables; else empty.
+  std::string too_short_to_replicate() const {
+    const uint64_t words = words_of(data_);
+    if (steps_ || words > kReplicaMostRows) return {};
+    const uint64_t spans =
+        replica_run_spans(data_, comm_.size(), replica_span_words(words, threads_));
+    if (spans >= kReplicaLeastSpans) return {};
+    return "; the run's " + std::to_string(spans) + " spans are too few for replicated tables (" +
+           std::to_string(kReplicaLeastSpans) + "; --rank-tables replicated asks for them)";
+  }
 
   SpanStats train(uint32_t epoch, uint64_t first_block, uint64_t last_block) override {
     comm_.training_started();
