@@ -46,9 +46,9 @@ inline constexpr uint64_t kReplicaMostRows = kReplicaHotRows * kReplicaColdSpans
 
 /// The fewest spans a run takes on replicated tables by default: six cold periods. Summing what
 /// each rank changed on its copy trains as one process does once a run has many sums, and not
-/// when it has few: each rank trains a span without the others' changes. Two ranks
-/// of one thread against one process of two (README, "Distributed training"): runs of 22, 39
-/// and 61 spans lost quality (mix5m, one epoch: WordSim-353 0.175 against 0.211; walks over
+/// when it has few: each rank trains a span without the others' changes. Two ranks of one
+/// thread against one process of two (README, "Distributed training"): runs of 22, 40 and 61
+/// spans lost quality (mix5m, one epoch: WordSim-353 0.175 against 0.211; walks over
 /// 40,000 and 100,000 nodes, one epoch: a tenth to a half fewer graph neighbours among a node's
 /// nearest), whether every row was summed every span or not; runs of 74 to 305 spans kept it.
 inline constexpr uint64_t kReplicaLeastSpans = 96;
