@@ -204,7 +204,7 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
     for (int k = 0; k < kB; ++k) {
       row[k] = s + k < n ? rows[s + k] : detail::kSkippedNegative;
       if (row[k] != detail::kSkippedNegative) {
-        load_slice<kGrad>(o[k], a.output + static_cast<size_t>(row[k]) * a.stride, lane, nq);
+        load_slice<kGrad>(o[k], a.output + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       } else {
         zero_slice(o[k]);
       }
@@ -244,7 +244,7 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
       if (row[k] == detail::kSkippedNegative) continue;
       axpy(g, o[k], err);
       scale(g, h, o[k]);
-      add_to_row(o[k], dst + static_cast<size_t>(row[k]) * a.stride, lane, nq);
+      add_to_row(o[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       if (kGrad) touch(a.touched_output, row[k], lane);
     }
   }
@@ -358,7 +358,7 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
   draw_negatives<!kGrad, kParts>(a, c, ring, ring_mask, i, lo, hi, true, negs, dup, lane, pool_off);
 
-  const size_t centre_off = static_cast<size_t>(rows[i & ring_mask]) * a.stride;
+  const size_t centre_off = static_cast<size_t>(rows[i & ring_mask]) * a.pitch;
   Slice<kV> oc, gc;
   load_slice<kGrad>(oc, a.output + centre_off, lane, nq);
   if (kGrad) {
@@ -376,7 +376,7 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
     if (kParts && ring[j & ring_mask].id % a.parts != a.input_part) continue;
     const uint32_t slot = static_cast<uint32_t>(j - i + a.window);
     const uint32_t ctx = rows[j & ring_mask];
-    const size_t ctx_off = static_cast<size_t>(ctx) * a.stride;
+    const size_t ctx_off = static_cast<size_t>(ctx) * a.pitch;
     Slice<kV> h, err;
     load_slice<kGrad>(h, a.input + ctx_off, lane, nq);
     zero_slice(err);
@@ -433,7 +433,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     Slice<kV> x;
-    load_slice<kGrad>(x, a.input + static_cast<size_t>(rows[j & ring_mask]) * a.stride, lane, nq);
+    load_slice<kGrad>(x, a.input + static_cast<size_t>(rows[j & ring_mask]) * a.pitch, lane, nq);
 #pragma unroll
     for (int v = 0; v < kV; ++v) {
       h.x[v].x += x.x[v].x;
@@ -451,7 +451,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
     h.x[v].w /= cw;
   }
   const uint32_t centre = rows[i & ring_mask];
-  const size_t centre_off = static_cast<size_t>(centre) * a.stride;
+  const size_t centre_off = static_cast<size_t>(centre) * a.pitch;
   Slice<kV> oc, oc0, err;
   load_slice<kGrad>(oc0, a.output + centre_off, lane, nq);
   oc = oc0;
@@ -483,7 +483,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     const uint32_t ctx = rows[j & ring_mask];
-    add_to_row(err, dst + static_cast<size_t>(ctx) * a.stride, lane, nq);
+    add_to_row(err, dst + static_cast<size_t>(ctx) * a.pitch, lane, nq);
     if (kGrad) touch(a.touched_input, ctx, lane);
   }
   ++terms;
@@ -759,7 +759,10 @@ void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative) {
   }
 }
 
-void launch_sgns(const SgnsArgs& a, cudaStream_t stream) {
+void launch_sgns(const SgnsArgs& args, cudaStream_t stream) {
+  SgnsArgs a = args;
+  if (a.pitch == 0) a.pitch = a.stride;
+  if (a.pitch < a.stride) throw Error("sgns: a row pitch below the row stride");
   if (a.parts > 1 &&
       (a.model != ModelKind::kSkipGram || a.pool != nullptr || a.token_rows != nullptr ||
        a.input_grad != nullptr || a.input_part >= a.parts || a.output_part >= a.parts)) {

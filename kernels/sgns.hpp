@@ -51,9 +51,13 @@ struct SgnsCounters {
 /// Everything one launch reads. All pointers are device pointers.
 struct SgnsArgs {
   ModelKind model = ModelKind::kSkipGram;
-  float* input = nullptr;   ///< rows × stride, rows padded with zeros from dim to stride
-  float* output = nullptr;  ///< rows × stride
+  float* input = nullptr;   ///< row r at input + r · pitch, padded with zeros from dim to stride
+  float* output = nullptr;  ///< row r at output + r · pitch
   uint32_t stride = 0;      ///< floats per row on the device: sgns_row_stride(dim)
+  /// Floats from one row to the next in every table, gradients included (≥ stride; 0: stride).
+  /// Interleaved tables (gpu/device_tables.hpp) put a word's output row right after its input
+  /// row: pitch 2 · stride, output = input + stride.
+  uint32_t pitch = 0;
   uint32_t vocab = 0;
   const uint32_t* tokens = nullptr;  ///< tokens[p − token_base] is corpus token p
   uint64_t token_base = 0;

@@ -543,6 +543,7 @@ struct RunSetup {
   Storage storage = Storage::kFp32;            ///< how the host tables store values
   PieceCutting cutting = PieceCutting::kAuto;  ///< CudaBackendOptions::piece_cutting
   uint32_t item_tokens = 0;  ///< CudaBackendOptions::item_tokens; 0: sized per launch
+  TableLayout device_layout = TableLayout::kApart;  ///< CudaBackendOptions::table_layout
 };
 
 /// How the launches of a run are scheduled.
@@ -604,6 +605,7 @@ RunResult train(const TrainingSet& set, const RunSetup& s, Placement placement, 
   if (s.sgd_piece_words > 0) o.sgd_piece_words = s.sgd_piece_words;
   o.piece_cutting = s.cutting;
   o.item_tokens = s.item_tokens;
+  o.table_layout = s.device_layout;
   auto values = [](const HostTable& t) {
     std::vector<float> v(t.rows() * t.dim());
     t.copy_to(v.data());
@@ -795,6 +797,61 @@ INSTANTIATE_TEST_SUITE_P(
       return to_string(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) +
              (std::get<2>(info.param) ? "_interleaved" : "_apart");
     });
+
+// The device's tables interleaved (a word's output row after its input row, every pair of
+// tables so, gradients included) train as tables apart, bit for bit, resident and paged, with
+// every optimizer and 16-bit host rows: only the addresses differ.
+TEST(CudaPaged, InterleavedDeviceTablesTrainAsTablesApart) {
+  PAGEDW2V_REQUIRE_GPU();
+  const TrainingSet set = make_set(3000, 60000);
+  struct Case {
+    ModelKind model;
+    uint32_t dim;
+    OptimizerKind optimizer;
+    Storage storage;
+  };
+  for (const Case& c : {Case{kSg, 32, kSgd, Storage::kFp32}, Case{kCbow, 7, kSgd, Storage::kFp32},
+                        Case{kSg, 100, OptimizerKind::kAdam, Storage::kFp32},
+                        Case{kCbow, 32, OptimizerKind::kAdagrad, Storage::kFp32},
+                        Case{kSg, 32, kSgd, Storage::kBf16},
+                        Case{kSg, 32, OptimizerKind::kAdam, Storage::kBf16}}) {
+    RunSetup s;
+    s.model = c.model;
+    s.dim = c.dim;
+    s.optimizer = c.optimizer;
+    s.storage = c.storage;
+    s.pool = 128;
+    const bool sgd = c.optimizer == OptimizerKind::kSgd;
+    if (!sgd) s.batch_words = 8192;
+    SCOPED_TRACE(std::string(c.model == kSg ? "skip-gram" : "cbow") + " dim " +
+                 std::to_string(c.dim) + " " + to_string(c.optimizer) + " " +
+                 to_string(c.storage));
+    for (const Placement placement : {Placement::kResident, Placement::kPaged}) {
+      SCOPED_TRACE(placement == Placement::kPaged ? "paged" : "resident");
+      const uint64_t hot = placement == Placement::kPaged ? (sgd ? 100 : 1500) : 0;
+      const uint64_t cache = placement == Placement::kPaged ? 1400 : 0;
+      s.device_layout = TableLayout::kApart;
+      const RunResult apart = train(set, s, placement, hot, cache, Launches::kSerial);
+      s.device_layout = TableLayout::kInterleaved;
+      const RunResult inter = train(set, s, placement, hot, cache, Launches::kSerial);
+      EXPECT_EQ(inter.report.paged, placement == Placement::kPaged);
+      if (placement == Placement::kPaged) {
+        EXPECT_GT(inter.report.rows_to_host, 0u);
+        EXPECT_EQ(inter.report.rows_from_host, apart.report.rows_from_host);
+      }
+      EXPECT_EQ(inter.stats.words, apart.stats.words);
+      EXPECT_EQ(inter.stats.trained, apart.stats.trained);
+      expect_bits_equal(inter.input, apart.input, "input");
+      expect_bits_equal(inter.output, apart.output, "output");
+      ASSERT_EQ(inter.state.size(), apart.state.size());
+      for (size_t k = 0; k < inter.state.size(); ++k)
+        expect_bits_equal(inter.state[k], apart.state[k], "state");
+      // Training moved the rows, so equal bits are not the initial values twice.
+      EXPECT_NE(std::memcmp(inter.output.data(), inter.output0.data(), inter.output.size() * 4),
+                0);
+    }
+  }
+}
 
 // An optimizer steps once per piece, so a super-batch that does not fit beside the pieces in
 // flight waits for them (a drain) instead of being split, and the paged run still gives the

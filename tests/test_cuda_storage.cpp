@@ -278,12 +278,22 @@ INSTANTIATE_TEST_SUITE_P(Kinds, CudaRoundRows, ::testing::Values(Storage::kBf16,
                          [](const auto& info) { return to_string(info.param); });
 
 // Resident tables of a 16-bit model: copied to the device widened, back rounded stochastically
-// (the device keeping the rounded values), through the staging buffer.
-class CudaHalfResident : public ::testing::TestWithParam<Storage> {};
+// (the device keeping the rounded values), through the staging buffer; device tables apart and
+// interleaved (rows read and written at the tables' pitch).
+class CudaHalfResident : public ::testing::TestWithParam<std::tuple<Storage, TableLayout>> {};
+
+/// Device rows `rows` × `stride` floats of `table`, whose rows lie `pitch` floats apart.
+std::vector<float> download_rows(const float* table, uint32_t rows, uint32_t stride,
+                                 uint32_t pitch) {
+  std::vector<float> v(size_t{rows} * stride);
+  PAGEDW2V_CUDA_TRY(cudaMemcpy2D(v.data(), stride * 4, table, size_t{pitch} * 4, stride * 4, rows,
+                                 cudaMemcpyDeviceToHost));
+  return v;
+}
 
 TEST_P(CudaHalfResident, CopiesBothWays) {
   PAGEDW2V_REQUIRE_GPU();
-  const Storage storage = GetParam();
+  const auto [storage, layout] = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -297,7 +307,10 @@ TEST_P(CudaHalfResident, CopiesBothWays) {
   model.input.copy_from(in.data());
   model.output.copy_from(out.data());
   Stream st;
-  DeviceTables tables(model, OptimizerKind::kSgd, stride, rows, kDefaultTableSkew, st.get());
+  DeviceTables tables(model, OptimizerKind::kSgd, stride, rows, layout, kDefaultTableSkew,
+                      st.get());
+  const uint32_t pitch = tables.pitch();
+  EXPECT_EQ(pitch, layout == TableLayout::kInterleaved ? 2 * stride : stride);
   tables.copy_all(cudaMemcpyHostToDevice, st.get());
   const HostTable* host[2] = {&model.input, &model.output};
   float* device[2] = {tables.input(), tables.output()};
@@ -308,15 +321,14 @@ TEST_P(CudaHalfResident, CopiesBothWays) {
       host[t]->read_row(r, row.data());
       std::copy(row.begin(), row.end(), dev[t].begin() + size_t{r} * stride);
     }
-    std::vector<float> got(dev[t].size());
-    PAGEDW2V_CUDA_TRY(cudaMemcpy(got.data(), device[t], got.size() * 4, cudaMemcpyDeviceToHost));
-    ASSERT_TRUE(same_floats(got, dev[t])) << "to the device, table " << t;
+    ASSERT_TRUE(same_floats(download_rows(device[t], rows, stride, pitch), dev[t]))
+        << "to the device, table " << t;
   }
   // New device values (as training would leave them), then back to the host.
   for (int t = 0; t < 2; ++t) {
     for (size_t i = 0; i < dev[t].size(); ++i) dev[t][i] = i % stride < dim ? u(rng) : 0.0f;
-    PAGEDW2V_CUDA_TRY(
-        cudaMemcpy(device[t], dev[t].data(), dev[t].size() * 4, cudaMemcpyHostToDevice));
+    PAGEDW2V_CUDA_TRY(cudaMemcpy2D(device[t], size_t{pitch} * 4, dev[t].data(), stride * 4,
+                                   stride * 4, rows, cudaMemcpyHostToDevice));
   }
   tables.copy_all(cudaMemcpyDeviceToHost, st.get());
   for (int t = 0; t < 2; ++t) {
@@ -331,14 +343,19 @@ TEST_P(CudaHalfResident, CopiesBothWays) {
       }
     }
     EXPECT_EQ(differ, 0u) << "to the host, table " << t;
-    std::vector<float> got(dev[t].size());
-    PAGEDW2V_CUDA_TRY(cudaMemcpy(got.data(), device[t], got.size() * 4, cudaMemcpyDeviceToHost));
-    EXPECT_TRUE(same_floats(got, dev[t])) << "device after the write-back, table " << t;
+    EXPECT_TRUE(same_floats(download_rows(device[t], rows, stride, pitch), dev[t]))
+        << "device after the write-back, table " << t;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, CudaHalfResident, ::testing::Values(Storage::kBf16, Storage::kFp16),
-                         [](const auto& info) { return to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, CudaHalfResident,
+    ::testing::Combine(::testing::Values(Storage::kBf16, Storage::kFp16),
+                       ::testing::Values(TableLayout::kApart, TableLayout::kInterleaved)),
+    [](const auto& info) {
+      return to_string(std::get<0>(info.param)) +
+             (std::get<1>(info.param) == TableLayout::kInterleaved ? "_interleaved" : "_apart");
+    });
 
 }  // namespace
 }  // namespace pagedw2v

@@ -38,6 +38,9 @@ struct TrainBenchOptions {
   /// CUDA: bytes between the device's input and output vectors
   /// (CudaBackendOptions::table_skew_bytes); negative: the backend's default.
   int64_t table_skew = -1;
+  /// CUDA: how the device holds each pair of tables (CudaBackendOptions::table_layout): 0 the
+  /// backend's default, 1 apart, 2 interleaved.
+  int table_layout = 0;
   /// CUDA, skip-gram sgd: time what rank 0 of this many GPU ranks trains on partitioned
   /// tables (gpu/part_trainer.hpp), its output parts moved in turn from host memory (not
   /// timed) instead of from the other ranks; 0 or 1: one process's backend.

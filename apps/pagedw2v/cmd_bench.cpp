@@ -244,6 +244,10 @@ int cmd_bench(int argc, char** argv) {
       "CUDA: bytes between the end of the input vectors and the start of the output vectors "
       "on the GPU (default: the backend's)",
       cxxopts::value<uint64_t>())(
+      "table-layout",
+      "CUDA: how the GPU holds each pair of tables: \"apart\" (one after the other) or "
+      "\"interleaved\" (a word's output row after its input row) (default: the backend's)",
+      cxxopts::value<std::string>())(
       "parts",
       "CUDA, skip-gram sgd: time what rank 0 of N GPU ranks trains on partitioned tables, its "
       "output parts brought from host memory in turn (untimed)",
@@ -292,6 +296,13 @@ int cmd_bench(int argc, char** argv) {
   if (args.count("table-skew")) {
     bench.table_skew = static_cast<int64_t>(
         std::min<uint64_t>(args["table-skew"].as<uint64_t>(), uint64_t{1} << 40));
+  }
+  if (args.count("table-layout")) {
+    const std::string v = args["table-layout"].as<std::string>();
+    if (v != "apart" && v != "interleaved") {
+      throw UsageError("--table-layout: expected apart or interleaved, got \"" + v + "\"");
+    }
+    bench.table_layout = v == "interleaved" ? 2 : 1;
   }
   if (args.count("paging-sms")) {
     bench.paging_sms =

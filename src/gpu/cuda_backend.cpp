@@ -86,7 +86,8 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.placement = options.gpu.placement;
   in.hot_rows = options.hot_rows;
   in.cache_rows = options.cache_rows;
-  in.table_gap_bytes = options.table_skew_bytes;
+  in.table_gap_bytes =
+      options.table_layout == TableLayout::kInterleaved ? 0 : options.table_skew_bytes;
   in.sgd_piece_words = options.sgd_piece_words;
   in.piece_cutting = options.piece_cutting;
   in.keep = data.keep;
@@ -261,7 +262,7 @@ class CudaBackend final : public Backend {
     const cudaStream_t st = compute_.get();
     tables_ = std::make_unique<DeviceTables>(model_, data_.optimizer.kind,
                                              sgns_row_stride(data_.params.dim), plan_.device_rows,
-                                             options_.table_skew_bytes, st);
+                                             options_.table_layout, options_.table_skew_bytes, st);
     launcher_ = std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
                                                options_.item_tokens, *tables_, st);
     size_t bytes = tables_->bytes() + launcher_->bytes();

@@ -70,6 +70,8 @@ struct CudaBackendOptions {
   /// default shifts the output rows against the input rows (kernels/PERFORMANCE.md, "Table
   /// placement").
   size_t table_skew_bytes = kDefaultTableSkew;
+  /// How the device holds each pair of tables (gpu_plan.hpp); interleaved tables have no gap.
+  TableLayout table_layout = TableLayout::kApart;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

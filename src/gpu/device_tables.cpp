@@ -9,27 +9,35 @@
 namespace pagedw2v {
 
 DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
-                           size_t skew_bytes, cudaStream_t stream)
+                           TableLayout layout, size_t skew_bytes, cudaStream_t stream)
     : model_(model),
       dim_(model.input.dim()),
       stride_(stride),
+      pitch_(layout == TableLayout::kInterleaved ? 2 * stride : stride),
       nstate_(state_tables(kind)),
       optimizer_(kind != OptimizerKind::kSgd),
+      interleaved_(layout == TableLayout::kInterleaved),
       device_rows_(device_rows) {
   const std::string shape =
       " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
   const size_t table = static_cast<size_t>(device_rows_) * stride_;
-  // Both in one allocation, the output vectors `skew` floats past the end of the input vectors.
-  const size_t skew = (skew_bytes / sizeof(float) + 3) & ~size_t{3};
-  output_offset_ = table + skew;
-  pair_ = DeviceBuffer<float>(output_offset_ + table, "the input and output vectors" + shape);
+  if (interleaved_) {
+    output_offset_ = stride_;
+    pair_ = DeviceBuffer<float>(2 * table, "the input and output vectors" + shape);
+  } else {
+    // Both in one allocation, the output vectors `skew` floats past the end of the input vectors.
+    const size_t skew = (skew_bytes / sizeof(float) + 3) & ~size_t{3};
+    output_offset_ = table + skew;
+    pair_ = DeviceBuffer<float>(output_offset_ + table, "the input and output vectors" + shape);
+  }
+  zero_async(pair_, stream);
   for (uint32_t k = 0; k < nstate_; ++k) {
-    input_state_.emplace_back(table, "optimizer state of the input vectors" + shape);
-    output_state_.emplace_back(table, "optimizer state of the output vectors" + shape);
+    const auto [in, out] = allocate_pair("optimizer state of the vectors" + shape, stream);
+    input_state_.push_back(in);
+    output_state_.push_back(out);
   }
   if (optimizer_) {
-    input_grad_ = DeviceBuffer<float>(table, "input gradients" + shape);
-    output_grad_ = DeviceBuffer<float>(table, "output gradients" + shape);
+    std::tie(input_grad_, output_grad_) = allocate_pair("gradients" + shape, stream);
     touched_input_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
     touched_output_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
     step_rows_[0] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
@@ -37,29 +45,37 @@ DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, ui
     step_count_ = DeviceBuffer<uint32_t>(2, "optimizer step counts");
     step_temp_bytes_ = select_marked_ids_temp_bytes(device_rows_);
     step_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(step_temp_bytes_, 1), "scratch");
-  }
-  zero_async(pair_, stream);
-  for (auto& t : input_state_) zero_async(t, stream);
-  for (auto& t : output_state_) zero_async(t, stream);
-  if (optimizer_) {
-    zero_async(input_grad_, stream);
-    zero_async(output_grad_, stream);
     zero_async(touched_input_, stream);
     zero_async(touched_output_, stream);
   }
 }
 
+std::pair<float*, float*> DeviceTables::allocate_pair(const std::string& what,
+                                                      cudaStream_t stream) {
+  const size_t table = static_cast<size_t>(device_rows_) * stride_;
+  if (interleaved_) {
+    buffers_.emplace_back(2 * table, what);
+    zero_async(buffers_.back(), stream);
+    return {buffers_.back().data(), buffers_.back().data() + stride_};
+  }
+  buffers_.emplace_back(table, what);
+  zero_async(buffers_.back(), stream);
+  buffers_.emplace_back(table, what);
+  zero_async(buffers_.back(), stream);
+  return {buffers_[buffers_.size() - 2].data(), buffers_.back().data()};
+}
+
 size_t DeviceTables::bytes() const {
-  const size_t table = static_cast<size_t>(device_rows_) * stride_ * sizeof(float);
-  return pair_.bytes() + table * (2 * nstate_ + (optimizer_ ? 2 : 0)) +
-         (optimizer_ ? touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 + step_temp_.bytes()
-                     : 0);
+  size_t b = pair_.bytes();
+  for (const auto& t : buffers_) b += t.bytes();
+  if (optimizer_) b += touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 + step_temp_.bytes();
+  return b;
 }
 
 void DeviceTables::set_gradient_args(SgnsArgs& a) {
   if (!optimizer_) return;
-  a.input_grad = input_grad_.data();
-  a.output_grad = output_grad_.data();
+  a.input_grad = input_grad_;
+  a.output_grad = output_grad_;
   a.touched_input = touched_input_.data();
   a.touched_output = touched_output_.data();
 }
@@ -69,8 +85,8 @@ void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
   copy_rows(model_.input, input(), 0, kind, stream);
   copy_rows(model_.output, output(), 1, kind, stream);
   for (uint32_t k = 0; k < nstate_; ++k) {
-    copy_rows(model_.input_state[k], input_state_[k].data(), 2 + 2 * k, kind, stream);
-    copy_rows(model_.output_state[k], output_state_[k].data(), 3 + 2 * k, kind, stream);
+    copy_rows(model_.input_state[k], input_state_[k], 2 + 2 * k, kind, stream);
+    copy_rows(model_.output_state[k], output_state_[k], 3 + 2 * k, kind, stream);
   }
   staging_ = DeviceBuffer<uint16_t>();  // held only while copying
 }
@@ -84,8 +100,8 @@ void DeviceTables::upload_initial(cudaStream_t stream) {
   copy(model_.input, input(), 0);
   copy(model_.output, output(), 1);
   for (uint32_t k = 0; k < nstate_; ++k) {
-    copy(model_.input_state[k], input_state_[k].data(), 2 + 2 * k);
-    copy(model_.output_state[k], output_state_[k].data(), 3 + 2 * k);
+    copy(model_.input_state[k], input_state_[k], 2 + 2 * k);
+    copy(model_.output_state[k], output_state_[k], 3 + 2 * k);
   }
   PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
   staging_ = DeviceBuffer<uint16_t>();  // held only while copying
@@ -100,13 +116,13 @@ void DeviceTables::copy_rows(HostTable& host, float* dev, uint32_t index, cudaMe
     return;
   }
   const size_t row = dim_ * sizeof(float), host_pitch = host.stride() * sizeof(float);
-  const size_t dev_pitch = stride_ * sizeof(float);
+  const size_t dev_pitch = pitch_ * sizeof(float);
   const bool to_host = kind == cudaMemcpyDeviceToHost;
   const uint64_t rows_per_copy = std::max<uint64_t>(1, (uint64_t{256} << 20) / host_pitch);
   for (uint64_t r = 0; r < n; r += rows_per_copy) {
     const uint64_t m = std::min(rows_per_copy, n - r);
     float* h = host.row(r);
-    float* d = dev + r * stride_;
+    float* d = dev + r * pitch_;
     if (to_host) {
       PAGEDW2V_CUDA_TRY(cudaMemcpy2DAsync(h, host_pitch, d, dev_pitch, row, m, kind, stream));
     } else {
@@ -132,10 +148,10 @@ void DeviceTables::copy_half_rows(HostTable& host, float* dev, uint32_t index, c
     // The row move between the staging buffer (the "host" side, dim values a row) and the
     // device rows r … r + m − 1.
     MoveArgs a;
-    a.tables[0] = PagedTable{staging_.data(), dev + r * stride_};
+    a.tables[0] = PagedTable{staging_.data(), dev + r * pitch_};
     a.table_count = 1;
     a.dim = dim_;
-    a.stride = stride_;
+    a.stride = pitch_;
     a.host_stride = dim_;
     a.host_storage = host.storage();
     a.round_seed = kRoundSeed;
@@ -159,14 +175,14 @@ void DeviceTables::round_to_storage(uint64_t rows, cudaStream_t stream) {
   if (host_storage() == Storage::kFp32) return;
   rows = std::min(rows, device_rows_);
   auto round = [&](float* table, uint32_t index) {
-    launch_round_rows(host_storage(), kRoundSeed, index, table, stride_, dim_, nullptr, nullptr,
+    launch_round_rows(host_storage(), kRoundSeed, index, table, pitch_, dim_, nullptr, nullptr,
                       rows, stream);
   };
   round(input(), 0);
   round(output(), 1);
   for (uint32_t k = 0; k < nstate_; ++k) {
-    round(input_state_[k].data(), 2 + 2 * k);
-    round(output_state_[k].data(), 3 + 2 * k);
+    round(input_state_[k], 2 + 2 * k);
+    round(output_state_[k], 3 + 2 * k);
   }
 }
 
@@ -197,11 +213,11 @@ MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_
   add(model_.input, input());
   add(model_.output, output());
   for (uint32_t k = 0; k < nstate_; ++k) {
-    add(model_.input_state[k], input_state_[k].data());
-    add(model_.output_state[k], output_state_[k].data());
+    add(model_.input_state[k], input_state_[k]);
+    add(model_.output_state[k], output_state_[k]);
   }
   m.dim = dim_;
-  m.stride = stride_;
+  m.stride = pitch_;
   m.host_stride = static_cast<uint32_t>(model_.input.stride());
   m.host_storage = model_.input.storage();
   m.round_seed = kRoundSeed;
@@ -221,13 +237,13 @@ void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t ste
     OptimizerStepArgs s;
     s.table = t == 0 ? input() : output();
     for (uint32_t k = 0; k < nstate_; ++k) {
-      s.state[k] = t == 0 ? input_state_[k].data() : output_state_[k].data();
+      s.state[k] = t == 0 ? input_state_[k] : output_state_[k];
     }
-    s.stride = stride_;
+    s.stride = pitch_;
     s.dim = dim_;
     s.rows = step_rows_[t].data();
-    s.grads = t == 0 ? input_grad_.data() : output_grad_.data();
-    s.grad_stride = stride_;
+    s.grads = t == 0 ? input_grad_ : output_grad_;
+    s.grad_stride = pitch_;
     s.count = device_rows_;
     s.d_count = step_count_.data() + t;
     s.grads_by_row = true;
@@ -240,10 +256,10 @@ void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t ste
       // key: a row that gets the same small update from the same value at every step still
       // moves by it on average instead of rounding back the same way each time.
       const uint64_t key = kRoundSeed + (step + 1) * 0x9E3779B97F4A7C15ull;
-      launch_round_rows(host_storage(), key, t, s.table, stride_, dim_, step_rows_[t].data(),
+      launch_round_rows(host_storage(), key, t, s.table, pitch_, dim_, step_rows_[t].data(),
                         step_count_.data() + t, device_rows_, stream);
       for (uint32_t k = 0; k < nstate_; ++k) {
-        launch_round_rows(host_storage(), key, 2 + 2 * k + t, s.state[k], stride_, dim_,
+        launch_round_rows(host_storage(), key, 2 + 2 * k + t, s.state[k], pitch_, dim_,
                           step_rows_[t].data(), step_count_.data() + t, device_rows_, stream);
       }
     }

@@ -14,9 +14,11 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpu/device_buffer.hpp"
+#include "gpu/gpu_plan.hpp"
 #include "gpu/pinned_region.hpp"
 #include "kernels/paging.hpp"
 #include "kernels/sgns.hpp"
@@ -33,10 +35,10 @@ class DeviceTables {
 
   /// Allocates every table of `device_rows` rows (row stride `stride`) and zeroes them on
   /// `stream`: padding columns stay zero for the whole run, adding nothing to any dot product.
-  /// The output vectors start `skew_bytes` (rounded up to 16) after the end of the input
-  /// vectors (CudaBackendOptions::table_skew_bytes).
+  /// Apart, the output vectors start `skew_bytes` (rounded up to 16) after the end of the input
+  /// vectors (CudaBackendOptions::table_skew_bytes); interleaved, the skew is not used.
   DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
-               size_t skew_bytes, cudaStream_t stream);
+               TableLayout layout, size_t skew_bytes, cudaStream_t stream);
 
   /// Device bytes of every buffer.
   size_t bytes() const;
@@ -45,6 +47,8 @@ class DeviceTables {
   void set_gradient_args(SgnsArgs& a);
   float* input() { return pair_.data(); }
   float* output() { return pair_.data() + output_offset_; }
+  /// Floats from one row to the next in every device table (SgnsArgs::pitch, MoveArgs::stride).
+  uint32_t pitch() const { return pitch_; }
 
   /// Copies every row of every table (resident: row r of the host is device row r) to the host
   /// or from it, and waits. Host tables of 16-bit storage go through a device staging buffer,
@@ -81,8 +85,10 @@ class DeviceTables {
                       cudaStream_t stream);
 
  private:
+  /// Allocates and zeroes one pair of tables in the layout; returns their first rows.
+  std::pair<float*, float*> allocate_pair(const std::string& what, cudaStream_t stream);
   /// Copies all rows of one table between its host layout (any row stride, pageable) and the
-  /// device layout (pitch stride).
+  /// device layout (rows `pitch_` floats apart).
   /// `index` is the table's place in move_args (input 0, output 1, state k 2 + 2k and 3 + 2k).
   void copy_rows(HostTable& host, float* dev, uint32_t index, cudaMemcpyKind kind,
                  cudaStream_t stream);
@@ -91,13 +97,17 @@ class DeviceTables {
                       cudaStream_t stream);
 
   Model& model_;
-  uint32_t dim_ = 0, stride_ = 0, nstate_ = 0;
+  uint32_t dim_ = 0, stride_ = 0, pitch_ = 0, nstate_ = 0;
   bool optimizer_ = false;
+  bool interleaved_ = false;
   uint64_t device_rows_ = 0;
-  DeviceBuffer<float> pair_;  ///< the input vectors, a gap, the output vectors
+  /// The vectors: apart, the input vectors, a gap, the output vectors; interleaved, rows of both.
+  DeviceBuffer<float> pair_;
   size_t output_offset_ = 0;  ///< floats from the input vectors to the output vectors
-  DeviceBuffer<float> input_grad_, output_grad_;
-  std::vector<DeviceBuffer<float>> input_state_, output_state_;
+  std::vector<DeviceBuffer<float>> buffers_;  ///< the optimizer state and gradient tables
+  float* input_grad_ = nullptr;
+  float* output_grad_ = nullptr;
+  std::vector<float*> input_state_, output_state_;
   DeviceBuffer<uint8_t> touched_input_, touched_output_;
   std::array<DeviceBuffer<uint32_t>, 2> step_rows_;
   DeviceBuffer<uint32_t> step_count_;

@@ -31,6 +31,14 @@ class NoiseTable;
 /// bits that a cache or memory channel might index by.
 inline constexpr uint64_t kDefaultTableGap = (uint64_t{1} << 20) + (uint64_t{1} << 16) + 128;
 
+/// How the device holds the two tables of each pair (the vectors, each optimizer state, the
+/// gradients; gpu/device_tables.hpp). kApart: one table after the other, the second
+/// CudaBackendOptions::table_skew_bytes past the end of the first, so that the distance between
+/// a word's two rows grows with the rows on the device. kInterleaved: a word's output row right
+/// after its input row (rows 2 · stride floats apart), the same distance whatever the rows
+/// (kernels/PERFORMANCE.md, "Table placement").
+enum class TableLayout { kApart, kInterleaved };
+
 /// What the plan needs to know about the device; the backend queries it once per run.
 struct GpuDeviceFacts {
   std::string name;     ///< for messages

@@ -56,6 +56,7 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
   SgnsArgs a = run_args(data_, epoch, keep_count_);
   a.input = tables_.input();
   a.output = tables_.output();
+  a.pitch = tables_.pitch();
   a.keep = keep_.data();
   a.noise = noise_.data();
   a.counters = counters_.data();
