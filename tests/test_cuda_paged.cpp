@@ -810,11 +810,11 @@ TEST(CudaPaged, InterleavedDeviceTablesTrainAsTablesApart) {
     OptimizerKind optimizer;
     Storage storage;
   };
-  for (const Case& c : {Case{kSg, 32, kSgd, Storage::kFp32}, Case{kCbow, 7, kSgd, Storage::kFp32},
-                        Case{kSg, 100, OptimizerKind::kAdam, Storage::kFp32},
-                        Case{kCbow, 32, OptimizerKind::kAdagrad, Storage::kFp32},
-                        Case{kSg, 32, kSgd, Storage::kBf16},
-                        Case{kSg, 32, OptimizerKind::kAdam, Storage::kBf16}}) {
+  for (const Case& c :
+       {Case{kSg, 32, kSgd, Storage::kFp32}, Case{kCbow, 7, kSgd, Storage::kFp32},
+        Case{kSg, 100, OptimizerKind::kAdam, Storage::kFp32},
+        Case{kCbow, 32, OptimizerKind::kAdagrad, Storage::kFp32},
+        Case{kSg, 32, kSgd, Storage::kBf16}, Case{kSg, 32, OptimizerKind::kAdam, Storage::kBf16}}) {
     RunSetup s;
     s.model = c.model;
     s.dim = c.dim;
@@ -824,8 +824,7 @@ TEST(CudaPaged, InterleavedDeviceTablesTrainAsTablesApart) {
     const bool sgd = c.optimizer == OptimizerKind::kSgd;
     if (!sgd) s.batch_words = 8192;
     SCOPED_TRACE(std::string(c.model == kSg ? "skip-gram" : "cbow") + " dim " +
-                 std::to_string(c.dim) + " " + to_string(c.optimizer) + " " +
-                 to_string(c.storage));
+                 std::to_string(c.dim) + " " + to_string(c.optimizer) + " " + to_string(c.storage));
     for (const Placement placement : {Placement::kResident, Placement::kPaged}) {
       SCOPED_TRACE(placement == Placement::kPaged ? "paged" : "resident");
       const uint64_t hot = placement == Placement::kPaged ? (sgd ? 100 : 1500) : 0;
@@ -847,8 +846,7 @@ TEST(CudaPaged, InterleavedDeviceTablesTrainAsTablesApart) {
       for (size_t k = 0; k < inter.state.size(); ++k)
         expect_bits_equal(inter.state[k], apart.state[k], "state");
       // Training moved the rows, so equal bits are not the initial values twice.
-      EXPECT_NE(std::memcmp(inter.output.data(), inter.output0.data(), inter.output.size() * 4),
-                0);
+      EXPECT_NE(std::memcmp(inter.output.data(), inter.output0.data(), inter.output.size() * 4), 0);
     }
   }
 }

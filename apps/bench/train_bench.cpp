@@ -278,8 +278,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     co.item_tokens = options.item_tokens;
     if (options.table_skew >= 0) co.table_skew_bytes = static_cast<size_t>(options.table_skew);
     if (options.table_layout != 0) {
-      co.table_layout =
-          options.table_layout == 2 ? TableLayout::kInterleaved : TableLayout::kApart;
+      co.table_layout = options.table_layout == 2 ? TableLayout::kInterleaved : TableLayout::kApart;
     }
     co.force_stream = options.force_stream;
     co.chunk_tokens = options.chunk_tokens;

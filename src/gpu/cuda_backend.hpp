@@ -64,9 +64,9 @@ struct CudaBackendOptions {
   /// kSentenceItems keeps each sentence on one warp, as the tests on disjoint sentences need.
   uint32_t item_tokens = 0;
   /// Tables apart: bytes between the end of the input vectors and the start of the output
-  /// vectors on the device. With both tables starting on a 2 MiB page, a row of one and the same row of the
-  /// other share their address bits below 2 MiB, and training, which reads such pairs of hot
-  /// rows together, ran up to 8 % slower depending on where the driver placed the pages; the
+  /// vectors on the device. With both tables starting on a 2 MiB page, a row of one and the same
+  /// row of the other share their address bits below 2 MiB, and training, which reads such pairs of
+  /// hot rows together, ran up to 8 % slower depending on where the driver placed the pages; the
   /// default shifts the output rows against the input rows (kernels/PERFORMANCE.md, "Table
   /// placement").
   size_t table_skew_bytes = kDefaultTableSkew;
