@@ -508,6 +508,9 @@ TEST(GpuPlan, SgdPiecesHalveOnlyWhereTheStagesLeaveNoRoomForACache) {
   const uint64_t rows = 200000;
   const Shape s = make_shape(rows, 2000000, 50, 10, false);
   GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  // The halving alone (host_cut_piece_blocks shortens a small cache's pieces further: tested
+  // below).
+  in.cap_host_cut_pieces = false;
   // A roomy budget keeps pieces of 262,144 words.
   const GpuPlan roomy = plan_gpu(in, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 2));
   EXPECT_EQ(roomy.batch_blocks, 64u);
@@ -674,6 +677,8 @@ TEST(GpuPlan, SgdPiecesAreCutOnTheHostForASmallCache) {
   const Shape s = make_shape(rows, 600000, 50, 9);
   // A small pool, so that a roomy cache keeps its pieces whole.
   GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 64, 256, Placement::kPaged);
+  // Pieces capped only by sgd_piece_words, so that both cuts plan the same cache.
+  in.cap_host_cut_pieces = false;
   // A small budget: a cache within kHostCutMaxSlots.
   const GpuDeviceFacts small = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 20);
   const GpuPlan a = plan_gpu(in, small);
@@ -709,6 +714,39 @@ TEST(GpuPlan, SgdPiecesAreCutOnTheHostForASmallCache) {
   resident.piece_cutting = PieceCutting::kHost;
   EXPECT_FALSE(
       plan_gpu(resident, facts(resident_bytes(rows, 128, OptimizerKind::kSgd) * 2)).host_cuts);
+}
+
+// A small cache cut on the host holds pieces of a few words a slot: the plan caps its pieces
+// there, and the budget the stages no longer take holds more rows, within the budget.
+TEST(GpuPlan, ASmallHostCutCacheCapsItsPiecesByItsSlots) {
+  const uint64_t rows = 300000;
+  const Shape s = make_shape(rows, 2000000, 50, 9);
+  GpuPlanInput in = input(s, rows, 128, OptimizerKind::kSgd, 1024, 256, Placement::kPaged);
+  const GpuDeviceFacts small = facts(resident_bytes(rows, 128, OptimizerKind::kSgd) / 30);
+  GpuPlanInput uncapped = in;
+  uncapped.cap_host_cut_pieces = false;
+  const GpuPlan u = plan_gpu(uncapped, small);
+  ASSERT_TRUE(u.paged);
+  ASSERT_TRUE(u.host_cuts);
+  ASSERT_LE(u.cache_rows, kHostCutMaxSlots);
+  ASSERT_LT(host_cut_piece_blocks(u.cache_rows), u.batch_blocks) << "nothing to cap";
+  const GpuPlan p = plan_gpu(in, small);
+  ASSERT_TRUE(p.paged);
+  EXPECT_TRUE(p.host_cuts);
+  EXPECT_LE(p.cache_rows, kHostCutMaxSlots);
+  EXPECT_LE(p.batch_blocks, host_cut_piece_blocks(u.cache_rows));
+  EXPECT_EQ(p.max_piece_tokens, brute_max_tokens(s, p.batch_blocks));
+  EXPECT_GT(p.device_rows, u.device_rows);
+  EXPECT_GE(p.cache_rows, u.cache_rows);
+  EXPECT_LE(paged_bytes(in, p, small), small.budget);
+  // The cap is the plan's own: a given cache, or an optimizer, keeps the pieces as they were.
+  GpuPlanInput given = in;
+  given.cache_rows = u.cache_rows;
+  EXPECT_EQ(plan_gpu(given, small).batch_blocks, u.batch_blocks);
+  // The words a slot, in whole blocks.
+  EXPECT_EQ(host_cut_piece_blocks(0), 1u);
+  EXPECT_EQ(host_cut_piece_blocks(kBlockWords / kHostCutPieceWordsPerSlot), 1u);
+  EXPECT_EQ(host_cut_piece_blocks(kBlockWords / kHostCutPieceWordsPerSlot + 1), 2u);
 }
 
 TEST(GpuPlan, SmallerRowsLeaveRoomForMoreOfThem) {

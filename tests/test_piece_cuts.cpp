@@ -191,6 +191,65 @@ TEST(PieceCuts, SpansMayStartAndEndInsideSuperBatchesAndEndEarly) {
   EXPECT_FALSE(cuts.next(first));
 }
 
+// A span named by expect() is cut while the span before it trains: its cuts are those of the
+// span started cold, piece for piece, whether the expectation held, missed (another epoch,
+// other blocks) or the span before it ended early.
+TEST(PieceCuts, ExpectedSpansGiveTheCutsOfSpansStartedCold) {
+  const Corpus c = make_corpus(300, 900, 5);
+  PieceCutInput in = input_for(c, 25, 40);
+  in.unit_blocks = 10;
+  const uint64_t blocks = c.blocks.size() - 1, half = blocks / 2;
+  const auto all = [&](PieceCuts& cuts) {
+    std::vector<PieceCut> got;
+    PieceCut cut;
+    while (cuts.next(cut)) got.push_back(cut);
+    return got;
+  };
+  PieceCuts cold(in, 2);
+  const auto span = [&](uint32_t epoch, uint64_t first, uint64_t last) {
+    cold.start(epoch, first, last, c.tokens.data(), c.starts.data());
+    return all(cold);
+  };
+  const auto e0 = span(0, 0, half), e0b = span(0, half, blocks), e1 = span(1, 0, blocks);
+  const auto e2 = span(2, 3, blocks);
+  ASSERT_GT(e0.size(), 4u);
+  for (const uint32_t threads : {1u, 3u}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    PieceCuts cuts(in, threads);
+    // Held: the rest of epoch 0, then epoch 1.
+    cuts.start(0, 0, half, c.tokens.data(), c.starts.data());
+    cuts.expect(0, half, blocks);
+    expect_same_cuts(all(cuts), e0);
+    cuts.end();
+    cuts.start(0, half, blocks, c.tokens.data(), c.starts.data());
+    cuts.expect(1, 0, blocks);
+    // Give the threads time to cut ahead of the span's end.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    expect_same_cuts(all(cuts), e0b);
+    cuts.end();
+    cuts.start(1, 0, blocks, c.tokens.data(), c.starts.data());
+    // Missed: epoch 2 from block 0 expected, epoch 2 from block 3 comes, after an early end.
+    cuts.expect(2, 0, blocks);
+    PieceCut first;
+    ASSERT_TRUE(cuts.next(first));
+    cuts.end();
+    EXPECT_FALSE(cuts.next(first));
+    cuts.start(2, 3, blocks, c.tokens.data(), c.starts.data());
+    expect_same_cuts(all(cuts), e2);
+    // Expected but started after another expectation replaced it.
+    cuts.start(1, 0, blocks, c.tokens.data(), c.starts.data());
+    cuts.expect(0, 0, half);
+    cuts.expect(2, 3, blocks);
+    const auto again = all(cuts);
+    expect_same_cuts(again, e1);
+    cuts.end();
+    cuts.start(2, 3, blocks, c.tokens.data(), c.starts.data());
+    expect_same_cuts(all(cuts), e2);
+    // Expected, never started: the object ends cleanly.
+    cuts.expect(0, 0, blocks);
+  }
+}
+
 TEST(PieceCuts, PoolsOfEveryPeriodThePieceSpansAreItsRows) {
   // Every token hot: a piece's cold rows are its pools' alone.
   const Corpus c = make_corpus(200, 300, 4);

@@ -271,6 +271,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     CudaBackendOptions co;
     if (options.paging_sms >= 0) co.paging_sms = static_cast<uint32_t>(options.paging_sms);
     co.cache_rows = options.cache_rows;
+    co.hot_rows = options.hot_rows;
+    if (options.sgd_piece_words > 0) co.sgd_piece_words = options.sgd_piece_words;
+    co.cut_threads = options.cut_threads;
+    co.cut_ahead = options.cut_ahead;
+    co.paging_trace = options.paging_trace;
     co.piece_cutting = options.piece_cuts == 1   ? PieceCutting::kHost
                        : options.piece_cuts == 2 ? PieceCutting::kDevice
                                                  : PieceCutting::kAuto;

@@ -29,6 +29,18 @@ struct TrainBenchOptions {
   uint32_t move_blocks = 0;
   /// CUDA, paged: slots of the row cache; 0: the backend's default.
   uint64_t cache_rows = 0;
+  /// CUDA, paged: rows kept on the GPU for the run (CudaBackendOptions::hot_rows); 0: sized
+  /// from the budget.
+  uint64_t hot_rows = 0;
+  /// CUDA, paged sgd: the longest piece in words (CudaBackendOptions::sgd_piece_words); 0: the
+  /// backend's default.
+  uint64_t sgd_piece_words = 0;
+  /// CUDA, pieces cut on the host: cutting threads (0: the backend's default), and whether the
+  /// next span is cut ahead (CudaBackendOptions::cut_threads, cut_ahead).
+  uint32_t cut_threads = 0;
+  bool cut_ahead = true;
+  /// CUDA, paged: a file each span appends its pieces' times to (empty: none).
+  std::string paging_trace;
   /// CUDA, paged sgd: where pieces are cut (CudaBackendOptions::piece_cutting): 0 as the plan
   /// decides, 1 on the host, 2 on the device.
   int piece_cuts = 0;

@@ -231,6 +231,22 @@ int cmd_bench(int argc, char** argv) {
       "CUDA, paged tables: slots of the GPU's row cache (the rest of the budget holds the most "
       "frequent rows; default: a third of what fits)",
       cxxopts::value<uint64_t>())(
+      "hot-rows",
+      "CUDA, paged tables: rows kept on the GPU for the whole run, the most frequent (default: "
+      "what the budget holds beside the cache)",
+      cxxopts::value<uint64_t>())(
+      "sgd-piece-words", "CUDA, paged tables with sgd: the longest piece in words (default 262144)",
+      cxxopts::value<uint64_t>())(
+      "cut-threads",
+      "CUDA, paged tables, pieces cut on the host: threads that cut them (default: a quarter of "
+      "the host's, 1 to 4)",
+      cxxopts::value<uint32_t>())(
+      "no-cut-ahead",
+      "CUDA, paged tables, pieces cut on the host: do not cut the next span's pieces while a "
+      "span trains")(
+      "paging-trace",
+      "CUDA, paged tables: append each piece's device and host times to FILE (one line a piece)",
+      cxxopts::value<std::string>())(
       "piece-cuts",
       "CUDA, paged tables with sgd: where pieces are cut: \"host\" (ahead, by their cold "
       "rows), \"device\" (a try at a time), \"auto\" (host for a row cache of at most 16,384 "
@@ -275,6 +291,15 @@ int cmd_bench(int argc, char** argv) {
     bench.move_blocks = std::min<uint32_t>(args["move-blocks"].as<uint32_t>(), 65535);
   }
   if (args.count("cache-rows")) bench.cache_rows = args["cache-rows"].as<uint64_t>();
+  if (args.count("hot-rows")) bench.hot_rows = args["hot-rows"].as<uint64_t>();
+  if (args.count("sgd-piece-words")) {
+    bench.sgd_piece_words = args["sgd-piece-words"].as<uint64_t>();
+  }
+  if (args.count("cut-threads")) {
+    bench.cut_threads = std::min<uint32_t>(args["cut-threads"].as<uint32_t>(), 64);
+  }
+  bench.cut_ahead = args.count("no-cut-ahead") == 0;
+  if (args.count("paging-trace")) bench.paging_trace = args["paging-trace"].as<std::string>();
   if (args.count("piece-cuts")) {
     const std::string v = args["piece-cuts"].as<std::string>();
     if (v != "auto" && v != "host" && v != "device") {

@@ -223,9 +223,13 @@ class CudaBackend final : public Backend {
       tables_->round_to_storage(paged_ ? plan_.hot_rows : rows_, compute_.get());
     }
     const SgnsCounters host = launcher_->read_counters(compute_.get());
-    report_.kernel_seconds += launcher_->kernel_seconds();
     report_.launches += launcher_->launches();
-    if (paged_) paged_->report_span();
+    if (paged_) {
+      paged_->report_span();
+      report_.kernel_seconds += paged_->span_kernel_seconds();
+    } else {
+      report_.kernel_seconds += launcher_->kernel_seconds();
+    }
     launcher_->clear_timing();
     if (corpus_) report_.upload_seconds = corpus_->upload_seconds();
     report_.device_used_bytes = std::max(report_.device_used_bytes, device_used_bytes());

@@ -60,6 +60,12 @@ struct CudaBackendOptions {
   uint64_t sgd_piece_words = 262144;
   /// Paged with sgd: where pieces are cut (gpu_plan.hpp); kAuto: by the cache's size.
   PieceCutting piece_cutting = PieceCutting::kAuto;
+  /// Pieces cut on the host: threads that cut them (0: a quarter of the host's, 1 to 4), and
+  /// whether they cut the next span's first pieces while a span trains (a corpus in memory).
+  uint32_t cut_threads = 0;
+  bool cut_ahead = true;
+  /// Paged: a file to which each span appends its pieces' device times (bench --paging-trace).
+  std::string paging_trace;
   /// SgnsArgs::item_tokens of every launch: 0 = sized per launch (sgns_item_tokens);
   /// kSentenceItems keeps each sentence on one warp, as the tests on disjoint sentences need.
   uint32_t item_tokens = 0;

@@ -361,7 +361,38 @@ uint64_t sgd_cache_rows(const GpuPlanInput& in, GpuPlan& plan, const PagedLayout
 
 }  // namespace
 
+namespace {
+
+GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device);
+
+}  // namespace
+
 GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
+  GpuPlan plan = plan_once(in, device);
+  // A small cache whose pieces are cut on the host holds pieces of a few thousand words, cut by
+  // their cold rows, while each stage is sized for the longest piece the cap allows: the cap
+  // follows the cache (host_cut_piece_blocks), and what the stages no longer take goes to rows.
+  // The cap only shrinks, and a plan that would no longer cut on the host is not taken.
+  for (int round = 0; round < 4; ++round) {
+    if (!plan.paged || !plan.host_cuts || plan.cache_rows > kHostCutMaxSlots ||
+        in.optimizer != OptimizerKind::kSgd || in.cache_rows > 0 || in.hot_rows > 0 ||
+        !in.cap_host_cut_pieces) {
+      break;
+    }
+    const uint64_t blocks = host_cut_piece_blocks(plan.cache_rows);
+    if (blocks >= plan.batch_blocks) break;
+    GpuPlanInput capped = in;
+    capped.sgd_piece_words = blocks * kBlockWords;
+    GpuPlan next = plan_once(capped, device);
+    if (!next.paged || !next.host_cuts || next.cache_rows > kHostCutMaxSlots) break;
+    plan = next;
+  }
+  return plan;
+}
+
+namespace {
+
+GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   GpuPlan plan;
   plan.budget = device.budget;
   const uint64_t rows = in.rows;
@@ -554,5 +585,7 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                            static_cast<uint32_t>(plan.max_list), order_key_bits(rows));
   return plan;
 }
+
+}  // namespace
 
 }  // namespace pagedw2v

@@ -11,6 +11,7 @@
 /// the pool period, an optimizer's super-batch). May not touch: device memory, streams, the
 /// model's values.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -94,6 +95,9 @@ struct GpuPlanInput {
   uint64_t sgd_piece_words = 0;
   /// Paged with sgd: where pieces are cut (kAuto: kHostCutMaxSlots and cache_cuts_pieces decide).
   PieceCutting piece_cutting = PieceCutting::kAuto;
+  /// Paged sgd, a small cache cut on the host: pieces capped by the cache's slots
+  /// (host_cut_piece_blocks); false keeps sgd_piece_words as the only cap.
+  bool cap_host_cut_pieces = true;
   /// The corpus is streamed (TrainData::streamed): its blocks are not known when the plan is
   /// made, so `blocks`, `sentence_starts` and `tokens` are not read, and pieces are sized for
   /// the largest blocks there can be (kMaxBlockTokens, kMaxBlockSentences).
@@ -163,6 +167,22 @@ inline constexpr uint64_t kPagedStages = 4;
 inline constexpr uint64_t kSgdPieceFloorWords = 65536;
 inline constexpr double kSgdCacheMostShare = 0.98;
 inline constexpr double kSgdCacheHostCutShare = 0.75;
+
+/// Paged sgd with a cache of at most kHostCutMaxSlots slots, pieces cut on the host: a piece
+/// takes about this many words per slot of the cache before its cold rows and those of the
+/// pieces beside it fill the slots (mix5m at 30 % of its tables: 1.7 words a slot at 4048 slots
+/// with pieces of at most 16,384 words), so the plan caps the pieces there
+/// (host_cut_piece_blocks) instead of sizing every stage for pieces that never come: on one
+/// NVIDIA H100, 2026-12-05, mix5m at 8.1 MB, pieces of at most 8192 words left 7754 rows on the
+/// GPU (against 7288) and trained 0.0503 s an epoch against 0.053 (kernels/PERFORMANCE.md).
+inline constexpr uint64_t kHostCutPieceWordsPerSlot = 2;
+
+/// The work blocks a piece of such a cache of `cache_rows` slots is capped at: its words per
+/// slot, in whole blocks, at least one.
+inline uint64_t host_cut_piece_blocks(uint64_t cache_rows) {
+  return std::max<uint64_t>(
+      1, (kHostCutPieceWordsPerSlot * cache_rows + kBlockWords - 1) / kBlockWords);
+}
 
 /// Bytes of one row on the device in every table (input, output, optimizer state and, for the
 /// dense optimizers, gradient rows, touched flags and step lists), a table's row taking

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <iterator>
 #include <string>
 #include <thread>
@@ -137,7 +138,10 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     in.max_sentences = max_sentences;
     in.max_periods = plan.max_pools;
     // A thread cuts a piece of a small cache in about the time the GPU trains it.
-    const uint32_t threads = std::clamp<uint32_t>(std::thread::hardware_concurrency() / 4, 1, 4);
+    const uint32_t threads =
+        options.cut_threads > 0
+            ? options.cut_threads
+            : std::clamp<uint32_t>(std::thread::hardware_concurrency() / 4, 1, 4);
     cuts_ = std::make_unique<PieceCuts>(in, threads);
   }
   tables_.pin_host();
@@ -327,6 +331,8 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
 bool PagedPipeline::prepare_cut(uint64_t number) {
   PieceCut cut;
   const auto wait_start = std::chrono::steady_clock::now();
+  const double asked =
+      std::chrono::duration<double, std::milli>(wait_start - span_host_start_).count();
   const bool more = cuts_->next(cut);
   prepare_cut_wait_seconds_ += seconds_since(wait_start);
   if (!more) return false;
@@ -340,6 +346,7 @@ bool PagedPipeline::prepare_cut(uint64_t number) {
   if (s.trained_recorded) PAGEDW2V_CUDA_TRY(cudaStreamWaitEvent(st, s.trained.get(), 0));
   const auto host_start = std::chrono::steady_clock::now();
   PieceTimes& times = next_piece_times();
+  times.host_asked = asked;
   times.prep0.record(st);
   const auto& blocks = *data_.blocks;
   const uint64_t* starts = data_.corpus->sentence_starts.data() - data_.corpus->sentence_base;
@@ -454,6 +461,11 @@ void PagedPipeline::move_rows(Stage& s, uint64_t number, uint32_t depth, uint64_
   launch_move_rows(MoveKind::kSwap, swap, gs);
   times.move1.record(gs);
   s.gathered.record(gs);
+  times.host_prepared =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - span_host_start_)
+          .count();
+  times.words = s.tokens_n;
+  times.fresh = s.fresh_n;
   prepare_host_seconds_ += seconds_since(host_start);
   cursor_ = piece_end;
   ++report_.super_batches;
@@ -468,11 +480,27 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
   first_number_ = next_number_;
   for (Stage& s : stages_) s.trained_recorded = false;
   piece_times_n_ = 0;
+  harvested_ = 0;
+  busy_.clear();
+  span_kernel_seconds_ = span_prep_seconds_ = span_move_seconds_ = 0;
+  span_host_start_ = std::chrono::steady_clock::now();
   span_start_.record(compute_.get());
   if (cuts_) {
     cuts_->start(epoch, first_block, last_block,
                  data_.corpus->tokens.data() - data_.corpus->token_base,
                  data_.corpus->sentence_starts.data() - data_.corpus->sentence_base);
+    // The span likely to come next (the trainer's spans are of one length, cut at the epoch's
+    // end), cut while this one trains so that its first pieces are ready when it starts: a
+    // corpus in memory only, whose tokens stay where they are.
+    const uint64_t nblocks = blocks.size() - 1;
+    span_blocks_ = std::max(span_blocks_, last_block - first_block);
+    if (options_.cut_ahead && !data_.streamed && span_blocks_ > 0) {
+      if (last_block < nblocks) {
+        cuts_->expect(epoch, last_block, std::min(nblocks, last_block + span_blocks_));
+      } else if (epoch + 1 < data_.params.epochs) {
+        cuts_->expect(epoch + 1, 0, std::min(nblocks, span_blocks_));
+      }
+    }
   }
   // The cutting threads read the span's corpus: they stop before it may change.
   struct EndCuts {
@@ -505,11 +533,20 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     launcher_.train_piece(a, epoch, s.super_batch, s.token_base, cs);
     s.trained.record(cs);
     s.trained_recorded = true;
+    if (!options_.paging_trace.empty() && n - first_number_ < piece_times_n_) {
+      piece_times_[n - first_number_].host_launched =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                    span_host_start_)
+              .count();
+    }
+    harvest_times(false);
   }
   next_number_ = n;
+  span_host_marks_[0] = host_ms();
   // Flush: every cached row a piece of this span may have changed goes back to the host, so
   // that checkpoints and exports read current tables; the rows stay cached.
   PAGEDW2V_CUDA_TRY(cudaDeviceSynchronize());
+  span_host_marks_[1] = host_ms();
   if (cuts_ && cache_.counters().failures > 0) {
     throw Error("paged tables: a piece cut on the host found no room in the GPU row cache");
   }
@@ -522,15 +559,62 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     // as a resumed run does, for the same bits (optimizer steps round every row they change).
     if (tables_.host_storage() != Storage::kFp32 && !optimizer_) cache_.invalidate(st);
   }
+  span_host_marks_[2] = host_ms();
+}
+
+void PagedPipeline::write_trace() {
+  std::FILE* f = std::fopen(options_.paging_trace.c_str(), "a");
+  if (f == nullptr) {
+    throw Error("cannot open the paging trace " + options_.paging_trace + " for writing");
+  }
+  if (spans_ == 0) {
+    std::fprintf(f,
+                 "# span piece words fresh_rows | device ms since the span began: prep0 prep1 "
+                 "move0 move1 train0 train1 | host ms: asked prepared launched\n");
+  }
+  std::fprintf(f,
+               "# span %llu host ms: last launch %.4f, idle %.4f, written back %.4f, report %.4f\n",
+               static_cast<unsigned long long>(spans_), span_host_marks_[0], span_host_marks_[1],
+               span_host_marks_[2], span_host_marks_[3]);
+  for (size_t k = 0; k < harvested_; ++k) {
+    const PieceTimes& t = piece_times_[k];
+    const double prep0 = t.prep0.elapsed_ms_since(span_start_);
+    const double move0 = t.move0.elapsed_ms_since(span_start_);
+    std::fprintf(f, "%llu %zu %llu %llu | %.4f %.4f %.4f %.4f %.4f %.4f | %.4f %.4f %.4f\n",
+                 static_cast<unsigned long long>(spans_), k,
+                 static_cast<unsigned long long>(t.words), static_cast<unsigned long long>(t.fresh),
+                 prep0, prep0 + t.prep_ms, move0, move0 + t.move_ms, t.train0, t.train1,
+                 t.host_asked, t.host_prepared, t.host_launched);
+  }
+  std::fclose(f);
+}
+
+void PagedPipeline::harvest_times(bool all) {
+  const size_t n = std::min(piece_times_n_, launcher_.launches());
+  for (; harvested_ < n; ++harvested_) {
+    const auto& launch = launcher_.timing(harvested_);
+    if (!all) {
+      // Its launch's end, and with it the piece's collection and moves, which came before.
+      const cudaError_t e = cudaEventQuery(launch.second.get());
+      if (e == cudaErrorNotReady) break;
+      PAGEDW2V_CUDA_TRY(e);
+    }
+    PieceTimes& t = piece_times_[harvested_];
+    t.train0 = launch.first.elapsed_ms_since(span_start_);
+    t.train1 = launch.second.elapsed_ms_since(span_start_);
+    t.prep_ms = t.prep1.elapsed_ms_since(t.prep0);
+    t.move_ms = t.move1.elapsed_ms_since(t.move0);
+    busy_.emplace_back(t.train0, t.train1);
+    span_kernel_seconds_ += (t.train1 - t.train0) * 1e-3;
+    span_prep_seconds_ += t.prep_ms * 1e-3;
+    span_move_seconds_ += t.move_ms * 1e-3;
+  }
 }
 
 void PagedPipeline::report_span() {
-  std::vector<std::pair<double, double>> busy;
-  for (size_t k = 0; k < launcher_.launches(); ++k) {
-    const auto& t = launcher_.timing(k);
-    busy.emplace_back(t.first.elapsed_ms_since(span_start_),
-                      t.second.elapsed_ms_since(span_start_));
-  }
+  span_host_marks_[3] = host_ms();
+  harvest_times(true);
+  std::vector<std::pair<double, double>>& busy = busy_;
   std::sort(busy.begin(), busy.end());
   double covered = 0, end = -1e300;
   for (const auto& [a, b] : busy) {
@@ -543,11 +627,10 @@ void PagedPipeline::report_span() {
     }
   }
   report_.kernel_busy_seconds += covered * 1e-3;
-  for (size_t k = 0; k < piece_times_n_; ++k) {
-    const PieceTimes& t = piece_times_[k];
-    report_.prep_seconds += t.prep1.elapsed_ms_since(t.prep0) * 1e-3;
-    report_.move_seconds += t.move1.elapsed_ms_since(t.move0) * 1e-3;
-  }
+  report_.prep_seconds += span_prep_seconds_;
+  report_.move_seconds += span_move_seconds_;
+  if (!options_.paging_trace.empty()) write_trace();
+  ++spans_;
   piece_times_n_ = 0;
   report_.prepare_host_seconds = prepare_host_seconds_;
   report_.prepare_blocked_seconds = prepare_blocked_seconds_;

@@ -54,6 +54,8 @@ class PagedPipeline {
   /// Adds the span's times (device time collecting pieces and moving rows, how long at least
   /// one training launch was in flight) and the counters to the report.
   void report_span();
+  /// GPU seconds inside the training launches of the last span (report_span reads them).
+  double span_kernel_seconds() const { return span_kernel_seconds_; }
 
  private:
   /// The streams that launch row moves, each with its own claim counter (MoveArgs::claim):
@@ -92,6 +94,13 @@ class PagedPipeline {
   /// When a piece's collection and its row moves ran on the device.
   struct PieceTimes {
     Event prep0, prep1, move0, move1;
+    // As harvest_times read them: the launch's interval (ms since the span began), and its
+    // collection's and moves' milliseconds.
+    double train0 = 0, train1 = 0, prep_ms = 0, move_ms = 0;
+    // For the trace (CudaBackendOptions::paging_trace): host milliseconds since the span began
+    // when the piece was asked of the cuts, prepared and launched; its words and fresh rows.
+    double host_asked = 0, host_prepared = 0, host_launched = 0;
+    uint64_t words = 0, fresh = 0;
   };
 
   /// Collects the next piece (from sentence cursor_) as piece `number` on the prep stream and
@@ -148,11 +157,34 @@ class PagedPipeline {
   size_t piece_times_n_ = 0;
   uint64_t max_tokens_ = 0, max_sentences_ = 0, max_list_ = 0, max_pool_entries_ = 0;
   Event span_start_;
+  std::chrono::steady_clock::time_point span_host_start_;
+  /// Host milliseconds since the span began when its last piece was launched, the device was
+  /// idle, the cached rows were written back, and its report began (for the trace).
+  double span_host_marks_[4] = {0, 0, 0, 0};
+  double host_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                     span_host_start_)
+        .count();
+  }
+  uint64_t spans_ = 0;  ///< spans trained, for the trace
+  /// Appends this span's pieces to the trace file (CudaBackendOptions::paging_trace).
+  void write_trace();
+  /// Reads the times of the span's pieces from the first not yet read on, in order: while the
+  /// span trains, those whose launch has ended (spreading the event reads over the span, where
+  /// the host waits for the device anyway, instead of a few thousand at its end); `all`: every
+  /// one (the device idle).
+  void harvest_times(bool all);
+  // What harvest_times read of this span: each launch's interval in milliseconds since the
+  // span began, and the device seconds of the launches, collections and moves.
+  size_t harvested_ = 0;
+  std::vector<std::pair<double, double>> busy_;
+  double span_kernel_seconds_ = 0, span_prep_seconds_ = 0, span_move_seconds_ = 0;
   double prepare_host_seconds_ = 0, prepare_blocked_seconds_ = 0, prepare_cut_wait_seconds_ = 0;
   uint64_t next_number_ = 0, first_number_ = 0;
   uint64_t cursor_ = 0, span_end_ = 0, span_last_block_ = 0;
   uint64_t refs_ = 0, pcie_corpus_bytes_ = 0;
   uint64_t fit_sentences_ = 0;  ///< sentences a piece took when one last had to be split
+  uint64_t span_blocks_ = 0;    ///< the longest span so far, in blocks (the next one expected)
 };
 
 }  // namespace pagedw2v

@@ -50,51 +50,87 @@ PieceCuts::~PieceCuts() {
   for (std::thread& t : threads_) t.join();
 }
 
+void PieceCuts::add_units(uint32_t epoch, uint64_t first_block, uint64_t last_block) {
+  last_block = std::max(first_block, last_block);
+  if (last_block == first_block) return;
+  // The first unit ends at the next super-batch boundary; each next one is twice as long, up to
+  // unit_blocks.
+  const uint64_t bb = in_.batch_blocks;
+  uint64_t at = first_block, size = bb;
+  while (at < last_block) {
+    Unit u;
+    u.epoch = epoch;
+    u.first_block = at;
+    at = at == first_block ? std::min(last_block, (at / bb + 1) * bb)
+                           : std::min(last_block, at + size);
+    if (u.first_block != first_block) size = std::min<uint64_t>(size * 2, in_.unit_blocks);
+    u.last_block = at;
+    units_.push_back(std::move(u));
+  }
+}
+
+void PieceCuts::drop_span(std::unique_lock<std::mutex>& lock) {
+  if (!expecting_) {
+    ++generation_;
+    units_.clear();
+    base_ = span_end_ = next_unit_ = current_ = 0;
+    changed_.wait(lock, [&] { return busy_ == 0; });
+    return;
+  }
+  // The expected span's units stay; a thread still cutting one of the dropped ones stores
+  // nothing (its number is below base_).
+  while (base_ < span_end_ && !units_.empty()) {
+    units_.pop_front();
+    ++base_;
+  }
+  base_ = span_end_;
+  current_ = span_end_;
+  next_unit_ = std::max(next_unit_, span_end_);
+  changed_.notify_all();
+}
+
 void PieceCuts::start(uint32_t epoch, uint64_t first_block, uint64_t last_block,
                       const uint32_t* tokens, const uint64_t* sentence_starts) {
-  end();
-  std::lock_guard<std::mutex> lock(mutex_);
-  epoch_ = epoch;
-  first_block_ = first_block;
-  last_block_ = std::max(first_block, last_block);
-  tokens_ = tokens;
-  starts_ = sentence_starts;
-  units_.clear();
-  unit_starts_.clear();
-  if (last_block_ > first_block_) {
-    // The first unit ends at the next super-batch boundary; each next one is twice as long, up
-    // to unit_blocks.
-    const uint64_t bb = in_.batch_blocks;
-    uint64_t at = first_block_, size = bb;
-    unit_starts_.push_back(at);
-    at = std::min(last_block_, (at / bb + 1) * bb);
-    while (at < last_block_) {
-      unit_starts_.push_back(at);
-      at = std::min(last_block_, at + size);
-      size = std::min<uint64_t>(size * 2, in_.unit_blocks);
-    }
-    unit_starts_.push_back(last_block_);
-    units_.resize(unit_starts_.size() - 1);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool expected = expecting_ && epoch == expected_epoch_ && first_block == expected_first_ &&
+                        last_block == expected_last_ && tokens == tokens_ &&
+                        sentence_starts == starts_;
+  if (!expected) expecting_ = false;
+  drop_span(lock);
+  expecting_ = false;
+  if (!expected) {
+    tokens_ = tokens;
+    starts_ = sentence_starts;
+    add_units(epoch, first_block, last_block);
   }
-  next_unit_ = current_ = 0;
-  failure_ = nullptr;
+  span_end_ = base_ + units_.size();
+  changed_.notify_all();
+}
+
+void PieceCuts::expect(uint32_t epoch, uint64_t first_block, uint64_t last_block) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Another expected span's units, if any, go first.
+  while (base_ + units_.size() > span_end_) units_.pop_back();
+  next_unit_ = std::min(next_unit_, span_end_);
+  expecting_ = true;
+  expected_epoch_ = epoch;
+  expected_first_ = first_block;
+  expected_last_ = std::max(first_block, last_block);
+  add_units(epoch, first_block, last_block);
   changed_.notify_all();
 }
 
 void PieceCuts::end() {
   std::unique_lock<std::mutex> lock(mutex_);
-  ++generation_;
-  units_.clear();
-  next_unit_ = current_ = 0;
-  changed_.wait(lock, [&] { return busy_ == 0; });
+  drop_span(lock);
 }
 
 bool PieceCuts::next(PieceCut& out) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    if (failure_) std::rethrow_exception(failure_);
-    if (current_ >= units_.size()) return false;
-    Unit& u = units_[current_];
+    if (current_ >= span_end_) return false;
+    Unit& u = units_[current_ - base_];
+    if (u.done && u.failure) std::rethrow_exception(u.failure);
     if (u.done && u.taken < u.cuts.size()) {
       out = std::move(u.cuts[u.taken++]);
       return true;
@@ -117,16 +153,19 @@ void PieceCuts::work() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     changed_.wait(lock, [&] {
-      return stop_ || (next_unit_ < units_.size() && next_unit_ < current_ + ahead_);
+      return stop_ || (next_unit_ < base_ + units_.size() && next_unit_ < current_ + ahead_);
     });
     if (stop_) return;
     const uint64_t u = next_unit_++, generation = generation_;
+    Unit unit;
+    unit.epoch = units_[u - base_].epoch;
+    unit.first_block = units_[u - base_].first_block;
+    unit.last_block = units_[u - base_].last_block;
     ++busy_;
     lock.unlock();
-    std::vector<PieceCut> cuts;
     std::exception_ptr failure;
     try {
-      cuts = cut_unit(u, bits);
+      unit.cuts = cut_unit(unit, bits);
     } catch (...) {
       failure = std::current_exception();
       std::fill(bits.seen.begin(), bits.seen.end(), 0);
@@ -134,23 +173,23 @@ void PieceCuts::work() {
     }
     lock.lock();
     --busy_;
-    if (generation == generation_) {
-      if (failure) {
-        if (!failure_) failure_ = failure;
-      } else {
-        units_[u].cuts = std::move(cuts);
-        units_[u].done = true;
-      }
+    // Dropped meanwhile: a reset, or its span ended.
+    if (generation == generation_ && u >= base_ && u < base_ + units_.size()) {
+      Unit& slot = units_[u - base_];
+      slot.cuts = std::move(unit.cuts);
+      slot.failure = failure;
+      slot.done = true;
     }
     changed_.notify_all();
   }
 }
 
-std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, Bits& bits) const {
-  // The span's fields are read without the lock: start() and end() wait until no thread is
-  // busy before they change them.
+std::vector<PieceCut> PieceCuts::cut_unit(const Unit& unit, Bits& bits) const {
+  // The corpus's pointers are read without the lock: start() changes them only once no thread
+  // is busy (a reset).
   const std::vector<uint64_t>& blocks = *in_.blocks;
-  const uint64_t b0 = unit_starts_[u], b1 = unit_starts_[u + 1];
+  const uint64_t b0 = unit.first_block, b1 = unit.last_block;
+  const uint32_t epoch = unit.epoch;
   const uint64_t end = blocks[b1];
   const uint32_t hot = static_cast<uint32_t>(in_.hot);
   std::vector<uint64_t>& seen = bits.seen;
@@ -163,7 +202,7 @@ std::vector<PieceCut> PieceCuts::cut_unit(uint64_t u, Bits& bits) const {
     std::vector<uint32_t>& p = pools[period - first_period];
     if (p.size() != in_.pool_size) {
       p.resize(in_.pool_size);
-      draw_pool(in_.seed, epoch_, period, in_.noise->columns().data(), in_.noise->column_count(),
+      draw_pool(in_.seed, epoch, period, in_.noise->columns().data(), in_.noise->column_count(),
                 in_.pool_size, p.data());
     }
     return p;

@@ -24,6 +24,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -85,19 +86,29 @@ class PieceCuts {
 
   /// Starts cutting blocks [first_block, last_block) of `epoch`: token p at tokens[p], sentence
   /// s from sentence_starts[s] (the corpus's absolute positions; the span's must be readable
-  /// until end()). Ends any previous span.
+  /// until end()). Ends any previous span; the span expect() named, with the same corpus, starts
+  /// with the cuts already made of it.
   void start(uint32_t epoch, uint64_t first_block, uint64_t last_block, const uint32_t* tokens,
              const uint64_t* sentence_starts);
+  /// Names the span likely to follow the current one (same corpus): the threads cut its first
+  /// units once they are ahead of the current span's end, so that its first pieces are ready
+  /// when it starts. The corpus must then stay readable until the next start(), or the object's
+  /// end, even past end().
+  void expect(uint32_t epoch, uint64_t first_block, uint64_t last_block);
   /// The span's next piece, waiting for it; false when the span has no more. Throws what a
   /// cutting thread threw.
   bool next(PieceCut& out);
-  /// Ends the span: drops its cuts and returns once no thread reads its corpus.
+  /// Ends the span: drops its cuts. Without an expected span, returns once no thread reads the
+  /// corpus; with one, the threads go on cutting it.
   void end();
 
  private:
   struct Unit {
+    uint32_t epoch = 0;
+    uint64_t first_block = 0, last_block = 0;  ///< blocks [first_block, last_block)
     bool done = false;
     std::vector<PieceCut> cuts;
+    std::exception_ptr failure;
     size_t taken = 0;
   };
   /// A thread's bits: one per cold row for the piece being cut, and one set per piece before it
@@ -106,9 +117,14 @@ class PieceCuts {
     std::vector<uint64_t> seen;
     std::vector<std::vector<uint64_t>> held;
   };
-  /// The cuts of unit `u` (blocks [unit_starts_[u], unit_starts_[u + 1])).
-  std::vector<PieceCut> cut_unit(uint64_t u, Bits& bits) const;
+  /// The cuts of `unit`.
+  std::vector<PieceCut> cut_unit(const Unit& unit, Bits& bits) const;
   void work();
+  /// Appends the units of a span (under the lock).
+  void add_units(uint32_t epoch, uint64_t first_block, uint64_t last_block);
+  /// Drops the current span's units; every unit and thread too without an expected span, once
+  /// no thread cuts (under `lock`).
+  void drop_span(std::unique_lock<std::mutex>& lock);
 
   PieceCutInput in_;
   uint64_t ahead_ = 1;  ///< units the threads may cut ahead of the one next() reads
@@ -116,18 +132,19 @@ class PieceCuts {
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;
-  uint64_t generation_ = 0;  ///< counts spans; a unit cut for an older span is dropped
-  // The span.
-  uint32_t epoch_ = 0;
-  uint64_t first_block_ = 0, last_block_ = 0;
+  uint64_t generation_ = 0;  ///< counts resets; a unit cut before one is dropped
   const uint32_t* tokens_ = nullptr;
   const uint64_t* starts_ = nullptr;
-  std::vector<Unit> units_;
-  std::vector<uint64_t> unit_starts_;  ///< each unit's first block, then the span's end
-  uint64_t next_unit_ = 0;             ///< the next unit a thread takes
-  uint64_t current_ = 0;               ///< the unit next() reads
-  uint32_t busy_ = 0;                  ///< threads cutting a unit
-  std::exception_ptr failure_;
+  /// Units by number: units_[k] is unit base_ + k. Those below span_end_ are the current span's,
+  /// those from it on the expected span's.
+  std::deque<Unit> units_;
+  uint64_t base_ = 0, span_end_ = 0;
+  bool expecting_ = false;
+  uint32_t expected_epoch_ = 0;
+  uint64_t expected_first_ = 0, expected_last_ = 0;
+  uint64_t next_unit_ = 0;  ///< the next unit a thread takes
+  uint64_t current_ = 0;    ///< the unit next() reads
+  uint32_t busy_ = 0;       ///< threads cutting a unit
 };
 
 }  // namespace pagedw2v
