@@ -1023,6 +1023,75 @@ TEST(CudaPaged, TheBackendStaysWithinItsBudget) {
   }
 }
 
+// The paging trace (bench --paging-trace): a line for every piece and one for every span, in
+// order, each piece's device times within its span; a file that cannot be written is refused
+// before training.
+TEST(CudaPaged, TheTraceHasALineForEveryPieceAndSpan) {
+  PAGEDW2V_REQUIRE_GPU();
+  const TrainingSet set = make_set(3000, 60000);
+  RunSetup s;
+  const TrainData data = run_data(set, s);
+  Model m = allocate_model(set.vocab.size(), s.dim, s.optimizer, false, "");
+  init_model(m, 1);
+  const std::string path = ::testing::TempDir() + "pagedw2v_paging_trace.txt";
+  std::remove(path.c_str());
+  CudaBackendOptions o;
+  o.gpu.placement = Placement::kPaged;
+  o.hot_rows = 200;
+  o.cache_rows = 2000;
+  o.paging_trace = path;
+  uint64_t spans = 0;
+  CudaBackendReport report;
+  {
+    auto backend = make_cuda_backend(m, data, o);
+    for (const auto& [b, end] : uneven_spans(set.block_count())) {
+      backend->train(0, b, end);
+      ++spans;
+    }
+    ASSERT_TRUE(cuda_backend_report(*backend, &report));
+  }
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char line[512];
+  uint64_t span_lines = 0, piece_lines = 0, header = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "# span ", 7) == 0 && std::strstr(line, "host ms") != nullptr &&
+        std::strstr(line, "|") == nullptr) {
+      ++span_lines;
+      continue;
+    }
+    if (line[0] == '#') {
+      ++header;
+      continue;
+    }
+    unsigned long long span = 0, piece = 0, words = 0, fresh = 0;
+    double prep0 = 0, prep1 = 0, move0 = 0, move1 = 0, train0 = 0, train1 = 0;
+    ASSERT_EQ(std::sscanf(line, "%llu %llu %llu %llu | %lf %lf %lf %lf %lf %lf", &span, &piece,
+                          &words, &fresh, &prep0, &prep1, &move0, &move1, &train0, &train1),
+              10)
+        << line;
+    EXPECT_EQ(span, span_lines - 1) << line;
+    EXPECT_GT(words, 0u) << line;
+    EXPECT_LE(prep0, prep1) << line;
+    EXPECT_LE(move0, move1) << line;
+    EXPECT_LE(move1, train0 + 1e-3) << line;  // a piece trains once its rows have moved
+    EXPECT_LT(train0, train1) << line;
+    ++piece_lines;
+  }
+  std::fclose(f);
+  EXPECT_EQ(header, 1u);
+  EXPECT_EQ(span_lines, spans);
+  EXPECT_EQ(piece_lines, report.super_batches);
+  std::remove(path.c_str());
+  o.paging_trace = ::testing::TempDir() + "no-such-directory/trace.txt";
+  try {
+    make_cuda_backend(m, data, o);
+    ADD_FAILURE() << "a trace that cannot be written was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("paging trace"), std::string::npos) << e.what();
+  }
+}
+
 // A budget too small for the row cache is one clear error naming the flag.
 TEST(CudaPaged, TinyBudgetIsAClearError) {
   PAGEDW2V_REQUIRE_GPU();

@@ -144,6 +144,14 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
             : std::clamp<uint32_t>(std::thread::hardware_concurrency() / 4, 1, 4);
     cuts_ = std::make_unique<PieceCuts>(in, threads);
   }
+  if (!options_.paging_trace.empty()) {
+    // Refused now rather than at the first span's end.
+    std::FILE* f = std::fopen(options_.paging_trace.c_str(), "a");
+    if (f == nullptr) {
+      throw Error("cannot open the paging trace " + options_.paging_trace + " for writing");
+    }
+    std::fclose(f);
+  }
   tables_.pin_host();
 }
 
