@@ -59,6 +59,7 @@ void PieceCuts::add_units(uint32_t epoch, uint64_t first_block, uint64_t last_bl
   uint64_t at = first_block, size = bb;
   while (at < last_block) {
     Unit u;
+    u.serial = next_serial_++;
     u.epoch = epoch;
     u.first_block = at;
     at = at == first_block ? std::min(last_block, (at / bb + 1) * bb)
@@ -158,6 +159,7 @@ void PieceCuts::work() {
     if (stop_) return;
     const uint64_t u = next_unit_++, generation = generation_;
     Unit unit;
+    unit.serial = units_[u - base_].serial;
     unit.epoch = units_[u - base_].epoch;
     unit.first_block = units_[u - base_].first_block;
     unit.last_block = units_[u - base_].last_block;
@@ -173,8 +175,9 @@ void PieceCuts::work() {
     }
     lock.lock();
     --busy_;
-    // Dropped meanwhile: a reset, or its span ended.
-    if (generation == generation_ && u >= base_ && u < base_ + units_.size()) {
+    // Dropped meanwhile: a reset, its span ended, or another expected span took its number.
+    if (generation == generation_ && u >= base_ && u < base_ + units_.size() &&
+        units_[u - base_].serial == unit.serial) {
       Unit& slot = units_[u - base_];
       slot.cuts = std::move(unit.cuts);
       slot.failure = failure;

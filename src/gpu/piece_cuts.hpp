@@ -104,6 +104,7 @@ class PieceCuts {
 
  private:
   struct Unit {
+    uint64_t serial = 0;  ///< unique over the object's life: a dropped unit's cut is not stored
     uint32_t epoch = 0;
     uint64_t first_block = 0, last_block = 0;  ///< blocks [first_block, last_block)
     bool done = false;
@@ -142,6 +143,7 @@ class PieceCuts {
   bool expecting_ = false;
   uint32_t expected_epoch_ = 0;
   uint64_t expected_first_ = 0, expected_last_ = 0;
+  uint64_t next_serial_ = 1;
   uint64_t next_unit_ = 0;  ///< the next unit a thread takes
   uint64_t current_ = 0;    ///< the unit next() reads
   uint32_t busy_ = 0;       ///< threads cutting a unit
