@@ -15,11 +15,15 @@
 /// the pipeline, which knows every piece in flight, lets one whose union with them would not fit
 /// take its slots only once the piece two back has trained (gpu/paged_pipeline.hpp). Units grow
 /// from one super-batch to `unit_blocks` blocks, so that a span's first piece comes soon and the
-/// unit boundaries are few. Each cut carries its cold rows, ascending, for the device to take in
-/// one step (kernels/paging.hpp, launch_take_listed_rows) instead of marking and selecting them
-/// among all rows.
+/// unit boundaries are few. Since a cut depends on nothing the device does, the threads also cut
+/// the first units of the span expected next (expect()) while a span trains, so that the next
+/// span's first piece is ready when it starts; a span that comes otherwise is cut from its start.
+/// Each cut carries its cold rows, ascending, for the device to take in one step
+/// (kernels/paging.hpp, launch_take_listed_rows) instead of marking and selecting them among all
+/// rows.
 ///
-/// Owns: the cutting threads, their bit per cold row, the cuts not yet taken. Plain C++ (tests
+/// Owns: the cutting threads, their bit per cold row, the cuts not yet taken (the current span's
+/// and the expected span's units, numbered in one sequence). Plain C++ (tests
 /// run it without a GPU). May not touch: the device, the cache, the corpus (only read).
 
 #include <condition_variable>
