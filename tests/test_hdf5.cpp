@@ -132,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Hdf5RoundTrip,
                                          std::make_tuple(6u, 3u, true),
                                          std::make_tuple(257u, 64u, false),
                                          std::make_tuple(1000u, 17u, true),
-                                         std::make_tuple(0u, 8u, true)));
+                                         std::make_tuple(0u, 8u, true),
+                                         // the vocabulary goes in slices of 65,536 words
+                                         std::make_tuple(2u * 65536u + 3u, 2u, true)));
 
 // Tables large enough that their values are written by several threads into the closed file,
 // and an interleaved one (rows apart in memory) among them: every value reads back, and the

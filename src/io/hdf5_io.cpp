@@ -152,6 +152,18 @@ Hid table_memory_space(const Checker& h5, const HostTable& table, const std::str
   return space;
 }
 
+/// Words of the vocabulary one write passes to libhdf5.
+constexpr hsize_t kVocabSliceWords = hsize_t{1} << 16;
+
+/// Writes `count` values of `type` from `values` to elements [first, first + count) of the 1-D
+/// dataset `set` whose file space is `space` (its selection is changed).
+void write_slice(const Checker& h5, const Hid& set, hid_t type, const Hid& space, hsize_t first,
+                 hsize_t count, const void* values, const std::string& what) {
+  h5.check(H5Sselect_hyperslab(space, H5S_SELECT_SET, &first, nullptr, &count, nullptr), what);
+  Hid memory = h5.make(H5Screate_simple(1, &count, nullptr), H5Sclose, what);
+  h5.check(H5Dwrite(set, type, memory, space, H5P_DEFAULT, values), what);
+}
+
 // The user block at the start of our files holds one line, written after libhdf5 closed the file:
 //     pagedw2v-xxh64 <16 hex digits> <file size> <piece bytes>\n
 // the XXH64 of the XXH64s of consecutive pieces of every byte after the user block
@@ -733,12 +745,17 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
       Hid set =
           h5.make(H5Dcreate2(group, "words", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                   H5Dclose, "cannot write /vocab/words");
+      // In slices: libhdf5 converts what one write passes (a pointer and a heap object a word),
+      // so a vocabulary of tens of millions of words written whole took hundreds of MB beside
+      // the tables.
+      // A word is a C string in place (WordList ends each with a NUL).
       std::vector<const char*> ptrs;
-      ptrs.reserve(vocab.size());
-      for (uint32_t i = 0; i < vocab.size(); ++i) ptrs.push_back(vocab.word_c_str(i));
-      if (n > 0) {
-        h5.check(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()),
-                 "cannot write /vocab/words");
+      auto word = vocab.words().begin();
+      for (hsize_t first = 0; first < n; first += kVocabSliceWords) {
+        const hsize_t count = std::min<hsize_t>(kVocabSliceWords, n - first);
+        ptrs.clear();
+        for (hsize_t i = 0; i < count; ++i, ++word) ptrs.push_back((*word).data());
+        write_slice(h5, set, type, space, first, count, ptrs.data(), "cannot write /vocab/words");
       }
       h5.check(set.close(), "cannot write /vocab/words");
     }
@@ -746,10 +763,14 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
       Hid set = h5.make(
           H5Dcreate2(group, "counts", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
           H5Dclose, "cannot write /vocab/counts");
-      const std::vector<int64_t> counts(vocab.counts().begin(), vocab.counts().end());
-      if (n > 0) {
-        h5.check(H5Dwrite(set, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, counts.data()),
-                 "cannot write /vocab/counts");
+      std::vector<int64_t> counts;
+      auto it = vocab.counts().begin();
+      for (hsize_t first = 0; first < n; first += kVocabSliceWords) {
+        const hsize_t count = std::min<hsize_t>(kVocabSliceWords, n - first);
+        counts.clear();
+        for (hsize_t i = 0; i < count; ++i, ++it) counts.push_back(static_cast<int64_t>(*it));
+        write_slice(h5, set, H5T_NATIVE_INT64, space, first, count, counts.data(),
+                    "cannot write /vocab/counts");
       }
       h5.check(set.close(), "cannot write /vocab/counts");
     }
