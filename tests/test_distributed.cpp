@@ -26,6 +26,7 @@
 
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
+#include "dist/ranks.hpp"
 #include "dist/replica_span.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
@@ -44,6 +45,60 @@ namespace pagedw2v {
 namespace {
 
 using testing_util::TempDir;
+
+// ---- the launch ----------------------------------------------------------------------------
+
+/// Sets (or with null unsets) an environment variable for its life, then puts back what was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    had_ = std::getenv(name) != nullptr;
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(Launch, AProcessWithoutRanksAsksForFourGpuQueuesUnlessTheUserChose) {
+  const char* kQueues = "CUDA_DEVICE_MAX_CONNECTIONS";
+  // Nothing here may look like a launch with ranks.
+  ScopedEnv a("OMPI_COMM_WORLD_SIZE", nullptr), b("PMI_SIZE", nullptr), c("PMIX_SIZE", nullptr),
+      d("MPI_LOCALNRANKS", nullptr);
+  {
+    ScopedEnv q(kQueues, nullptr);
+    dist::limit_gpu_queues();
+    ASSERT_NE(std::getenv(kQueues), nullptr);
+    EXPECT_STREQ(std::getenv(kQueues), "4");
+  }
+  {
+    ScopedEnv q(kQueues, "8");
+    dist::limit_gpu_queues();
+    EXPECT_STREQ(std::getenv(kQueues), "8");
+  }
+  {
+    // Under mpirun NCCL's streams share the queues: the driver's default stays.
+    ScopedEnv q(kQueues, nullptr), ranks("OMPI_COMM_WORLD_SIZE", "2");
+    dist::limit_gpu_queues();
+    EXPECT_EQ(std::getenv(kQueues), nullptr);
+  }
+}
 
 // ---- who owns what -------------------------------------------------------------------------
 

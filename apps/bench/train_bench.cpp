@@ -44,21 +44,25 @@ double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0)
 
 double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
-/// The peak resident set of this process (VmHWM of /proc/self/status), 0 where there is none.
-uint64_t peak_rss_bytes() {
+/// A field of /proc/self/status in bytes (VmHWM: the peak resident set; VmRSS: the resident set
+/// now), 0 where there is none.
+uint64_t status_bytes(const char* field) {
   std::FILE* f = std::fopen("/proc/self/status", "r");
   if (f == nullptr) return 0;
   char line[256];
   uint64_t kib = 0;
+  const size_t n = std::strlen(field);
   while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "VmHWM:", 6) == 0) {
-      kib = std::strtoull(line + 6, nullptr, 10);
+    if (std::strncmp(line, field, n) == 0) {
+      kib = std::strtoull(line + n, nullptr, 10);
       break;
     }
   }
   std::fclose(f);
   return kib * 1024;
 }
+uint64_t peak_rss_bytes() { return status_bytes("VmHWM:"); }
+uint64_t rss_bytes() { return status_bytes("VmRSS:"); }
 
 /// Bytes of both tables and every optimizer state table.
 uint64_t model_bytes(const Model& model) {
@@ -119,6 +123,8 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   if (options.synthetic) r.vocab_seconds = seconds_since(t0);
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;
+  r.rss_set_bytes = rss_bytes();
+  r.vocab_bytes = vocab.memory_bytes();
   // Placement decided once (one memory query), as `train` does: the model's layout and the
   // backend both follow it; then the sizes paged tables leave to the plan.
   const GpuOptions gpu = resolve_gpu_options(config.device, vocab.size(), config.dim,
@@ -129,6 +135,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   Model model = allocate_model(vocab.size(), config.dim, config.optimizer,
                                gpu.placement == Placement::kPaged, "lower --dim", config.storage);
   init_model(model, config.seed, config.effective_threads());
+  r.rss_model_bytes = rss_bytes();
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
   r.corpus_words = corpus.size();
@@ -295,6 +302,7 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
     backend = make_backend(config.device, model, data, config.effective_threads(), gpu);
   }
   r.setup_seconds = seconds_since(t_setup);
+  r.rss_setup_bytes = rss_bytes();
   r.device = backend->name();
 
   const uint64_t nblocks = set.block_count();
@@ -455,6 +463,14 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
                    static_cast<double>(r.peak_rss_bytes) / with_corpus);
     }
     std::fprintf(out, "\n");
+    if (r.rss_set_bytes > 0) {
+      std::fprintf(out,
+                   "host memory by stage (resident set): corpus and vocabulary %.3f GiB (the "
+                   "vocabulary's words and counts %.3f GiB), the model allocated %.3f GiB, the "
+                   "backend set up %.3f GiB, peak %.3f GiB\n",
+                   gib(r.rss_set_bytes), gib(r.vocab_bytes), gib(r.rss_model_bytes),
+                   gib(r.rss_setup_bytes), gib(r.peak_rss_bytes));
+    }
     std::fprintf(out, "loss/example (last epoch): %.4f\n", r.mean_loss);
     std::fprintf(out,
                  "RESULT device=%s model=%s words=%llu train_s=%.4f words_per_s=%.1fM total_s=%.3f "

@@ -102,6 +102,12 @@ struct TrainBenchResult {
   uint64_t peak_rss_bytes = 0;
   uint64_t table_bytes = 0;
   uint64_t corpus_bytes = 0;  ///< the encoded corpus in memory: ids and sentence offsets
+  /// The resident set (VmRSS) once the corpus and vocabulary are built, once the model is
+  /// allocated and initialised, and once the backend is set up; the vocabulary's own bytes.
+  uint64_t rss_set_bytes = 0;
+  uint64_t rss_model_bytes = 0;
+  uint64_t rss_setup_bytes = 0;
+  uint64_t vocab_bytes = 0;
 };
 
 /// Runs the benchmark and prints its report to `out`.

@@ -25,6 +25,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "config.hpp"
+#include "dist/ranks.hpp"
 #include "error.hpp"
 
 namespace pagedw2v::app {
@@ -335,6 +336,7 @@ int cmd_bench(int argc, char** argv) {
   }
   if (args.count("parts")) bench.parts = args["parts"].as<uint32_t>();
   if (args.count("replicas")) bench.replicas = args["replicas"].as<uint32_t>();
+  dist::limit_gpu_queues();  // as `train` runs
   run_train_bench(bench, stdout);
   return 0;
 }

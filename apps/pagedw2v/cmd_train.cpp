@@ -65,6 +65,7 @@ int cmd_train(int argc, char** argv) {
   }
   // A GPU each, chosen before anything starts CUDA.
   dist::choose_gpu_of_local_rank();
+  dist::limit_gpu_queues();
   prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "",
                    dist::launch_rank() == 0 ? stderr : nullptr);
   std::signal(SIGINT, on_stop_signal);

@@ -41,6 +41,11 @@ uint32_t default_threads_per_rank() {
   return std::max(1u, cores / static_cast<unsigned>(local));
 }
 
+void limit_gpu_queues() {
+  if (launched_with_ranks()) return;
+  ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", "4", 0);
+}
+
 void choose_gpu_of_local_rank() {
   if (!launched_with_ranks()) return;
   const char* local = nullptr;

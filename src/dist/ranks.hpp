@@ -83,6 +83,13 @@ uint32_t default_threads_per_rank();
 /// every rank keeps what it sees (ranks then share a GPU).
 void choose_gpu_of_local_rank();
 
+/// The hardware queues CUDA gives a process without ranks, before anything starts CUDA: four
+/// (CUDA_DEVICE_MAX_CONNECTIONS), as many as the streams that run at once in paged training (two
+/// training, the pieces' collection, the row moves). The driver's default of eight maps about
+/// 40 MB more host memory for the whole run at the same speed. A value the user set is kept,
+/// and ranks keep the driver's default for NCCL's streams beside the backend's.
+void limit_gpu_queues();
+
 /// Joins the ranks of this job when it was launched with more than one (MPI_Init), else
 /// returns null. `stop` is the process's signal flag: a rank that waits on the others and is
 /// asked to stop (mpirun ends the job when a rank dies) gives up with one clear error.

@@ -18,6 +18,7 @@
 #include <system_error>
 
 #include "error.hpp"
+#include "free_heap.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
 #include "string_index.hpp"
@@ -552,6 +553,9 @@ void CheckpointWriter::prepare(const TrainPosition& position, uint64_t rows, uin
       } catch (const Error&) {
         // The checkpoint is then written whole when its time comes, and fails there if it must.
       }
+      // Writing the vocabulary took buffers of its size from this thread's malloc arena, which
+      // would hold them for the rest of the run.
+      release_free_heap();
     });
   } catch (const std::system_error&) {
   }

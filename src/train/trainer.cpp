@@ -1,9 +1,6 @@
 #include "train/trainer.hpp"
 
 #include <dirent.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +23,7 @@
 #include "error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
+#include "free_heap.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "io/atomic_file.hpp"
 #include "io/embeddings.hpp"
@@ -47,14 +45,6 @@
 
 namespace pagedw2v {
 
-namespace {
-/// Returns the heap's free pages to the system (glibc's malloc_trim over every arena).
-void release_free_heap() {
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-}  // namespace
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -506,9 +496,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // Encoded whole, the text is read no more: its maps and buffers go before the tables are
   // allocated, so that they do not add to the peak of host memory (a stream reads it again).
   if (!streamed) text = CorpusText();
-  // What the count and the encoder freed stays in the malloc arenas of their threads (one an
-  // arena, up to 8 a core) and in this process's resident memory; give it back before the tables
-  // are allocated. On the 2 M-word walks, 16 counting threads left 114 MB there.
+  // make_training_set gave back what the count and the encoder freed; the text's buffers go
+  // back the same way.
   release_free_heap();
   const Vocab& vocab = set.vocab;
   if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
@@ -900,6 +889,17 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     return summary;
   }
   if (!ranks) check_run_outcome(examples, model);
+  // Training is over: what the last checkpoint and the export do not read goes before they are
+  // written, so that their buffers take its place at the peak of host memory: the backend (its
+  // device memory, pinned staging and threads) and the encoded corpus (4 bytes a word).
+  const std::string device_name = backend->name();
+  const std::string backend_description = backend->describe();
+  if (!ranks) {
+    backend.reset();
+    stream.reset();
+    set.corpus = EncodedCorpus{};
+    release_free_heap();
+  }
 
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
   // while the export files are. These files are atomic, but fsync'ed only with --fsync-outputs
@@ -926,7 +926,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       {"alpha", static_cast<double>(p.alpha)},
       {"epochs", static_cast<int64_t>(config.epochs)},
       {"seed", static_cast<int64_t>(config.seed)},
-      {"device", backend->name()},
+      {"device", device_name},
       {"corpus", config.corpus},
       {"words_trained", static_cast<int64_t>(pos.words_done)},
       {"optimizer", to_string(config.optimizer)},
@@ -980,7 +980,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   summary.words_trained_now = pos.words_done - words_at_start;
   summary.train_seconds = times.training;
   summary.final_loss = progress.smoothed_loss();
-  summary.device = backend->name();
+  summary.device = device_name;
   // run.json goes in with the export files; its own writing is not timed.
   std::vector<std::string> files;
   for (const std::string& n : staged.names()) files.push_back(staged.dir() + "/" + n);
@@ -988,7 +988,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   times.total = seconds_since(t0);
   summary.times = times;
   summary.total_seconds = times.total;
-  staged.add(kRunRecord, run_record(config, summary, backend->describe(), threads, files));
+  staged.add(kRunRecord, run_record(config, summary, backend_description, threads, files));
   summary.files = staged.commit(export_file_names());
 
   if (out) {

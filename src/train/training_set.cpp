@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "error.hpp"
+#include "free_heap.hpp"
 
 namespace pagedw2v {
 
@@ -116,6 +117,9 @@ TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, Samplers sample
   set.blocks = make_blocks(set.corpus, kBlockWords);
   set.keep = std::move(samplers.keep);
   set.noise = std::move(samplers.noise);
+  // What the count, the encoder and the samplers freed on their threads goes back to the
+  // system before the tables are allocated beside the set.
+  release_free_heap();
   return set;
 }
 
