@@ -11,7 +11,11 @@ namespace pagedw2v {
 
 namespace {
 
-/// Units a thread may cut ahead of the one next() reads, per thread.
+/// Units a thread may cut ahead of the one next() reads, per thread, where the slots are shared
+/// (a small cache: units of many short pieces, each cut in about the time the device trains it).
+/// Without (a large cache) a unit is one super-batch, which a thread cuts in about the time the
+/// device trains two, and each unit held keeps its pieces' cold rows and pools (megabytes at
+/// millions of rows): one a thread and one more are cut ahead.
 constexpr uint64_t kAheadPerThread = 2;
 
 }  // namespace
@@ -27,7 +31,7 @@ PieceCuts::PieceCuts(const PieceCutInput& in, uint32_t threads) : in_(in) {
   in_.share = std::max<uint64_t>(in_.share, 1);
   threads = std::max<uint32_t>(threads, 1);
   // Set before any thread starts: a thread reads it while the others are still being started.
-  ahead_ = kAheadPerThread * threads;
+  ahead_ = in_.slots > 0 ? kAheadPerThread * threads : uint64_t{threads} + 1;
   try {
     for (uint32_t t = 0; t < threads; ++t) threads_.emplace_back([this] { work(); });
   } catch (const std::system_error& e) {

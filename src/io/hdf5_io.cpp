@@ -152,6 +152,27 @@ Hid table_memory_space(const Checker& h5, const HostTable& table, const std::str
   return space;
 }
 
+/// File access with a metadata cache of 1 MiB that does not grow. libhdf5 keeps the global heap
+/// collections that hold /vocab/words in that cache, and its default lets it grow to 32 MiB while
+/// a vocabulary of millions of words is written beside the tables; they go to the file instead.
+Hid small_metadata_cache(const Checker& h5) {
+  const std::string what = "cannot create the file";
+  Hid access = h5.make(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, what);
+  H5AC_cache_config_t cache;
+  cache.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+  h5.check(H5Pget_mdc_config(access, &cache), what);
+  constexpr size_t kBytes = size_t{1} << 20;
+  cache.set_initial_size = true;
+  cache.initial_size = kBytes;
+  cache.min_size = kBytes;
+  cache.max_size = kBytes;
+  cache.incr_mode = H5C_incr__off;
+  cache.flash_incr_mode = H5C_flash_incr__off;
+  cache.decr_mode = H5C_decr__off;
+  h5.check(H5Pset_mdc_config(access, &cache), what);
+  return access;
+}
+
 /// Words of the vocabulary one write passes to libhdf5.
 constexpr hsize_t kVocabSliceWords = hsize_t{1} << 16;
 
@@ -728,7 +749,8 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
   {
     Hid create = h5.make(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "cannot create the file");
     h5.check(H5Pset_userblock(create, kUserBlockBytes), "cannot create the file");
-    Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, create, H5P_DEFAULT), H5Fclose,
+    Hid access = small_metadata_cache(h5);
+    Hid file = h5.make(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, create, access), H5Fclose,
                        "cannot create the file");
     Hid links = h5.make(H5Pcreate(H5P_LINK_CREATE), H5Pclose, "cannot write the tables");
     h5.check(H5Pset_create_intermediate_group(links, 1), "cannot write the tables");
