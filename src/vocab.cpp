@@ -7,6 +7,7 @@
 #include <deque>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 #include <system_error>
 
 #include "error.hpp"
@@ -58,8 +59,49 @@ bool Vocab::index_built() const {
   return index_ != nullptr && index_->built.load(std::memory_order_acquire);
 }
 
+void Vocab::words_are_packed() {
+  throw std::logic_error("the vocabulary's words are packed (Vocab::pack_words)");
+}
+
+void Vocab::pack_words(uint32_t threads) {
+  if (packed_) return;
+  packed_ = std::make_unique<const PackedWords>(words_, threads);
+  words_ = WordList();
+  index_.reset();
+}
+
+void Vocab::unpack_words(uint32_t threads) {
+  if (!packed_) return;
+  words_ = packed_->unpack(threads);
+  packed_.reset();
+}
+
+void Vocab::for_each_word_run(const std::function<void(uint64_t, const WordList&)>& f) const {
+  if (!packed_) {
+    f(0, words_);
+    return;
+  }
+  for (size_t k = 0; k < packed_->slices(); ++k) {
+    f(k * PackedWords::kSliceWords, packed_->slice(k));
+  }
+}
+
+uint64_t Vocab::word_bytes() const {
+  return packed_ ? packed_->bytes() - packed_->size() : words_.bytes() - words_.size();
+}
+
+std::vector<std::string> Vocab::word_strings() const {
+  std::vector<std::string> out;
+  out.reserve(size());
+  for_each_word_run([&](uint64_t, const WordList& run) {
+    for (const std::string_view w : run) out.emplace_back(w);
+  });
+  return out;
+}
+
 size_t Vocab::memory_bytes() const {
   size_t bytes = words_.memory_bytes() + counts_.memory_bytes();
+  if (packed_) bytes += packed_->memory_bytes();
   if (index_built()) bytes += index_->slots.capacity() * sizeof(uint32_t);
   return bytes;
 }
@@ -647,16 +689,19 @@ void Vocab::save_tsv(const std::string& path) const {
   AtomicFile out(path);
   std::string buf;
   auto count = counts_.begin();
-  for (size_t i = 0; i < words_.size(); ++i, ++count) {
-    buf += words_[i];
-    buf += '\t';
-    buf += std::to_string(*count);
-    buf += '\n';
-    if (buf.size() > (1 << 20)) {
-      out.write(buf);
-      buf.clear();
+  for_each_word_run([&](uint64_t, const WordList& run) {
+    for (const std::string_view w : run) {
+      buf += w;
+      buf += '\t';
+      buf += std::to_string(*count);
+      ++count;
+      buf += '\n';
+      if (buf.size() > (1 << 20)) {
+        out.write(buf);
+        buf.clear();
+      }
     }
-  }
+  });
   out.write(buf);
   out.commit();
 }

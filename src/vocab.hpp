@@ -14,6 +14,7 @@
 
 #include "count_list.hpp"
 #include "huge_pages.hpp"
+#include "packed_words.hpp"
 #include "string_index.hpp"
 #include "tokenizer.hpp"
 #include "word_list.hpp"
@@ -96,14 +97,43 @@ class Vocab {
   /// Writes `word<TAB>count` lines in row order (to a temporary name, then renamed).
   void save_tsv(const std::string& path) const;
 
-  uint32_t size() const { return static_cast<uint32_t>(words_.size()); }
-  bool empty() const { return words_.empty(); }
-  std::string_view word(uint32_t id) const { return words_[id]; }
+  uint32_t size() const { return static_cast<uint32_t>(packed_ ? packed_->size() : words_.size()); }
+  bool empty() const { return size() == 0; }
+  /// Word `id` (the words may not be packed: see pack_words()).
+  std::string_view word(uint32_t id) const {
+    if (packed_) words_are_packed();
+    return words_[id];
+  }
   /// Word `id` as a C string (it ends at the word's first NUL, where a word holds one).
-  const char* word_c_str(uint32_t id) const { return words_.c_str(id); }
+  const char* word_c_str(uint32_t id) const {
+    if (packed_) words_are_packed();
+    return words_.c_str(id);
+  }
   uint64_t count(uint32_t id) const { return counts_[id]; }
-  /// The words in row order: iterate it for std::string_views, or copy it with to_strings().
-  const WordList& words() const { return words_; }
+  /// The words in row order: iterate it for std::string_views, or copy it with to_strings()
+  /// (the words may not be packed).
+  const WordList& words() const {
+    if (packed_) words_are_packed();
+    return words_;
+  }
+
+  /// Packs the words (packed_words.hpp) on up to `threads` threads, for the time that only a
+  /// checkpoint or the export reads them (a trained corpus held whole needs no word). Until
+  /// unpack_words(), word(), word_c_str() and words() throw std::logic_error and find() finds no
+  /// word (its index is freed); size(), the counts, word_bytes(), word_strings() and
+  /// for_each_word_run() work as before. Throws Error when packing fails (the words are kept).
+  void pack_words(uint32_t threads);
+  /// The words as they were before pack_words() (find() stays without an index).
+  void unpack_words(uint32_t threads);
+  bool words_packed() const { return packed_ != nullptr; }
+  /// Calls `f(first_row, words)` for runs of consecutive rows, in row order, that cover every
+  /// row: the whole list at once, or, packed, one slice of PackedWords::kSliceWords at a time
+  /// (unpacked for the call). A reader of every word that holds no more than a run's.
+  void for_each_word_run(const std::function<void(uint64_t, const WordList&)>& f) const;
+  /// The bytes of the words, NULs not included.
+  uint64_t word_bytes() const;
+  /// Every word as a std::string, in row order, packed or not.
+  std::vector<std::string> word_strings() const;
   const CountList& counts() const { return counts_; }
   /// Sum of the counts of the kept words: the words one epoch trains on.
   uint64_t total_count() const { return total_; }
@@ -143,10 +173,14 @@ class Vocab {
   static constexpr uint32_t kNoRow = detail::StringIndex::kEmpty;
   struct Index;
 
+  /// Throws std::logic_error: a word was asked for while the words are packed.
+  [[noreturn]] static void words_are_packed();
   /// Fills `index` from words_; throws Error on a repeated word.
   void build_index(Index& index) const;
 
-  WordList words_;
+  WordList words_;  ///< empty while the words are packed
+  /// The words, packed (pack_words()), or null.
+  std::unique_ptr<const PackedWords> packed_;
   CountList counts_;
   uint64_t total_ = 0;
   uint64_t corpus_tokens_ = 0;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -82,6 +83,42 @@ class WordList {
     return list;
   }
 
+  /// The list whose buffer (see buffer()) is `buffer`, `n` words: each word ends at its first
+  /// NUL, except those `nul_words` names ({word, length}, ascending by word), which hold NULs.
+  /// Throws std::invalid_argument when the bytes do not hold `n` such words exactly.
+  static WordList of_buffer(std::vector<char> buffer, size_t n,
+                            const std::vector<std::pair<uint64_t, uint64_t>>& nul_words = {}) {
+    const std::string_view bytes(buffer.data(), buffer.size());
+    WordList list;
+    list.lengths_.resize(n);
+    list.marks_.resize((n + kMarkEvery - 1) / kMarkEvery);
+    uint64_t at = 0;
+    auto held = nul_words.begin();
+    for (size_t i = 0; i < n; ++i) {
+      if (i % kMarkEvery == 0) list.marks_[i / kMarkEvery] = at;
+      uint64_t len = 0;
+      if (held != nul_words.end() && held->first == i) {
+        len = (held++)->second;
+      } else if (at < bytes.size()) {
+        const void* nul = std::memchr(bytes.data() + at, '\0', bytes.size() - at);
+        len = nul == nullptr
+                  ? bytes.size() - at
+                  : static_cast<uint64_t>(static_cast<const char*>(nul) - bytes.data()) - at;
+      }
+      if (at + len >= bytes.size() || bytes[at + len] != '\0') {
+        throw std::invalid_argument("word list: the buffer does not hold its words");
+      }
+      list.set_length(i, len);
+      at += len + 1;
+    }
+    if (at != bytes.size() || held != nul_words.end()) {
+      throw std::invalid_argument("word list: the buffer does not hold its words");
+    }
+    list.chars_ = std::move(buffer);
+    list.size_ = n;
+    return list;
+  }
+
   /// Room for `words` words of `bytes` bytes in all, NULs included.
   void reserve(size_t words, size_t bytes) {
     chars_.reserve(bytes);
@@ -105,6 +142,10 @@ class WordList {
   }
   /// Word `i` as a C string (it ends at its first NUL, where a word holds one).
   const char* c_str(size_t i) const { return chars_.data() + start(i); }
+  /// The buffer: every word followed by a NUL, in order (bytes() of them).
+  std::string_view buffer() const { return std::string_view(chars_.data(), chars_.size()); }
+  /// The words' bytes and their NULs.
+  uint64_t bytes() const { return chars_.size(); }
   /// Where of_lengths()'s caller writes word `i`'s bytes (its length, as given).
   char* data(size_t i) { return chars_.data() + start(i); }
 
@@ -138,6 +179,8 @@ class WordList {
   friend bool operator!=(const WordList& a, const WordList& b) { return !(a == b); }
 
  private:
+  friend class PackedWords;  // unpacks its slices into a list's buffers on several threads
+
   /// Every this many words, where the word starts is kept.
   static constexpr size_t kMarkEvery = 32;
   /// A length byte of this value: the word's length is in long_.

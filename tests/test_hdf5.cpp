@@ -117,6 +117,14 @@ TEST_P(Hdf5RoundTrip, ReadsBackWhatItWrote) {
   expect_same(e, vocab, vectors);
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"e.h5"});
 
+  // A vocabulary whose words are packed (as while a run trains) writes the same words.
+  Vocab packed = random_vocab(rows, seed);
+  packed.pack_words(3);
+  ASSERT_TRUE(packed.words_packed());
+  write_embeddings_h5(dir.file("packed.h5"), packed, vectors, with_context ? &context : nullptr,
+                      attributes);
+  expect_same(read_embeddings_h5(dir.file("packed.h5")), vocab, vectors);
+
   std::vector<Attribute> expected = attributes;
   std::sort(expected.begin(), expected.end(),
             [](const Attribute& a, const Attribute& b) { return a.name < b.name; });

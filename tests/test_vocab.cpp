@@ -412,6 +412,117 @@ TEST(WordList, OfLengthsLaysOutWordsToFillInPlace) {
   EXPECT_TRUE(WordList::of_lengths(0, [](size_t) { return 1; }).empty());
 }
 
+// of_buffer() finds the words of a buffer at their NULs, takes the lengths of the words it is told
+// hold NULs, and refuses a buffer that does not hold the words it is said to.
+TEST(WordList, OfBufferFindsTheWordsAtTheirNuls) {
+  const std::vector<std::string> words = {
+      "", "ab", std::string("a\0b", 3), std::string(300, 'q'), std::string(1, '\0'), "z"};
+  const WordList list(words);
+  const std::string_view b = list.buffer();
+  EXPECT_EQ(list.bytes(), b.size());
+  const WordList back =
+      WordList::of_buffer(std::vector<char>(b.begin(), b.end()), words.size(), {{2, 3}, {4, 1}});
+  EXPECT_EQ(back.to_strings(), words);
+  EXPECT_TRUE(back == list);
+  EXPECT_THROW(WordList::of_buffer(std::vector<char>(b.begin(), b.end()), words.size()),
+               std::invalid_argument);
+  EXPECT_THROW(WordList::of_buffer(std::vector<char>(b.begin(), b.end()), words.size() - 1,
+                                   {{2, 3}, {4, 1}}),
+               std::invalid_argument);
+  EXPECT_THROW(WordList::of_buffer(std::vector<char>(b.begin(), b.end() - 1), words.size(),
+                                   {{2, 3}, {4, 1}}),
+               std::invalid_argument);
+  EXPECT_TRUE(WordList::of_buffer({}, 0).empty());
+}
+
+// Words of every kind (empty, long, holding NULs, UTF-8) over several slices and a remainder pack
+// and come back whole, a slice at a time and on any number of threads, in fewer bytes.
+TEST(PackedWords, EveryWordComesBackWholeOrBySlice) {
+  std::vector<std::string> words;
+  std::mt19937 rng(11);
+  const size_t n = 2 * PackedWords::kSliceWords + 1234;
+  for (size_t i = 0; i < n; ++i) {
+    std::string w = "w" + std::to_string(rng() % 10000000);
+    if (i % 1000 == 7) w = "";
+    if (i % 4099 == 3) w = std::string(280 + i % 50, static_cast<char>('a' + i % 26));
+    if (i % 7919 == 11) w = std::string("nul\0inside", 11) + std::to_string(i);
+    if (i % 997 == 5) w = "\xc3\xa9t\xc3\xa9" + std::to_string(i);
+    words.push_back(w);
+  }
+  const WordList list(words);
+  for (const uint32_t threads : {1u, 3u, 8u}) {
+    const PackedWords packed(list, threads);
+    ASSERT_EQ(packed.size(), n);
+    ASSERT_EQ(packed.slices(), 3u);
+    EXPECT_EQ(packed.bytes(), list.bytes());
+    EXPECT_LT(packed.memory_bytes(), list.bytes() * 3 / 4);
+    EXPECT_TRUE(packed.unpack(threads) == list) << threads;
+    EXPECT_EQ(packed.unpack(2).to_strings(), words);
+    for (size_t k = 0; k < packed.slices(); ++k) {
+      const WordList slice = packed.slice(k);
+      const size_t first = k * PackedWords::kSliceWords;
+      ASSERT_EQ(slice.size(), std::min(PackedWords::kSliceWords, n - first));
+      for (size_t i = 0; i < slice.size(); ++i) ASSERT_EQ(slice[i], words[first + i]) << k << i;
+    }
+    EXPECT_THROW(packed.slice(3), std::out_of_range);
+  }
+  const PackedWords none(WordList(), 4);
+  EXPECT_EQ(none.size(), 0u);
+  EXPECT_EQ(none.slices(), 0u);
+  EXPECT_TRUE(none.unpack(4).empty());
+}
+
+// A packed vocabulary keeps its size and counts, writes the same vocab.tsv, gives its words by
+// runs and as strings, refuses reads of one word, and unpacks to what it was.
+TEST(Vocab, PackedWordsAreReadByRunsAndUnpackToWhatTheyWere) {
+  std::vector<std::string> words;
+  std::vector<uint64_t> counts;
+  const size_t n = PackedWords::kSliceWords + 99;
+  for (size_t i = 0; i < n; ++i) {
+    words.push_back("t" + std::to_string(i * 7919 % 1000003));
+    counts.push_back(n + 5 - i / 3);
+  }
+  Vocab v = Vocab::from_words(words, counts);
+  TempDir dir;
+  v.save_tsv(dir.file("before.tsv"));
+  const uint64_t bytes = v.word_bytes();
+  const size_t before = v.memory_bytes();
+  v.pack_words(3);
+  ASSERT_TRUE(v.words_packed());
+  EXPECT_EQ(v.size(), n);
+  EXPECT_EQ(v.word_bytes(), bytes);
+  EXPECT_EQ(v.count(12345), counts[12345]);
+  EXPECT_LT(v.memory_bytes(), before / 2);  // the index went too
+  EXPECT_THROW(v.word(0), std::logic_error);
+  EXPECT_THROW(v.word_c_str(0), std::logic_error);
+  EXPECT_THROW(v.words(), std::logic_error);
+  EXPECT_EQ(v.find(words[5]), -1);
+  EXPECT_EQ(v.word_strings(), words);
+  std::vector<uint64_t> firsts;
+  std::vector<std::string> seen;
+  v.for_each_word_run([&](uint64_t first, const WordList& run) {
+    firsts.push_back(first);
+    for (const std::string_view w : run) seen.emplace_back(w);
+  });
+  EXPECT_EQ(firsts, (std::vector<uint64_t>{0, PackedWords::kSliceWords}));
+  EXPECT_EQ(seen, words);
+  v.save_tsv(dir.file("packed.tsv"));
+  EXPECT_EQ(testing_util::read_file(dir.file("packed.tsv")),
+            testing_util::read_file(dir.file("before.tsv")));
+  Vocab moved = std::move(v);
+  EXPECT_TRUE(moved.words_packed());
+  moved.unpack_words(2);
+  EXPECT_FALSE(moved.words_packed());
+  EXPECT_EQ(moved.words().to_strings(), words);
+  EXPECT_EQ(moved.word(77), words[77]);
+  firsts.clear();
+  moved.for_each_word_run([&](uint64_t first, const WordList& run) {
+    firsts.push_back(first);
+    EXPECT_EQ(run.size(), n);
+  });
+  EXPECT_EQ(firsts, std::vector<uint64_t>{0});
+}
+
 // The counts as runs: every read (by index, in order, as a vector, its first n) gives the counts
 // it was made of, sorted or not, and a sorted list holds a run per distinct count.
 TEST(CountList, ReadsBackWhatItHolds) {

@@ -11,6 +11,7 @@
 #include "backend.hpp"
 #include "corpus.hpp"
 #include "error.hpp"
+#include "free_heap.hpp"
 #include "sampler.hpp"
 #include "text_source.hpp"
 #include "train/backend_factory.hpp"
@@ -117,9 +118,11 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   TrainBenchResult r;
   const auto t0 = Clock::now();
 
-  const TrainingSet set = options.synthetic
-                              ? make_synthetic_training_set(*options.synthetic, config)
-                              : text_training_set(config, options.repeat, r);
+  TrainingSet set = options.synthetic ? make_synthetic_training_set(*options.synthetic, config)
+                                      : text_training_set(config, options.repeat, r);
+  // As `train` does: nothing reads the words while the corpus trains.
+  set.vocab.pack_words(config.effective_threads());
+  release_free_heap();
   if (options.synthetic) r.vocab_seconds = seconds_since(t0);
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;

@@ -738,7 +738,7 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
   {
     uint64_t need = uint64_t{1} << 20;
     for (const TableShape& t : tables) need += t.rows * t.dim * sizeof(float);
-    for (uint32_t i = 0; i < vocab.size(); ++i) need += vocab.word(i).size() + 24;
+    need += vocab.word_bytes() + uint64_t{24} * vocab.size();
     Fd fd(::open(temp.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     if (fd < 0) h5.fail(std::strerror(errno));
     if (::fallocate(fd, 0, 0, static_cast<off_t>(need)) != 0 && errno != EOPNOTSUPP &&
@@ -770,15 +770,19 @@ PreparedH5 prepare_embeddings_h5(const std::string& path, const Vocab& vocab,
       // In slices: libhdf5 converts what one write passes (a pointer and a heap object a word),
       // so a vocabulary of tens of millions of words written whole took hundreds of MB beside
       // the tables.
-      // A word is a C string in place (WordList ends each with a NUL).
+      // A word is a C string in place (WordList ends each with a NUL). Packed words come a
+      // slice at a time (Vocab::for_each_word_run).
       std::vector<const char*> ptrs;
-      auto word = vocab.words().begin();
-      for (hsize_t first = 0; first < n; first += kVocabSliceWords) {
-        const hsize_t count = std::min<hsize_t>(kVocabSliceWords, n - first);
-        ptrs.clear();
-        for (hsize_t i = 0; i < count; ++i, ++word) ptrs.push_back((*word).data());
-        write_slice(h5, set, type, space, first, count, ptrs.data(), "cannot write /vocab/words");
-      }
+      vocab.for_each_word_run([&](uint64_t run_first, const WordList& run) {
+        auto word = run.begin();
+        for (hsize_t at = 0; at < run.size(); at += kVocabSliceWords) {
+          const hsize_t count = std::min<hsize_t>(kVocabSliceWords, run.size() - at);
+          ptrs.clear();
+          for (hsize_t i = 0; i < count; ++i, ++word) ptrs.push_back((*word).data());
+          write_slice(h5, set, type, space, run_first + at, count, ptrs.data(),
+                      "cannot write /vocab/words");
+        }
+      });
       h5.check(set.close(), "cannot write /vocab/words");
     }
     {

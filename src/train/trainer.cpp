@@ -205,7 +205,7 @@ bool same_vocabulary(const Vocab& a, const Vocab& b) {
 /// The input vectors as evaluation reads them.
 LoadedEmbeddings as_embeddings(const Vocab& vocab, const HostTable& table) {
   LoadedEmbeddings e;
-  e.words = vocab.words().to_strings();
+  e.words = vocab.word_strings();
   e.counts = vocab.counts().to_vector();
   e.rows = table.rows();
   e.dim = table.dim();
@@ -501,6 +501,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   release_free_heap();
   const Vocab& vocab = set.vocab;
   if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
+  // A corpus held whole is encoded: until the export, only the checkpoints read the words, a
+  // slice at a time, so they are kept packed (a stream looks words up in every pass; ranks
+  // gather and write the rows by words of their own).
+  if (!streamed && !ranks) {
+    set.vocab.pack_words(config.effective_threads());
+    release_free_heap();
+  }
   std::optional<CorpusFingerprint> corpus_id;
   // A corpus held whole is hashed on a thread of its own while the model and the backend are
   // set up, unless a checkpoint or other ranks need its fingerprint now.
@@ -899,6 +906,12 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     stream.reset();
     set.corpus = EncodedCorpus{};
     release_free_heap();
+  }
+  // The export's writers read words by row; no checkpoint is being written now (a thread that
+  // prepares the last one may still read the words).
+  if (vocab.words_packed()) {
+    if (writer) writer->settle();
+    set.vocab.unpack_words(threads);
   }
 
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
