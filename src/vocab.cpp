@@ -70,10 +70,18 @@ void Vocab::pack_words(uint32_t threads) {
   index_.reset();
 }
 
-void Vocab::unpack_words(uint32_t threads) {
-  if (!packed_) return;
-  words_ = packed_->unpack(threads);
-  packed_.reset();
+Vocab Vocab::with_words_unpacked(uint32_t threads) const {
+  Vocab v;
+  if (packed_) {
+    v.words_ = packed_->unpack(threads);
+  } else {
+    v.words_ = words_;
+  }
+  v.counts_ = counts_;
+  v.total_ = total_;
+  v.corpus_tokens_ = corpus_tokens_;
+  v.distinct_words_ = distinct_words_;
+  return v;
 }
 
 void Vocab::for_each_word_run(const std::function<void(uint64_t, const WordList&)>& f) const {

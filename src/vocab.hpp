@@ -118,13 +118,15 @@ class Vocab {
   }
 
   /// Packs the words (packed_words.hpp) on up to `threads` threads, for the time that only a
-  /// checkpoint or the export reads them (a trained corpus held whole needs no word). Until
-  /// unpack_words(), word(), word_c_str() and words() throw std::logic_error and find() finds no
-  /// word (its index is freed); size(), the counts, word_bytes(), word_strings() and
-  /// for_each_word_run() work as before. Throws Error when packing fails (the words are kept).
+  /// checkpoint reads them (a corpus held whole and encoded needs no word to train). Afterwards
+  /// word(), word_c_str() and words() throw std::logic_error and find() finds no word (its index
+  /// is freed); size(), the counts, word_bytes(), word_strings() and for_each_word_run() work as
+  /// before. Throws Error when packing fails (the words are kept as they are).
   void pack_words(uint32_t threads);
-  /// The words as they were before pack_words() (find() stays without an index).
-  void unpack_words(uint32_t threads);
+  /// A copy whose words are not packed, unpacked on up to `threads` threads when these are (the
+  /// counts and totals the same; find() without an index): what the export reads by row while a
+  /// checkpoint still reads this one.
+  Vocab with_words_unpacked(uint32_t threads) const;
   bool words_packed() const { return packed_ != nullptr; }
   /// Calls `f(first_row, words)` for runs of consecutive rows, in row order, that cover every
   /// row: the whole list at once, or, packed, one slice of PackedWords::kSliceWords at a time

@@ -511,16 +511,22 @@ TEST(Vocab, PackedWordsAreReadByRunsAndUnpackToWhatTheyWere) {
             testing_util::read_file(dir.file("before.tsv")));
   Vocab moved = std::move(v);
   EXPECT_TRUE(moved.words_packed());
-  moved.unpack_words(2);
-  EXPECT_FALSE(moved.words_packed());
-  EXPECT_EQ(moved.words().to_strings(), words);
-  EXPECT_EQ(moved.word(77), words[77]);
+  const Vocab unpacked = moved.with_words_unpacked(2);
+  EXPECT_TRUE(moved.words_packed());
+  EXPECT_FALSE(unpacked.words_packed());
+  EXPECT_EQ(unpacked.words().to_strings(), words);
+  EXPECT_EQ(unpacked.word(77), words[77]);
+  EXPECT_EQ(unpacked.counts(), moved.counts());
+  EXPECT_EQ(unpacked.total_count(), moved.total_count());
+  EXPECT_EQ(unpacked.size(), n);
   firsts.clear();
-  moved.for_each_word_run([&](uint64_t first, const WordList& run) {
+  unpacked.for_each_word_run([&](uint64_t first, const WordList& run) {
     firsts.push_back(first);
     EXPECT_EQ(run.size(), n);
   });
   EXPECT_EQ(firsts, std::vector<uint64_t>{0});
+  EXPECT_EQ(moved.with_words_unpacked(1).words().to_strings(), words);
+  EXPECT_EQ(unpacked.with_words_unpacked(1).words().to_strings(), words);
 }
 
 // The counts as runs: every read (by index, in order, as a vector, its first n) gives the counts

@@ -542,11 +542,6 @@ const std::string& CheckpointWriter::wait() {
   return last_path_;
 }
 
-void CheckpointWriter::settle() {
-  wait();
-  if (preparing_.joinable()) preparing_.join();
-}
-
 void CheckpointWriter::prepare(const TrainPosition& position, uint64_t rows, uint32_t dim) {
   if (preparing_.joinable()) return;
   const std::string path = dir_.path_for(true, position);
@@ -587,9 +582,9 @@ void CheckpointWriter::write_file(bool end_of_epoch, const Model& model,
                                   const TrainPosition& position, float lr) {
   const auto t = Clock::now();
   PreparedH5* prepared = nullptr;
-  if (end_of_epoch && (preparing_.joinable() || prepared_.ready()) &&
+  if (end_of_epoch && preparing_.joinable() &&
       dir_.path_for(end_of_epoch, position) == prepared_path_) {
-    if (preparing_.joinable()) preparing_.join();
+    preparing_.join();
     prepared = &prepared_;
   }
   last_path_ = dir_.write(end_of_epoch, config_, vocab_, model, position, corpus_, lr, prepared);

@@ -214,9 +214,6 @@ class CheckpointWriter {
   /// Waits for the write in progress and throws its error; returns the newest checkpoint's path
   /// (empty before the first).
   const std::string& wait();
-  /// Waits for the write in progress (as wait()) and for the preparation of the last file, which
-  /// stays prepared: afterwards no thread of the writer reads the vocabulary until the next write.
-  void settle();
   /// Whether a background write is in progress.
   bool busy() const { return worker_.joinable() && !done_.load(); }
   /// Waits for the write in progress (as wait()), then frees the snapshot's memory.

@@ -505,8 +505,12 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // slice at a time, so they are kept packed (a stream looks words up in every pass; ranks
   // gather and write the rows by words of their own).
   if (!streamed && !ranks) {
-    set.vocab.pack_words(config.effective_threads());
-    release_free_heap();
+    try {
+      set.vocab.pack_words(config.effective_threads());
+      release_free_heap();
+    } catch (const Error&) {
+      // Kept as they are: packing only saves memory.
+    }
   }
   std::optional<CorpusFingerprint> corpus_id;
   // A corpus held whole is hashed on a thread of its own while the model and the backend are
@@ -907,12 +911,6 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     set.corpus = EncodedCorpus{};
     release_free_heap();
   }
-  // The export's writers read words by row; no checkpoint is being written now (a thread that
-  // prepares the last one may still read the words).
-  if (vocab.words_packed()) {
-    if (writer) writer->settle();
-    set.vocab.unpack_words(threads);
-  }
 
   // The last checkpoint needs no copy: nothing trains any more. It is written from the tables
   // while the export files are. These files are atomic, but fsync'ed only with --fsync-outputs
@@ -961,6 +959,11 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
   }
   StagedFiles staged(config.output);
+  // The export's writers read the words by row: a copy of them unpacked, while the last checkpoint
+  // (whose thread may be writing it already) reads the packed ones a slice at a time.
+  Vocab unpacked;
+  if (vocab.words_packed()) unpacked = vocab.with_words_unpacked(threads);
+  const Vocab& export_vocab = vocab.words_packed() ? unpacked : vocab;
   if (ranks) {
     std::unique_ptr<CheckpointRowWriter> ck_rows;
     if (keep_any) ck_rows = writer->open_rows(true, pos, schedule.at(pos.words_done));
@@ -977,7 +980,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     export_rows.finish();
     if (ck_rows) writer->commit_rows(*ck_rows, /*beside_other_files=*/true);
   } else {
-    write_export(staged, vocab, model, export_options);
+    write_export(staged, export_vocab, model, export_options);
   }
   summary.last_checkpoint = writer->wait();
   times.export_files = seconds_since(t_export);
