@@ -3,10 +3,11 @@
 /// A WordList compressed for the time nothing reads its words: a trained vocabulary's words are
 /// read only when a checkpoint or the export is written, while the tables and the corpus fill the
 /// host memory. The words go in slices of kSliceWords, each its buffer (every word and its NUL)
-/// deflated on its own (zlib, level 1), so that a slice comes back alone (a checkpoint writes
-/// the vocabulary a slice at a time, and holds one slice unpacked) and slices pack on several
-/// threads. The lengths and the marks of the list are not kept: a slice finds its words at its
-/// NULs again, and names the rare words that hold a NUL with their lengths.
+/// deflated on its own (zlib, level 1), so that a slice comes back alone (a checkpoint, vocab.tsv
+/// and an HDF5 export write the vocabulary a slice at a time, holding one slice unpacked) and
+/// slices pack and unpack on several threads. The lengths and the marks of the list are not kept: a
+/// slice finds its words at its NULs again, and names the rare words that hold a NUL with their
+/// lengths.
 ///
 /// Owns: the compressed slices. May not touch: what the words mean (vocab.hpp).
 

@@ -89,6 +89,31 @@ TEST(Export, WritesEveryFormatAndEachLoadsBack) {
   EXPECT_EQ(Vocab::load_tsv(dir + "/vocab.tsv").counts(), vocab.counts());
 }
 
+// A vocabulary whose words are packed (as a run's are while it trains) exports the same files,
+// byte for byte, in every format and over more than one slice of packed words.
+TEST(Export, PackedWordsExportTheSameFiles) {
+  const uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const TempDir tmp;
+  const uint32_t rows = PackedWords::kSliceWords + 77;
+  const Vocab vocab = random_vocab(rows, seed);
+  Vocab packed = random_vocab(rows, seed);
+  packed.pack_words(3);
+  ASSERT_TRUE(packed.words_packed());
+  const Model model = random_model(rows, 3, seed + 1);
+  export_model(tmp.file("plain"), vocab, model, ExportOptions{});
+  export_model(tmp.file("packed"), packed, model, ExportOptions{});
+  EXPECT_TRUE(packed.words_packed());
+  const std::vector<std::string> names = entries(tmp.file("plain"));
+  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(entries(tmp.file("packed")), names);
+  for (const std::string& name : names) {
+    if (name == "embeddings.h5") continue;  // libhdf5 records when its objects were made
+    EXPECT_EQ(read_file(tmp.file("packed/" + name)), read_file(tmp.file("plain/" + name))) << name;
+  }
+  expect_same(load_embeddings(tmp.file("packed/embeddings.h5")), vocab, model.input, true);
+}
+
 TEST(Export, SaveContextWritesTheOutputVectors) {
   const uint64_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));

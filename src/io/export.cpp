@@ -213,6 +213,14 @@ void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
   check_request(files.dir(), vocab, model, options);
   if (options.formats.empty()) return;
 
+  // The word2vec formats read the words by row: packed words (Vocab::pack_words) are read from a
+  // copy unpacked for them. vocab.tsv and HDF5 read them a slice at a time.
+  Vocab unpacked;
+  const bool by_row = wants(options, "bin") || wants(options, "txt");
+  if (by_row && vocab.words_packed()) {
+    unpacked = vocab.with_words_unpacked(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  const Vocab& row_vocab = by_row && vocab.words_packed() ? unpacked : vocab;
   // Paths are named here, in a fixed order, so that the list commit() returns does not depend on
   // which thread finishes first.
   std::vector<std::function<void()>> tasks;
@@ -233,9 +241,9 @@ void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
             [&table](uint64_t first, uint64_t n, float* out) { table.read_rows(first, n, out); });
       });
     } else if (std::strcmp(format, "bin") == 0) {
-      tasks.push_back([&vocab, &table, path] { write_word2vec_bin(path, vocab, table); });
+      tasks.push_back([&row_vocab, &table, path] { write_word2vec_bin(path, row_vocab, table); });
     } else {
-      tasks.push_back([&vocab, &table, path] { write_word2vec_txt(path, vocab, table); });
+      tasks.push_back([&row_vocab, &table, path] { write_word2vec_txt(path, row_vocab, table); });
     }
   };
   for (const char* format : {"npy", "bin", "txt"}) {

@@ -74,7 +74,8 @@ class StagedFiles {
 const std::vector<std::string>& export_file_names();
 
 /// Writes the export files of `model` (above) into `files`, all formats at once; the caller
-/// commits. Throws Error when a file cannot be written, UsageError for an unknown format.
+/// commits. The vocabulary's words may be packed (Vocab::pack_words). Throws Error when a file
+/// cannot be written, UsageError for an unknown format.
 void write_export(StagedFiles& files, const Vocab& vocab, const Model& model,
                   const ExportOptions& options);
 

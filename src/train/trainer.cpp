@@ -501,9 +501,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   release_free_heap();
   const Vocab& vocab = set.vocab;
   if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
-  // A corpus held whole is encoded: until the export, only the checkpoints read the words, a
-  // slice at a time, so they are kept packed (a stream looks words up in every pass; ranks
-  // gather and write the rows by words of their own).
+  // A corpus held whole is encoded: from now on only the checkpoints and the export read the
+  // words, a slice at a time (the word2vec formats from a copy unpacked), so they are kept packed
+  // (a stream looks words up in every pass; ranks write the rows they gather by words of their
+  // own).
   if (!streamed && !ranks) {
     try {
       set.vocab.pack_words(config.effective_threads());
@@ -959,11 +960,6 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
   }
   StagedFiles staged(config.output);
-  // The export's writers read the words by row: a copy of them unpacked, while the last checkpoint
-  // (whose thread may be writing it already) reads the packed ones a slice at a time.
-  Vocab unpacked;
-  if (vocab.words_packed()) unpacked = vocab.with_words_unpacked(threads);
-  const Vocab& export_vocab = vocab.words_packed() ? unpacked : vocab;
   if (ranks) {
     std::unique_ptr<CheckpointRowWriter> ck_rows;
     if (keep_any) ck_rows = writer->open_rows(true, pos, schedule.at(pos.words_done));
@@ -980,7 +976,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     export_rows.finish();
     if (ck_rows) writer->commit_rows(*ck_rows, /*beside_other_files=*/true);
   } else {
-    write_export(staged, export_vocab, model, export_options);
+    write_export(staged, vocab, model, export_options);
   }
   summary.last_checkpoint = writer->wait();
   times.export_files = seconds_since(t_export);
