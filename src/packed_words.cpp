@@ -104,31 +104,11 @@ WordList PackedWords::unpack(uint32_t threads) const {
       try {
         char* const chars = list.chars_.data();
         inflate_into(k, chars + begin[k]);
-        // The slice's words, found at their NULs as WordList::of_buffer finds them.
         const Slice& s = slices_[k];
-        auto held = s.nul_words.begin();
-        uint64_t at = begin[k];
-        for (uint64_t j = 0; j < s.words; ++j) {
-          const uint64_t row = k * kSliceWords + j;
-          if (row % WordList::kMarkEvery == 0) list.marks_[row / WordList::kMarkEvery] = at;
-          uint64_t len = 0;
-          if (held != s.nul_words.end() && held->first == j) {
-            len = (held++)->second;
-          } else {
-            while (at + len < begin[k + 1] && chars[at + len] != '\0') ++len;
-          }
-          if (at + len >= begin[k + 1] || chars[at + len] != '\0') {
-            throw Error("cannot unpack the vocabulary's words: damaged slice");
-          }
-          if (len < WordList::kLong) {
-            list.lengths_[row] = static_cast<uint8_t>(len);
-          } else {
-            list.lengths_[row] = WordList::kLong;
-            longs[k].emplace_back(row, len);
-          }
-          at += len + 1;
+        if (!list.find_words(chars, begin[k], begin[k + 1], k * kSliceWords, s.words, s.nul_words,
+                             longs[k])) {
+          throw Error("cannot unpack the vocabulary's words: damaged slice");
         }
-        if (at != begin[k + 1]) throw Error("cannot unpack the vocabulary's words: damaged slice");
       } catch (...) {
         failed = true;
         throw;

@@ -88,30 +88,10 @@ class WordList {
   /// Throws std::invalid_argument when the bytes do not hold `n` such words exactly.
   static WordList of_buffer(std::vector<char> buffer, size_t n,
                             const std::vector<std::pair<uint64_t, uint64_t>>& nul_words = {}) {
-    const std::string_view bytes(buffer.data(), buffer.size());
     WordList list;
     list.lengths_.resize(n);
     list.marks_.resize((n + kMarkEvery - 1) / kMarkEvery);
-    uint64_t at = 0;
-    auto held = nul_words.begin();
-    for (size_t i = 0; i < n; ++i) {
-      if (i % kMarkEvery == 0) list.marks_[i / kMarkEvery] = at;
-      uint64_t len = 0;
-      if (held != nul_words.end() && held->first == i) {
-        len = (held++)->second;
-      } else if (at < bytes.size()) {
-        const void* nul = std::memchr(bytes.data() + at, '\0', bytes.size() - at);
-        len = nul == nullptr
-                  ? bytes.size() - at
-                  : static_cast<uint64_t>(static_cast<const char*>(nul) - bytes.data()) - at;
-      }
-      if (at + len >= bytes.size() || bytes[at + len] != '\0') {
-        throw std::invalid_argument("word list: the buffer does not hold its words");
-      }
-      list.set_length(i, len);
-      at += len + 1;
-    }
-    if (at != bytes.size() || held != nul_words.end()) {
+    if (!list.find_words(buffer.data(), 0, buffer.size(), 0, n, nul_words, list.long_)) {
       throw std::invalid_argument("word list: the buffer does not hold its words");
     }
     list.chars_ = std::move(buffer);
@@ -200,6 +180,38 @@ class WordList {
     lengths_[i] = kLong;
     // Words are laid out in order, so long_ stays sorted by index.
     long_.emplace_back(i, len);
+  }
+  /// Finds words [first, first + n) in `chars`' bytes [at, end): each ends at its first NUL,
+  /// except those `nul_words` names ({word − first, length}, ascending), which hold NULs. Writes
+  /// their lengths and marks (lengths_ and marks_ already sized; `first` a multiple of kMarkEvery)
+  /// and appends the {word, length} of those longer than a length byte to `longs`. Touches only
+  /// these words' entries, so that slices of one list are found on several threads. False when
+  /// the bytes do not hold exactly `n` such words.
+  bool find_words(const char* chars, uint64_t at, uint64_t end, size_t first, size_t n,
+                  const std::vector<std::pair<uint64_t, uint64_t>>& nul_words,
+                  std::vector<std::pair<uint64_t, uint64_t>>& longs) {
+    auto held = nul_words.begin();
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = first + j;
+      if (i % kMarkEvery == 0) marks_[i / kMarkEvery] = at;
+      uint64_t len = 0;
+      if (held != nul_words.end() && held->first == j) {
+        len = (held++)->second;
+      } else if (at < end) {
+        const void* nul = std::memchr(chars + at, '\0', static_cast<size_t>(end - at));
+        len = nul == nullptr ? end - at
+                             : static_cast<uint64_t>(static_cast<const char*>(nul) - chars) - at;
+      }
+      if (at + len >= end || chars[at + len] != '\0') return false;
+      if (len < kLong) {
+        lengths_[i] = static_cast<uint8_t>(len);
+      } else {
+        lengths_[i] = kLong;
+        longs.emplace_back(i, len);
+      }
+      at += len + 1;
+    }
+    return at == end && held == nul_words.end();
   }
   uint64_t start(size_t i) const {
     const size_t first = i - i % kMarkEvery;
