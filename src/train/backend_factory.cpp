@@ -89,7 +89,9 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const Tra
     if (cuda_device_available()) {
       CudaBackendOptions options;
       options.gpu = gpu;
-      options.serial = gpu.deterministic;
+      // Deterministic: one warp per launch, launches in order, but the streams, eviction depth
+      // and sizes of a default run, so that a deterministic run checks the pipeline users run.
+      options.ordered = gpu.deterministic;
       return make_cuda_backend(model, data, options);
     }
     if (device == DeviceKind::kCuda) {

@@ -1,0 +1,471 @@
+// Whole runs of `pagedw2v train` on the GPU, compared by value: with the tables paged against
+// resident, and with the CPU backend (the reference), through run_training() exactly as the
+// command runs them (options set by name, the plan made from the budget, the export read back).
+//
+// What each comparison can promise, and why:
+// - --deterministic paged against --deterministic resident: the same bytes. One warp trains a
+//   launch's sentences in order and the launches keep their order, so where a row lives (hot,
+//   cached in a slot, evicted and read again) must not change a bit. 16-bit storage with sgd is
+//   the exception the design names: rows are rounded when they go back to the host (evictions,
+//   span ends), which a resident run never does; there the paged run is compared with itself
+//   (the same bits twice) and with resident by value.
+// - The GPU against the CPU: not the same bytes. The kernel holds a centre's output row across
+//   its window and applies a window's updates in another order than word2vec.c's loop, so two
+//   deterministic runs round differently and drift. What must agree is the arithmetic: with a
+//   small learning rate a run is close to its first-order expansion, in which the order of the
+//   updates does not matter, so the tables' movement from the untrained tables must agree row by
+//   row within a small share of that movement (kFollowShare, measured beside it). A gradient
+//   scaled by 0.9 or a negative dropped moves them 10 % or more apart. The optimizers (Adam,
+//   Adagrad) compute every example of a batch against the batch's starting tables, so there only
+//   the summation order differs.
+// - Hogwild runs (many warps, the default): the loss of every epoch and the quality of the
+//   vectors (how often a word's nearest neighbour shares its topic, on a corpus with planted
+//   topics) within the spread that CPU runs of three seeds show, widened by a fixed floor.
+//
+// Every random choice comes from one seed, printed, and replayed from PAGEDW2V_TEST_SEED.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "config.hpp"
+#include "cuda_test_util.hpp"
+#include "io/npy.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "test_util.hpp"
+#include "train/trainer.hpp"
+
+namespace pagedw2v {
+namespace {
+
+using testing_util::Log;
+using testing_util::TempDir;
+using testing_util::write_file;
+
+constexpr uint32_t kVocab = 3000;
+constexpr uint32_t kDim = 16;
+constexpr uint32_t kPool = 128;
+constexpr uint64_t kBatchWords = 8192;
+constexpr uint64_t kPoolWords = 4096;
+constexpr uint32_t kShortestSentence = 5;
+constexpr uint32_t kLongestSentence = 30;
+
+/// The seed of this test binary's random inputs: PAGEDW2V_TEST_SEED when set, else fresh.
+uint64_t test_seed() {
+  static const uint64_t seed = [] {
+    const char* v = std::getenv("PAGEDW2V_TEST_SEED");
+    const uint64_t s =
+        v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : testing_util::fresh_seed();
+    std::printf("test seed %llu (replay with PAGEDW2V_TEST_SEED=%llu)\n",
+                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+/// Sentences of w0 … w(kVocab−1) drawn from Zipf(1), every word at least once (min-count 1),
+/// sentences of kShortestSentence … kLongestSentence tokens.
+std::string zipf_corpus(uint64_t seed, uint32_t tokens) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> weights(kVocab);
+  for (uint32_t r = 0; r < kVocab; ++r) weights[r] = 1.0 / (r + 1.0);
+  std::discrete_distribution<uint32_t> zipf(weights.begin(), weights.end());
+  std::vector<uint32_t> ids(tokens);
+  for (uint32_t& t : ids) t = zipf(rng);
+  for (uint32_t w = 0; w < kVocab; ++w) ids.push_back(w);
+  std::shuffle(ids.end() - kVocab, ids.end(), rng);
+  std::uniform_int_distribution<uint32_t> length(kShortestSentence, kLongestSentence);
+  std::string text;
+  for (size_t i = 0; i < ids.size();) {
+    const size_t end = std::min(ids.size(), i + length(rng));
+    for (; i < end; ++i) text += "w" + std::to_string(ids[i]) + (i + 1 < end ? " " : "\n");
+  }
+  return text;
+}
+
+/// Sentences about one of kTopics topics each, of words t<topic>_<j> drawn from that topic's
+/// kTopicWords words (Zipf within the topic), with one word in eight drawn from any topic.
+constexpr uint32_t kTopics = 20;
+constexpr uint32_t kTopicWords = 40;
+std::string topic_corpus(uint64_t seed, uint32_t sentences) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> weights(kTopicWords);
+  for (uint32_t r = 0; r < kTopicWords; ++r) weights[r] = 1.0 / (r + 2.0);
+  std::discrete_distribution<uint32_t> word(weights.begin(), weights.end());
+  std::uniform_int_distribution<uint32_t> topic(0, kTopics - 1), length(8, 20), noise(0, 7);
+  std::string text;
+  for (uint32_t s = 0; s < sentences; ++s) {
+    const uint32_t t = topic(rng);
+    const uint32_t n = length(rng);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t from = noise(rng) == 0 ? topic(rng) : t;
+      text +=
+          "t" + std::to_string(from) + "_" + std::to_string(word(rng)) + (i + 1 < n ? " " : "\n");
+    }
+  }
+  return text;
+}
+
+/// A --gpu-memory budget with room for `room` rows (of every table the optimizer needs) beyond
+/// the fixed part of a paged plan for this file's shapes (sampling tables, the pieces in flight,
+/// the plan's margin), the fixed part estimated a little high. The tests check that the plan
+/// they got pages: not every row is hot.
+uint64_t paged_budget(OptimizerKind optimizer, uint64_t room) {
+  const uint64_t stride = (kDim + 3) & ~3u;
+  const bool stateful = optimizer != OptimizerKind::kSgd;
+  const uint64_t row =
+      stride * sizeof(float) * (2 + 2 * state_tables(optimizer) + (stateful ? 2 : 0)) + 16;
+  const uint64_t tokens = kBatchWords + 2 * kLongestSentence;
+  const uint64_t pools = kBatchWords / kPoolWords * kPool;
+  const uint64_t list = std::min<uint64_t>(kVocab, tokens + pools);
+  const uint64_t piece =
+      tokens * 8 + (tokens / kShortestSentence + 1) * 12 + list * 16 + pools * 8 + 64;
+  const uint64_t fixed = uint64_t{kVocab} * 24 + 3 * piece + (uint64_t{16} << 10);
+  return testing_util::with_paged_margin(fixed + room * row);
+}
+
+struct RunOptions {
+  ModelKind model = ModelKind::kSkipGram;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  Storage storage = Storage::kFp32;
+  std::string device = "cuda";
+  Placement placement = Placement::kResident;
+  uint64_t budget = 0;  ///< --gpu-memory for paged runs
+  bool deterministic = true;
+  uint32_t threads = 1;
+  uint32_t epochs = 2;
+  uint64_t seed = 1;
+  std::string alpha;  ///< empty: the optimizer's default
+};
+
+struct Trained {
+  TrainSummary summary;
+  std::string log;
+  std::vector<float> input, output;  ///< vectors.npy, context_vectors.npy
+  std::vector<std::string> words;    ///< vocab.tsv's words, in row order
+};
+
+std::vector<std::string> vocab_words(const std::string& path) {
+  std::vector<std::string> words;
+  std::istringstream in(testing_util::read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    words.push_back(line.substr(0, line.find('\t')));
+  }
+  return words;
+}
+
+Trained train(const std::string& corpus, const RunOptions& o, const std::string& out) {
+  Config c;
+  apply_option(c, "corpus", corpus);
+  apply_option(c, "output", out);
+  apply_option(c, "model", to_string(o.model));
+  apply_option(c, "optimizer", to_string(o.optimizer));
+  apply_option(c, "dim", std::to_string(kDim));
+  apply_option(c, "epochs", std::to_string(o.epochs));
+  apply_option(c, "min-count", "1");
+  apply_option(c, "negative-pool", std::to_string(kPool));
+  apply_option(c, "pool-words", std::to_string(kPoolWords));
+  apply_option(c, "batch-words", std::to_string(kBatchWords));
+  apply_option(c, "seed", std::to_string(o.seed));
+  apply_option(c, "device", o.device);
+  apply_option(c, "threads", std::to_string(o.threads));
+  apply_option(c, "deterministic", o.deterministic ? "true" : "false");
+  if (!o.alpha.empty()) apply_option(c, "alpha", o.alpha);
+  if (o.device == "cuda") {
+    apply_option(c, "storage", to_string(o.storage));
+    apply_option(c, "placement", to_string(o.placement));
+    if (o.placement == Placement::kPaged) apply_option(c, "gpu-memory", std::to_string(o.budget));
+  }
+  apply_option(c, "format", "npy");
+  apply_option(c, "save-context", "true");
+  Log log;
+  Trained r;
+  r.summary = run_training(c, log.get());
+  r.log = log.text();
+  r.input = read_npy(out + "/vectors.npy").data;
+  r.output = read_npy(out + "/context_vectors.npy").data;
+  r.words = vocab_words(out + "/vocab.tsv");
+  return r;
+}
+
+size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::max(a.size(), b.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], 4) != 0;
+  return differ;
+}
+
+/// How far `got` is from `want` as a share of how far `want` moved from `start`, over the whole
+/// table: ‖got − want‖ / ‖want − start‖.
+double share_off(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::vector<float>& start) {
+  double off = 0, moved = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    off += double(got[i] - want[i]) * (got[i] - want[i]);
+    moved += double(want[i] - start[i]) * (want[i] - start[i]);
+  }
+  return std::sqrt(off) / std::max(std::sqrt(moved), 1e-30);
+}
+
+/// The share of the `frequent` most frequent words (rows 0 …) whose nearest neighbour by cosine
+/// among every row shares their topic (the number between "t" and "_").
+double topic_purity(const Trained& r, uint32_t frequent) {
+  const size_t n = r.words.size();
+  std::vector<double> norm(n);
+  for (size_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (uint32_t d = 0; d < kDim; ++d) s += double(r.input[i * kDim + d]) * r.input[i * kDim + d];
+    norm[i] = std::sqrt(s) + 1e-30;
+  }
+  auto topic = [&](size_t i) { return r.words[i].substr(0, r.words[i].find('_')); };
+  uint32_t same = 0, asked = 0;
+  for (size_t i = 0; i < std::min<size_t>(frequent, n); ++i) {
+    double best = -2;
+    size_t at = i;
+    for (size_t j = 0; j < n; ++j) {
+      if (j == i) continue;
+      double s = 0;
+      for (uint32_t d = 0; d < kDim; ++d)
+        s += double(r.input[i * kDim + d]) * r.input[j * kDim + d];
+      s /= norm[i] * norm[j];
+      if (s > best) best = s, at = j;
+    }
+    ++asked;
+    same += topic(at) == topic(i);
+  }
+  return double(same) / std::max(asked, 1u);
+}
+
+std::string name_of(ModelKind m) { return m == ModelKind::kSkipGram ? "sg" : "cbow"; }
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic: paged as the plan makes it, at two budgets, against resident.
+
+using PagedCase = std::tuple<ModelKind, OptimizerKind, Storage>;
+class WholeRunPagedEqualsResident : public ::testing::TestWithParam<PagedCase> {};
+
+TEST_P(WholeRunPagedEqualsResident, SameBytes) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [model, optimizer, storage] = GetParam();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), zipf_corpus(seed, 60000));
+  RunOptions o;
+  o.model = model;
+  o.optimizer = optimizer;
+  o.storage = storage;
+  o.seed = seed;
+  const Trained resident = train(dir.file("corpus.txt"), o, dir.file("resident"));
+  EXPECT_EQ(resident.summary.device, "cuda");
+  // Room for about a quarter and about two thirds of the rows: the plan splits it into hot rows
+  // and its row cache, so rows are evicted and read again.
+  for (const uint64_t room : {uint64_t{kVocab / 4}, uint64_t{kVocab * 2 / 3}}) {
+    SCOPED_TRACE("room for " + std::to_string(room) + " rows");
+    o.placement = Placement::kPaged;
+    o.budget = paged_budget(optimizer, room);
+    const std::string out = dir.file("paged-" + std::to_string(room));
+    const Trained paged = train(dir.file("corpus.txt"), o, out);
+    const int64_t hot = testing_util::hot_rows(paged.log);
+    ASSERT_GE(hot, 0) << "not paged:\n" << paged.log;
+    EXPECT_LT(hot, int64_t{kVocab}) << paged.log;
+    EXPECT_EQ(paged.summary.words, resident.summary.words);
+    const bool rounded_on_the_way = storage != Storage::kFp32 && optimizer == OptimizerKind::kSgd;
+    if (!rounded_on_the_way) {
+      EXPECT_EQ(bits_differ(paged.input, resident.input), 0u) << "input";
+      EXPECT_EQ(bits_differ(paged.output, resident.output), 0u) << "output";
+    } else {
+      // Rounded to 16 bits when rows go back: the same bits every time, and close to resident.
+      const Trained again = train(dir.file("corpus.txt"), o, out + "-again");
+      EXPECT_EQ(bits_differ(again.input, paged.input), 0u) << "input";
+      EXPECT_EQ(bits_differ(again.output, paged.output), 0u) << "output";
+      const std::vector<float> zero(resident.output.size(), 0.0f);
+      const double off = share_off(paged.output, resident.output, zero);
+      std::printf("16-bit sgd, paged against resident: output %.4f of its size apart\n", off);
+      EXPECT_LT(off, 0.05);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, WholeRunPagedEqualsResident,
+    ::testing::Combine(::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow),
+                       ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam,
+                                         OptimizerKind::kAdagrad),
+                       ::testing::Values(Storage::kFp32, Storage::kBf16)),
+    [](const auto& info) {
+      return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_" +
+             to_string(std::get<2>(info.param));
+    });
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic: the GPU against the CPU, row by row, in the first-order regime.
+
+/// How far apart the GPU's and the CPU's tables may be, as a share of how far the CPU's moved
+/// from the untrained tables (share_off). Measured on the device (docs/testing.md): well under
+/// this for every case, while a gradient scaled by 0.9 moves the tables 0.1 apart or more.
+constexpr double kFollowShare = 0.03;
+
+using FollowCase = std::tuple<ModelKind, OptimizerKind, Placement>;
+class WholeRunGpuFollowsCpu : public ::testing::TestWithParam<FollowCase> {};
+
+TEST_P(WholeRunGpuFollowsCpu, RowByRow) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [model, optimizer, placement] = GetParam();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), zipf_corpus(seed, 60000));
+  RunOptions o;
+  o.model = model;
+  o.optimizer = optimizer;
+  o.seed = seed;
+  o.epochs = 1;
+  // A small step keeps word2vec's per-example updates in their first-order regime.
+  if (optimizer == OptimizerKind::kSgd) o.alpha = "0.0025";
+  o.device = "cpu";
+  const Trained cpu = train(dir.file("corpus.txt"), o, dir.file("cpu"));
+  o.device = "cuda";
+  o.placement = placement;
+  o.budget = paged_budget(optimizer, kVocab / 3);
+  const Trained gpu = train(dir.file("corpus.txt"), o, dir.file("gpu"));
+  EXPECT_EQ(gpu.summary.device, "cuda");
+  EXPECT_EQ(gpu.summary.words, cpu.summary.words);
+  if (placement == Placement::kPaged) {
+    EXPECT_GE(testing_util::hot_rows(gpu.log), 0) << gpu.log;
+  }
+
+  // The untrained tables, as exported (rows in vocabulary order).
+  Model start = allocate_model(kVocab, kDim, optimizer, false, "");
+  init_model(start, seed);
+  std::vector<float> in0(start.input.rows() * start.input.dim());
+  std::vector<float> out0(start.output.rows() * start.output.dim());
+  start.input.copy_to(in0.data());
+  start.output.copy_to(out0.data());
+  ASSERT_EQ(in0.size(), cpu.input.size());
+  const double in_off = share_off(gpu.input, cpu.input, in0);
+  const double out_off = share_off(gpu.output, cpu.output, out0);
+  std::printf("GPU against CPU: input %.5f, output %.5f of the CPU's movement apart\n", in_off,
+              out_off);
+  EXPECT_LT(in_off, kFollowShare);
+  EXPECT_LT(out_off, kFollowShare);
+  ASSERT_EQ(gpu.summary.epoch_loss.size(), cpu.summary.epoch_loss.size());
+  for (size_t e = 0; e < cpu.summary.epoch_loss.size(); ++e) {
+    EXPECT_NEAR(gpu.summary.epoch_loss[e], cpu.summary.epoch_loss[e],
+                kFollowShare * cpu.summary.epoch_loss[e])
+        << "epoch " << e + 1;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, WholeRunGpuFollowsCpu,
+    ::testing::Combine(::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow),
+                       ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam,
+                                         OptimizerKind::kAdagrad),
+                       ::testing::Values(Placement::kResident, Placement::kPaged)),
+    [](const auto& info) {
+      return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_" +
+             to_string(std::get<2>(info.param));
+    });
+
+// ---------------------------------------------------------------------------------------------
+// Hogwild (the default launch mode): loss and quality within the CPU's seed-to-seed spread.
+
+/// Added to the CPU's spread: runs of three seeds can happen to agree closely.
+constexpr double kLossFloor = 0.02;    ///< relative, per epoch
+constexpr double kPurityFloor = 0.05;  ///< absolute
+
+using HogwildCase = std::tuple<ModelKind, OptimizerKind, Placement, Storage>;
+class WholeRunHogwild : public ::testing::TestWithParam<HogwildCase> {};
+
+TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [model, optimizer, placement, storage] = GetParam();
+  const uint64_t seed = test_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(seed, 12000));
+  const uint32_t frequent = kTopics * kTopicWords / 2;
+  RunOptions o;
+  o.model = model;
+  o.optimizer = optimizer;
+  o.deterministic = false;
+  o.epochs = 3;
+  o.threads = 4;
+  o.device = "cpu";
+  std::vector<std::vector<double>> losses;
+  std::vector<double> purity;
+  for (uint64_t k = 0; k < 3; ++k) {
+    o.seed = seed + k;
+    const Trained cpu = train(dir.file("corpus.txt"), o, dir.file("cpu-" + std::to_string(k)));
+    losses.push_back(cpu.summary.epoch_loss);
+    purity.push_back(topic_purity(cpu, frequent));
+  }
+  o.device = "cuda";
+  o.seed = seed + 7;
+  o.placement = placement;
+  o.storage = storage;
+  o.budget = paged_budget(optimizer, kTopics * kTopicWords / 3);
+  const Trained gpu = train(dir.file("corpus.txt"), o, dir.file("gpu"));
+  EXPECT_EQ(gpu.summary.device, "cuda");
+  if (placement == Placement::kPaged) {
+    EXPECT_GE(testing_util::hot_rows(gpu.log), 0) << gpu.log;
+  }
+
+  const auto [pmin, pmax] = std::minmax_element(purity.begin(), purity.end());
+  const double got_purity = topic_purity(gpu, frequent);
+  std::printf("topic purity: CPU %.3f … %.3f, GPU %.3f\n", *pmin, *pmax, got_purity);
+  EXPECT_GE(got_purity, *pmin - (*pmax - *pmin) - kPurityFloor);
+  EXPECT_LE(got_purity, *pmax + (*pmax - *pmin) + kPurityFloor);
+  EXPECT_GT(*pmin, 0.5) << "the planted topics were not learnt: the comparison means nothing";
+
+  ASSERT_EQ(gpu.summary.epoch_loss.size(), losses[0].size());
+  for (size_t e = 0; e < losses[0].size(); ++e) {
+    double lo = 1e300, hi = -1e300;
+    for (const auto& l : losses) lo = std::min(lo, l[e]), hi = std::max(hi, l[e]);
+    const double slack = (hi - lo) + kLossFloor * hi;
+    std::printf("epoch %zu loss: CPU %.5f … %.5f, GPU %.5f\n", e + 1, lo, hi,
+                gpu.summary.epoch_loss[e]);
+    EXPECT_GE(gpu.summary.epoch_loss[e], lo - slack) << "epoch " << e + 1;
+    EXPECT_LE(gpu.summary.epoch_loss[e], hi + slack) << "epoch " << e + 1;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, WholeRunHogwild,
+    ::testing::Values(std::make_tuple(ModelKind::kSkipGram, OptimizerKind::kSgd,
+                                      Placement::kResident, Storage::kFp32),
+                      std::make_tuple(ModelKind::kSkipGram, OptimizerKind::kSgd, Placement::kPaged,
+                                      Storage::kFp32),
+                      std::make_tuple(ModelKind::kSkipGram, OptimizerKind::kSgd, Placement::kPaged,
+                                      Storage::kBf16),
+                      std::make_tuple(ModelKind::kCbow, OptimizerKind::kSgd, Placement::kResident,
+                                      Storage::kFp32),
+                      std::make_tuple(ModelKind::kCbow, OptimizerKind::kSgd, Placement::kPaged,
+                                      Storage::kBf16),
+                      std::make_tuple(ModelKind::kSkipGram, OptimizerKind::kAdam, Placement::kPaged,
+                                      Storage::kFp32),
+                      std::make_tuple(ModelKind::kSkipGram, OptimizerKind::kAdagrad,
+                                      Placement::kResident, Storage::kBf16),
+                      std::make_tuple(ModelKind::kCbow, OptimizerKind::kAdam, Placement::kResident,
+                                      Storage::kFp32)),
+    [](const auto& info) {
+      return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_" +
+             to_string(std::get<2>(info.param)) + "_" + to_string(std::get<3>(info.param));
+    });
+
+}  // namespace
+}  // namespace pagedw2v
