@@ -80,7 +80,7 @@ size_t order_free_slots_temp_bytes(uint32_t n, uint32_t key_bits);
 /// is: slots_a or slots_b (n entries each; keys_a and keys_b, n each, are working space). Paired
 /// with the piece's new ids, which ascend too, the evicted rows go back in address order, and
 /// the swap runs far faster than with the evictions in clock order (random addresses):
-/// kernels/PERFORMANCE.md. Sets *next_hand = the slot after s_{n−1} (*hand when n = 0). Every
+/// docs/design-kernels.md. Sets *next_hand = the slot after s_{n−1} (*hand when n = 0). Every
 /// id must be below `no_row` < 2^key_bits.
 const uint32_t* launch_order_free_slots(const uint32_t* free, uint32_t n, uint32_t slots,
                                         const uint32_t* hand, uint32_t* next_hand,

@@ -616,11 +616,11 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 /// pool_rows, or the ids) address the tables. Table rows are looked up once per token as it
 /// enters the ring, so the training loop reads a row index from shared memory either way; the
 /// pool is a uniform branch around the negative draws; both cost little, and less than a template
-/// parameter for each (kernels/PERFORMANCE.md, "Kernel choices").
+/// parameter for each (docs/design-kernels.md, "Kernel choices").
 /// kGrad: gradient mode (SgnsArgs::input_grad); the tables are only read.
 /// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
 /// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads; 3 is
-/// used for dim ≤ 128 (kernels/PERFORMANCE.md, "Kernel choices").
+/// used for dim ≤ 128 (docs/design-kernels.md, "Kernel choices").
 template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks, bool kParts = false>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     sgns_kernel(const SgnsArgs a, const WarpLayout layout) {

@@ -133,7 +133,8 @@ struct SgnsArgs {
   /// start anywhere in the file). Warps take the items in the launch's order, so the warps in
   /// flight train neighbouring text, as one of word2vec's threads does: with a sentence (a
   /// whole document of mix5m) per warp, or the items spread over the launch, the vectors lean
-  /// to relatedness, 0.020 lower on SimLex-999 than the CPU backend (README, "Performance").
+  /// to relatedness, 0.020 lower on SimLex-999 than the CPU backend (docs/notebook.md, "Word
+  /// similarity").
   uint32_t item_tokens = 0;
   /// Tokens of the launch's sentences (sentence_starts[sentences] − sentence_starts[0]); when
   /// set and item_tokens is 0, the launch sizes its items with sgns_item_tokens.
@@ -146,7 +147,7 @@ inline constexpr uint32_t kSentenceItems = 0xFFFFFFFFu;
 /// Work items per warp that the launch aims at, and the bounds of their size in tokens: a warp
 /// trains its item in order, so a launch lasts at least as long as its longest item, and with
 /// sentences as items a short launch (a paged piece) lasts as long as its longest sentence
-/// (kernels/PERFORMANCE.md, "Work items").
+/// (docs/design-kernels.md, "Work items").
 inline constexpr uint64_t kItemsPerWarp = 16;
 inline constexpr uint32_t kMinItemTokens = 16;
 inline constexpr uint32_t kMaxItemTokens = 4096;
@@ -156,7 +157,7 @@ inline constexpr uint32_t kMaxItemTokens = 4096;
 /// training streams) then has items for three fifths of the warps, and its items are as long as
 /// that allows, since a shorter item adds the scan back to a full window before it (below 4
 /// tokens that costs more than the shorter tail saves). Larger launches keep kMinItemTokens
-/// (kernels/PERFORMANCE.md, "Work items").
+/// (docs/design-kernels.md, "Work items").
 inline constexpr uint32_t kSmallLaunchItemTokens = 4;
 struct TokensPerWarp {
   uint64_t num, den;

@@ -5,7 +5,7 @@
 /// from a counter when it is done with its last, so the items in flight are always a narrow
 /// window that walks the (sorted) list in order. Zero-copy moves of host rows are bound by the
 /// GPU's translation of host addresses, which is far faster for addresses close together
-/// (kernels/PERFORMANCE.md). The counter is one device word per launch that may run at the same
+/// (docs/design-kernels.md). The counter is one device word per launch that may run at the same
 /// time as another; reset_claim zeroes it on the launch's stream. Include from .cu only.
 
 #include <cuda_runtime_api.h>

@@ -197,7 +197,7 @@ if has_step paged; then
   quality sg-pool-paged --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000} --seed 1
   quality sg-pool-paged-seed2 --device cuda $QP --placement paged --gpu-memory ${MIXMEM:-41000000} --seed 2
   quality cbow-pool-paged --device cuda --model cbow $QP --placement paged --gpu-memory ${MIXMEM:-41000000} --seed 1
-  # The pool period against quality (README): pool entries per word set the bytes per word.
+  # The pool period against quality (docs/notebook.md): pool entries per word set the bytes per word.
   for pw in ${POOLSWEEP:-1024/4096 1024/8192 2048/16384 4096/65536}; do
     for seed in 1 2; do
       quality "sg-pool-${pw/\//-}-seed$seed" --device cuda --negative-pool "${pw%/*}" \

@@ -416,7 +416,7 @@ TEST(CudaStreamedOptimizer, ACapTooSmallForASuperBatchIsRefusedInOneLine) {
   }
 }
 
-// Host memory on the GPU (README, host memory of a run): a streamed run does not hold the encoded
+// Host memory on the GPU (docs/usage.md, host memory): a streamed run does not hold the encoded
 // corpus, so it peaks lower than the same run holding the corpus whole by much of it, whatever
 // the CUDA runtime itself takes (both runs have its context while the corpus is held); and it
 // trains to the end.

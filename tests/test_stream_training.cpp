@@ -207,7 +207,8 @@ TEST(StreamedRun, WithAGivenVocabularyIsTheWholeRun) {
   EXPECT_EQ(read_file(dir.file("streamed/vectors.npy")), read_file(dir.file("whole/vectors.npy")));
 }
 
-// The host-memory rule (README): a streamed run holds its tables and optimizer state, at most
+// The host-memory rule (docs/usage.md): a streamed run holds its tables and optimizer state, at
+// most
 // --max-corpus-memory of encoded corpus, and a fixed overhead; not the corpus, not its text.
 TEST(StreamedRun, ACorpusLargerThanTheMemoryCapTrainsWithinTheRule) {
   TempDir dir;

@@ -23,7 +23,7 @@ namespace pagedw2v {
 /// cost grows with how far apart the addresses in flight are: a narrow window that walks the
 /// table in order is what makes the sorted gather fast. Hence few rows in flight (one block of
 /// 8 warps per multiprocessor) and a claim counter (below); the measurements are in
-/// kernels/PERFORMANCE.md ("Address translation of host memory").
+/// docs/design-kernels.md ("Address translation of host memory").
 struct GatherTuning {
   int unroll = 4;         ///< row pieces a warp loads before it stores any: 1, 2, 4 or 8
   int blocks_per_sm = 1;  ///< most resident blocks per multiprocessor; 0 = as many as fit

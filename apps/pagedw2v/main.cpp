@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
 #ifdef __GLIBC__
   // glibc gives each thread that allocates its own arena (up to 8 a core), and what the 16
   // threads of a count free there stays resident beside the tables: 120 MB on the 2 M-word
-  // walks, 56 MB with 4 and none with 2, at the same speed (README, "Host memory of a run").
-  // MALLOC_ARENA_MAX, when set, still decides.
+  // walks, 56 MB with 4 and none with 2, at the same speed (docs/notebook.md, "Host memory of a
+  // run"). MALLOC_ARENA_MAX, when set, still decides.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
 #endif
   try {

@@ -13,8 +13,8 @@
 /// within a span (spans of eight words a row of the vocabulary: a pair of parts trains alone
 /// for a span, and longer spans lost quality; part_span_words) and that a pair's negatives come
 /// from its centre's part (the noise distribution restricted to the part, NoiseTable::part).
-/// The bytes exchanged per span are the output table once round the ring (README,
-/// "Distributed training").
+/// The bytes exchanged per span are the output table once round the ring
+/// (docs/design-distributed.md).
 ///
 /// Owns: the order of the launches and rotations, the statistics and the agreed stop. The
 /// model a rank holds is its owned rows (owned_rows.hpp); sync_to_host() brings its parts home

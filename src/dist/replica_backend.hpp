@@ -12,8 +12,8 @@
 ///   copy = snapshot + sum → the owned rows (owned_rows.hpp) refreshed from the copy when every
 ///   row was combined → the span's statistics and the agreed stop (end_span).
 /// Staleness: a frequent row misses the other ranks' changes for at most one span, any other
-/// row for at most one cold period (README, "Distributed training": mix5m's quality held with
-/// these periods and fell below the floor when every row waited a quarter-million words).
+/// row for at most one cold period (docs/notebook.md, "Distributed training": mix5m's quality held
+/// with these periods and fell below the floor when every row waited a quarter-million words).
 /// Every rank holds its owned rows as with sharding (checkpoints and the export gather them),
 /// and besides them the copy and the snapshot of both tables: 4 · 4 · dim bytes a row of the
 /// vocabulary, which is why --rank-tables auto replicates only vocabularies of at most

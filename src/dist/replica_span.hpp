@@ -21,8 +21,8 @@ inline constexpr uint64_t kReplicaHotRows = 8192;
 /// threads. The span bounds how stale the frequent rows get: on mix5m (34 k words, 2 ranks)
 /// spans of 65,536 and 131,072 words a rank with the frequent rows summed every span kept one
 /// process's quality, while 262,144 words with every row summed every span did not; on the
-/// tests' 830 words, 8,192 kept one process's loss and 32,768 did not (README, "Distributed
-/// training").
+/// tests' 830 words, 8,192 kept one process's loss and 32,768 did not (docs/notebook.md,
+/// "Distributed training").
 inline constexpr uint64_t kReplicaSpanWords = 65536;
 inline uint64_t replica_span_words(uint64_t vocabulary, uint32_t threads) {
   const uint64_t rows = std::clamp<uint64_t>(2 * vocabulary / kBlockWords * kBlockWords,
@@ -47,10 +47,10 @@ inline constexpr uint64_t kReplicaMostRows = kReplicaHotRows * kReplicaColdSpans
 /// The fewest spans a run takes on replicated tables by default: six cold periods. Summing what
 /// each rank changed on its copy trains as one process does once a run has many sums, and not
 /// when it has few: each rank trains a span without the others' changes. Two ranks of one
-/// thread against one process of two (README, "Distributed training"): runs of 22, 40 and 61
-/// spans lost quality (mix5m, one epoch: WordSim-353 0.175 against 0.211; walks over
-/// 40,000 and 100,000 nodes, one epoch: a tenth to a half fewer graph neighbours among a node's
-/// nearest), whether every row was summed every span or not; runs of 74 to 305 spans kept it.
+/// thread against one process of two (docs/notebook.md, "Distributed training"): runs of 22, 40 and
+/// 61 spans lost quality (mix5m, one epoch: WordSim-353 0.175 against 0.211; walks over 40,000 and
+/// 100,000 nodes, one epoch: a tenth to a half fewer graph neighbours among a node's nearest),
+/// whether every row was summed every span or not; runs of 74 to 305 spans kept it.
 inline constexpr uint64_t kReplicaLeastSpans = 96;
 /// Spans of the whole run of `data` (every epoch, including those a resumed run has done) with
 /// `rank_span_words` words a rank over `ranks` ranks.
@@ -71,7 +71,7 @@ inline bool trains_on_replicas(const TrainData& data, uint32_t ranks, uint32_t t
 
 /// Words each GPU rank trains in a span: four words a row of the vocabulary (whole blocks), from
 /// kReplicaLeastSpanWords to 131,072, the longest span whose frequent rows kept mix5m's quality
-/// on the CPU (README, "Distributed training").
+/// on the CPU (docs/notebook.md, "Distributed training").
 inline constexpr uint64_t kGpuReplicaSpanWords = 131072;
 inline uint64_t gpu_replica_span_words(uint64_t vocabulary) {
   return std::clamp<uint64_t>(4 * vocabulary / kBlockWords * kBlockWords, kReplicaLeastSpanWords,
@@ -90,7 +90,7 @@ inline bool gpu_replicas_train(const TrainData& data) {
 /// takes at least kReplicaLeastSpans spans, as on the CPU. Rank 0 of two on mix5m × 4 trained
 /// at 1.92 times one process's words/s on replicated tables (the sums' passes counted, the
 /// all-reduce between GPUs not) against 1.27 times on parts, whose every rank visits every
-/// centre (README, "A GPU a rank").
+/// centre (docs/notebook.md, "A GPU a rank").
 inline bool gpu_ranks_replicate(const TrainData& data, RankTables tables, uint32_t ranks) {
   if (tables == RankTables::kReplicated) return true;
   const uint64_t words = data.keep->words();

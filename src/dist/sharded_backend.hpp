@@ -8,7 +8,7 @@
 ///   backend on those rows, its own in place → return the deltas of the fetched rows to their
 ///   owners → sum the span's statistics and agree on a stop.
 /// A fetched copy is stale only within a span: it misses what the other ranks add to the row
-/// during that span (README, "Distributed training"). The model a rank holds is its owned rows,
+/// during that span (docs/design-distributed.md). The model a rank holds is its owned rows,
 /// compact (owned_rows.hpp), on every rank; checkpoints and the export gather them block by block
 /// (Ranks::gather_rows), so sync_to_host() has nothing to do.
 /// On the CPU, sgd over a vocabulary of at most kReplicaMostRows words, for a run of at least
@@ -34,12 +34,12 @@ namespace pagedw2v::dist {
 /// Words each rank trains between two exchanges, at least (two work blocks, or one block per
 /// thread when the rank has more threads, so that every thread has a block): larger spans
 /// exchange fewer bytes per word (a frequent row is fetched once per span), smaller ones keep
-/// the copies fresher. The README's "Distributed training" gives the measured trade.
+/// the copies fresher. docs/notebook.md, "Distributed training", has the measured trade.
 inline constexpr uint64_t kRankSpanWords = 2 * kBlockWords;
 /// The most for a rank that trains on its GPU: each span costs copies to and from the GPU and a
 /// launch whatever its size, so spans are longer (mix5m's quality held at this span on the CPU:
-/// README, "Distributed training"), but no longer than the vocabulary (whole blocks, two at the
-/// least): a span that touches every row many times leaves the copies stale (on 830 words,
+/// docs/notebook.md, "Distributed training"), but no longer than the vocabulary (whole blocks, two
+/// at the least): a span that touches every row many times leaves the copies stale (on 830 words,
 /// spans of 32,768 words left the loss at 1.74 against one process's 1.22).
 inline constexpr uint64_t kGpuRankSpanWords = 8 * kBlockWords;
 inline uint64_t gpu_rank_span_words(uint64_t vocabulary) {

@@ -50,13 +50,13 @@ struct CudaBackendOptions {
   /// Paged: multiprocessors the training kernel leaves to the row moves that run beside it (the
   /// moves take three blocks of 8 warps on each, more for pieces that bring many rows:
   /// piece_move_blocks in gpu_plan.hpp). The default is the best measured
-  /// (kernels/PERFORMANCE.md, "paged").
+  /// (docs/design-kernels.md, "Paged tables").
   uint32_t paging_sms = 4;
   /// Paged: blocks of 8 warps every piece's row moves take; 0 = as piece_move_blocks decides.
   uint32_t move_blocks = 0;
   /// Paged with sgd: pieces of at most this many words (whole work blocks), however long
   /// --batch-words makes a super-batch; 0 = no limit. Optimizers step once per super-batch and
-  /// are never cut. The default is the best measured (kernels/PERFORMANCE.md, "paged").
+  /// are never cut. The default is the best measured (docs/design-kernels.md, "Paged tables").
   uint64_t sgd_piece_words = 262144;
   /// Paged with sgd: where pieces are cut (gpu_plan.hpp); kAuto: by the cache's size.
   PieceCutting piece_cutting = PieceCutting::kAuto;
@@ -73,11 +73,11 @@ struct CudaBackendOptions {
   /// vectors on the device. With both tables starting on a 2 MiB page, a row of one and the same
   /// row of the other share their address bits below 2 MiB, and training, which reads such pairs of
   /// hot rows together, ran up to 8 % slower depending on where the driver placed the pages; the
-  /// default shifts the output rows against the input rows (kernels/PERFORMANCE.md, "Table
+  /// default shifts the output rows against the input rows (docs/design-kernels.md, "Table
   /// placement").
   size_t table_skew_bytes = kDefaultTableSkew;
   /// How the device holds each pair of tables (gpu_plan.hpp); interleaved tables have no gap
-  /// and train 7 % faster resident and up to 27 % paged on mix5m (kernels/PERFORMANCE.md).
+  /// and train 7 % faster resident and up to 27 % paged on mix5m (docs/design-kernels.md).
   TableLayout table_layout = TableLayout::kInterleaved;
 };
 

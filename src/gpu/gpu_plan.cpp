@@ -329,7 +329,7 @@ std::string words(uint64_t blocks) { return std::to_string(blocks * kBlockWords)
 /// over many rows, as a graph's walks) trades hot rows for larger pieces; one whose pieces keep
 /// their size (the Zipf streams, mix5m at 41 MB) keeps its hot rows, which serve more lookups.
 /// The choice is one or the other, not a fixed point between them: a larger cache leaves fewer
-/// hot rows and so more cold ones, which would grow it again (README, "Paged tables").
+/// hot rows and so more cold ones, which would grow it again (docs/notebook.md, "Paged tables").
 uint64_t sgd_cache_rows(const GpuPlanInput& in, GpuPlan& plan, const PagedLayout& layout) {
   const uint64_t third = layout.rows_fit / 3;
   if (in.tokens == nullptr || in.streamed || in.rows == 0 || in.sentence_starts->empty() ||

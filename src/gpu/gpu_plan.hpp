@@ -37,7 +37,7 @@ inline constexpr uint64_t kDefaultTableGap = (uint64_t{1} << 20) + (uint64_t{1} 
 /// CudaBackendOptions::table_skew_bytes past the end of the first, so that the distance between
 /// a word's two rows grows with the rows on the device. kInterleaved: a word's output row right
 /// after its input row (rows 2 · stride floats apart), the same distance whatever the rows
-/// (kernels/PERFORMANCE.md, "Table placement").
+/// (docs/design-kernels.md, "Table placement").
 enum class TableLayout { kApart, kInterleaved };
 
 /// What the plan needs to know about the device; the backend queries it once per run.
@@ -52,8 +52,8 @@ struct GpuDeviceFacts {
 };
 
 /// The negative pool a paged run draws when none is given, per kAutoPoolWordsPerEntry × its
-/// size words: one entry per four words, the least that kept mix5m's quality (README, "pool
-/// N/W"; 1024 per 4096 words is the setting measured most).
+/// size words: one entry per four words, the least that kept mix5m's quality (docs/notebook.md,
+/// "pool N/W"; 1024 per 4096 words is the setting measured most).
 inline constexpr uint32_t kAutoNegativePool = 1024;
 inline constexpr uint32_t kAutoPoolWordsPerEntry = 4;
 
@@ -145,8 +145,8 @@ struct GpuPlan {
 /// three pieces that hold slots at once may take. Pieces so cut are then cut on the host
 /// (GpuPlan::host_cuts) whatever the cache's size: cut on the device, each try of a piece costs
 /// a dozen steps and a round trip whether it fits or not. Measured on one NVIDIA H200, 10 % of
-/// the tables, bf16 (README, "Paged tables"): the 2 M-word walks 67.6 → 79.4 M words/s, Zipf
-/// 0.7 62.1 → 69.9 M; Zipf 1.0, whose pieces keep their size, was faster cut on the device
+/// the tables, bf16 (docs/notebook.md, "Paged tables"): the 2 M-word walks 67.6 → 79.4 M words/s,
+/// Zipf 0.7 62.1 → 69.9 M; Zipf 1.0, whose pieces keep their size, was faster cut on the device
 /// (111.0 against 106.7 M; fp32 110.5 against 97.2 M).
 inline bool cache_cuts_pieces(uint64_t piece_cold_rows, uint64_t cache_rows) {
   return piece_cold_rows * 12 > cache_rows * 5;
@@ -163,7 +163,7 @@ inline constexpr uint64_t kPagedStages = 4;
 /// and 0.98 gave 63.1, 63.9, 66.1 and 67.4 M words/s, fewer, larger pieces saving more than the
 /// hot rows' hits (0.24 of the lookups at 0.75) save of the moves. Pieces cut on the host cost
 /// little each, and there the hot rows matter more: mix5m at 16.2 MB, 100.3 M words/s with 0.75,
-/// 83.0 M with 0.98 (README, "Paged tables").
+/// 83.0 M with 0.98 (docs/notebook.md, "Paged tables").
 inline constexpr uint64_t kSgdPieceFloorWords = 65536;
 inline constexpr double kSgdCacheMostShare = 0.98;
 inline constexpr double kSgdCacheHostCutShare = 0.75;
@@ -174,7 +174,7 @@ inline constexpr double kSgdCacheHostCutShare = 0.75;
 /// with pieces of at most 16,384 words), so the plan caps the pieces there
 /// (host_cut_piece_blocks) instead of sizing every stage for pieces that never come: on one
 /// NVIDIA H100, 2026-12-05, mix5m at 8.1 MB, pieces of at most 8192 words left 7754 rows on the
-/// GPU (against 7288) and trained 0.0503 s an epoch against 0.053 (kernels/PERFORMANCE.md).
+/// GPU (against 7288) and trained 0.0503 s an epoch against 0.053 (docs/design-kernels.md).
 inline constexpr uint64_t kHostCutPieceWordsPerSlot = 2;
 
 /// The work blocks a piece of such a cache of `cache_rows` slots is capped at: its words per
@@ -269,7 +269,7 @@ SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
 /// rows a word, pieces cut on the host: 24 blocks 78.7 M words/s on the walks and 69.9 M on
 /// Zipf 0.7, 32 blocks 85.0–85.5 M and 73.8 M, 48 blocks 81.5 M and 75.1 M). Blocks beyond the room
 /// left run as training launches end, which delays the next launch, so pieces that bring few rows
-/// keep to that room (README, "Paged tables", has the measurements).
+/// keep to that room (docs/notebook.md, "Paged tables", has the measurements).
 uint32_t piece_move_blocks(uint64_t fresh, uint64_t tokens, uint64_t entry_bytes,
                            uint32_t paging_sms);
 inline constexpr uint64_t kMoveBoundRowBytes = 1024;

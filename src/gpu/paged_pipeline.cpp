@@ -124,7 +124,7 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     // already hold; one piece lists at most what a stage holds, and units grow from one
     // super-batch to kCutUnitWords. A large cache's pieces hold tens of thousands of words,
     // share few rows, and are cut to a third of the slots each (units of a super-batch), whose
-    // cuts cost less (README, "Paged tables").
+    // cuts cost less (docs/notebook.md, "Paged tables").
     in.depth = two_training_streams() ? kDepth : kDepthOneStream;
     if (plan.cache_rows <= kHostCutMaxSlots) {
       in.slots = plan.cache_rows;

@@ -29,7 +29,7 @@ namespace pagedw2v {
 /// a row and none at 8 or 4. Every span moves the whole output table round the ranks once,
 /// 2 · 4 · dim / 8 bytes a word at dim 128 (128 B/word), and the launches of a short span cost
 /// more than their words (rank 0 of 2 on mix5m × 4: spans of 65,536 words 0.90 × one GPU's
-/// words/s, 262,144 words 1.19 ×, 843,875 words 1.33 ×; README, "Distributed training").
+/// words/s, 262,144 words 1.19 ×, 843,875 words 1.33 ×; docs/notebook.md, "Distributed training").
 inline constexpr uint64_t kPartSpanLeastWords = 65536;
 inline uint64_t part_span_words(uint64_t vocabulary, uint64_t least) {
   return 8 * vocabulary > least ? 8 * vocabulary : least;

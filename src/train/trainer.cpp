@@ -168,9 +168,9 @@ uint64_t corpus_memory_cap(const Config& config) {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4;
 }
 
-// A streamed corpus's share of --max-corpus-memory (README: host memory): half for the blocks
-// that wait, a quarter for the blocks being trained, a quarter for their sentence offsets and
-// the encoder's slice.
+// A streamed corpus's share of --max-corpus-memory (docs/usage.md, host memory): half for the
+// blocks that wait, a quarter for the blocks being trained, a quarter for their sentence offsets
+// and the encoder's slice.
 uint64_t stream_window_bytes(uint64_t cap) { return cap / 2; }
 uint64_t stream_span_blocks(uint64_t cap, uint64_t backend_blocks) {
   return std::clamp<uint64_t>(cap / 4 / (kBlockWords * sizeof(uint32_t)), 1, backend_blocks);
