@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Shows that the whole-run GPU tests (tests/test_cuda_whole_run.cpp) fail when a kernel is wrong.
+# Each of three faults is planted in a copy of the source in the build tree's reach, the test
+# binary is rebuilt, the tests that should catch it run, and the fault is removed again:
+#   grad09    every example's gradient scaled by 0.9 (kernels/sgns.cu, train_example)
+#   dropneg   the last negative of every example dropped (kernels/sgns.cu, skip-gram and CBOW)
+#   wrongslot a row read from the host lands in its neighbour's slot (kernels/paging.cu, fp32 moves)
+# The script exits 0 only when every fault fails at least one test and the unbroken tree passes
+# them all. It needs a GPU. Results go to $OUT (default: BUILD/broken-kernels).
+#
+#   BUILD=build-gpu scripts/broken-kernels.sh
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build-gpu}
+OUT=${OUT:-$BUILD/broken-kernels}
+JOBS=${JOBS:-16}
+mkdir -p "$OUT"
+export PAGEDW2V_REQUIRE_GPU=1
+export PAGEDW2V_TEST_SEED=${PAGEDW2V_TEST_SEED:-20261207}
+
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DPAGEDW2V_CUDA=ON >/dev/null || exit 1
+
+# plant FAULT: edits the source in place (the originals are kept in $OUT/orig).
+plant() {
+  python3 - "$ROOT" "$1" <<'EOF'
+import sys
+root, fault = sys.argv[1], sys.argv[2]
+edits = {
+    "grad09": [("kernels/sgns.cu",
+                "const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;",
+                "const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr * 0.9f;")],
+    "dropneg": [("kernels/sgns.cu", "const int nn = static_cast<int>(a.negative);",
+                 "const int nn = static_cast<int>(a.negative) - 1;")],
+    "wrongslot": [("kernels/paging.cu",
+                   "      host_in[b] = uint64_t{h} * host_v + c;\n      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;\n      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;\n      dev[b] = d * dev_v + c;\n    }\n    V v[kBatch];",
+                   "      const uint32_t k2 = (k ^ 1u) < a.n ? (k ^ 1u) : k;\n      const uint32_t h2 = a.host_rows != nullptr ? a.host_rows[k2] : k2;\n      host_in[b] = uint64_t{h2 == kNoRow ? h : h2} * host_v + c;\n      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;\n      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;\n      dev[b] = d * dev_v + c;\n    }\n    V v[kBatch];")],
+}[fault]
+for path, old, new in edits:
+    p = f"{root}/{path}"
+    s = open(p).read()
+    n = s.count(old)
+    if n == 0:
+        sys.exit(f"{fault}: the text to break is not in {path}")
+    open(p, "w").write(s.replace(old, new))
+    print(f"{fault}: {n} place(s) in {path}")
+EOF
+}
+
+mkdir -p "$OUT/orig"
+cp "$ROOT/kernels/sgns.cu" "$ROOT/kernels/paging.cu" "$OUT/orig/"
+restore() { cp "$OUT/orig/sgns.cu" "$OUT/orig/paging.cu" "$ROOT/kernels/"; }
+trap restore EXIT
+
+status=0
+run_tests() {  # NAME FILTER: builds and runs; prints and returns the test binary's status
+  cmake --build "$BUILD" -j"$JOBS" --target test_cuda_whole_run >"$OUT/$1.build.log" 2>&1 ||
+    { echo "$1: build failed"; tail -20 "$OUT/$1.build.log"; return 99; }
+  timeout 900 "$BUILD/bin/test_cuda_whole_run" --gtest_filter="$2" >"$OUT/$1.log" 2>&1
+  local rc=$?
+  echo "$1: exit $rc; failed: $(grep -c '^\[  FAILED  \]' "$OUT/$1.log") test lines"
+  grep '^\[  FAILED  \]' "$OUT/$1.log" | sort -u | head -20
+  return $rc
+}
+
+FILTER_FOLLOW='*GpuFollowsCpu*sgd*'
+FILTER_PAGED='*PagedEqualsResident*fp32*'
+run_tests intact "$FILTER_FOLLOW:$FILTER_PAGED" || { echo "the intact tree fails"; status=1; }
+for fault in grad09 dropneg wrongslot; do
+  restore
+  plant "$fault" || { status=1; continue; }
+  case $fault in
+    wrongslot) filter=$FILTER_PAGED ;;
+    *) filter=$FILTER_FOLLOW ;;
+  esac
+  if run_tests "$fault" "$filter"; then
+    echo "$fault: NOT caught"
+    status=1
+  else
+    echo "$fault: caught"
+  fi
+done
+restore
+cmake --build "$BUILD" -j"$JOBS" --target test_cuda_whole_run >/dev/null 2>&1
+exit $status
