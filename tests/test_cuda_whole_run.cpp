@@ -19,8 +19,8 @@
 //   Adagrad) compute every example of a batch against the batch's starting tables, so there only
 //   the summation order differs.
 // - Hogwild runs (many warps, the default): the loss of every epoch and the quality of the
-//   vectors (how often a word's nearest neighbour shares its topic, on a corpus with planted
-//   topics) within the spread that CPU runs of three seeds show, widened by a fixed floor.
+//   vectors (how far apart the cosines within and across planted topics are, on a corpus made
+//   of topics) within the spread that CPU runs of three seeds show, widened by a fixed floor.
 //
 // Every random choice comes from one seed, printed, and replayed from PAGEDW2V_TEST_SEED.
 #include <gtest/gtest.h>
@@ -95,7 +95,7 @@ std::string zipf_corpus(uint64_t seed, uint32_t tokens) {
 }
 
 /// Sentences about one of kTopics topics each, of words t<topic>_<j> drawn from that topic's
-/// kTopicWords words (Zipf within the topic), with one word in eight drawn from any topic.
+/// kTopicWords words (Zipf within the topic), with one word in three drawn from any topic.
 constexpr uint32_t kTopics = 20;
 constexpr uint32_t kTopicWords = 40;
 std::string topic_corpus(uint64_t seed, uint32_t sentences) {
@@ -103,7 +103,7 @@ std::string topic_corpus(uint64_t seed, uint32_t sentences) {
   std::vector<double> weights(kTopicWords);
   for (uint32_t r = 0; r < kTopicWords; ++r) weights[r] = 1.0 / (r + 2.0);
   std::discrete_distribution<uint32_t> word(weights.begin(), weights.end());
-  std::uniform_int_distribution<uint32_t> topic(0, kTopics - 1), length(8, 20), noise(0, 7);
+  std::uniform_int_distribution<uint32_t> topic(0, kTopics - 1), length(8, 20), noise(0, 2);
   std::string text;
   for (uint32_t s = 0; s < sentences; ++s) {
     const uint32_t t = topic(rng);
@@ -220,33 +220,34 @@ double share_off(const std::vector<float>& got, const std::vector<float>& want,
   return std::sqrt(off) / std::max(std::sqrt(moved), 1e-30);
 }
 
-/// The share of the `frequent` most frequent words (rows 0 …) whose nearest neighbour by cosine
-/// among every row shares their topic (the number between "t" and "_").
-double topic_purity(const Trained& r, uint32_t frequent) {
+/// How well the vectors separate the planted topics: the mean cosine of two words of one topic
+/// (the number between "t" and "_") less the mean cosine of two words of different topics.
+/// CPU runs of three seeds on topic_corpus(…, 6000) give 0.434 … 0.439.
+double topic_separation(const Trained& r) {
   const size_t n = r.words.size();
-  std::vector<double> norm(n);
+  std::vector<double> unit(n * kDim);
+  std::vector<int> topic(n);
   for (size_t i = 0; i < n; ++i) {
     double s = 0;
     for (uint32_t d = 0; d < kDim; ++d) s += double(r.input[i * kDim + d]) * r.input[i * kDim + d];
-    norm[i] = std::sqrt(s) + 1e-30;
+    const double norm = std::sqrt(s) + 1e-30;
+    for (uint32_t d = 0; d < kDim; ++d) unit[i * kDim + d] = r.input[i * kDim + d] / norm;
+    topic[i] = std::atoi(r.words[i].c_str() + 1);
   }
-  auto topic = [&](size_t i) { return r.words[i].substr(0, r.words[i].find('_')); };
-  uint32_t same = 0, asked = 0;
-  for (size_t i = 0; i < std::min<size_t>(frequent, n); ++i) {
-    double best = -2;
-    size_t at = i;
-    for (size_t j = 0; j < n; ++j) {
-      if (j == i) continue;
-      double s = 0;
-      for (uint32_t d = 0; d < kDim; ++d)
-        s += double(r.input[i * kDim + d]) * r.input[j * kDim + d];
-      s /= norm[i] * norm[j];
-      if (s > best) best = s, at = j;
+  double same = 0, other = 0;
+  uint64_t same_n = 0, other_n = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = i + 1; j < n; ++j) {
+      double c = 0;
+      for (uint32_t d = 0; d < kDim; ++d) c += unit[i * kDim + d] * unit[j * kDim + d];
+      if (topic[i] == topic[j]) {
+        same += c, ++same_n;
+      } else {
+        other += c, ++other_n;
+      }
     }
-    ++asked;
-    same += topic(at) == topic(i);
   }
-  return double(same) / std::max(asked, 1u);
+  return same / std::max<uint64_t>(same_n, 1) - other / std::max<uint64_t>(other_n, 1);
 }
 
 std::string name_of(ModelKind m) { return m == ModelKind::kSkipGram ? "sg" : "cbow"; }
@@ -385,8 +386,8 @@ INSTANTIATE_TEST_SUITE_P(
 // Hogwild (the default launch mode): loss and quality within the CPU's seed-to-seed spread.
 
 /// Added to the CPU's spread: runs of three seeds can happen to agree closely.
-constexpr double kLossFloor = 0.02;    ///< relative, per epoch
-constexpr double kPurityFloor = 0.05;  ///< absolute
+constexpr double kLossFloor = 0.02;        ///< relative, per epoch
+constexpr double kSeparationFloor = 0.03;  ///< absolute
 
 using HogwildCase = std::tuple<ModelKind, OptimizerKind, Placement, Storage>;
 class WholeRunHogwild : public ::testing::TestWithParam<HogwildCase> {};
@@ -397,8 +398,7 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   const uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(seed, 12000));
-  const uint32_t frequent = kTopics * kTopicWords / 2;
+  write_file(dir.file("corpus.txt"), topic_corpus(seed, 6000));
   RunOptions o;
   o.model = model;
   o.optimizer = optimizer;
@@ -407,12 +407,12 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   o.threads = 4;
   o.device = "cpu";
   std::vector<std::vector<double>> losses;
-  std::vector<double> purity;
+  std::vector<double> separation;
   for (uint64_t k = 0; k < 3; ++k) {
     o.seed = seed + k;
     const Trained cpu = train(dir.file("corpus.txt"), o, dir.file("cpu-" + std::to_string(k)));
     losses.push_back(cpu.summary.epoch_loss);
-    purity.push_back(topic_purity(cpu, frequent));
+    separation.push_back(topic_separation(cpu));
   }
   o.device = "cuda";
   o.seed = seed + 7;
@@ -425,12 +425,12 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
     EXPECT_GE(testing_util::hot_rows(gpu.log), 0) << gpu.log;
   }
 
-  const auto [pmin, pmax] = std::minmax_element(purity.begin(), purity.end());
-  const double got_purity = topic_purity(gpu, frequent);
-  std::printf("topic purity: CPU %.3f … %.3f, GPU %.3f\n", *pmin, *pmax, got_purity);
-  EXPECT_GE(got_purity, *pmin - (*pmax - *pmin) - kPurityFloor);
-  EXPECT_LE(got_purity, *pmax + (*pmax - *pmin) + kPurityFloor);
-  EXPECT_GT(*pmin, 0.5) << "the planted topics were not learnt: the comparison means nothing";
+  const auto [smin, smax] = std::minmax_element(separation.begin(), separation.end());
+  const double got = topic_separation(gpu);
+  std::printf("topic separation: CPU %.4f … %.4f, GPU %.4f\n", *smin, *smax, got);
+  EXPECT_GE(got, *smin - (*smax - *smin) - kSeparationFloor);
+  EXPECT_LE(got, *smax + (*smax - *smin) + kSeparationFloor);
+  EXPECT_GT(*smin, 0.2) << "the planted topics were not learnt: the comparison means nothing";
 
   ASSERT_EQ(gpu.summary.epoch_loss.size(), losses[0].size());
   for (size_t e = 0; e < losses[0].size(); ++e) {
