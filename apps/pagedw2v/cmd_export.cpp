@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -182,11 +183,17 @@ int cmd_export(int argc, char** argv) {
   } else {
     claim.inputs.push_back({"--checkpoint", args["checkpoint"].as<std::string>()});
   }
-  const OutputLock lock = claim_output(claim);
+  // An existing --output is claimed before the input is read, so that a refusal comes first. One
+  // that does not exist yet holds nothing to refuse: it is made only once the input has been read,
+  // so that a bad input leaves no directory behind.
+  std::optional<OutputLock> lock;
+  struct stat st {};
+  if (::stat(output.c_str(), &st) == 0) lock.emplace(claim_output(claim));
 
   if (from_vectors) {
     const std::string source = args["vectors"].as<std::string>();
     LoadedEmbeddings emb = load_embeddings(source, format);
+    if (!lock) lock.emplace(claim_output(claim));
     std::vector<uint64_t> counts = emb.counts;
     if (counts.size() != emb.rows) counts.assign(emb.rows, 0);  // the format stores none
     const Vocab vocab = Vocab::from_words(std::move(emb.words), std::move(counts));
@@ -197,6 +204,7 @@ int cmd_export(int argc, char** argv) {
   }
 
   const Checkpoint ck = load_checkpoint(args["checkpoint"].as<std::string>());
+  if (!lock) lock.emplace(claim_output(claim));
   export_options.attributes = {{"checkpoint", args["checkpoint"].as<std::string>()},
                                {"words_trained", static_cast<int64_t>(ck.position.words_done)}};
   for (const OptionSpec& spec : train_options()) {

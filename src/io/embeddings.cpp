@@ -241,8 +241,6 @@ LoadedEmbeddings load_embeddings(const std::string& path, VectorsFormat format) 
   // Files of a run directory were checked against its manifest before they were read (never the
   // vectors of one export beside the vocabulary of another); none may have been replaced since.
   check_unchanged(read);
-  e.files.clear();
-  for (const FileIdentity& id : read) e.files.push_back(id.path);
   if (e.words.size() != e.rows || e.vectors.size() != e.rows * e.dim ||
       (!e.counts.empty() && e.counts.size() != e.rows)) {
     throw Error("'" + path + "': the words and the matrix disagree in rows");

@@ -16,8 +16,7 @@ struct LoadedEmbeddings {
   std::vector<float> vectors;    ///< `rows × dim`, row-major
   uint64_t rows = 0;
   uint32_t dim = 0;
-  std::string format;              ///< what was read, e.g. "word2vec binary" or "GloVe text (gzip)"
-  std::vector<std::string> files;  ///< the files read (a .npy with its vocab.tsv: both)
+  std::string format;  ///< what was read, e.g. "word2vec binary" or "GloVe text (gzip)"
 
   const float* row(uint64_t r) const { return vectors.data() + r * dim; }
 };

@@ -190,6 +190,12 @@ TEST_F(WriteSafety, ExportNeverReplacesOrRemovesItsInput) {
   }
   EXPECT_EQ(snapshot(run_dir), before);
   EXPECT_TRUE(leftovers(run_dir).empty());
+  // An input that cannot be read leaves no output directory behind.
+  const std::string never = dir_.file("never");
+  EXPECT_TRUE(
+      fails_cleanly(run(dir_, {"export", "--vectors", dir_.file("absent.bin"), "--output", never}),
+                    1, "cannot read"));
+  EXPECT_FALSE(exists(never));
 }
 
 TEST_F(WriteSafety, ExportKeepsAUsersFilesUnlessOverwriteIsGiven) {
