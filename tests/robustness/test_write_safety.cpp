@@ -95,7 +95,13 @@ class RenameShim {
              const std::string& mark = "") {
     ::setenv("LD_PRELOAD", PAGEDW2V_RENAME_SHIM, 1);
     // A sanitizer build checks that its runtime comes first; the shim does not need it to.
-    ::setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    had_asan_options_ = asan != nullptr;
+    asan_options_ = asan != nullptr ? asan : "";
+    ::setenv(
+        "ASAN_OPTIONS",
+        (asan_options_ + (asan_options_.empty() ? "" : ":") + "verify_asan_link_order=0").c_str(),
+        1);
     ::setenv("PAGEDW2V_TEST_RENAME_UNDER", under.c_str(), 1);
     ::setenv("PAGEDW2V_TEST_RENAME_AT", std::to_string(at).c_str(), 1);
     ::setenv("PAGEDW2V_TEST_RENAME_DO", action.c_str(), 1);
@@ -106,9 +112,18 @@ class RenameShim {
                              "PAGEDW2V_TEST_RENAME_DO", "PAGEDW2V_TEST_RENAME_MARK"}) {
       ::unsetenv(name);
     }
+    if (had_asan_options_) {
+      ::setenv("ASAN_OPTIONS", asan_options_.c_str(), 1);
+    } else {
+      ::unsetenv("ASAN_OPTIONS");
+    }
   }
   RenameShim(const RenameShim&) = delete;
   RenameShim& operator=(const RenameShim&) = delete;
+
+ private:
+  bool had_asan_options_ = false;
+  std::string asan_options_;
 };
 
 class WriteSafety : public ::testing::Test {
