@@ -184,8 +184,8 @@ void check_set_files(const std::vector<FileIdentity>& read) {
     const std::map<std::string, SetMember> members = read_manifest(manifest);
     const auto it = members.find(name);
     const std::string mixed =
-        "; the directory mixes the files of two exports (one was interrupted, or files were "
-        "copied in): export again, or remove '" +
+        "; the directory mixes the files of two runs or exports (one was stopped while it moved "
+        "its files in, or files were copied in): write it again, or remove '" +
         manifest + "' to read the files as they are";
     if (it == members.end()) {
       throw Error("'" + id.path + "' is not one of the files that '" + manifest + "' lists" +

@@ -449,7 +449,7 @@ void expect_old_new_or_refused(const ReadBack& got, const ReadBack& old_set,
     EXPECT_TRUE(is_new || !finished) << "the finished writer's set was not read";
   } else {
     EXPECT_FALSE(finished) << describe(got.outcome);
-    EXPECT_TRUE(fails_cleanly(got.outcome, 1, "mixes the files of two exports"));
+    EXPECT_TRUE(fails_cleanly(got.outcome, 1, "mixes the files of two runs or exports"));
     ++*refused;
   }
 }
