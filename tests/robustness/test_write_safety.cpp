@@ -274,6 +274,16 @@ TEST_F(WriteSafety, TrainNeverWritesOverItsCorpusOrItsSet) {
         "--save-vocab '" + corpus_dir + "/v.tsv' lies in --corpus '" + corpus_dir + "'"));
     EXPECT_EQ(testing_util::entries(corpus_dir), std::vector<std::string>{"c.txt"});
   }
+  // A vocabulary given to a run is its input: never the set's vocab.tsv that the run replaces.
+  const std::string before = dir_.file("before");
+  ASSERT_TRUE(succeeds(run(dir_, quick(before))));
+  const Files before_files = snapshot(before);
+  Args given = with(quick(before), "vocab", before + "/vocab.tsv");
+  given.push_back("--overwrite");
+  EXPECT_TRUE(fails_cleanly(run(dir_, given), 1,
+                            "--vocab '" + before + "/vocab.tsv' is '" + before +
+                                "/vocab.tsv', a file this run writes or replaces"));
+  EXPECT_EQ(snapshot(before), before_files);
   // A file the user has is replaced only with --overwrite.
   write_file(dir_.file("v.tsv"), "mine\n");
   EXPECT_TRUE(fails_cleanly(run(dir_, with(quick(out), "save-vocab", dir_.file("v.tsv"))), 1,
@@ -570,8 +580,10 @@ TEST_F(WriteSafety, ReadersRefuseFilesOfTwoSetsAndReadLoneFiles) {
   ASSERT_TRUE(succeeds(run(dir_, export_to(checkpoint("cb", 2), b, "npy,txt"))));
   std::filesystem::copy_file(b + "/vectors.npy", a + "/vectors.npy",
                              std::filesystem::copy_options::overwrite_existing);
+  write_file(dir_.file("pairs.tsv"), "w1\tw2\t5\nw1\tw3\t4\nw2\tw3\t3\n");
   for (const Args& reader :
        {Args{"similar", "--vectors", a, "w1"},
+        Args{"eval", "--vectors", a, "--similarity", dir_.file("pairs.tsv")},
         Args{"similar", "--vectors", a + "/vectors.npy", "w1"},
         Args{"export", "--vectors", a, "--output", dir_.file("x"), "--format", "txt"}}) {
     EXPECT_TRUE(fails_cleanly(run(dir_, reader), 1,
