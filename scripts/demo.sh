@@ -15,5 +15,6 @@ config=()
 if build/bin/pagedw2v --version | grep -q "TOML configs: yes"; then
   config=(--config configs/default.toml)
 fi
-build/bin/pagedw2v train --corpus data/sample.txt --output "$out" "${config[@]}" --epochs 10
+# The demo's own directory: a second demo replaces the first one's files (--overwrite).
+build/bin/pagedw2v train --corpus data/sample.txt --output "$out" "${config[@]}" --epochs 10 --overwrite
 build/bin/pagedw2v similar --vectors "$out/vectors.bin" --top 8 whale ship sea president war

@@ -78,8 +78,8 @@ TEST(Export, WritesEveryFormatAndEachLoadsBack) {
   const std::string dir = tmp.file("runs/a/b");  // parents do not exist yet
   export_model(dir, vocab, model, ExportOptions{});
 
-  EXPECT_EQ(entries(dir), (std::vector<std::string>{"embeddings.h5", "vectors.bin", "vectors.npy",
-                                                    "vectors.txt", "vocab.tsv"}));
+  EXPECT_EQ(entries(dir), (std::vector<std::string>{"embeddings.h5", "manifest.json", "vectors.bin",
+                                                    "vectors.npy", "vectors.txt", "vocab.tsv"}));
   expect_same(load_embeddings(dir), vocab, model.input, true);
   expect_same(load_embeddings(dir + "/"), vocab, model.input, true);
   expect_same(load_embeddings(dir + "/vectors.npy"), vocab, model.input, true);
@@ -105,10 +105,11 @@ TEST(Export, PackedWordsExportTheSameFiles) {
   export_model(tmp.file("packed"), packed, model, ExportOptions{});
   EXPECT_TRUE(packed.words_packed());
   const std::vector<std::string> names = entries(tmp.file("plain"));
-  EXPECT_EQ(names.size(), 5u);
+  EXPECT_EQ(names.size(), 6u);
   EXPECT_EQ(entries(tmp.file("packed")), names);
   for (const std::string& name : names) {
     if (name == "embeddings.h5") continue;  // libhdf5 records when its objects were made
+    if (name == "manifest.json") continue;  // each set has its own id
     EXPECT_EQ(read_file(tmp.file("packed/" + name)), read_file(tmp.file("plain/" + name))) << name;
   }
   expect_same(load_embeddings(tmp.file("packed/embeddings.h5")), vocab, model.input, true);
@@ -126,8 +127,9 @@ TEST(Export, SaveContextWritesTheOutputVectors) {
   options.attributes = {{"dim", int64_t{8}}, {"model", std::string("sgns")}};
   export_model(tmp.path(), vocab, model, options);
 
-  EXPECT_EQ(entries(tmp.path()), (std::vector<std::string>{"context_vectors.npy", "embeddings.h5",
-                                                           "vectors.npy", "vocab.tsv"}));
+  EXPECT_EQ(entries(tmp.path()),
+            (std::vector<std::string>{"context_vectors.npy", "embeddings.h5", "manifest.json",
+                                      "vectors.npy", "vocab.tsv"}));
   const NpyMatrix context = read_npy(tmp.file("context_vectors.npy"));
   EXPECT_EQ(context.rows, 40u);
   EXPECT_EQ(context.cols, 8u);
@@ -151,7 +153,7 @@ TEST(Export, DirectoriesAreSearchedInOrder) {
     ExportOptions options;
     options.formats = {format};
     export_model(dir, vocab, model, options);
-    EXPECT_EQ(entries(dir).size(), 2u);
+    EXPECT_EQ(entries(dir).size(), 3u);  // the format's file, vocab.tsv and the manifest
     const bool counts = format == std::string("npy") || format == std::string("h5");
     expect_same(load_embeddings(dir), vocab, model.input, counts);
   }
@@ -161,6 +163,7 @@ TEST(Export, DirectoriesAreSearchedInOrder) {
   export_model(tmp.file("mixed"), vocab, model, options);
   expect_same(load_embeddings(tmp.file("mixed")), vocab, model.input, true);
   std::filesystem::remove(tmp.file("npy/vocab.tsv"));
+  std::filesystem::remove(tmp.file("npy/manifest.json"));  // files by hand: no set any more
   std::filesystem::copy_file(tmp.file("bin/vectors.bin"), tmp.file("npy/vectors.bin"));
   expect_same(load_embeddings(tmp.file("npy")), vocab, model.input, false);
 }
@@ -220,6 +223,7 @@ TEST(Export, LoadErrors) {
   ExportOptions npy;
   npy.formats = {"npy"};
   export_model(tmp.file("run"), vocab, model, npy);
+  std::filesystem::remove(tmp.file("run/manifest.json"));  // files by hand: no set any more
   random_vocab(11, seed).save_tsv(tmp.file("run/vocab.tsv"));
   expect_throw_with<Error>([&] { load_embeddings(tmp.file("run")); }, "11 words but");
   expect_throw_with<Error>([&] { load_embeddings(tmp.file("run/vectors.npy")); }, "12 rows");

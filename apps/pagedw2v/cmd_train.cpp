@@ -12,6 +12,7 @@
 #include "config.hpp"
 #include "dist/ranks.hpp"
 #include "error.hpp"
+#include "io/atomic_file.hpp"
 #include "train/trainer.hpp"
 #include "train_setup.hpp"
 
@@ -23,8 +24,9 @@ std::atomic<int> g_stop_count{0};
 
 extern "C" void on_stop_signal(int sig) {
   // The first signal asks for a stop at the next safe point, with a checkpoint. A second one
-  // while that checkpoint is being written only says that it is awaited; a third ends the
-  // process the default way.
+  // while that checkpoint is being written only says that it is awaited; a third removes the
+  // temporary files being written (a checkpoint's, the export's) and ends the process the
+  // default way, unless the output set is being moved into place (it then completes).
   const int count = g_stop_count.fetch_add(1) + 1;
   int expected = 0;
   g_stop_signal.compare_exchange_strong(expected, sig);
@@ -34,6 +36,7 @@ extern "C" void on_stop_signal(int sig) {
     const ssize_t ignored = ::write(STDERR_FILENO, kNote, sizeof kNote - 1);
     (void)ignored;
   } else if (count >= 3) {
+    if (!remove_own_temps_now()) return;
     std::signal(sig, SIG_DFL);
     std::raise(sig);
   }
@@ -70,6 +73,12 @@ int cmd_train(int argc, char** argv) {
                    dist::launch_rank() == 0 ? stderr : nullptr);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
+  // A closed terminal stops the run as Ctrl-C does, with a checkpoint; under nohup it stays
+  // ignored.
+  struct sigaction hangup {};
+  if (::sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) {
+    std::signal(SIGHUP, on_stop_signal);
+  }
   // Under mpirun with several ranks, every rank runs this; an error on one rank ends them all
   // (the others may be waiting on it), and a stop on a signal ends each one quietly but rank 0.
   const std::unique_ptr<dist::Ranks> ranks = dist::join_ranks(&g_stop_signal, config.output);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,13 +66,98 @@ std::string temp_candidate(const std::string& path) {
   return path + "." + random_tag() + kTempMarker + std::to_string(::getpid());
 }
 
+// The temporary files and directories this process made and has not committed or removed, for
+// remove_own_temps_now(), which a signal handler calls: fixed slots that it reads without locks
+// or allocation. A slot is free (0), being filled (1), or holds a file (2) or a directory (3).
+constexpr int kTempSlots = 256;
+constexpr size_t kTempPathBytes = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[kTempPathBytes];
+};
+TempSlot g_temp_slots[kTempSlots];
+
+// 0: no set is being committed; > 0: that many are; -1: the process is stopping.
+std::atomic<int> g_set_commits{0};
+
+int remember_temp(const std::string& path, int kind) {
+  if (path.size() >= kTempPathBytes) return -1;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < kTempSlots; ++i) {
+      int expected = 0;
+      if (g_temp_slots[i].state.compare_exchange_strong(expected, 1)) {
+        std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+        g_temp_slots[i].state.store(kind, std::memory_order_release);
+        return i;
+      }
+    }
+    // Every slot taken: those whose files another library removed are free again.
+    for (int i = 0; i < kTempSlots; ++i) {
+      int seen = g_temp_slots[i].state.load(std::memory_order_acquire);
+      struct stat st {};
+      if ((seen == 2 || seen == 3) && ::lstat(g_temp_slots[i].path, &st) != 0 && errno == ENOENT) {
+        g_temp_slots[i].state.compare_exchange_strong(seen, 0);
+      }
+    }
+  }
+  return -1;
+}
+
+void forget_temp(int slot) {
+  if (slot >= 0 && slot < kTempSlots) g_temp_slots[slot].state.store(0, std::memory_order_release);
+}
+
+void forget_temp(const std::string& path) {
+  for (int i = 0; i < kTempSlots; ++i) {
+    const int seen = g_temp_slots[i].state.load(std::memory_order_acquire);
+    if ((seen == 2 || seen == 3) && path == g_temp_slots[i].path) {
+      forget_temp(i);
+      return;
+    }
+  }
+}
+
+/// The entries of the directory `path` and then the directory, with async-signal-safe calls only
+/// (a writer may still add a file while they go: the listing is repeated).
+void remove_directory_now(const char* path) {
+  struct Dirent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[1];
+  };
+  for (int round = 0; round < 16; ++round) {
+    const int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    alignas(8) char buf[4096];
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        const auto* d = reinterpret_cast<const Dirent64*>(buf + at);
+        const char* name = d->name;
+        const bool dot = name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+        if (!dot) ::unlinkat(fd, name, 0);
+        at += d->reclen;
+      }
+    }
+    ::close(fd);
+    if (::rmdir(path) == 0 || errno == ENOENT) return;
+  }
+}
+
 /// Creates a temporary file beside `path` exclusively; returns its descriptor and sets `*name`.
-int create_temp(const std::string& path, std::string* name) {
+int create_temp(const std::string& path, std::string* name, int* slot = nullptr) {
   for (int attempt = 0;; ++attempt) {
     *name = temp_candidate(path);
     const int fd =
         ::open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd >= 0) return fd;
+    if (fd >= 0) {
+      const int s = remember_temp(*name, 2);
+      if (slot != nullptr) *slot = s;
+      return fd;
+    }
     if (errno != EEXIST || attempt >= 16) {
       throw Error("cannot write '" + path + "': " + std::strerror(errno));
     }
@@ -87,6 +173,30 @@ bool process_alive(long pid) {
 }  // namespace
 
 bool fsync_on_commit() { return t_fsync; }
+
+bool remove_own_temps_now() {
+  int expected = 0;
+  if (!g_set_commits.compare_exchange_strong(expected, -1) && expected != -1) return false;
+  for (int i = 0; i < kTempSlots; ++i) {
+    const int seen = g_temp_slots[i].state.load(std::memory_order_acquire);
+    if (seen == 2) ::unlink(g_temp_slots[i].path);
+    if (seen == 3) remove_directory_now(g_temp_slots[i].path);
+  }
+  return true;
+}
+
+SetCommitScope::SetCommitScope() {
+  int seen = g_set_commits.load();
+  do {
+    if (seen < 0) throw Error("stopped by a signal before the files were moved into place");
+  } while (!g_set_commits.compare_exchange_weak(seen, seen + 1));
+}
+
+SetCommitScope::~SetCommitScope() { g_set_commits.fetch_sub(1); }
+
+int remember_temp_dir(const std::string& dir) { return remember_temp(dir, 3); }
+
+void forget_temp_dir(int handle) { forget_temp(handle); }
 
 FsyncScope::FsyncScope(bool fsync) : previous_(t_fsync) { t_fsync = fsync; }
 
@@ -131,12 +241,13 @@ size_t remove_stale_temps(const std::string& dir) {
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  const int fd = create_temp(path_, &temp_path_);
+  const int fd = create_temp(path_, &temp_path_, &slot_);
   file_ = ::fdopen(fd, "wb");
   if (file_ == nullptr) {
     const int err = errno;
     ::close(fd);
     std::remove(temp_path_.c_str());
+    forget_temp(slot_);
     throw Error("cannot write '" + path_ + "': " + std::strerror(err));
   }
   std::setvbuf(file_, nullptr, _IOFBF, 4 << 20);
@@ -145,6 +256,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (file_ != nullptr) std::fclose(file_);
   if (!committed_) std::remove(temp_path_.c_str());
+  forget_temp(slot_);
 }
 
 void AtomicFile::write(const void* data, size_t bytes) {
@@ -213,6 +325,7 @@ void AtomicFile::commit() {
     throw Error("cannot rename onto '" + path_ + "': " + std::strerror(errno));
   }
   committed_ = true;
+  forget_temp(slot_);
   fsync_path(dir_of(path_), O_RDONLY | O_DIRECTORY);
 }
 
@@ -222,14 +335,17 @@ void commit_file(const std::string& temp_path, const std::string& path) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     std::remove(temp_path.c_str());
+    forget_temp(temp_path);
     throw Error("cannot write '" + path + "': " + std::strerror(err));
   }
   ::close(fd);
   if (std::rename(temp_path.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(temp_path.c_str());
+    forget_temp(temp_path);
     throw Error("cannot rename onto '" + path + "': " + std::strerror(err));
   }
+  forget_temp(temp_path);
   fsync_path(dir_of(path), O_RDONLY | O_DIRECTORY);
 }
 

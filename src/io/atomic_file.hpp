@@ -64,6 +64,7 @@ class AtomicFile {
   std::string temp_path_;
   std::FILE* file_ = nullptr;
   bool committed_ = false;
+  int slot_ = -1;
 };
 
 /// Renames `temp_path` onto `path` after fsync'ing it, then fsyncs the directory (both as
@@ -84,6 +85,30 @@ bool is_temp_name(const std::string& name, long* pid = nullptr);
 /// left by processes that no longer run; those of a live process are kept. Returns how many
 /// entries were removed. Call it while holding the directory's OutputLock.
 size_t remove_stale_temps(const std::string& dir);
+
+/// Removes, at once and from a signal handler (it is async-signal-safe), every temporary file and
+/// temporary directory (with what it holds) that this process created through this file's
+/// functions and has neither committed nor removed yet, so that a command stopped by a signal
+/// leaves nothing behind. Returns false, removing nothing, while an output set is being moved into
+/// its directory (SetCommitScope): the set is then left to complete. After it returned true, a
+/// SetCommitScope can no longer begin (it throws), so that no set is half moved in afterwards.
+bool remove_own_temps_now();
+
+/// Marks an output set's files being moved into their directory, for remove_own_temps_now().
+/// Throws Error when the process is stopping (remove_own_temps_now() ran).
+class SetCommitScope {
+ public:
+  SetCommitScope();
+  ~SetCommitScope();
+  SetCommitScope(const SetCommitScope&) = delete;
+  SetCommitScope& operator=(const SetCommitScope&) = delete;
+};
+
+/// Records a temporary directory that this process made, for remove_own_temps_now(); returns a
+/// handle for forget_temp_dir() (negative when it could not be recorded).
+int remember_temp_dir(const std::string& dir);
+/// The directory of `handle` is gone or committed: remove_own_temps_now() leaves it.
+void forget_temp_dir(int handle);
 
 /// Points the symbolic link `link` at `target` atomically: a new link under a temporary name is
 /// renamed over the old one. Throws Error on failure.

@@ -11,6 +11,7 @@
 #include "error.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
+#include "io/output_set.hpp"
 #include "io/word2vec_format.hpp"
 #include "mapped_file.hpp"
 #include "vocab.hpp"
@@ -41,10 +42,17 @@ std::string dir_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-LoadedEmbeddings load_npy(const std::string& npy_path, const std::string& vocab_path) {
+/// The files a load read, each as it was identified before it was read (check_set_files()).
+using ReadFiles = std::vector<FileIdentity>;
+
+LoadedEmbeddings load_npy(const std::string& npy_path, const std::string& vocab_path,
+                          ReadFiles* read) {
   if (kind_of(vocab_path) != Kind::kFile) {
     throw Error("cannot read '" + npy_path + "': its vocabulary '" + vocab_path + "' is missing");
   }
+  read->push_back(identify_file(npy_path));
+  read->push_back(identify_file(vocab_path));
+  check_set_files({read->end() - 2, read->end()});
   NpyMatrix m = read_npy(npy_path);
   Vocab vocab = Vocab::load_tsv(vocab_path);
   if (vocab.size() != m.rows) {
@@ -154,9 +162,16 @@ LoadedEmbeddings load_words_and_vectors(std::string_view bytes, const std::strin
   return e;
 }
 
-LoadedEmbeddings load_file(const std::string& path, VectorsFormat format) {
-  if (format == VectorsFormat::kNpy) return load_npy(path, dir_of(path) + "/vocab.tsv");
+LoadedEmbeddings load_file(const std::string& path, VectorsFormat format, ReadFiles* read) {
+  if (format == VectorsFormat::kNpy) return load_npy(path, dir_of(path) + "/vocab.tsv", read);
+  // Identified before it is opened, so that what is read is the file that was checked.
+  const FileIdentity id = identify_file(path);
+  auto checked = [&] {
+    read->push_back(id);
+    check_set_files({id});
+  };
   if (format == VectorsFormat::kH5) {
+    checked();
     LoadedEmbeddings e = read_embeddings_h5(path);
     e.format = "HDF5";
     return e;
@@ -167,23 +182,25 @@ LoadedEmbeddings load_file(const std::string& path, VectorsFormat format) {
     head = std::string(file.view().substr(0, 8));
     if (!starts_with(head, kGzipMagic)) {
       if (format == VectorsFormat::kAuto && starts_with(head, kNpyMagic)) {
-        return load_npy(path, dir_of(path) + "/vocab.tsv");
+        return load_npy(path, dir_of(path) + "/vocab.tsv", read);
       }
       if (format == VectorsFormat::kAuto && is_hdf5(file.view())) {
-        return load_file(path, VectorsFormat::kH5);
+        return load_file(path, VectorsFormat::kH5, read);
       }
+      checked();
       return load_words_and_vectors(file.view(), path, format, false);
     }
   }
+  checked();
   const std::string bytes = gunzip(path);
   return load_words_and_vectors(bytes, path, format, true);
 }
 
-LoadedEmbeddings load_directory(const std::string& dir, VectorsFormat format) {
+LoadedEmbeddings load_directory(const std::string& dir, VectorsFormat format, ReadFiles* read) {
   const std::string base = ends_with(dir, "/") ? dir : dir + "/";
   if ((format == VectorsFormat::kAuto || format == VectorsFormat::kNpy) &&
       kind_of(base + "vectors.npy") == Kind::kFile && kind_of(base + "vocab.tsv") == Kind::kFile) {
-    return load_npy(base + "vectors.npy", base + "vocab.tsv");
+    return load_npy(base + "vectors.npy", base + "vocab.tsv", read);
   }
   const std::pair<const char*, VectorsFormat> files[] = {{"embeddings.h5", VectorsFormat::kH5},
                                                          {"vectors.bin", VectorsFormat::kBin},
@@ -191,7 +208,7 @@ LoadedEmbeddings load_directory(const std::string& dir, VectorsFormat format) {
                                                          {"vectors.vec", VectorsFormat::kTxt}};
   for (const auto& [name, kind] : files) {
     if ((format == VectorsFormat::kAuto || format == kind) && kind_of(base + name) == Kind::kFile) {
-      return load_file(base + name, format);
+      return load_file(base + name, format, read);
     }
   }
   throw Error("'" + dir +
@@ -218,8 +235,12 @@ LoadedEmbeddings load_embeddings(const std::string& path, VectorsFormat format) 
   int err = 0;
   const Kind kind = kind_of(path, &err);
   if (kind == Kind::kMissing) throw Error("cannot read '" + path + "': " + std::strerror(err));
-  LoadedEmbeddings e =
-      kind == Kind::kDirectory ? load_directory(path, format) : load_file(path, format);
+  ReadFiles read;
+  LoadedEmbeddings e = kind == Kind::kDirectory ? load_directory(path, format, &read)
+                                                : load_file(path, format, &read);
+  // Files of a run directory were checked against its manifest before they were read (never the
+  // vectors of one export beside the vocabulary of another); none may have been replaced since.
+  check_unchanged(read);
   if (e.words.size() != e.rows || e.vectors.size() != e.rows * e.dim ||
       (!e.counts.empty() && e.counts.size() != e.rows)) {
     throw Error("'" + path + "': the words and the matrix disagree in rows");

@@ -44,8 +44,12 @@ VectorsFormat parse_vectors_format(const std::string& name);
 /// header (GloVe); any of the last three may be gzip-compressed. `format` other than kAuto
 /// reads the file as that format instead.
 ///
-/// Throws Error when nothing can be read, the content is none of these, or the words and the
-/// matrix disagree in rows.
+/// Files that bear the names of a set's files (vocab.tsv, vectors.npy, …) in a directory that
+/// holds a manifest are checked against it (output_set.hpp): files of two exports mixed in one
+/// directory are refused, with one line naming the first file that does not belong.
+///
+/// Throws Error when nothing can be read, the content is none of these, the words and the
+/// matrix disagree in rows, or the files are not the set their manifest lists.
 LoadedEmbeddings load_embeddings(const std::string& path,
                                  VectorsFormat format = VectorsFormat::kAuto);
 

@@ -17,6 +17,7 @@
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/npy.hpp"
+#include "io/output_set.hpp"
 #include "io/word2vec_format.hpp"
 
 namespace pagedw2v {
@@ -80,7 +81,7 @@ void run_all(const std::vector<std::function<void()>>& tasks) {
 
 }  // namespace
 
-StagedFiles::StagedFiles(std::string dir) : dir_(std::move(dir)) {
+StagedFiles::StagedFiles(std::string dir) : dir_(std::move(dir)), set_id_(new_set_id()) {
   if (dir_.empty()) dir_ = ".";
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   make_directories(dir_);
@@ -91,12 +92,15 @@ StagedFiles::StagedFiles(std::string dir) : dir_(std::move(dir)) {
     throw Error("cannot write to '" + dir_ + "': " + std::strerror(errno));
   }
   staging_ = probe;
+  staging_handle_ = remember_temp_dir(staging_);
 }
 
 StagedFiles::~StagedFiles() {
-  if (committed_) return;
-  std::error_code ec;
-  std::filesystem::remove_all(staging_, ec);
+  if (!committed_) {
+    std::error_code ec;
+    std::filesystem::remove_all(staging_, ec);
+  }
+  forget_temp_dir(staging_handle_);
 }
 
 std::string StagedFiles::path_for(const std::string& name) {
@@ -111,22 +115,38 @@ void StagedFiles::add(const std::string& name, const std::string& contents) {
 }
 
 std::vector<std::string> StagedFiles::commit(const std::vector<std::string>& stale) {
-  std::vector<std::string> paths;
+  // The manifest lists every staged file; it goes into dir() first, the files after it, so that
+  // until the last of them is in place the directory holds files it does not describe, which
+  // readers refuse (output_set.hpp).
+  const bool has_set = !names_.empty();
+  if (has_set) {
+    std::vector<SetMember> members;
+    for (const std::string& name : names_) {
+      members.push_back(describe_set_member(staging_ + "/" + name, name));
+    }
+    add(kManifestName, manifest_text(set_id_, members));
+    names_.pop_back();
+  }
+  auto move_in = [&](const std::string& name) {
+    const std::string path = dir_ + "/" + name;
+    if (std::rename((staging_ + "/" + name).c_str(), path.c_str()) != 0) {
+      throw Error("cannot rename onto '" + path + "': " + std::strerror(errno));
+    }
+    return path;
+  };
+  const SetCommitScope committing;
+  if (has_set) move_in(kManifestName);
   for (const std::string& name : stale) {
     if (std::find(names_.begin(), names_.end(), name) != names_.end()) continue;
+    if (has_set && name == kManifestName) continue;
     const std::string path = dir_ + "/" + name;
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && std::remove(path.c_str()) != 0) {
       throw Error("cannot remove the older '" + path + "': " + std::strerror(errno));
     }
   }
-  for (const std::string& name : names_) {
-    const std::string path = dir_ + "/" + name;
-    if (std::rename((staging_ + "/" + name).c_str(), path.c_str()) != 0) {
-      throw Error("cannot rename onto '" + path + "': " + std::strerror(errno));
-    }
-    paths.push_back(path);
-  }
+  std::vector<std::string> paths;
+  for (const std::string& name : names_) paths.push_back(move_in(name));
   committed_ = true;
   std::error_code ec;
   std::filesystem::remove_all(staging_, ec);
@@ -324,7 +344,7 @@ std::vector<std::string> export_model(const std::string& dir, const Vocab& vocab
   check_request(dir, vocab, model, options);
   StagedFiles files(dir);
   write_export(files, vocab, model, options);
-  return files.commit(export_file_names());
+  return files.commit(output_set_names());
 }
 
 }  // namespace pagedw2v

@@ -12,10 +12,12 @@
 ///     DIR/context_vectors.txt   the output vectors, word2vec.c text      ("txt" + save_context)
 ///
 /// The files of one export are a set: they are all written under a temporary directory inside DIR
-/// (`DIR/export.RANDOM.tmp-PID/`) and moved into DIR only when every one is complete, and the
-/// export files of other formats that an older export left in DIR are removed then, so DIR never
-/// holds a new vocab.tsv beside older vectors. A failure leaves DIR as it was. The formats are
-/// written at the same time, one thread each, and fsync'ed as the calling thread's FsyncScope
+/// (`DIR/export.RANDOM.tmp-PID/`) and moved into DIR only when every one is complete, after
+/// DIR/manifest.json, which lists them with their sizes and hashes (output_set.hpp); the files of
+/// an older set that are not part of the new one are removed then. A reader that finds files of
+/// two sets in DIR (a process killed while it moved them) refuses them. A failure leaves DIR as it
+/// was; so does a stop signal (remove_own_temps_now() removes the temporary directory). The formats
+/// are written at the same time, one thread each, and fsync'ed as the calling thread's FsyncScope
 /// says (atomic_file.hpp).
 
 #include <memory>
@@ -52,20 +54,26 @@ class StagedFiles {
   StagedFiles& operator=(const StagedFiles&) = delete;
 
   const std::string& dir() const { return dir_; }
+  /// The set's id, which its manifest records (new_set_id()).
+  const std::string& set_id() const { return set_id_; }
   /// Where to write the file `name` (no directory part) so that commit() moves it into dir().
   std::string path_for(const std::string& name);
   /// The names staged so far, in order.
   const std::vector<std::string>& names() const { return names_; }
   /// Writes `contents` as the file `name`.
   void add(const std::string& name, const std::string& contents);
-  /// Moves every staged file into dir(), removes `stale` names that are not part of this set,
-  /// fsyncs the directory (as fsync_on_commit() says) and returns the final paths in the order
-  /// they were staged.
+  /// Writes the manifest of the staged files, moves it into dir(), removes the `stale` names that
+  /// are not part of this set, moves every staged file into dir(), fsyncs the directory (as
+  /// fsync_on_commit() says) and returns the final paths in the order they were staged (the
+  /// manifest not among them). With no file staged, no manifest is written (an older one is
+  /// removed when `stale` names it).
   std::vector<std::string> commit(const std::vector<std::string>& stale = {});
 
  private:
   std::string dir_;
+  std::string set_id_;
   std::string staging_;
+  int staging_handle_ = -1;
   std::vector<std::string> names_;
   bool committed_ = false;
 };

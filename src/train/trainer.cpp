@@ -28,6 +28,8 @@
 #include "io/atomic_file.hpp"
 #include "io/embeddings.hpp"
 #include "io/export.hpp"
+#include "io/output_claim.hpp"
+#include "io/output_set.hpp"
 #include "mapped_file.hpp"
 #include "sampler.hpp"
 #include "string_index.hpp"
@@ -53,6 +55,23 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+/// The names in `dir` that `keep` accepts.
+std::vector<std::string> entries(const std::string& dir, bool (*keep)(const std::string&)) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (keep(e->d_name)) names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool is_checkpoint_file(const std::string& name) {
+  return name == "latest.h5" || checkpoint_words(name, 1).has_value();
+}
+
 /// Creates `dir` (and its parents) and checks that it can be written, before any training.
 void prepare_output_dir(const std::string& dir) {
   std::string partial;
@@ -73,91 +92,42 @@ void prepare_output_dir(const std::string& dir) {
   }
 }
 
-constexpr const char* kRunRecord = "run.json";
-
-/// The names in `dir` that `keep` accepts.
-std::vector<std::string> entries(const std::string& dir, bool (*keep)(const std::string&)) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      if (keep(e->d_name)) names.emplace_back(e->d_name);
-    }
-    ::closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool is_run_file(const std::string& name) {
-  const auto& names = export_file_names();
-  return name == kRunRecord || std::find(names.begin(), names.end(), name) != names.end();
-}
-
-bool is_checkpoint_file(const std::string& name) {
-  return name == "latest.h5" || checkpoint_words(name, 1).has_value();
-}
-
-bool same_file(const struct stat& a, const std::string& path) {
-  struct stat b {};
-  return ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-bool same_directory(const std::string& a, const std::string& b) {
-  struct stat sa {};
-  return ::stat(a.c_str(), &sa) == 0 && S_ISDIR(sa.st_mode) && same_file(sa, b);
-}
-
 std::string dir_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-/// Refuses an output directory whose files the run would replace without being told to: its own
-/// corpus (always), another run's export files or checkpoints (unless --overwrite; a run resumed
-/// from a checkpoint of this directory continues that run). With --overwrite, the other run's
-/// checkpoints go now, so that they never mix with this run's; its export files are replaced
-/// together at the end.
-void claim_output(const Config& config, const std::string& resume_from) {
+/// Claims the output directory for this run (output_claim.hpp: its lock, and the rule that no
+/// input, no file of another run and no other existing file is replaced unless --overwrite says
+/// so). A run resumed from a checkpoint of this directory continues that run. With --overwrite,
+/// the other run's checkpoints go now, so that they never mix with this run's; its set's files
+/// are replaced together at the end.
+OutputLock claim_run_output(const Config& config, const std::string& resume_from) {
   const std::string& out = config.output;
   const std::string checkpoints = out + "/checkpoints";
-  const std::vector<std::string> run_files = entries(out, is_run_file);
-  const std::vector<std::string> checkpoint_files = entries(checkpoints, is_checkpoint_file);
-
-  struct stat corpus {};
-  if (!config.corpus.empty() && ::stat(config.corpus.c_str(), &corpus) == 0) {
-    std::vector<std::string> written;
-    for (const std::string& n : export_file_names()) written.push_back(out + "/" + n);
-    written.push_back(out + "/" + kRunRecord);
-    for (const std::string& n : checkpoint_files) written.push_back(checkpoints + "/" + n);
-    for (const std::string& path : written) {
-      if (same_file(corpus, path)) {
-        throw Error("corpus '" + config.corpus + "' is '" + path +
-                    "', a file this run writes; choose another --output");
+  OutputClaim claim;
+  claim.dir = out;
+  claim.overwrite = config.overwrite;
+  claim.continues = !resume_from.empty() && same_directory(dir_of(resume_from), checkpoints);
+  for (const std::string& path : corpus_paths(config)) claim.inputs.push_back({"--corpus", path});
+  claim.inputs.push_back({"--vocab", config.vocab_file});
+  claim.inputs.push_back({"--eval-analogies", config.eval_analogies});
+  claim.inputs.push_back({"--eval-similarity", config.eval_similarity});
+  if (!claim.continues) claim.inputs.push_back({"--resume", resume_from});
+  claim.other_outputs.push_back({"--save-vocab", config.save_vocab});
+  for (const std::string& n : entries(checkpoints, is_checkpoint_file)) {
+    claim.earlier_files.push_back(checkpoints + "/" + n);
+  }
+  OutputLock lock = claim_output(claim);
+  if (!claim.continues && config.overwrite) {
+    for (const std::string& path : claim.earlier_files) {
+      if (path != resume_from && std::remove(path.c_str()) != 0) {
+        throw Error("cannot remove the older '" + path + "': " + std::strerror(errno));
       }
     }
   }
-  const bool continues = !resume_from.empty() && same_directory(dir_of(resume_from), checkpoints);
-  if (continues || (run_files.empty() && checkpoint_files.empty())) return;
-  if (!config.overwrite) {
-    std::string list;
-    size_t shown = 0;
-    for (const std::string& n : run_files) {
-      if (shown++ < 3) list += (list.empty() ? "" : ", ") + n;
-    }
-    for (const std::string& n : checkpoint_files) {
-      if (shown++ < 3) list += (list.empty() ? "" : ", ") + ("checkpoints/" + n);
-    }
-    if (shown > 3) list += ", …";
-    throw Error("output '" + out + "' holds the files of another run (" + list +
-                "); choose another --output, or add --overwrite to replace them");
-  }
-  for (const std::string& n : checkpoint_files) {
-    const std::string path = checkpoints + "/" + n;
-    if (path != resume_from && std::remove(path.c_str()) != 0) {
-      throw Error("cannot remove the older '" + path + "': " + std::strerror(errno));
-    }
-  }
+  return lock;
 }
 
 /// --max-corpus-memory in bytes: auto is a quarter of the machine's memory.
@@ -285,7 +255,8 @@ nlohmann::ordered_json number(double v) {
 
 /// The record of a finished run (run.json).
 std::string run_record(const Config& config, const TrainSummary& s, const std::string& backend,
-                       uint32_t threads, const std::vector<std::string>& files) {
+                       uint32_t threads, const std::vector<std::string>& files,
+                       const std::string& set_id) {
   using json = nlohmann::ordered_json;
   json settings = json::object();
   for (const OptionSpec& spec : train_options()) settings[spec.name] = spec.get(config);
@@ -337,6 +308,7 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
       {"evaluation", evaluations},
       {"checkpoint", s.last_checkpoint.empty() ? json() : json(s.last_checkpoint)},
       {"files", files},
+      {"output_set", set_id},
   };
   // Over ranks: what each rank held.
   if (!s.ranks.empty()) {
@@ -436,13 +408,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   std::FILE* out = config.quiet || !writes_files ? nullptr : log;
   std::optional<OutputLock> lock;
-  if (writes_files) {
-    prepare_output_dir(config.output);
-    lock.emplace(config.output);
-    remove_stale_temps(config.output);
-    remove_stale_temps(config.output + "/checkpoints");
-    claim_output(config, requested.resume);
-  }
+  if (writes_files) lock.emplace(claim_run_output(config, requested.resume));
   if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);
   times.setup += seconds_since(t0);
@@ -996,12 +962,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // run.json goes in with the export files; its own writing is not timed.
   std::vector<std::string> files;
   for (const std::string& n : staged.names()) files.push_back(staged.dir() + "/" + n);
-  files.push_back(staged.dir() + "/" + kRunRecord);
+  files.push_back(staged.dir() + "/" + kRunRecordName);
   times.total = seconds_since(t0);
   summary.times = times;
   summary.total_seconds = times.total;
-  staged.add(kRunRecord, run_record(config, summary, backend_description, threads, files));
-  summary.files = staged.commit(export_file_names());
+  staged.add(kRunRecordName,
+             run_record(config, summary, backend_description, threads, files, staged.set_id()));
+  summary.files = staged.commit(output_set_names());
 
   if (out) {
     const uint64_t trained = summary.words_trained_now;

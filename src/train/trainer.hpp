@@ -4,15 +4,16 @@
 /// tables, model, backend, epochs with progress, checkpoints, export and the run record.
 ///
 /// What a run writes, and when:
-///   - at the start it takes a lock on the output directory (a second run with the same --output
-///     is refused), removes what killed runs left there (temporary files of processes that no
-///     longer run), and refuses an output that holds another run's files unless --overwrite, or
-///     that would overwrite its own corpus;
+///   - at the start it claims the output directory as every writing command does
+///     (io/output_claim.hpp): a lock (a second writer of the same --output is refused), what
+///     killed commands left there removed, and an output that holds another run's files refused
+///     unless --overwrite, or one that would write over an input (the corpus, --vocab, the
+///     evaluation files) or put --save-vocab over an input or the set, refused always;
 ///   - after each epoch (and each --checkpoint-interval) a checkpoint: the tables are copied and
 ///     the copy is written by a background thread while training goes on;
 ///   - at the end the last checkpoint is written from the tables while the export files are
 ///     written (no copy), then the export files and run.json are moved into the output directory
-///     together.
+///     as one set, after its manifest (io/output_set.hpp).
 
 #include <atomic>
 #include <cstdint>

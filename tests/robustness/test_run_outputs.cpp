@@ -271,7 +271,8 @@ TEST_F(RunOutputs, KeepCheckpointsZeroAndFormatNone) {
 
   const std::string b = dir_.file("b");
   ASSERT_TRUE(succeeds(run(dir_, with(quick(b), "format", "none"))));
-  EXPECT_EQ(testing_util::entries(b), (std::vector<std::string>{"checkpoints", "run.json"}));
+  EXPECT_EQ(testing_util::entries(b),
+            (std::vector<std::string>{"checkpoints", "manifest.json", "run.json"}));
   EXPECT_TRUE(exists(b + "/checkpoints/epoch-1.h5"));
 }
 
