@@ -92,7 +92,10 @@ class Vocab {
   static Vocab from_words(const std::vector<std::string>& words, std::vector<uint64_t> counts);
   /// The same from a WordList (no std::string a word on the way).
   static Vocab from_word_list(WordList words, std::vector<uint64_t> counts);
-  /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input.
+  /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input: a line
+  /// that is not word<TAB>count, a word the tokenizer cannot make (over kMaxWordBytes bytes,
+  /// holding a byte it splits at, not UTF-8), or counts whose sum passes 2^64 - 1. A file read
+  /// while it is truncated throws Error too (MappedFile::read).
   static Vocab load_tsv(const std::string& path);
   /// Writes `word<TAB>count` lines in row order (to a temporary name, then renamed).
   void save_tsv(const std::string& path) const;

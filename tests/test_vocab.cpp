@@ -174,6 +174,31 @@ TEST(Vocab, LowercaseIsOptIn) {
   EXPECT_EQ(Vocab::count_serial(text, o).words(), lower.words());
 }
 
+TEST(Vocab, LowercaseTakesGreekCapitalsWithTonos) {
+  // Ά Έ Ή Ί Ό Ύ Ώ and their lower-case forms, as Unicode's simple case mapping pairs them.
+  const std::pair<char32_t, char32_t> pairs[] = {{0x386, 0x3AC}, {0x388, 0x3AD}, {0x389, 0x3AE},
+                                                 {0x38A, 0x3AF}, {0x38C, 0x3CC}, {0x38E, 0x3CD},
+                                                 {0x38F, 0x3CE}};
+  auto utf8 = [](char32_t cp) {
+    return std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+  };
+  TextOptions lower;
+  lower.lowercase = true;
+  char buf[kMaxWordBytes];
+  for (const auto& [upper, small] : pairs) {
+    const std::string word = utf8(upper) + "x" + utf8(small);
+    EXPECT_EQ(std::string(normalize_word(word, lower, buf)), utf8(small) + "x" + utf8(small))
+        << "U+" << std::hex << static_cast<uint32_t>(upper);
+    EXPECT_EQ(std::string(normalize_word(word, TextOptions{}, buf)), word);
+  }
+  // The Greek block's other characters between them stay as they are (΄ ΅ · are not letters).
+  for (const char32_t cp : {char32_t{0x384}, char32_t{0x385}, char32_t{0x387}, char32_t{0x38B},
+                            char32_t{0x38D}, char32_t{0x390}}) {
+    const std::string word = utf8(cp);
+    EXPECT_EQ(std::string(normalize_word(word, lower, buf)), word);
+  }
+}
+
 TEST(Vocab, TsvRoundTrip) {
   TempDir dir;
   const Vocab v = Vocab::count("the cat the dog the cat é\xff", opts(1, 0));
