@@ -664,7 +664,7 @@ void Vocab::build_index(Index& index) const {
   index.built.store(true, std::memory_order_release);
 }
 
-Vocab Vocab::load_tsv(const std::string& path) {
+Vocab Vocab::load_tsv(const std::string& path, bool tokenizer_words) {
   const MappedFile file(path);
   WordList words;
   std::vector<uint64_t> counts;
@@ -691,16 +691,17 @@ Vocab Vocab::load_tsv(const std::string& path) {
         throw Error(where + "expected word<TAB>count");
       }
       const std::string_view word = line.substr(0, tab);
-      // Only words the tokenizer makes can match the corpus (and be stored in a checkpoint).
-      if (word.size() > kMaxWordBytes) {
+      // No format can store such a word as one word (a checkpoint included).
+      if (const char* why = unstorable_word(word)) {
+        throw Error(where + "the word " + why + " (the tokenizer splits words there)");
+      }
+      // A vocabulary to train with: only words the tokenizer makes can match the corpus.
+      if (tokenizer_words && word.size() > kMaxWordBytes) {
         throw Error(where + "a word of " + std::to_string(word.size()) +
                     " bytes; words hold at most " + std::to_string(kMaxWordBytes) +
                     " (the tokenizer cuts longer ones)");
       }
-      if (const char* why = unstorable_word(word)) {
-        throw Error(where + "the word " + why + " (the tokenizer splits words there)");
-      }
-      if (!is_valid_utf8(word)) {
+      if (tokenizer_words && !is_valid_utf8(word)) {
         throw Error(where + "the word is not UTF-8 (the tokenizer repairs every word to UTF-8)");
       }
       if (__builtin_add_overflow(total, count, &total)) {

@@ -212,6 +212,44 @@ TEST(Vocab, TsvRoundTrip) {
   EXPECT_EQ(testing_util::read_file(dir.file("vocab.tsv")).substr(0, 6), "the\t3\n");
 }
 
+TEST(Vocab, TsvWordsNoFormatCanHoldAreRefusedAndTrainingOnesMustBeTheTokenizers) {
+  TempDir dir;
+  const std::string long_word(101, 'x');
+  testing_util::write_file(dir.file("long.tsv"), "a\t3\n" + long_word + "\t2\n");
+  testing_util::write_file(dir.file("latin1.tsv"), "a\t3\ncaf\xe9\t2\n");
+  // Kept when vectors come with the file (other tools make such words); refused to train with.
+  EXPECT_EQ(Vocab::load_tsv(dir.file("long.tsv")).word(1), long_word);
+  EXPECT_EQ(Vocab::load_tsv(dir.file("latin1.tsv")).word(1), "caf\xe9");
+  const std::pair<std::string, std::string> refused[] = {
+      {"long.tsv", "line 2: a word of 101 bytes"}, {"latin1.tsv", "line 2: the word is not UTF-8"}};
+  for (const auto& [name, message] : refused) {
+    try {
+      Vocab::load_tsv(dir.file(name), true);
+      ADD_FAILURE() << name << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  // Never: a word split where the tokenizer splits, counts past 2^64 - 1.
+  testing_util::write_file(dir.file("space.tsv"), "a b\t3\n");
+  testing_util::write_file(dir.file("vt.tsv"), "a\t3\nb\vc\t1\n");
+  testing_util::write_file(dir.file("sum.tsv"), "a\t18446744073709551615\nb\t1\n");
+  const std::pair<std::string, std::string> never[] = {
+      {"space.tsv", "line 1: the word holds a space"},
+      {"vt.tsv", "line 2: the word holds a space, tab, CR, VT or FF"},
+      {"sum.tsv", "line 2: the counts add up past 2^64 - 1"}};
+  for (const auto& [name, message] : never) {
+    for (const bool training : {false, true}) {
+      try {
+        Vocab::load_tsv(dir.file(name), training);
+        ADD_FAILURE() << name << ": no error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
 TEST(Vocab, BadTsvNamesTheLine) {
   TempDir dir;
   testing_util::write_file(dir.file("v.tsv"), "a\t3\nb three\n");
