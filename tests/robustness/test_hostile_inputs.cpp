@@ -408,6 +408,17 @@ TEST(HostileVectors, EscapeSequencesInWordsReachATerminalOnlyShown) {
   EXPECT_NE(shown.find("c1\\xc2\\x9b2J"), std::string::npos) << shown;
   EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
   EXPECT_EQ(shown.find('\x07'), std::string::npos) << shown;
+  // A section name of an analogy file, as eval reports it.
+  write_file(dir.file("questions.txt"), ": sec\x1b[2J\nw0 " + red + " " + bell + " " + c1 + "\n");
+  const Args eval = {"eval", "--vectors", dir.file("v.txt"), "--analogies",
+                     dir.file("questions.txt")};
+  const RunResult eval_piped = run(dir, eval);
+  ASSERT_TRUE(succeeds(eval_piped));
+  EXPECT_NE(eval_piped.out.find("  sec\x1b[2J: "), std::string::npos) << eval_piped.out;
+  const std::string eval_shown = run_on_terminal(eval, &code);
+  EXPECT_EQ(code, 0) << eval_shown;
+  EXPECT_NE(eval_shown.find("  sec\\x1b[2J: "), std::string::npos) << eval_shown;
+  EXPECT_EQ(eval_shown.find('\x1b'), std::string::npos) << eval_shown;
   // And in the one error line, a query's words from the terminal too.
   const std::string error =
       run_on_terminal({"similar", "--vectors", dir.file("v.txt"), "no\x1b]0;title\x07"}, &code);
