@@ -341,7 +341,14 @@ std::string run_on_terminal(const Args& args, int* code) {
     ADD_FAILURE() << "no pseudo-terminal";
     return "";
   }
-  const std::string slave = ::ptsname(master);
+  // This end of the terminal stays open here too, so that what the child wrote is read after
+  // it has ended (no hang-up), to the last byte.
+  const int tty = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+  const int null = ::open("/dev/null", O_RDONLY);
+  if (tty < 0 || null < 0) {
+    ADD_FAILURE() << "cannot open the terminal";
+    return "";
+  }
   std::vector<std::string> storage = {PAGEDW2V_BINARY};
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -350,33 +357,38 @@ std::string run_on_terminal(const Args& args, int* code) {
   ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::setsid();
-    const int tty = ::open(slave.c_str(), O_RDWR);
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (tty < 0 || null < 0) ::_exit(126);
     ::dup2(null, 0);
     ::dup2(tty, 1);
     ::dup2(tty, 2);
     ::execv(PAGEDW2V_BINARY, argv.data());
     ::_exit(127);
   }
+  ::close(null);
   std::string got;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   char buf[4096];
-  for (;;) {
+  auto drain = [&](int timeout_ms) {
     pollfd p{master, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+      const ssize_t n = ::read(master, buf, sizeof buf);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+      timeout_ms = 0;
+    }
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int status = 0;
+  for (;;) {
+    drain(10);
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
     if (std::chrono::steady_clock::now() > deadline) {
       ADD_FAILURE() << "timed out";
       ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
       break;
     }
-    if (::poll(&p, 1, 1000) <= 0) continue;
-    const ssize_t n = ::read(master, buf, sizeof buf);
-    if (n <= 0) break;  // EIO: every end of the terminal is closed
-    got.append(buf, static_cast<size_t>(n));
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  drain(0);
+  ::close(tty);
   ::close(master);
   *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::string kept;
