@@ -125,8 +125,9 @@ std::vector<OptionSpec> make_train_options() {
                "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply. Its "
                "words must be ones the tokenizer makes (at most 100 bytes of UTF-8, no space, "
                "tab, CR, LF, VT, FF or NUL); its counts are taken as they are (they weigh the "
-               "noise distribution and --sample, whatever the corpus holds) and must sum below "
-               "2^64; a file that breaks either is refused with its line",
+               "noise distribution and --sample; a sum larger than the corpus can hold is warned "
+               "about, not clamped) and must sum below 2^64; a file that breaks either rule is "
+               "refused with its line",
                "", false, false, [](C& c, V v) { c.vocab_file = v; },
                [](const C& c) { return c.vocab_file; }});
   o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",

@@ -481,6 +481,18 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     counted = std::move(ck->vocab);
   } else if (!config.vocab_file.empty()) {
     counted = read_vocabulary(config);
+    // The counts are taken as given (a vocabulary counted on a larger corpus weighs the noise
+    // and --sample as that corpus did); more than the text could hold is said once.
+    const uint64_t most = text.bytes() / 2 + 1;  // a word takes a byte and a separator
+    if (writes_files && counted.total_count() > most) {
+      std::fprintf(stderr,
+                   "pagedw2v: warning: the counts of --vocab '%s' sum to %llu, more words than "
+                   "the corpus's %llu bytes can hold; they weigh the noise distribution and "
+                   "--sample as given\n",
+                   config.vocab_file.c_str(),
+                   static_cast<unsigned long long>(counted.total_count()),
+                   static_cast<unsigned long long>(text.bytes()));
+    }
   } else {
     // The count keeps its codes for a fast encoding only when the corpus will be held whole.
     // The text it has read leaves this process's resident memory as it goes (a mapped file's

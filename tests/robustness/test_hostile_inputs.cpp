@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -171,6 +172,20 @@ TEST(HostileVocab, CountsFarBeyondTheCorpusTrain) {
       run(dir, with(small_run(dir.file("c.txt"), dir.file("out")), "vocab", dir.file("v.tsv")));
   ASSERT_TRUE(succeeds(r));
   EXPECT_EQ(read_file(dir.file("out/vocab.tsv")), vocab);
+  // Said once, and not for counts the corpus can hold.
+  EXPECT_EQ(r.err.find("pagedw2v: warning: the counts of --vocab '" + dir.file("v.tsv") +
+                       "' sum to 4999999999998775, more words than the corpus's "),
+            0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  ASSERT_TRUE(
+      succeeds(run(dir, {"train", "--corpus", dir.file("c.txt"), "--output", dir.file("again"),
+                         "--quiet", "--dim", "4", "--epochs", "1", "--min-count", "1", "--threads",
+                         "2", "--format", "npy", "--save-vocab", dir.file("counted.tsv")})));
+  const RunResult counted = run(
+      dir, with(small_run(dir.file("c.txt"), dir.file("third")), "vocab", dir.file("counted.tsv")));
+  ASSERT_TRUE(succeeds(counted));
+  EXPECT_EQ(counted.err, "");
 }
 
 // ---------------------------------------------------------------------------------------------
