@@ -1,9 +1,12 @@
 #include "config.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -119,7 +122,12 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return c.corpus; }});
   o.push_back({"vocab",
                "read the vocabulary from this file (word<TAB>count lines, as --save-vocab and "
-               "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply",
+               "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply. Its "
+               "words must be ones the tokenizer makes (at most 100 bytes of UTF-8, no space, "
+               "tab, CR, LF, VT, FF or NUL); its counts are taken as they are (they weigh the "
+               "noise distribution and --sample; a sum larger than the corpus can hold is warned "
+               "about, not clamped) and must sum below 2^64; a file that breaks either rule is "
+               "refused with its line",
                "", false, false, [](C& c, V v) { c.vocab_file = v; },
                [](const C& c) { return c.vocab_file; }});
   o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",
@@ -472,6 +480,16 @@ std::string option_value(const Config& config, const std::string& name) {
 
 void apply_toml_file(Config& config, const std::string& path) {
 #ifdef PAGEDW2V_HAVE_TOML
+  // A directory or a device (/dev/zero) would read as an empty file, a run of the defaults; a
+  // pipe (`--config <(…)`) is read to its end.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw UsageError("config '" + path + "': " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw UsageError("config '" + path + "' is a directory, not a file");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    throw UsageError("config '" + path + "' is not a regular file");
+  }
   toml::table table;
   try {
     table = toml::parse_file(path);

@@ -35,10 +35,12 @@ std::vector<EncodedChunk> encode_text(const std::vector<std::string_view>& parts
     // The share of the kept words this chunk's share of the bytes suggests, and some slack.
     uint64_t bytes = 0;
     for (const TextSegment& seg : chunks[t]) bytes += seg.text.size();
+    // A word takes a byte and a separator: counts read from a file (which may say anything)
+    // cannot ask for more than the chunk could hold.
     if (total_bytes > 0) {
-      e.tokens.reserve(static_cast<size_t>(static_cast<double>(vocab.total_count()) * bytes /
-                                           static_cast<double>(total_bytes) * 1.05) +
-                       1024);
+      const double share = static_cast<double>(vocab.total_count()) * static_cast<double>(bytes) /
+                           static_cast<double>(total_bytes) * 1.05;
+      e.tokens.reserve(static_cast<size_t>(std::min(share, static_cast<double>(bytes / 2))) + 1024);
     }
     detail::encode_chunk(chunks[t], table, options.text, e.tokens, e.line_ends);
     e.size = e.tokens.size();

@@ -1,7 +1,6 @@
 #include "corpus_stream.hpp"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -9,6 +8,7 @@
 #include <cstring>
 
 #include "error.hpp"
+#include "io/atomic_file.hpp"
 #include "params.hpp"
 #include "string_index.hpp"
 #include "text_chunks.hpp"
@@ -151,7 +151,6 @@ constexpr size_t kHeaderBytes = 16;
 constexpr size_t kFooterBytes = 4 + 4 * 8 + 8;
 constexpr uint32_t kMaxBlockSentences = 1u << 24;
 
-bool write_all(std::FILE* f, const void* p, size_t n) { return std::fwrite(p, 1, n, f) == n; }
 bool read_all(std::FILE* f, void* p, size_t n) { return std::fread(p, 1, n, f) == n; }
 
 class CacheBlockReader final : public BlockReader {
@@ -163,7 +162,10 @@ class CacheBlockReader final : public BlockReader {
       throw Error("encoded cache '" + path + "' is incomplete or was made for another corpus");
     summary_ = *s;
     f_ = std::fopen(path.c_str(), "rb");
-    if (f_ == nullptr || std::fseek(f_, kHeaderBytes, SEEK_SET) != 0) damaged();
+    if (f_ == nullptr || std::fseek(f_, 0, SEEK_END) != 0) damaged();
+    end_of_blocks_ = std::ftell(f_) - static_cast<long>(kFooterBytes);
+    if (std::fseek(f_, kHeaderBytes, SEEK_SET) != 0) damaged();
+    hasher_.add_start(0);
   }
   ~CacheBlockReader() override {
     if (f_ != nullptr) std::fclose(f_);
@@ -197,6 +199,15 @@ class CacheBlockReader final : public BlockReader {
     words_ += ntok;
     sentences_ += nsent;
     ++blocks_;
+    hasher_.add_tokens(out.tokens.data(), out.tokens.size());
+    for (size_t i = 1; i < out.starts.size(); ++i) hasher_.add_start(out.starts[i]);
+    // The last block is handed on only when the whole pass matches what the footer recorded:
+    // ids damaged within the vocabulary's range change the hash, not the counts.
+    if (blocks_ == summary_.blocks &&
+        (words_ != summary_.words || sentences_ != summary_.sentences ||
+         hasher_.hash() != summary_.hash || std::ftell(f_) != end_of_blocks_)) {
+      damaged();
+    }
     return true;
   }
 
@@ -209,28 +220,24 @@ class CacheBlockReader final : public BlockReader {
   uint32_t vocab_size_;
   std::FILE* f_ = nullptr;
   StreamSummary summary_;
+  long end_of_blocks_ = 0;  ///< where the footer begins
   uint64_t words_ = 0, sentences_ = 0, blocks_ = 0;
+  CorpusHasher hasher_;
   std::vector<uint32_t> lengths_;
 };
 
 class CachingBlockReader final : public BlockReader {
  public:
   CachingBlockReader(std::unique_ptr<BlockReader> inner, const std::string& path, uint64_t key)
-      : inner_(std::move(inner)), path_(path), temp_(path + ".tmp." + std::to_string(::getpid())) {
-    f_ = std::fopen(temp_.c_str(), "wb");
-    if (f_ == nullptr) {
-      fail("cannot create");
-      return;
-    }
-    std::setvbuf(f_, nullptr, _IOFBF, size_t{1} << 20);
-    if (!write_all(f_, kMagic, 8) || !write_all(f_, &key, 8)) fail("cannot write");
+      : inner_(std::move(inner)), path_(path) {
+    // AtomicFile: a temporary name of its own, created exclusively and never through a link, so
+    // that nothing planted in the cache directory is written through.
+    attempt([&] {
+      file_ = std::make_unique<AtomicFile>(path_);
+      file_->write(kMagic, 8);
+      file_->write(&key, 8);
+    });
     hasher_.add_start(0);
-  }
-  ~CachingBlockReader() override {
-    if (f_ != nullptr) {
-      std::fclose(f_);
-      std::remove(temp_.c_str());
-    }
   }
 
   bool next(StreamBlock& out) override {
@@ -238,18 +245,18 @@ class CachingBlockReader final : public BlockReader {
       finish();
       return false;
     }
-    if (f_ != nullptr) {
+    if (file_ != nullptr) {
       const uint32_t nsent = static_cast<uint32_t>(out.starts.size() - 1);
       const uint32_t counts[2] = {nsent, static_cast<uint32_t>(out.tokens.size())};
       lengths_.resize(nsent);
       for (uint32_t i = 0; i < nsent; ++i) {
         lengths_[i] = static_cast<uint32_t>(out.starts[i + 1] - out.starts[i]);
       }
-      if (!write_all(f_, counts, sizeof counts) ||
-          !write_all(f_, lengths_.data(), nsent * sizeof(uint32_t)) ||
-          !write_all(f_, out.tokens.data(), out.tokens.size() * sizeof(uint32_t))) {
-        fail("cannot write");
-      }
+      attempt([&] {
+        file_->write(counts, sizeof counts);
+        file_->write(lengths_.data(), nsent * sizeof(uint32_t));
+        file_->write(out.tokens.data(), out.tokens.size() * sizeof(uint32_t));
+      });
     }
     hasher_.add_tokens(out.tokens.data(), out.tokens.size());
     for (size_t i = 1; i < out.starts.size(); ++i) hasher_.add_start(out.starts[i]);
@@ -259,33 +266,33 @@ class CachingBlockReader final : public BlockReader {
 
  private:
   void finish() {
-    if (f_ == nullptr) return;
+    if (file_ == nullptr) return;
     const uint32_t zero = 0;
     const uint64_t footer[4] = {hasher_.words(), hasher_.sentences(), blocks_, hasher_.hash()};
-    bool ok = write_all(f_, &zero, 4) && write_all(f_, footer, 4 * 8) && write_all(f_, kMagic, 8);
-    ok = std::fflush(f_) == 0 && ::fsync(::fileno(f_)) == 0 && ok;
-    ok = std::fclose(f_) == 0 && ok;
-    f_ = nullptr;
-    if (!ok || std::rename(temp_.c_str(), path_.c_str()) != 0) {
-      std::remove(temp_.c_str());
-      std::fprintf(stderr, "pagedw2v: cannot write the encoded cache '%s': %s; going on without\n",
-                   path_.c_str(), std::strerror(errno));
-    }
+    attempt([&] {
+      file_->write(&zero, 4);
+      file_->write(footer, 4 * 8);
+      file_->write(kMagic, 8);
+      file_->commit();
+    });
+    file_.reset();
   }
 
-  void fail(const char* what) {
-    std::fprintf(stderr, "pagedw2v: %s the encoded cache '%s': %s; going on without it\n", what,
-                 temp_.c_str(), std::strerror(errno));
-    if (f_ != nullptr) {
-      std::fclose(f_);
-      std::remove(temp_.c_str());
-      f_ = nullptr;
+  /// Runs a step of writing the cache; a failure (a full disk, a directory not writable) is
+  /// reported once and the pass goes on without the cache (its temporary file removed).
+  template <class F>
+  void attempt(F&& step) {
+    try {
+      step();
+    } catch (const Error& e) {
+      file_.reset();
+      std::fprintf(stderr, "pagedw2v: warning: %s; going on without the encoded cache\n", e.what());
     }
   }
 
   std::unique_ptr<BlockReader> inner_;
-  std::string path_, temp_;
-  std::FILE* f_ = nullptr;
+  std::string path_;
+  std::unique_ptr<AtomicFile> file_;
   CorpusHasher hasher_;
   uint64_t blocks_ = 0;
   std::vector<uint32_t> lengths_;
@@ -371,6 +378,13 @@ std::optional<StreamSummary> read_cache_summary(const std::string& path, uint64_
 std::unique_ptr<BlockReader> cache_block_reader(const std::string& path, uint64_t key,
                                                 uint32_t vocab_size) {
   return std::make_unique<CacheBlockReader>(path, key, vocab_size);
+}
+
+void verify_cache(const std::string& path, uint64_t key, uint32_t vocab_size) {
+  CacheBlockReader reader(path, key, vocab_size);
+  StreamBlock b;
+  while (reader.next(b)) {
+  }
 }
 
 std::unique_ptr<BlockReader> caching_block_reader(std::unique_ptr<BlockReader> inner,

@@ -70,13 +70,19 @@ std::string cache_path(const std::string& dir, uint64_t key);
 /// incomplete or made for another key.
 std::optional<StreamSummary> read_cache_summary(const std::string& path, uint64_t key);
 
-/// Reads the blocks of the complete cache file `path`, checking every id against `vocab_size`;
-/// throws Error naming the file when it is damaged.
+/// Reads the blocks of the complete cache file `path`, checking every id against `vocab_size`
+/// and, before the last block is handed on, the whole pass against the counts and the hash the
+/// footer recorded; throws Error naming the file when it is damaged.
 std::unique_ptr<BlockReader> cache_block_reader(const std::string& path, uint64_t key,
                                                 uint32_t vocab_size);
 
+/// Reads the whole cache file `path` as cache_block_reader() does, keeping no block: throws
+/// Error naming the file when it is damaged. A run checks a cache so before it trains on it.
+void verify_cache(const std::string& path, uint64_t key, uint32_t vocab_size);
+
 /// Passes on the blocks of `inner` and writes them to the cache file `path` on the way: under a
-/// temporary name, renamed to `path` once the pass has ended (an unfinished one is removed).
+/// temporary name (AtomicFile's: created exclusively, never through a link), renamed to `path`
+/// once the pass has ended (an unfinished one is removed).
 /// A write that fails (disk full) is reported on stderr once and the pass goes on uncached.
 std::unique_ptr<BlockReader> caching_block_reader(std::unique_ptr<BlockReader> inner,
                                                   const std::string& path, uint64_t key);

@@ -1,57 +1,12 @@
 #include "text_chunks.hpp"
 
-#include <setjmp.h>
-#include <signal.h>
-
 #include <exception>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "error.hpp"
 
 namespace pagedw2v {
-namespace {
-
-thread_local sigjmp_buf* t_sigbus_jump = nullptr;
-
-extern "C" void on_sigbus(int sig, siginfo_t*, void*) {
-  if (t_sigbus_jump != nullptr) siglongjmp(*t_sigbus_jump, 1);
-  // Not from a guarded read: end the process the default way.
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-void install_sigbus_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGBUS, &sa, nullptr);
-  });
-}
-
-}  // namespace
-
-void run_guarded(const std::function<void()>& f, const char* what) {
-  install_sigbus_handler();
-  sigjmp_buf jump;
-  sigjmp_buf* const outer = t_sigbus_jump;
-  if (sigsetjmp(jump, 1) != 0) {
-    t_sigbus_jump = outer;
-    throw Error(std::string(what) + " changed while it was read (truncated?); read it again");
-  }
-  t_sigbus_jump = &jump;
-  try {
-    f();
-  } catch (...) {
-    t_sigbus_jump = outer;
-    throw;
-  }
-  t_sigbus_jump = outer;
-}
 
 std::vector<TextChunk> split_text(const std::vector<std::string_view>& parts, size_t n) {
   if (n == 0) n = 1;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mapped_file.hpp"  // run_guarded
 #include "string_index.hpp"
 #include "tokenizer.hpp"
 
@@ -31,10 +32,6 @@ std::vector<TextChunk> split_text(const std::vector<std::string_view>& parts, si
 /// Runs f(0) .. f(n-1) on n threads (f(0) on the caller's) and rethrows the first exception.
 /// Reading a mapped file that was truncated meanwhile (SIGBUS) becomes an Error too.
 void run_parallel(size_t n, const std::function<void(size_t)>& f);
-
-/// Runs `f` so that a SIGBUS from reading a truncated mapped file throws Error (naming `what`)
-/// instead of ending the process. `f` must not own anything that needs destroying on that path.
-void run_guarded(const std::function<void()>& f, const char* what);
 
 namespace detail {
 

@@ -10,8 +10,8 @@
 ///   `bytes.decode("utf-8", "replace")` does. So every file written from the words loads in Python.
 /// - A word longer than kMaxWordBytes is cut to its longest prefix of whole characters that fits.
 /// - Case is kept unless TextOptions::lowercase: then ASCII A-Z and the upper-case letters of
-///   Latin-1, Latin Extended-A, Greek and Cyrillic become lower case (one-to-one mappings that keep
-///   a character's length; other scripts are unchanged).
+///   Latin-1, Latin Extended-A, Greek (those with tonos too) and Cyrillic become lower case
+///   (one-to-one mappings that keep a character's length; other scripts are unchanged).
 
 #include <cstddef>
 #include <cstdint>
@@ -79,6 +79,14 @@ inline void lower_utf8_2(unsigned char* b0, unsigned char* b1) {
     lower = cp + 0x20;
   } else if (cp >= 0x400 && cp <= 0x40F) {
     lower = cp + 0x50;
+  } else if (cp == 0x386) {
+    lower = 0x3AC;  // Greek capitals with tonos: Ά Έ Ή Ί Ό Ύ Ώ
+  } else if (cp >= 0x388 && cp <= 0x38A) {
+    lower = cp + 0x25;
+  } else if (cp == 0x38C) {
+    lower = 0x3CC;
+  } else if (cp == 0x38E || cp == 0x38F) {
+    lower = cp + 0x3F;
   } else if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 &&
              cp != 0x149 && cp != 0x17F) {
     // Latin Extended-A pairs: even code points are upper case, except in 0x139-0x148 and
@@ -119,6 +127,19 @@ inline bool plain_word(const char* p, size_t n, bool lowercase) {
 }  // namespace detail
 
 inline bool is_space_byte(unsigned char c) { return detail::kSpaces.space[c]; }
+
+/// Why `word` cannot be stored as one word in vocab.tsv, the word2vec formats or an HDF5 file
+/// (empty, or holding a byte at which the tokenizer splits words: space, tab, CR, LF, VT, FF,
+/// NUL), or nullptr when it can.
+inline const char* unstorable_word(std::string_view word) {
+  if (word.empty()) return "is empty";
+  for (const char c : word) {
+    if (c == '\n') return "holds a line break";
+    if (c == '\0') return "holds a NUL byte";
+    if (is_space_byte(static_cast<unsigned char>(c))) return "holds a space, tab, CR, VT or FF";
+  }
+  return nullptr;
+}
 
 /// The word as the vocabulary holds it: `raw` (a run of non-space bytes) repaired to valid UTF-8,
 /// lower-cased if asked, and cut to at most kMaxWordBytes bytes at a character boundary. Returns

@@ -1,6 +1,7 @@
 #pragma once
 /// @file utf8.hpp
-/// Checking and repairing UTF-8 text read from files (JSON reports must be UTF-8).
+/// Checking and repairing UTF-8 text read from files (JSON reports must be UTF-8), and showing it
+/// on a terminal.
 
 #include <cstddef>
 #include <string>
@@ -64,6 +65,34 @@ inline std::string valid_utf8(std::string_view text) {
       out += "\xEF\xBF\xBD";
       text.remove_prefix(1);
     }
+  }
+  return out;
+}
+
+/// `text` as it may be shown on a terminal: what could steer the terminal instead of being
+/// shown (C0 control characters such as ESC, DEL, the C1 controls U+0080-U+009F, bytes that are
+/// not UTF-8) becomes `\xNN`, one a byte; every other character is kept.
+inline std::string terminal_safe(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  while (!text.empty()) {
+    const auto c = static_cast<unsigned char>(text[0]);
+    const size_t len = utf8_sequence_length(text);
+    const bool c1 = len == 2 && c == 0xC2 && static_cast<unsigned char>(text[1]) < 0xA0;
+    if (len == 0 || c < 0x20 || c == 0x7F || c1) {
+      const size_t n = len == 0 ? 1 : len;
+      for (size_t i = 0; i < n; ++i) escape(static_cast<unsigned char>(text[i]));
+      text.remove_prefix(n);
+      continue;
+    }
+    out.append(text.substr(0, len));
+    text.remove_prefix(len);
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include "mapped_file.hpp"
 #include "text_chunks.hpp"
 #include "tokenizer.hpp"
+#include "utf8.hpp"
 #include "word_table.hpp"
 
 namespace pagedw2v {
@@ -663,33 +664,53 @@ void Vocab::build_index(Index& index) const {
   index.built.store(true, std::memory_order_release);
 }
 
-Vocab Vocab::load_tsv(const std::string& path) {
-  MappedFile file(path);
-  std::string_view text = file.view();
+Vocab Vocab::load_tsv(const std::string& path, bool tokenizer_words) {
+  const MappedFile file(path);
   WordList words;
   std::vector<uint64_t> counts;
-  size_t line_no = 0;
-  while (!text.empty()) {
-    ++line_no;
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) continue;
-    const size_t tab = line.rfind('\t');
-    uint64_t count = 0;
-    const char* num_end = line.data() + line.size();
-    const auto parsed = tab == std::string_view::npos
-                            ? std::from_chars_result{line.data(), std::errc::invalid_argument}
-                            : std::from_chars(line.data() + tab + 1, num_end, count);
-    // A count past 2^64 - 1 is out of range (from_chars says so), not the number it wraps to.
-    if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
-        parsed.ptr != num_end || parsed.ec != std::errc()) {
-      throw Error("'" + path + "' line " + std::to_string(line_no) + ": expected word<TAB>count");
+  uint64_t total = 0;
+  file.read([&](std::string_view text) {
+    size_t line_no = 0;
+    while (!text.empty()) {
+      ++line_no;
+      const size_t nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty()) continue;
+      const std::string where = "'" + path + "' line " + std::to_string(line_no) + ": ";
+      const size_t tab = line.rfind('\t');
+      uint64_t count = 0;
+      const char* num_end = line.data() + line.size();
+      const auto parsed = tab == std::string_view::npos
+                              ? std::from_chars_result{line.data(), std::errc::invalid_argument}
+                              : std::from_chars(line.data() + tab + 1, num_end, count);
+      // A count past 2^64 - 1 is out of range (from_chars says so), not the number it wraps to.
+      if (tab == std::string_view::npos || tab == 0 || tab + 1 == line.size() ||
+          parsed.ptr != num_end || parsed.ec != std::errc()) {
+        throw Error(where + "expected word<TAB>count");
+      }
+      const std::string_view word = line.substr(0, tab);
+      // No format can store such a word as one word (a checkpoint included).
+      if (const char* why = unstorable_word(word)) {
+        throw Error(where + "the word " + why + " (the tokenizer splits words there)");
+      }
+      // A vocabulary to train with: only words the tokenizer makes can match the corpus.
+      if (tokenizer_words && word.size() > kMaxWordBytes) {
+        throw Error(where + "a word of " + std::to_string(word.size()) +
+                    " bytes; words hold at most " + std::to_string(kMaxWordBytes) +
+                    " (the tokenizer cuts longer ones)");
+      }
+      if (tokenizer_words && !is_valid_utf8(word)) {
+        throw Error(where + "the word is not UTF-8 (the tokenizer repairs every word to UTF-8)");
+      }
+      if (__builtin_add_overflow(total, count, &total)) {
+        throw Error(where + "the counts add up past 2^64 - 1");
+      }
+      words.push_back(word);
+      counts.push_back(count);
     }
-    words.push_back(line.substr(0, tab));
-    counts.push_back(count);
-  }
+  });
   return from_word_list(std::move(words), std::move(counts));
 }
 

@@ -92,8 +92,12 @@ class Vocab {
   static Vocab from_words(const std::vector<std::string>& words, std::vector<uint64_t> counts);
   /// The same from a WordList (no std::string a word on the way).
   static Vocab from_word_list(WordList words, std::vector<uint64_t> counts);
-  /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input.
-  static Vocab load_tsv(const std::string& path);
+  /// Reads `word<TAB>count` lines; throws Error naming the file and line on bad input: a line
+  /// that is not word<TAB>count, a word holding a byte the tokenizer splits at (no file format
+  /// can store it as one word), counts whose sum passes 2^64 - 1, and with `tokenizer_words` (a
+  /// vocabulary to train with) a word the tokenizer cannot make: over kMaxWordBytes bytes or not
+  /// UTF-8. A file truncated while it is read throws Error too (MappedFile::read).
+  static Vocab load_tsv(const std::string& path, bool tokenizer_words = false);
   /// Writes `word<TAB>count` lines in row order (to a temporary name, then renamed).
   void save_tsv(const std::string& path) const;
 

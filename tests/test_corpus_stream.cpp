@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -284,6 +288,102 @@ TEST(EncodedCache, IsWrittenOnceAndReadBackForItsKeyOnly) {
   const std::string bytes = testing_util::read_file(path);
   testing_util::write_file(path, bytes.substr(0, bytes.size() / 2));
   EXPECT_FALSE(read_cache_summary(path, *key).has_value());
+}
+
+/// A complete cache of `file`'s encoding under `vocab` in `dir`; returns its path.
+std::string write_cache(const std::string& dir, const std::string& file, const Vocab& vocab,
+                        uint64_t* key_out) {
+  const CorpusText text = CorpusText::open({file});
+  const detail::ShardedWordTable table = detail::lookup_table(vocab, 1);
+  const std::optional<uint64_t> key = encoding_key({file}, vocab, EncodeOptions{});
+  EXPECT_TRUE(key.has_value());
+  *key_out = *key;
+  const std::string path = cache_path(dir, *key);
+  std::unique_ptr<BlockReader> r =
+      caching_block_reader(text_block_reader(text, table, EncodeOptions{}, 4096), path, *key);
+  StreamBlock b;
+  while (r->next(b)) {
+  }
+  return path;
+}
+
+TEST(EncodedCache, IdsDamagedWithinTheVocabularyAreFoundByTheHash) {
+  TempDir dir;
+  const std::string file = dir.file("c.txt");
+  testing_util::write_file(file, simple_text(testing_util::fresh_seed(), 50000));
+  const Vocab vocab = words_vocab();
+  uint64_t key = 0;
+  const std::string path = write_cache(dir.path(), file, vocab, &key);
+  ASSERT_TRUE(read_cache_summary(path, key).has_value());
+  EXPECT_NO_THROW(verify_cache(path, key, vocab.size()));
+
+  // Two different ids of the first block swapped (counts, lengths and ids all still fit), then
+  // one id changed to another valid one in the last block.
+  const std::string good = testing_util::read_file(path);
+  uint32_t counts[2];
+  std::memcpy(counts, good.data() + 16, 8);
+  const size_t tokens = 16 + 8 + size_t{counts[0]} * 4;
+  size_t other = 1;
+  while (other < counts[1] && std::memcmp(&good[tokens], &good[tokens + other * 4], 4) == 0) {
+    ++other;
+  }
+  ASSERT_LT(other, counts[1]);
+  std::string swapped = good;
+  for (int k = 0; k < 4; ++k) std::swap(swapped[tokens + k], swapped[tokens + other * 4 + k]);
+  std::string changed = good;
+  // The footer is 44 bytes; the 4 before it are the last token.
+  uint32_t last = 0;
+  std::memcpy(&last, &changed[changed.size() - 44 - 4], 4);
+  last = (last + 1) % vocab.size();
+  std::memcpy(&changed[changed.size() - 44 - 4], &last, 4);
+
+  for (const std::string& damaged : {swapped, changed}) {
+    testing_util::write_file(path, damaged);
+    ASSERT_TRUE(read_cache_summary(path, key).has_value());  // the footer is intact
+    try {
+      verify_cache(path, key, vocab.size());
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "encoded cache '" + path + "' is damaged; delete it and run again");
+    }
+    // A reader hands on the blocks before the last, never the last.
+    std::unique_ptr<BlockReader> r = cache_block_reader(path, key, vocab.size());
+    StreamBlock b;
+    uint64_t handed = 0;
+    EXPECT_THROW(
+        {
+          while (r->next(b)) ++handed;
+        },
+        Error);
+    EXPECT_LT(handed, read_cache_summary(path, key)->blocks);
+  }
+}
+
+TEST(EncodedCache, IsNeverWrittenThroughALinkPlantedInItsDirectory) {
+  TempDir dir;
+  const std::string file = dir.file("c.txt");
+  testing_util::write_file(file, simple_text(testing_util::fresh_seed(), 20000));
+  const std::string victim = dir.file("victim");
+  testing_util::write_file(victim, "precious");
+  const Vocab vocab = words_vocab();
+  const std::optional<uint64_t> key = encoding_key({file}, vocab, EncodeOptions{});
+  ASSERT_TRUE(key.has_value());
+  ::mkdir(dir.file("cache").c_str(), 0755);
+  const std::string path = cache_path(dir.file("cache"), *key);
+  // Links at the names a temporary file could be guessed to have, and at the cache's own name.
+  for (const std::string& name :
+       {path + ".tmp." + std::to_string(::getpid()), path + ".tmp", path}) {
+    ASSERT_EQ(::symlink(victim.c_str(), name.c_str()), 0) << name;
+  }
+  uint64_t written_key = 0;
+  write_cache(dir.file("cache"), file, vocab, &written_key);
+  EXPECT_EQ(testing_util::read_file(victim), "precious");
+  // The cache took its name's place (the link there is replaced, not followed), and reads back.
+  struct stat st {};
+  ASSERT_EQ(::lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_NO_THROW(verify_cache(path, *key, vocab.size()));
 }
 
 }  // namespace

@@ -349,6 +349,31 @@ TEST(ResumeSettings, ThreadsAndDeterminismComeFromTheCheckpointUnlessGiven) {
   EXPECT_EQ(merge_for_resume(one_thread, plain).effective_threads(), 1u);
 }
 
+TEST(ResumeSettings, TheVocabularyFileIsTheCheckpointsOwn) {
+  Config saved;
+  saved.vocab_file = "/data/vocab.tsv";
+  Config requested;
+  requested.resume = "ck.h5";
+  requested.output = "out";
+  // Not given, or given as the checkpoint recorded it (a config file used again): recorded as it
+  // was.
+  EXPECT_EQ(merge_for_resume(saved, requested).vocab_file, "/data/vocab.tsv");
+  apply_option(requested, "vocab", "/data/vocab.tsv");
+  EXPECT_EQ(merge_for_resume(saved, requested).vocab_file, "/data/vocab.tsv");
+  // Another file would be ignored: refused, naming where the vocabulary came from.
+  apply_option(requested, "vocab", "other.tsv");
+  try {
+    merge_for_resume(saved, requested);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--vocab cannot be given when resuming: the checkpoint holds its vocabulary (read "
+              "from '/data/vocab.tsv')");
+  }
+  saved.vocab_file.clear();
+  EXPECT_THROW(merge_for_resume(saved, requested), UsageError);
+}
+
 TEST(ResumeSettings, TheResumeCommandNamesWhatTheCheckpointDoesNotHold) {
   Config c;
   apply_option(c, "corpus", "c.txt");

@@ -7,6 +7,7 @@
 #include <zstd.h>
 #endif
 
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -14,6 +15,9 @@
 
 #include "corpus.hpp"
 #include "error.hpp"
+#include "io/npy.hpp"
+#include "io/word2vec_format.hpp"
+#include "mapped_file.hpp"
 #include "test_util.hpp"
 #include "text_source.hpp"
 #include "vocab.hpp"
@@ -251,6 +255,55 @@ TEST(CorpusText, AFileTruncatedWhileReadIsAnErrorNotACrash) {
           << e.what();
     }
   }
+}
+
+// Vectors, vocabularies and evaluation files are mapped too: each read of a map runs under the
+// same guard as the corpus reader's (MappedFile::read), so a file cut while it is read is one
+// Error naming it, and the process goes on.
+TEST(MappedFile, EveryReaderOfAMapTurnsATruncationIntoAnError) {
+  TempDir dir;
+  std::mt19937_64 rng(testing_util::fresh_seed());
+  const uint64_t rows = 20000;
+  const uint32_t dim = 8;
+  std::string text = std::to_string(rows) + " " + std::to_string(dim) + "\n";
+  for (uint64_t r = 0; r < rows; ++r) {
+    text += "w" + std::to_string(r);
+    for (uint32_t k = 0; k < dim; ++k) text += " " + std::to_string(static_cast<int>(rng() % 999));
+    text += "\n";
+  }
+  write_file(dir.file("v.txt"), text);
+  write_npy(dir.file("v.npy"), rows, dim, 4096, [&](uint64_t, uint64_t n, float* out) {
+    for (uint64_t i = 0; i < n * dim; ++i) out[i] = static_cast<float>(rng() % 1000) / 7.0f;
+  });
+  using Parse = std::function<void(std::string_view, const std::string&)>;
+  const std::vector<std::pair<std::string, Parse>> readers = {
+      {"v.txt", [](std::string_view b,
+                   const std::string& p) { parse_word2vec(b, p, Word2vecLayout::kText); }},
+      {"v.npy", [](std::string_view b, const std::string& p) { parse_npy(b, p); }},
+  };
+  for (const auto& [name, parse] : readers) {
+    const std::string path = dir.file(name);
+    // Whole, the file reads.
+    {
+      const MappedFile whole(path);
+      EXPECT_NO_THROW(whole.read([&](std::string_view b) { parse(b, path); })) << name;
+    }
+    const std::string bytes = read_file(path);
+    ASSERT_GT(bytes.size(), size_t{1} << 18) << name;
+    const MappedFile map(path);
+    ASSERT_EQ(::truncate(path.c_str(), 0), 0);
+    try {
+      map.read([&](std::string_view b) { parse(b, path); });
+      ADD_FAILURE() << name << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "'" + path + "' changed while it was read (truncated?); read it again");
+    }
+    write_file(path, bytes);
+  }
+  // A value read out of a map as the result of the guarded call.
+  const MappedFile map(dir.file("v.txt"));
+  EXPECT_EQ(map.read([](std::string_view b) { return b.substr(0, 6); }), "20000 ");
 }
 
 }  // namespace

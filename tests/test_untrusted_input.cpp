@@ -20,6 +20,7 @@
 #include "eval/similarity.hpp"
 #include "io/hdf5_io.hpp"
 #include "test_util.hpp"
+#include "tokenizer.hpp"
 #include "train/checkpoint.hpp"
 #include "train/run_check.hpp"
 #include "utf8.hpp"
@@ -126,6 +127,29 @@ LoadedEmbeddings embeddings_with_bad_rows() {
   e.rows = 5;
   e.vectors = {1, 0, 0.9f, 0.1f, kNaN, 1, std::numeric_limits<float>::infinity(), 0, -1, 0.2f};
   return e;
+}
+
+TEST(Utf8, TerminalSafeShowsWhatWouldSteerATerminal) {
+  EXPECT_EQ(terminal_safe("plain w\xc3\xb6rd \xe8\xaa\x9e"), "plain w\xc3\xb6rd \xe8\xaa\x9e");
+  EXPECT_EQ(terminal_safe("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
+  EXPECT_EQ(terminal_safe(std::string("a\0b\x07\x7f", 5)), "a\\x00b\\x07\\x7f");
+  // C1 controls (CSI is U+009B) and bytes that are not UTF-8 (a raw 0x9B is CSI to some
+  // terminals) become one \xNN a byte; U+00A0 and on are kept.
+  EXPECT_EQ(terminal_safe("\xc2\x9b"
+                          "2J \x9b \xc2\xa0"),
+            "\\xc2\\x9b2J \\x9b \xc2\xa0");
+  EXPECT_EQ(terminal_safe("tab\there\nline"), "tab\\x09here\\x0aline");
+}
+
+TEST(Words, UnstorableWordsAreNamed) {
+  EXPECT_EQ(unstorable_word("word"), nullptr);
+  EXPECT_EQ(unstorable_word("\x1b[31m"), nullptr);  // odd, but one word in every format
+  EXPECT_STREQ(unstorable_word(""), "is empty");
+  EXPECT_STREQ(unstorable_word("two\nlines"), "holds a line break");
+  EXPECT_STREQ(unstorable_word(std::string("a\0b", 3)), "holds a NUL byte");
+  for (const char* w : {"a b", "a\tb", "a\rb", "a\vb", "a\fb"}) {
+    EXPECT_STREQ(unstorable_word(w), "holds a space, tab, CR, VT or FF") << w;
+  }
 }
 
 TEST(NonFiniteRows, SimilarSkipsThem) {

@@ -174,6 +174,31 @@ TEST(Vocab, LowercaseIsOptIn) {
   EXPECT_EQ(Vocab::count_serial(text, o).words(), lower.words());
 }
 
+TEST(Vocab, LowercaseTakesGreekCapitalsWithTonos) {
+  // Ά Έ Ή Ί Ό Ύ Ώ and their lower-case forms, as Unicode's simple case mapping pairs them.
+  const std::pair<char32_t, char32_t> pairs[] = {{0x386, 0x3AC}, {0x388, 0x3AD}, {0x389, 0x3AE},
+                                                 {0x38A, 0x3AF}, {0x38C, 0x3CC}, {0x38E, 0x3CD},
+                                                 {0x38F, 0x3CE}};
+  auto utf8 = [](char32_t cp) {
+    return std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+  };
+  TextOptions lower;
+  lower.lowercase = true;
+  char buf[kMaxWordBytes];
+  for (const auto& [upper, small] : pairs) {
+    const std::string word = utf8(upper) + "x" + utf8(small);
+    EXPECT_EQ(std::string(normalize_word(word, lower, buf)), utf8(small) + "x" + utf8(small))
+        << "U+" << std::hex << static_cast<uint32_t>(upper);
+    EXPECT_EQ(std::string(normalize_word(word, TextOptions{}, buf)), word);
+  }
+  // The Greek block's other characters between them stay as they are (΄ ΅ · are not letters).
+  for (const char32_t cp : {char32_t{0x384}, char32_t{0x385}, char32_t{0x387}, char32_t{0x38B},
+                            char32_t{0x38D}, char32_t{0x390}}) {
+    const std::string word = utf8(cp);
+    EXPECT_EQ(std::string(normalize_word(word, lower, buf)), word);
+  }
+}
+
 TEST(Vocab, TsvRoundTrip) {
   TempDir dir;
   const Vocab v = Vocab::count("the cat the dog the cat é\xff", opts(1, 0));
@@ -185,6 +210,44 @@ TEST(Vocab, TsvRoundTrip) {
     EXPECT_EQ(w.count(i), v.count(i));
   }
   EXPECT_EQ(testing_util::read_file(dir.file("vocab.tsv")).substr(0, 6), "the\t3\n");
+}
+
+TEST(Vocab, TsvWordsNoFormatCanHoldAreRefusedAndTrainingOnesMustBeTheTokenizers) {
+  TempDir dir;
+  const std::string long_word(101, 'x');
+  testing_util::write_file(dir.file("long.tsv"), "a\t3\n" + long_word + "\t2\n");
+  testing_util::write_file(dir.file("latin1.tsv"), "a\t3\ncaf\xe9\t2\n");
+  // Kept when vectors come with the file (other tools make such words); refused to train with.
+  EXPECT_EQ(Vocab::load_tsv(dir.file("long.tsv")).word(1), long_word);
+  EXPECT_EQ(Vocab::load_tsv(dir.file("latin1.tsv")).word(1), "caf\xe9");
+  const std::pair<std::string, std::string> refused[] = {
+      {"long.tsv", "line 2: a word of 101 bytes"}, {"latin1.tsv", "line 2: the word is not UTF-8"}};
+  for (const auto& [name, message] : refused) {
+    try {
+      Vocab::load_tsv(dir.file(name), true);
+      ADD_FAILURE() << name << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+  // Never: a word split where the tokenizer splits, counts past 2^64 - 1.
+  testing_util::write_file(dir.file("space.tsv"), "a b\t3\n");
+  testing_util::write_file(dir.file("vt.tsv"), "a\t3\nb\vc\t1\n");
+  testing_util::write_file(dir.file("sum.tsv"), "a\t18446744073709551615\nb\t1\n");
+  const std::pair<std::string, std::string> never[] = {
+      {"space.tsv", "line 1: the word holds a space"},
+      {"vt.tsv", "line 2: the word holds a space, tab, CR, VT or FF"},
+      {"sum.tsv", "line 2: the counts add up past 2^64 - 1"}};
+  for (const auto& [name, message] : never) {
+    for (const bool training : {false, true}) {
+      try {
+        Vocab::load_tsv(dir.file(name), training);
+        ADD_FAILURE() << name << ": no error";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      }
+    }
+  }
 }
 
 TEST(Vocab, BadTsvNamesTheLine) {

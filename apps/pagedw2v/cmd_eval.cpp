@@ -1,4 +1,6 @@
 // `pagedw2v eval`: analogy accuracy and word-pair similarity of saved vectors.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -69,21 +71,28 @@ void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
             << std::flush;
 }
 
+/// Names from files made elsewhere (section names, paths): on a terminal their control
+/// characters are shown as \xNN; into a pipe or a file they go as they are.
+std::string shown(const std::string& text) {
+  static const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  return tty ? terminal_safe(text) : text;
+}
+
 void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
                 const std::optional<std::string>& analogies_path,
                 const std::optional<AnalogyReport>& analogies,
                 const std::optional<std::string>& similarity_path,
                 const std::optional<SimilarityReport>& similarity) {
-  std::printf("vectors: %s (%llu words, dim %u)\n", vectors.c_str(),
+  std::printf("vectors: %s (%llu words, dim %u)\n", shown(vectors).c_str(),
               static_cast<unsigned long long>(emb.rows), emb.dim);
   if (analogies) {
     const AnalogyReport& r = *analogies;
     std::printf("analogies: %s (3CosAdd over the %llu most frequent words, case-insensitive)\n",
-                analogies_path->c_str(), static_cast<unsigned long long>(r.restrict_vocab));
+                shown(*analogies_path).c_str(), static_cast<unsigned long long>(r.restrict_vocab));
     for (const AnalogySection& s : r.sections) {
       // Like gensim's log, a section with no question left to evaluate is not listed.
       if (s.evaluated() == 0) continue;
-      std::printf("  %s: %.1f%% (%llu/%llu)\n", s.name.c_str(), s.accuracy_pct(),
+      std::printf("  %s: %.1f%% (%llu/%llu)\n", shown(s.name).c_str(), s.accuracy_pct(),
                   static_cast<unsigned long long>(s.correct),
                   static_cast<unsigned long long>(s.evaluated()));
     }
@@ -102,7 +111,7 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
   }
   if (similarity) {
     const SimilarityReport& r = *similarity;
-    std::printf("similarity: %s\n", similarity_path->c_str());
+    std::printf("similarity: %s\n", shown(*similarity_path).c_str());
     std::printf(
         "  Spearman %.4f  Pearson %.4f  (%llu pairs; out-of-vocabulary %.1f%%, %llu pairs)\n",
         r.spearman, r.pearson, static_cast<unsigned long long>(r.pairs), r.oov_pct(),

@@ -16,6 +16,7 @@
 #include "error.hpp"
 #include "eval/neighbors.hpp"
 #include "io/embeddings.hpp"
+#include "utf8.hpp"
 
 namespace pagedw2v::app {
 
@@ -78,6 +79,14 @@ std::vector<std::string> split_blank(const std::string& line) {
   return tokens;
 }
 
+/// Words come from files made elsewhere: on a terminal, their control characters (an escape
+/// sequence) are shown as \xNN instead of steering it; into a pipe or a file they go as they are.
+std::string shown(const std::string& text, std::FILE* stream) {
+  static const bool out_tty = ::isatty(STDOUT_FILENO) != 0;
+  static const bool err_tty = ::isatty(STDERR_FILENO) != 0;
+  return (stream == stdout ? out_tty : err_tty) ? terminal_safe(text) : text;
+}
+
 const char* method_name(AnalogyMethod method) {
   return method == AnalogyMethod::kCosMul ? "3cosmul" : "3cosadd";
 }
@@ -133,8 +142,10 @@ class Answerer {
       print_json(out);
       return;
     }
-    std::printf("%s\n", q.text.c_str());
-    for (const auto& [word, score] : neighbours) std::printf("  %-24s %.4f\n", word.c_str(), score);
+    std::printf("%s\n", shown(q.text, stdout).c_str());
+    for (const auto& [word, score] : neighbours) {
+      std::printf("  %-24s %.4f\n", shown(word, stdout).c_str(), score);
+    }
     std::fflush(stdout);
   }
 
@@ -142,7 +153,8 @@ class Answerer {
   void reject(const std::string& text, const std::string& why) {
     ++skipped_;
     std::fflush(stdout);
-    std::fprintf(stderr, "pagedw2v: skipped '%s': %s\n", text.c_str(), why.c_str());
+    std::fprintf(stderr, "pagedw2v: skipped '%s': %s\n", shown(text, stderr).c_str(),
+                 shown(why, stderr).c_str());
     std::fflush(stderr);
   }
 
@@ -173,7 +185,8 @@ class Answerer {
                   {"neighbors", nlohmann::ordered_json::array()}});
     }
     std::fflush(stdout);
-    std::fprintf(stderr, "pagedw2v: skipped '%s': %s\n", q.text.c_str(), why.c_str());
+    std::fprintf(stderr, "pagedw2v: skipped '%s': %s\n", shown(q.text, stderr).c_str(),
+                 shown(why, stderr).c_str());
     std::fflush(stderr);
   }
 

@@ -1,4 +1,6 @@
 // pagedw2v: word2vec (skip-gram and CBOW with negative sampling) on CPUs and GPUs.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "utf8.hpp"
 
 namespace {
 
@@ -91,6 +94,9 @@ void print_error(const char* what) {
     while (p[1] == '\n' || p[1] == '\r' || p[1] == ' ' || p[1] == '\t') ++p;
     if (p[1] != '\0') line += "; ";
   }
+  // Words and names in it may come from files made elsewhere: on a terminal, their control
+  // characters are shown as \xNN rather than steering it.
+  if (::isatty(STDERR_FILENO)) line = pagedw2v::terminal_safe(line);
   std::fprintf(stderr, "pagedw2v: %s\n", line.c_str());
 }
 

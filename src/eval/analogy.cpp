@@ -126,42 +126,43 @@ AnalogyReport evaluate_analogies(const LoadedEmbeddings& embeddings,
   std::vector<Question> questions;
   {
     const MappedFile file(questions_path);
-    const std::string_view text = file.view();
-    size_t pos = 0;
-    uint64_t line_no = 0;
-    while (pos < text.size()) {
-      size_t end = text.find('\n', pos);
-      if (end == std::string_view::npos) end = text.size();
-      const std::string_view line = text.substr(pos, end - pos);
-      pos = end + 1;
-      ++line_no;
-      if (line.substr(0, 2) == ": ") {
-        report.sections.push_back(AnalogySection{section_name(line)});
-        continue;
+    file.read([&](std::string_view text) {
+      size_t pos = 0;
+      uint64_t line_no = 0;
+      while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string_view::npos) end = text.size();
+        const std::string_view line = text.substr(pos, end - pos);
+        pos = end + 1;
+        ++line_no;
+        if (line.substr(0, 2) == ": ") {
+          report.sections.push_back(AnalogySection{section_name(line)});
+          continue;
+        }
+        if (report.sections.empty()) {
+          throw Error(questions_path + ":" + std::to_string(line_no) +
+                      ": question before the first ': section' header");
+        }
+        const auto words = split_words(line);
+        if (words.size() != 4) continue;
+        ++report.questions;
+        AnalogySection& section = report.sections.back();
+        std::array<uint32_t, 4> rows{};
+        bool known = true;
+        for (size_t i = 0; i < 4 && known; ++i) {
+          const auto it = index.find(fold_case(words[i]));
+          known = it != index.end();
+          if (known) rows[i] = it->second;
+        }
+        if (!known) {
+          ++section.oov;
+          ++report.oov;
+          continue;
+        }
+        questions.push_back(Question{static_cast<uint32_t>(report.sections.size() - 1), rows[0],
+                                     rows[1], rows[2], rows[3]});
       }
-      if (report.sections.empty()) {
-        throw Error(questions_path + ":" + std::to_string(line_no) +
-                    ": question before the first ': section' header");
-      }
-      const auto words = split_words(line);
-      if (words.size() != 4) continue;
-      ++report.questions;
-      AnalogySection& section = report.sections.back();
-      std::array<uint32_t, 4> rows{};
-      bool known = true;
-      for (size_t i = 0; i < 4 && known; ++i) {
-        const auto it = index.find(fold_case(words[i]));
-        known = it != index.end();
-        if (known) rows[i] = it->second;
-      }
-      if (!known) {
-        ++section.oov;
-        ++report.oov;
-        continue;
-      }
-      questions.push_back(Question{static_cast<uint32_t>(report.sections.size() - 1), rows[0],
-                                   rows[1], rows[2], rows[3]});
-    }
+    });
   }
 
   const std::vector<float> unit = normalized_rows(embeddings, limit);

@@ -76,6 +76,7 @@ void check_embeddings(const LoadedEmbeddings& embeddings) {
                 std::to_string(embeddings.rows) + " rows of dimension " +
                 std::to_string(embeddings.dim));
   }
+  if (embeddings.dim == 0) throw Error("the vectors have dimension 0: no similarity to rank");
   if (embeddings.rows > UINT32_MAX) {
     throw Error("embeddings have " + std::to_string(embeddings.rows) +
                 " rows; at most 4294967295 are supported");
@@ -126,7 +127,13 @@ NeighborIndex::NeighborIndex(const LoadedEmbeddings& embeddings) : embeddings_(e
   folded_ = case_folded_index(embeddings, embeddings.rows);
   exact_.reserve(embeddings.rows);
   for (uint64_t row = 0; row < embeddings.rows; ++row) {
-    exact_.emplace(embeddings.words[row], static_cast<uint32_t>(row));
+    const auto [at, added] = exact_.emplace(embeddings.words[row], static_cast<uint32_t>(row));
+    if (!added) {
+      // One spelling, two vectors: which one a query meant cannot be told.
+      throw Error("the word '" + embeddings.words[row] + "' has two rows, " +
+                  std::to_string(at->second) + " and " + std::to_string(row) +
+                  " (counted from 0); each word needs one");
+    }
   }
 }
 

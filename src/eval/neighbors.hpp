@@ -35,7 +35,8 @@ std::unordered_map<std::string, uint32_t> case_folded_index(const LoadedEmbeddin
 /// rows holding a NaN or an infinity become all NaN (no cosine with them ranks).
 std::vector<float> normalized_rows(const LoadedEmbeddings& embeddings, uint64_t limit);
 
-/// Throws Error unless `words`, `vectors`, `rows` and `dim` agree with each other.
+/// Throws Error unless `words`, `vectors`, `rows` and `dim` agree with each other and the
+/// dimension is not 0.
 void check_embeddings(const LoadedEmbeddings& embeddings);
 
 /// The `top` rows closest to `word` (exact spelling) by cosine, best first, without the word
@@ -59,7 +60,7 @@ enum class AnalogyMethod {
 class NeighborIndex {
  public:
   /// Keeps a reference to `embeddings`, which must outlive the index. Throws Error when they are
-  /// inconsistent (check_embeddings).
+  /// inconsistent (check_embeddings) or a word has two rows.
   explicit NeighborIndex(const LoadedEmbeddings& embeddings);
 
   /// The row of `word`: its exact spelling first, then (with `ignore_case`) the first row, the

@@ -125,38 +125,46 @@ SimilarityReport evaluate_similarity(const LoadedEmbeddings& embeddings,
   std::vector<double> gold;
   std::vector<double> model;
   const MappedFile file(pairs_path);
-  const std::string_view text = file.view();
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    // Python reads the file in text mode, where CRLF is a newline.
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!line.empty() && line.front() == '#') continue;
+  file.read([&](std::string_view text) {
+    size_t pos = 0;
+    uint64_t line_no = 0;
+    while (pos < text.size()) {
+      ++line_no;
+      size_t end = text.find('\n', pos);
+      if (end == std::string_view::npos) end = text.size();
+      std::string_view line = text.substr(pos, end - pos);
+      pos = end + 1;
+      // Python reads the file in text mode, where CRLF is a newline.
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!line.empty() && line.front() == '#') continue;
 
-    std::string_view first, second, third;
-    if (!split_pair_line(line, &first, &second, &third)) continue;
-    double score = 0.0;
-    if (!parse_score(third, score)) continue;
-    const auto a = index.find(fold_case(first));
-    const auto b = index.find(fold_case(second));
-    if (a == index.end() || b == index.end()) {
-      ++report.oov;
-      continue;
+      std::string_view first, second, third;
+      if (!split_pair_line(line, &first, &second, &third)) continue;
+      double score = 0.0;
+      if (!parse_score(third, score)) continue;
+      // float() reads "nan" and "inf" too, which no ranking can place.
+      if (!std::isfinite(score)) {
+        throw Error(pairs_path + " line " + std::to_string(line_no) + ": the score '" +
+                    std::string(third) + "' is not a finite number");
+      }
+      const auto a = index.find(fold_case(first));
+      const auto b = index.find(fold_case(second));
+      if (a == index.end() || b == index.end()) {
+        ++report.oov;
+        continue;
+      }
+      const float* va = embeddings.vectors.data() + uint64_t{a->second} * dim;
+      const float* vb = embeddings.vectors.data() + uint64_t{b->second} * dim;
+      double dot = 0.0, na = 0.0, nb = 0.0;
+      for (uint32_t k = 0; k < dim; ++k) {
+        dot += double{va[k]} * vb[k];
+        na += double{va[k]} * va[k];
+        nb += double{vb[k]} * vb[k];
+      }
+      gold.push_back(score);
+      model.push_back(na > 0.0 && nb > 0.0 ? dot / std::sqrt(na * nb) : 0.0);
     }
-    const float* va = embeddings.vectors.data() + uint64_t{a->second} * dim;
-    const float* vb = embeddings.vectors.data() + uint64_t{b->second} * dim;
-    double dot = 0.0, na = 0.0, nb = 0.0;
-    for (uint32_t k = 0; k < dim; ++k) {
-      dot += double{va[k]} * vb[k];
-      na += double{va[k]} * va[k];
-      nb += double{vb[k]} * vb[k];
-    }
-    gold.push_back(score);
-    model.push_back(na > 0.0 && nb > 0.0 ? dot / std::sqrt(na * nb) : 0.0);
-  }
+  });
   if (gold.empty()) {
     throw Error(pairs_path + ": no word pair to evaluate (" + std::to_string(report.oov) +
                 " pairs with unknown words, no other well-formed 'word word score' line)");

@@ -1,7 +1,6 @@
 #include "io/embeddings.hpp"
 
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,6 +13,8 @@
 #include "io/output_set.hpp"
 #include "io/word2vec_format.hpp"
 #include "mapped_file.hpp"
+#include "text_source.hpp"
+#include "tokenizer.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
@@ -87,32 +88,6 @@ bool is_hdf5(std::string_view bytes) {
   return false;
 }
 
-/// The whole of a gzip file, decompressed.
-std::string gunzip(const std::string& path) {
-  gzFile in = ::gzopen(path.c_str(), "rb");
-  if (in == nullptr) throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  std::string out;
-  char buf[1 << 16];
-  for (;;) {
-    const int n = ::gzread(in, buf, sizeof buf);
-    if (n < 0) {
-      int code = 0;
-      const std::string why = ::gzerror(in, &code);
-      ::gzclose(in);
-      throw Error("cannot read '" + path + "': gzip: " + why);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  // gzread stops at a truncated member without an error; gzclose_r reports it.
-  const int rc = ::gzclose(in);
-  if (rc != Z_OK) {
-    throw Error("cannot read '" + path +
-                "': gzip: " + (rc == Z_BUF_ERROR ? std::string("truncated") : "damaged"));
-  }
-  return out;
-}
-
 Word2vecLayout layout_of(VectorsFormat format) {
   switch (format) {
     case VectorsFormat::kBin:
@@ -176,23 +151,26 @@ LoadedEmbeddings load_file(const std::string& path, VectorsFormat format, ReadFi
     e.format = "HDF5";
     return e;
   }
-  std::string head;
-  {
-    const MappedFile file(path);
-    head = std::string(file.view().substr(0, 8));
-    if (!starts_with(head, kGzipMagic)) {
-      if (format == VectorsFormat::kAuto && starts_with(head, kNpyMagic)) {
-        return load_npy(path, dir_of(path) + "/vocab.tsv", read);
-      }
-      if (format == VectorsFormat::kAuto && is_hdf5(file.view())) {
-        return load_file(path, VectorsFormat::kH5, read);
-      }
-      checked();
-      return load_words_and_vectors(file.view(), path, format, false);
+  // Every read of the map is guarded: a file truncated meanwhile is an error, not SIGBUS.
+  const MappedFile file(path);
+  const std::string head =
+      file.read([](std::string_view bytes) { return std::string(bytes.substr(0, 8)); });
+  if (!starts_with(head, kGzipMagic)) {
+    if (format == VectorsFormat::kAuto && starts_with(head, kNpyMagic)) {
+      return load_npy(path, dir_of(path) + "/vocab.tsv", read);
     }
+    if (format == VectorsFormat::kAuto &&
+        file.read([](std::string_view bytes) { return is_hdf5(bytes); })) {
+      return load_file(path, VectorsFormat::kH5, read);
+    }
+    checked();
+    return file.read(
+        [&](std::string_view bytes) { return load_words_and_vectors(bytes, path, format, false); });
   }
   checked();
-  const std::string bytes = gunzip(path);
+  // Members one after another, and nothing after the last (trailing bytes are an error).
+  const std::string bytes =
+      file.read([&](std::string_view gz) { return decompress_gzip(gz, path); });
   return load_words_and_vectors(bytes, path, format, true);
 }
 
@@ -244,6 +222,14 @@ LoadedEmbeddings load_embeddings(const std::string& path, VectorsFormat format) 
   if (e.words.size() != e.rows || e.vectors.size() != e.rows * e.dim ||
       (!e.counts.empty() && e.counts.size() != e.rows)) {
     throw Error("'" + path + "': the words and the matrix disagree in rows");
+  }
+  // Words that vocab.tsv, the word2vec formats and HDF5 cannot hold as one word (a line break,
+  // a NUL, a space: foreign files may have them) are refused here, before anything uses them.
+  for (size_t i = 0; i < e.words.size(); ++i) {
+    if (const char* why = unstorable_word(e.words[i])) {
+      throw Error("'" + path + "': word " + std::to_string(i) + " " + why +
+                  ", which no vocabulary file can store as one word");
+    }
   }
   return e;
 }

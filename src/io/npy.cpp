@@ -233,7 +233,10 @@ void NpyRowWriter::commit() {
 
 NpyMatrix read_npy(const std::string& path) {
   const MappedFile file(path);
-  const std::string_view bytes = file.view();
+  return file.read([&](std::string_view bytes) { return parse_npy(bytes, path); });
+}
+
+NpyMatrix parse_npy(std::string_view bytes, const std::string& path) {
   const std::string prefix = "cannot read '" + path + "': ";
 
   if (bytes.size() < kMagic.size() + 2 || bytes.substr(0, kMagic.size()) != kMagic) {

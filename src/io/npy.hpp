@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/atomic_file.hpp"
@@ -53,5 +54,9 @@ class NpyRowWriter {
 /// Reads a 2-D `<f4` C-order `.npy` file of format version 1.0, 2.0 or 3.0. Throws Error naming
 /// `path` for anything else (bad magic, truncation, Fortran order, another dtype or rank).
 NpyMatrix read_npy(const std::string& path);
+
+/// read_npy() of the bytes of a file already in memory (a map: read it under run_guarded());
+/// errors name `path`.
+NpyMatrix parse_npy(std::string_view bytes, const std::string& path);
 
 }  // namespace pagedw2v

@@ -223,8 +223,9 @@ void write_word2vec_txt(const std::string& path, const Vocab& vocab, const HostT
 
 LoadedEmbeddings read_word2vec(const std::string& path, bool binary) {
   const MappedFile file(path);
-  return parse_word2vec(file.view(), path,
-                        binary ? Word2vecLayout::kBinary : Word2vecLayout::kText);
+  return file.read([&](std::string_view bytes) {
+    return parse_word2vec(bytes, path, binary ? Word2vecLayout::kBinary : Word2vecLayout::kText);
+  });
 }
 
 namespace {

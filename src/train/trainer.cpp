@@ -366,6 +366,17 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
                          have + ")");
       }
       spec.set(merged, have);
+    } else if (spec.name == "vocab") {
+      // The checkpoint holds the vocabulary: another file would be ignored, so it is refused,
+      // and run.json keeps the file the vocabulary came from.
+      if (given && requested.vocab_file != saved.vocab_file) {
+        throw UsageError(
+            "--vocab cannot be given when resuming: the checkpoint holds its "
+            "vocabulary" +
+            (saved.vocab_file.empty() ? std::string(" (counted from the corpus)")
+                                      : " (read from '" + saved.vocab_file + "')"));
+      }
+      spec.set(merged, spec.get(saved));
     } else if ((spec.name == "corpus" || spec.name == "epochs") && !given) {
       spec.set(merged, spec.get(saved));
     } else if ((spec.name == "threads" || spec.name == "deterministic") && !cpu_given) {
@@ -436,6 +447,18 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     counted = std::move(ck->vocab);
   } else if (!config.vocab_file.empty()) {
     counted = read_vocabulary(config);
+    // The counts are taken as given (a vocabulary counted on a larger corpus weighs the noise
+    // and --sample as that corpus did); more than the text could hold is said once.
+    const uint64_t most = text.bytes() / 2 + 1;  // a word takes a byte and a separator
+    if (writes_files && counted.total_count() > most) {
+      std::fprintf(stderr,
+                   "pagedw2v: warning: the counts of --vocab '%s' sum to %llu, more words than "
+                   "the corpus's %llu bytes can hold; they weigh the noise distribution and "
+                   "--sample as given\n",
+                   config.vocab_file.c_str(),
+                   static_cast<unsigned long long>(counted.total_count()),
+                   static_cast<unsigned long long>(text.bytes()));
+    }
   } else {
     // The count keeps its codes for a fast encoding only when the corpus will be held whole.
     // The text it has read leaves this process's resident memory as it goes (a mapped file's
@@ -503,6 +526,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::vector<uint64_t> stream_bounds{0};
   uint64_t stream_words = 0;
   std::function<std::unique_ptr<BlockReader>()> open_pass;
+  bool cache_checked = false;  // a cache read this run has been verified whole
   if (streamed) {
     if (vocab.lookup() == nullptr)
       built_table = detail::lookup_table(vocab, encode_options.threads);
@@ -515,20 +539,29 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
     open_pass = [&, cache = cache_key]() -> std::unique_ptr<BlockReader> {
       if (cache && read_cache_summary(cache_file, *cache)) {
+        // A cache from an earlier run is read whole once before anything trains on it: ids
+        // damaged within the vocabulary's range show only in its hash, at the end of a pass.
+        if (!cache_checked) verify_cache(cache_file, *cache, vocab.size());
+        cache_checked = true;
         return cache_block_reader(cache_file, *cache, vocab.size());
       }
       // Slices of text small beside the cap: a slice's tokens are held while it is cut.
       const size_t slice = static_cast<size_t>(
           std::clamp<uint64_t>(corpus_memory / 8, uint64_t{64} << 10, uint64_t{1} << 20));
       std::unique_ptr<BlockReader> r = text_block_reader(text, table, encode_options, slice);
-      if (cache) r = caching_block_reader(std::move(r), cache_file, *cache);
+      if (cache) {
+        r = caching_block_reader(std::move(r), cache_file, *cache);
+        cache_checked = true;  // written by this run from the text
+      }
       return r;
     };
     if (counted_here) {
       stream_words = vocab.total_count();
     } else {
       // A vocabulary read from a file or a checkpoint does not say how many words the corpus
-      // has, nor where resuming lands: one pass says (and writes the cache on the way).
+      // has, nor where resuming lands: one pass says (and writes the cache on the way). A cache
+      // it reads is verified by the pass itself, before any training.
+      cache_checked = true;
       std::unique_ptr<BlockReader> r = open_pass();
       StreamBlock b;
       CorpusHasher h;
