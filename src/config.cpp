@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -104,6 +105,39 @@ void add_hyperparameter(std::vector<OptionSpec>& o, const std::string& name,
                }});
 }
 
+/// The flags of word2vec.c and fastText that mean one of our options, their value as it is.
+void add_foreign_flags(std::vector<OptionSpec>& options) {
+  static const char* const kWord2vec = "word2vec";
+  static const char* const kFastText = "fastText";
+  const std::vector<std::tuple<std::string, std::string, std::string>> flags = {
+      {"corpus", kWord2vec, "-train"},
+      {"corpus", kFastText, "-input"},
+      {"vocab", kWord2vec, "-read-vocab"},
+      {"output", "word2vec/fastText", "-output"},
+      {"dim", kWord2vec, "-size"},
+      {"dim", kFastText, "-dim"},
+      {"window", kWord2vec, "-window"},
+      {"window", kFastText, "-ws"},
+      {"negative", kWord2vec, "-negative"},
+      {"negative", kFastText, "-neg"},
+      {"sample", kWord2vec, "-sample"},
+      {"sample", kFastText, "-t"},
+      {"min-count", kWord2vec, "-min-count"},
+      {"min-count", kFastText, "-minCount"},
+      {"alpha", kWord2vec, "-alpha"},
+      {"alpha", kFastText, "-lr"},
+      {"epochs", kWord2vec, "-iter"},
+      {"epochs", kFastText, "-epoch"},
+      {"threads", kWord2vec, "-threads"},
+      {"threads", kFastText, "-thread"},
+      {"seed", kFastText, "-seed"}};
+  for (const auto& [name, tool, flag] : flags) {
+    for (OptionSpec& spec : options) {
+      if (spec.name == name) spec.foreign.push_back({tool, flag});
+    }
+  }
+}
+
 std::vector<OptionSpec> make_train_options() {
   using C = Config;
   using V = const std::string&;
@@ -118,13 +152,25 @@ std::vector<OptionSpec> make_train_options() {
                "", false, false, [](C& c, V v) { c.corpus = v; },
                [](const C& c) { return c.corpus; }});
   o.push_back({"vocab",
-               "read the vocabulary from this file (word<TAB>count lines, as --save-vocab and "
-               "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply",
+               "read the vocabulary from this file instead of counting it: word<TAB>count lines "
+               "(as --save-vocab and vocab.tsv write) or word2vec's `word count` lines (its "
+               "-save-vocab; its </s> line is skipped); --min-count and --max-vocab apply",
                "", false, false, [](C& c, V v) { c.vocab_file = v; },
                [](const C& c) { return c.vocab_file; }});
-  o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",
-               false, false, [](C& c, V v) { c.save_vocab = v; },
+  o.push_back({"save-vocab", "also write the vocabulary to this file, as --save-vocab-format says",
+               "", false, false, [](C& c, V v) { c.save_vocab = v; },
                [](const C& c) { return c.save_vocab; }});
+  o.push_back({"save-vocab-format",
+               "how --save-vocab writes: tsv (word<TAB>count lines, as vocab.tsv) or word2vec "
+               "(`word count` lines after a first `</s> 0`, as word2vec's -save-vocab, which "
+               "word2vec's -read-vocab reads)",
+               "tsv", false, false,
+               [](C& c, V v) {
+                 if (!parse_vocab_file_format(v, &c.save_vocab_format)) {
+                   bad_value("save-vocab-format", "tsv or word2vec", v);
+                 }
+               },
+               [](const C& c) { return std::string(to_string(c.save_vocab_format)); }});
   o.push_back({"max-corpus-memory",
                "host memory the encoded corpus may take (4 bytes a word), e.g. 2GiB; a corpus "
                "that needs more is streamed: encoded block by block while training runs, at "
@@ -405,6 +451,7 @@ std::vector<OptionSpec> make_train_options() {
   o.push_back({"quiet", "no progress output", "false", true, false,
                [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
+  add_foreign_flags(o);
   return o;
 }
 
@@ -666,64 +713,250 @@ std::string suggest_option(const std::string& given, const std::vector<std::stri
   return best.empty() ? "" : "--" + best;
 }
 
-std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
-                                                  std::string* note) {
-  static const std::map<std::string, std::string> kSame = {
-      {"-train", "--corpus"},    {"-output", "--output"},       {"-size", "--dim"},
-      {"-window", "--window"},   {"-negative", "--negative"},   {"-iter", "--epochs"},
-      {"-threads", "--threads"}, {"-min-count", "--min-count"}, {"-sample", "--sample"},
-      {"-alpha", "--alpha"}};
-  static const std::map<std::string, std::string> kUnsupported = {
-      {"-cw", "no counterpart (the model is skipgram or cbow)"},
-      {"-save-vocab", "no counterpart: vocab.tsv is always written beside the vectors"},
-      {"-read-vocab", "no counterpart: the vocabulary is counted from --corpus"},
-      {"-classes", "no counterpart: pagedw2v does not cluster words"},
-      {"-debug", "no counterpart: progress is printed unless --quiet"},
-      {"-min-reduce", "no counterpart: the vocabulary is counted exactly"}};
+namespace {
+
+/// A flag of word2vec.c or fastText whose value changes on the way, or that has no counterpart.
+struct SpecialFlag {
+  const char* tool;
+  const char* flag;
+  bool takes_value;
+  /// Our arguments for the value, and what the note says they are; throws UsageError for a
+  /// value with no counterpart.
+  std::function<std::vector<std::string>(const std::string& value, std::string* ours)> read;
+};
+
+[[noreturn]] void no_counterpart(const std::string& tool, const std::string& flag,
+                                 const std::string& why) {
+  throw UsageError(tool + "'s " + flag + " has no counterpart: " + why +
+                   "; `pagedw2v train --help` lists the options");
+}
+
+const std::vector<SpecialFlag>& special_flags() {
+  using Args = std::vector<std::string>;
+  static const std::vector<SpecialFlag> flags = {
+      {"word2vec", "-cbow", true,
+       [](const std::string& v, std::string* ours) {
+         if (v != "0" && v != "1") throw UsageError("word2vec's -cbow takes 0 or 1");
+         *ours = std::string("--model ") + (v == "1" ? "cbow" : "skipgram");
+         return Args{"--model", v == "1" ? "cbow" : "skipgram"};
+       }},
+      {"word2vec", "-hs", true,
+       [](const std::string& v, std::string* ours) {
+         if (v != "0") {
+           throw UsageError("word2vec's -hs " + v +
+                            " (hierarchical softmax) is not supported: pagedw2v trains with "
+                            "negative sampling (--negative)");
+         }
+         *ours = "(nothing: negative sampling only)";
+         return Args{};
+       }},
+      {"word2vec", "-binary", true,
+       [](const std::string&, std::string* ours) {
+         // Both word2vec formats are written by default; --format chooses.
+         *ours = "(nothing: --format chooses the files, vectors.bin and vectors.txt among them)";
+         return Args{};
+       }},
+      {"word2vec", "-save-vocab", true,
+       [](const std::string& v, std::string* ours) {
+         *ours = "--save-vocab " + v + " --save-vocab-format word2vec";
+         return Args{"--save-vocab", v, "--save-vocab-format", "word2vec"};
+       }},
+      {"word2vec", "-cw", true,
+       [](const std::string&, std::string*) -> Args {
+         no_counterpart("word2vec", "-cw", "the model is skipgram or cbow");
+       }},
+      {"word2vec", "-classes", true,
+       [](const std::string&, std::string*) -> Args {
+         no_counterpart("word2vec", "-classes", "pagedw2v does not cluster words");
+       }},
+      {"word2vec", "-debug", true,
+       [](const std::string&, std::string*) -> Args {
+         no_counterpart("word2vec", "-debug", "progress is printed unless --quiet");
+       }},
+      {"word2vec", "-min-reduce", true,
+       [](const std::string&, std::string*) -> Args {
+         no_counterpart("word2vec", "-min-reduce", "the vocabulary is counted exactly");
+       }},
+      {"fastText", "-loss", true,
+       [](const std::string& v, std::string* ours) {
+         if (v != "ns") {
+           throw UsageError("fastText's -loss " + v +
+                            " is not supported: pagedw2v trains with negative sampling "
+                            "(-loss ns, --negative)");
+         }
+         *ours = "(nothing: negative sampling)";
+         return Args{};
+       }},
+      {"fastText", "-minn", true,
+       [](const std::string& v, std::string* ours) {
+         if (v != "0") {
+           throw UsageError("fastText's -minn " + v +
+                            " (character n-grams) is not supported: pagedw2v trains whole "
+                            "words, as fastText does with -minn 0 -maxn 0");
+         }
+         *ours = "(nothing: whole words only)";
+         return Args{};
+       }},
+      {"fastText", "-maxn", true,
+       [](const std::string& v, std::string* ours) {
+         if (v != "0") {
+           throw UsageError("fastText's -maxn " + v +
+                            " (character n-grams) is not supported: pagedw2v trains whole "
+                            "words, as fastText does with -maxn 0");
+         }
+         *ours = "(nothing: whole words only)";
+         return Args{};
+       }},
+      {"fastText", "-wordNgrams", true,
+       [](const std::string& v, std::string* ours) {
+         if (v != "1") {
+           throw UsageError("fastText's -wordNgrams " + v +
+                            " is not supported: pagedw2v trains single words (-wordNgrams 1)");
+         }
+         *ours = "(nothing: single words)";
+         return Args{};
+       }},
+      {"fastText", "-bucket", true,
+       [](const std::string&, std::string* ours) {
+         *ours = "(nothing: no n-gram buckets without subwords)";
+         return Args{};
+       }},
+      {"fastText", "-verbose", true,
+       [](const std::string& v, std::string* ours) {
+         if (v == "0") {
+           *ours = "--quiet";
+           return Args{"--quiet"};
+         }
+         *ours = "(nothing: progress is printed unless --quiet)";
+         return Args{};
+       }},
+      {"fastText", "-saveOutput", false,
+       [](const std::string&, std::string* ours) {
+         *ours = "--save-context";
+         return Args{"--save-context"};
+       }},
+      {"fastText", "-lrUpdateRate", true,
+       [](const std::string&, std::string*) -> Args {
+         no_counterpart("fastText", "-lrUpdateRate",
+                        "the rate falls linearly with the words trained");
+       }},
+      {"fastText", "-pretrainedVectors", true,
+       [](const std::string&, std::string*) -> Args {
+         no_counterpart("fastText", "-pretrainedVectors", "training starts from random vectors");
+       }},
+  };
+  return flags;
+}
+
+/// Whether `arg` stands where an option would: `--name`, `--name=value`, or `-x…`, not `-` alone
+/// nor a negative number.
+bool looks_like_option(const std::string& arg) {
+  return arg.size() > 1 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9') && arg[1] != '.';
+}
+
+}  // namespace
+
+std::vector<std::string> translate_foreign_flags(const std::vector<std::string>& args,
+                                                 std::string* note) {
+  // Our options and whether each takes a value; --config and --help are train's own.
+  std::map<std::string, bool> takes_value = {{"config", true}, {"help", false}, {"h", false}};
+  std::map<std::string, std::pair<const ForeignFlag*, std::string>> foreign;
+  std::vector<std::string> valid = {"config", "help"};
+  for (const OptionSpec& spec : train_options()) {
+    takes_value[spec.name] = !spec.is_flag;
+    valid.push_back(spec.name);
+    for (const ForeignFlag& f : spec.foreign) foreign[f.flag] = {&f, spec.name};
+  }
   std::vector<std::string> out;
+  std::vector<std::string> inputs;  // corpus inputs after the options
+  size_t corpus_end = std::string::npos;
   std::string read_as;
+  std::set<std::string> tools;
+  bool after_flag = false;  // the argument before was an option that takes no value
+  auto read = [&](const std::string& tool, const std::string& flag, const std::string& value,
+                  const std::string& ours) {
+    if (tool.find('/') == std::string::npos) tools.insert(tool);
+    read_as +=
+        (read_as.empty() ? "" : ", ") + flag + (value.empty() ? "" : " " + value) + " as " + ours;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    const bool single_dash = flag.size() > 2 && flag[0] == '-' && flag[1] != '-';
-    const auto same = kSame.find(flag);
-    const bool known = same != kSame.end() || flag == "-cbow" || flag == "-hs" ||
-                       flag == "-binary" || kUnsupported.count(flag) > 0;
-    if (!single_dash || !known) {
-      out.push_back(flag);
+    const std::string& arg = args[i];
+    const bool stray_value = after_flag && (arg == "true" || arg == "false");
+    after_flag = false;
+    if (!looks_like_option(arg)) {
+      // After a flag that takes no value, `true` or `false` is left for the parser to refuse.
+      if (stray_value) {
+        out.push_back(arg);
+      } else {
+        inputs.push_back(arg);
+      }
       continue;
     }
-    if (kUnsupported.count(flag)) {
-      throw UsageError("word2vec's " + flag + " has " + kUnsupported.at(flag) +
-                       "; `pagedw2v train --help` lists the options");
-    }
-    if (i + 1 >= args.size()) throw UsageError("word2vec's " + flag + " needs a value");
-    const std::string value = args[++i];
-    std::string ours;
-    if (same != kSame.end()) {
-      ours = same->second + " " + value;
-      out.push_back(same->second);
-      out.push_back(value);
-    } else if (flag == "-cbow") {
-      if (value != "0" && value != "1") throw UsageError("word2vec's -cbow takes 0 or 1");
-      ours = std::string("--model ") + (value == "1" ? "cbow" : "skipgram");
-      out.push_back("--model");
-      out.push_back(value == "1" ? "cbow" : "skipgram");
-    } else if (flag == "-hs") {
-      if (value != "0") {
-        throw UsageError(
-            "word2vec's -hs " + value +
-            " (hierarchical softmax) is not supported: pagedw2v trains with negative sampling "
-            "(--negative)");
+    if (arg[1] != '-') {
+      // A single dash: word2vec's or fastText's flag, or -h.
+      if (arg == "-h") {
+        out.push_back(arg);
+        continue;
       }
-      ours = "(nothing: negative sampling only)";
-    } else {
-      // -binary: both word2vec formats are written by default; --format chooses.
-      ours = "(nothing: --format chooses the files, vectors.bin and vectors.txt among them)";
+      const auto f = foreign.find(arg);
+      const auto special = std::find_if(special_flags().begin(), special_flags().end(),
+                                        [&](const SpecialFlag& s) { return arg == s.flag; });
+      if (f == foreign.end() && special == special_flags().end()) {
+        const std::string hint = suggest_option(arg.substr(1), valid);
+        throw UsageError("unknown option '" + arg + "'" +
+                         (hint.empty() ? "" : " (did you mean " + hint + "?)") +
+                         "; `pagedw2v train --help` lists the options");
+      }
+      const std::string& tool = f != foreign.end() ? f->second.first->tool : special->tool;
+      const bool needs_value = f != foreign.end() || special->takes_value;
+      if (needs_value && i + 1 >= args.size()) {
+        throw UsageError(tool + "'s " + arg + " needs a value");
+      }
+      const std::string value = needs_value ? args[++i] : std::string();
+      if (f != foreign.end()) {
+        const std::string& name = f->second.second;
+        read(tool, arg, value, "--" + name + " " + value);
+        out.push_back("--" + name);
+        out.push_back(value);
+        if (name == "corpus") corpus_end = out.size();
+      } else {
+        std::string ours;
+        const std::vector<std::string> ours_args = special->read(value, &ours);
+        read(tool, arg, value, ours);
+        out.insert(out.end(), ours_args.begin(), ours_args.end());
+      }
+      continue;
     }
-    read_as += (read_as.empty() ? "" : ", ") + flag + " " + value + " as " + ours;
+    out.push_back(arg);
+    const size_t eq = arg.find('=');
+    const std::string name = normalise_key(arg.substr(2, eq == std::string::npos ? eq : eq - 2));
+    const auto known = takes_value.find(name);
+    if (name == "corpus") {
+      // --corpus a.txt b.gz: the inputs that follow it are the parser's to gather.
+      if (eq == std::string::npos && i + 1 < args.size()) out.push_back(args[++i]);
+      while (i + 1 < args.size() && !looks_like_option(args[i + 1])) out.push_back(args[++i]);
+      corpus_end = out.size();
+    } else if (eq == std::string::npos && known != takes_value.end() && known->second &&
+               i + 1 < args.size()) {
+      out.push_back(args[++i]);
+    } else {
+      after_flag = eq == std::string::npos && known != takes_value.end() && !known->second;
+    }
+  }
+  if (!inputs.empty()) {
+    if (corpus_end == std::string::npos) {
+      out.push_back("--corpus");
+      out.insert(out.end(), inputs.begin(), inputs.end());
+    } else {
+      out.insert(out.begin() + static_cast<std::ptrdiff_t>(corpus_end), inputs.begin(),
+                 inputs.end());
+    }
   }
   if (!read_as.empty()) {
-    *note = "note: word2vec flags read as ours: " + read_as + " (--output is a directory)";
+    std::string who;
+    for (const std::string& t : tools) who += (who.empty() ? "" : " and ") + t;
+    if (who.empty()) who = "word2vec/fastText";
+    *note = "note: " + who + " flags read as ours: " + read_as + " (--output is a directory)";
   }
   return out;
 }
