@@ -262,7 +262,7 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return std::to_string(c.max_vocab); }});
   o.push_back({"lowercase",
                "read words in lower case: ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic "
-               "letters (default: case is kept)",
+               "letters (false: case is kept)",
                "false", true, true, [](C& c, V v) { c.lowercase = parse_bool("lowercase", v); },
                [](const C& c) { return std::string(c.lowercase ? "true" : "false"); }});
   o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
@@ -448,8 +448,18 @@ std::vector<OptionSpec> make_train_options() {
                "false", true, false,
                [](C& c, V v) { c.fsync_outputs = parse_bool("fsync-outputs", v); },
                [](const C& c) { return std::string(c.fsync_outputs ? "true" : "false"); }});
-  o.push_back({"quiet", "no progress output", "false", true, false,
-               [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
+  o.push_back({"quiet",
+               "no progress output. Progress is a line at each epoch's end and every few seconds "
+               "(redrawn in place on a terminal) with the epoch, words/s, the loss, the learning "
+               "rate and the time left. The loss is that of one (centre, context) example: "
+               "-log sigmoid(context.word) - sum of log sigmoid(-noise.word) over its --negative "
+               "noise words, taken as the example trains, its mean smoothed over about the last "
+               "twentieth of the run (run.json: final_loss, the smoothed value at the end; "
+               "loss_per_epoch, each epoch's plain mean, so the two differ). It is a training "
+               "loss over fresh random noise words, not a held-out measure: in late epochs a "
+               "skip-gram run's may rise (gensim's does too) while the vectors still improve; "
+               "--eval-analogies and --eval-similarity measure them",
+               "false", true, false, [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
   add_foreign_flags(o);
   return o;

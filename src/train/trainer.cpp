@@ -862,6 +862,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       }
     }
     pos = {epoch + 1, 0, pos.words_done};
+    progress.end_epoch(epoch, schedule.at(pos.words_done));
     summary.epoch_loss.push_back(epoch_terms > 0 ? epoch_loss / static_cast<double>(epoch_terms)
                                                  : 0.0);
     const bool last = epoch + 1 == p.epochs;

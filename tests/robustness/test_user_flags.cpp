@@ -318,6 +318,75 @@ TEST(UserFlags, RunJsonHoldsTypedSettingsAndTheLossOfEveryEpochAcrossResumes) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Progress, the loss, and the help and defaults that agree
+
+TEST(UserFlags, ALogGetsALineAtEveryEpochsEnd) {
+  const TempDir dir;
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  write_file(dir.file("c.txt"), random_corpus(seed, 30, 300));
+  const RunResult r =
+      run(dir, {"train", "--corpus", "c.txt", "--output", "o", "--dim", "4", "--epochs", "4",
+                "--min-count", "1", "--threads", "1", "--format", "npy"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  for (int e = 1; e <= 4; ++e) {
+    const std::string line = "epoch " + std::to_string(e) + "/4  100.0% of epoch";
+    EXPECT_TRUE(contains(r.err, line)) << line << " in:\n" << r.err;
+  }
+  // One line an epoch's end, not two (the last span's and the epoch's).
+  size_t ends = 0;
+  for (size_t at = r.err.find("100.0% of epoch"); at != std::string::npos;
+       at = r.err.find("100.0% of epoch", at + 1)) {
+    ++ends;
+  }
+  EXPECT_EQ(ends, 4u) << r.err;
+}
+
+TEST(UserFlags, HelpDefinesTheLossAndGivesOneDefaultAnOption) {
+  const TempDir dir;
+  const RunResult help = run(dir, {"train", "--help"});
+  ASSERT_EQ(help.code, 0);
+  const std::string text = flat(help.out);
+  for (const char* said :
+       {"-log sigmoid(context.word)", "final_loss", "loss_per_epoch",
+        "smoothed over about the last twentieth", "may rise", "--eval-analogies"}) {
+    EXPECT_TRUE(contains(text, said)) << said << " in:\n" << help.out;
+  }
+  // Each option's entry ends with at most one "(default: …)".
+  const size_t lowercase = text.find("--lowercase [");
+  ASSERT_NE(lowercase, std::string::npos);
+  const std::string entry = text.substr(lowercase, text.find(" --", lowercase + 1) - lowercase);
+  EXPECT_EQ(entry.find("(default:"), entry.rfind("(default:")) << entry;
+  EXPECT_TRUE(contains(entry, "(default: false)")) << entry;
+}
+
+TEST(UserFlags, TheDefaultConfigSetsWhatHelpGivesAsDefaults) {
+  const TempDir dir;
+  if (!contains(run(dir, {"--version"}).out, "TOML configs: yes")) {
+    GTEST_SKIP() << "built without toml++";
+  }
+  const std::string config = std::string(PAGEDW2V_SOURCE_DIR) + "/configs/default.toml";
+  // Left out there, --negative-pool is chosen for paged tables as --help says.
+  EXPECT_FALSE(contains(read_file(config), "\nnegative-pool =")) << read_file(config);
+  write_file(dir.file("c.txt"), random_corpus(7, 20, 100));
+  const Args args = {"train",       "--corpus", "c.txt",   "--dim",    "4",   "--epochs", "1",
+                     "--min-count", "1",        "--quiet", "--format", "npy", "--output"};
+  Args with_config = args;
+  with_config.insert(with_config.end(), {"a", "--config", config});
+  Args without = args;
+  without.push_back("b");
+  const RunResult a = run(dir, with_config);
+  const RunResult b = run(dir, without);
+  ASSERT_EQ(a.code, 0) << describe(a);
+  ASSERT_EQ(b.code, 0) << describe(b);
+  nlohmann::json sa = read_json(dir.file("a/run.json"))["settings"];
+  nlohmann::json sb = read_json(dir.file("b/run.json"))["settings"];
+  sa.erase("output");
+  sb.erase("output");
+  EXPECT_EQ(sa, sb);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Questions about given words
 
 /// Vectors whose answers are known: b − a + c is nearest d; e is the odd one of a, c, e.
