@@ -49,8 +49,9 @@ Spec spec_of(Kind kind) {
     case Kind::kDoesntMatch:
       return {"doesnt-match",
               "Print the word that does not match the others (gensim's doesnt_match): the one "
-              "least like the mean of their unit vectors. Without words, reads a list a line from "
-              "standard input.",
+              "least like the mean of their unit vectors; words not in the vocabulary are left "
+              "out, with a note on stderr. Without words, reads a list a line from standard "
+              "input.",
               "[WORD WORD...]", 2, 0};
     default:
       return {"analogies",
@@ -103,8 +104,11 @@ class Answerer {
     }
   }
 
-  /// Why `words` cannot be answered ("" when they can); `rows` gets their rows.
-  std::string problem(const std::vector<std::string>& words, std::vector<uint32_t>* rows) const {
+  /// Why `words` cannot be answered ("" when they can); `rows` gets the rows of those that have
+  /// one and `used` those words. doesnt-match leaves the others out, as gensim does (`*ignored`
+  /// says which and why), when any word is left.
+  std::string problem(const std::vector<std::string>& words, std::vector<uint32_t>* rows,
+                      std::vector<std::string>* used, std::string* ignored) const {
     const Spec spec = spec_of(kind_);
     if (words.size() < spec.min_words || (spec.max_words > 0 && words.size() > spec.max_words)) {
       const std::string needed = spec.max_words == spec.min_words
@@ -123,6 +127,7 @@ class Answerer {
         nonfinite += (nonfinite.empty() ? "'" : ", '") + w + "'";
       } else {
         rows->push_back(*row);
+        used->push_back(w);
       }
     }
     std::string why;
@@ -134,13 +139,24 @@ class Answerer {
       why += (why.empty() ? "" : "; ") + std::string("the vector of ") + nonfinite +
              " holds NaN or infinite values";
     }
+    if (kind_ == Kind::kDoesntMatch && !why.empty() && !rows->empty()) {
+      *ignored = why;
+      return "";
+    }
     return why;
   }
 
   /// Answers `words`, or reports on stderr why not and skips them.
   void answer(const std::vector<std::string>& words) {
     std::vector<uint32_t> rows;
-    const std::string why = problem(words, &rows);
+    std::vector<std::string> used;
+    std::string ignored;
+    const std::string why = problem(words, &rows, &used, &ignored);
+    if (!ignored.empty()) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "pagedw2v: '%s': left out %s\n", joined(words).c_str(), ignored.c_str());
+      std::fflush(stderr);
+    }
     if (!why.empty()) {
       ++skipped_;
       std::fflush(stdout);
@@ -157,7 +173,7 @@ class Answerer {
         print_similarity(words, rows);
         break;
       case Kind::kDoesntMatch:
-        print_doesnt_match(words, rows);
+        print_doesnt_match(used, rows);
         break;
       case Kind::kAnalogies:
         print_analogy(words, rows);
@@ -299,7 +315,9 @@ int run_query_command(Kind kind, int argc, char** argv) {
     bool any = false;
     for (const auto& q : queries) {
       std::vector<uint32_t> rows;
-      const std::string problem = answerer.problem(q, &rows);
+      std::vector<std::string> used;
+      std::string ignored;
+      const std::string problem = answerer.problem(q, &rows, &used, &ignored);
       any = any || problem.empty();
       if (!problem.empty() && why.empty()) why = problem;
     }

@@ -449,6 +449,13 @@ TEST(UserQueries, SimilarityAndDoesntMatchAnswerAsGensim) {
   const RunResult odd_json = run(dir, {"doesnt-match", "--vectors", "v.txt", "--json"}, "b d a\n");
   ASSERT_EQ(odd_json.code, 0) << describe(odd_json);
   EXPECT_EQ(nlohmann::json::parse(odd_json.out)["doesnt_match"], "a");
+  // As gensim, words not in the vocabulary are left out (and said so), not the whole list.
+  const RunResult unknown = run(dir, {"doesnt-match", "--vectors", "v.txt", "a", "zzz", "c", "e"});
+  ASSERT_EQ(unknown.code, 0) << describe(unknown);
+  EXPECT_EQ(unknown.out, "e\n");
+  EXPECT_TRUE(contains(unknown.err, "left out 'zzz' not in the vocabulary")) << unknown.err;
+  EXPECT_TRUE(fails_cleanly(run(dir, {"doesnt-match", "--vectors", "v.txt", "yyy", "zzz"}), 1,
+                            "not in the vocabulary"));
 }
 
 TEST(UserQueries, AnalogiesReadTriplesInWord2vecsOrderOrFastTexts) {
