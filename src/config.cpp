@@ -1,5 +1,7 @@
 #include "config.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -895,7 +897,10 @@ std::vector<std::string> translate_foreign_flags(const std::vector<std::string>&
     after_flag = false;
     if (!looks_like_option(arg)) {
       // After a flag that takes no value, `true` or `false` is left for the parser to refuse.
-      if (stray_value) {
+      // A path that does not exist is more likely a stray word than an input: the parser
+      // refuses it as an unexpected argument.
+      struct stat st {};
+      if (stray_value || (arg != "-" && ::stat(arg.c_str(), &st) != 0)) {
         out.push_back(arg);
       } else {
         inputs.push_back(arg);

@@ -157,7 +157,8 @@ std::string suggest_option(const std::string& given, const std::vector<std::stri
 ///   `-lr`, `-thread`, `-t`, `-loss ns`, `-maxn 0`, …) rewritten as ours: the options' `foreign`
 ///   names, and the few whose value changes; `*note` is set to one line saying what was read as
 ///   what, or left empty when nothing was;
-/// - corpus inputs that follow the options (`--output D a.txt b.txt`) moved to `--corpus`.
+/// - corpus inputs that follow the options (`--output D a.txt b.txt`) moved to `--corpus`: paths
+///   that exist, and `-`; any other word is left for the parser to refuse.
 /// Throws UsageError for a flag of theirs with no counterpart (`-hs 1`, `-minn 3`, `-cw`, …) and
 /// for any other single-dash name (`-epochs`: did you mean --epochs?).
 std::vector<std::string> translate_foreign_flags(const std::vector<std::string>& args,

@@ -236,6 +236,12 @@ TEST(UserFlags, CorpusInputsMayFollowTheOptions) {
   const RunResult stray =
       run(dir, {"train", "--corpus", "a.txt", "--output", "o4", "--quiet", "true"});
   EXPECT_TRUE(fails_cleanly(stray, 2, "unexpected argument 'true'"));
+  // A word that names no file is refused as before, not taken for an input.
+  const RunResult missing =
+      run(dir, {"train", "--corpus", "a.txt", "--output", "o5", "--quiet", "nosuch.txt"});
+  EXPECT_TRUE(fails_cleanly(missing, 2, "unexpected argument 'nosuch.txt'"));
+  EXPECT_FALSE(exists(dir.file("o4")));
+  EXPECT_FALSE(exists(dir.file("o5")));
 }
 
 // ---------------------------------------------------------------------------------------------
