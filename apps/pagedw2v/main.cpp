@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "foreign_flags.hpp"
 
 namespace {
 
