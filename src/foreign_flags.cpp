@@ -20,10 +20,6 @@ std::string normalise_key(std::string key) {
   return key;
 }
 
-}  // namespace
-
-namespace {
-
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
