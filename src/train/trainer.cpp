@@ -750,6 +750,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<CorpusStream> stream;
   if (streamed) stream.emplace(stream_window_bytes(corpus_memory));
   uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
+  // The CPU backend's spans are only where its threads meet (a token's rate depends on its
+  // position alone): on a corpus of less than fifty spans an epoch, they are cut to a fiftieth of
+  // it, so that the progress line moves steadily, but to no less than eight blocks a thread, so
+  // that the threads' wait for the last block of a span stays small.
+  if (!ranks && !streamed && backend->name() == "cpu") {
+    span_blocks = std::min(span_blocks, std::max<uint64_t>(uint64_t{8} * threads, nblocks / 50));
+  }
   // Streamed spans of whole super-batches where the backend needs them (align > 1): at their
   // largest, they fit the quarter of the memory that training may hold, so the window hands
   // them over whole.
