@@ -83,26 +83,39 @@ void print_json_line(const nlohmann::ordered_json& j) {
   std::fflush(stdout);
 }
 
+/// How analogies are answered (their flags, checked before the vectors are read).
+struct AnalogyOptions {
+  uint32_t top = 10;
+  AnalogyMethod method = AnalogyMethod::kCosAdd;
+  bool fasttext_order = false;
+};
+
+AnalogyOptions analogy_options(Kind kind, const cxxopts::ParseResult& args) {
+  AnalogyOptions o;
+  if (kind != Kind::kAnalogies) return o;
+  o.top = positive_count("--top", args["top"].as<std::string>());
+  const std::string method = args["method"].as<std::string>();
+  if (method == "3cosmul" || method == "cosmul") {
+    o.method = AnalogyMethod::kCosMul;
+  } else if (method != "3cosadd" && method != "cosadd") {
+    throw UsageError("--method: expected 3cosadd or 3cosmul, got '" + method + "'");
+  }
+  o.fasttext_order = args.count("fasttext-order") > 0;
+  return o;
+}
+
 class Answerer {
  public:
-  Answerer(Kind kind, const LoadedEmbeddings& emb, const NeighborIndex& index,
-           const cxxopts::ParseResult& args)
+  Answerer(Kind kind, const LoadedEmbeddings& emb, const NeighborIndex& index, bool ignore_case,
+           bool json, const AnalogyOptions& analogy)
       : kind_(kind),
         emb_(emb),
         index_(index),
-        ignore_case_(args.count("ignore-case") > 0),
-        json_(args.count("json") > 0) {
-    if (kind == Kind::kAnalogies) {
-      top_ = positive_count("--top", args["top"].as<std::string>());
-      const std::string method = args["method"].as<std::string>();
-      if (method == "3cosmul" || method == "cosmul") {
-        method_ = AnalogyMethod::kCosMul;
-      } else if (method != "3cosadd" && method != "cosadd") {
-        throw UsageError("--method: expected 3cosadd or 3cosmul, got '" + method + "'");
-      }
-      fasttext_order_ = args.count("fasttext-order") > 0;
-    }
-  }
+        ignore_case_(ignore_case),
+        json_(json),
+        top_(analogy.top),
+        method_(analogy.method),
+        fasttext_order_(analogy.fasttext_order) {}
 
   /// Why `words` cannot be answered ("" when they can); `rows` gets the rows of those that have
   /// one and `used` those words. doesnt-match leaves the others out, as gensim does (`*ignored`
@@ -253,9 +266,9 @@ class Answerer {
   const NeighborIndex& index_;
   bool ignore_case_;
   bool json_;
-  uint32_t top_ = 10;
-  AnalogyMethod method_ = AnalogyMethod::kCosAdd;
-  bool fasttext_order_ = false;
+  uint32_t top_;
+  AnalogyMethod method_;
+  bool fasttext_order_;
   uint64_t answered_ = 0;
   uint64_t skipped_ = 0;
 };
@@ -298,10 +311,12 @@ int run_query_command(Kind kind, int argc, char** argv) {
                        std::to_string(words.size()) + " words");
     }
   }
+  const AnalogyOptions analogy = analogy_options(kind, args);
   const VectorsFormat format = parse_vectors_format(args["vectors-format"].as<std::string>());
   const LoadedEmbeddings emb = load_embeddings(args["vectors"].as<std::string>(), format);
   const NeighborIndex index(emb);
-  Answerer answerer(kind, emb, index, args);
+  Answerer answerer(kind, emb, index, args.count("ignore-case") > 0, args.count("json") > 0,
+                    analogy);
 
   if (!words.empty()) {
     std::vector<std::vector<std::string>> queries;

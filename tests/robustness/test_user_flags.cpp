@@ -481,6 +481,10 @@ TEST(UserQueries, AnalogiesReadTriplesInWord2vecsOrderOrFastTexts) {
   EXPECT_EQ(j["neighbors"][0]["word"], "f") << j;
   EXPECT_EQ(j["negative"], nlohmann::json::array({"b"}));
   EXPECT_TRUE(fails_cleanly(run(dir, {"analogies", "--vectors", "v.txt", "a", "b"}), 2, "A B C"));
+  // Its flags are checked before the vectors are read.
+  EXPECT_TRUE(fails_cleanly(
+      run(dir, {"analogies", "--vectors", "missing.txt", "--method", "knn", "a", "b", "c"}), 2,
+      "--method"));
 }
 
 TEST(UserQueries, EvalGivesSemanticAndSyntacticSubtotalsAndRestrictZeroMeansAll) {
