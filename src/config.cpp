@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -107,6 +108,39 @@ void add_hyperparameter(std::vector<OptionSpec>& o, const std::string& name,
                }});
 }
 
+/// The flags of word2vec.c and fastText that mean one of our options, their value as it is.
+void add_foreign_flags(std::vector<OptionSpec>& options) {
+  static const char* const kWord2vec = "word2vec";
+  static const char* const kFastText = "fastText";
+  const std::vector<std::tuple<std::string, std::string, std::string>> flags = {
+      {"corpus", kWord2vec, "-train"},
+      {"corpus", kFastText, "-input"},
+      {"vocab", kWord2vec, "-read-vocab"},
+      {"output", "word2vec/fastText", "-output"},
+      {"dim", kWord2vec, "-size"},
+      {"dim", kFastText, "-dim"},
+      {"window", kWord2vec, "-window"},
+      {"window", kFastText, "-ws"},
+      {"negative", kWord2vec, "-negative"},
+      {"negative", kFastText, "-neg"},
+      {"sample", kWord2vec, "-sample"},
+      {"sample", kFastText, "-t"},
+      {"min-count", kWord2vec, "-min-count"},
+      {"min-count", kFastText, "-minCount"},
+      {"alpha", kWord2vec, "-alpha"},
+      {"alpha", kFastText, "-lr"},
+      {"epochs", kWord2vec, "-iter"},
+      {"epochs", kFastText, "-epoch"},
+      {"threads", kWord2vec, "-threads"},
+      {"threads", kFastText, "-thread"},
+      {"seed", kFastText, "-seed"}};
+  for (const auto& [name, tool, flag] : flags) {
+    for (OptionSpec& spec : options) {
+      if (spec.name == name) spec.foreign.push_back({tool, flag});
+    }
+  }
+}
+
 std::vector<OptionSpec> make_train_options() {
   using C = Config;
   using V = const std::string&;
@@ -121,8 +155,9 @@ std::vector<OptionSpec> make_train_options() {
                "", false, false, [](C& c, V v) { c.corpus = v; },
                [](const C& c) { return c.corpus; }});
   o.push_back({"vocab",
-               "read the vocabulary from this file (word<TAB>count lines, as --save-vocab and "
-               "vocab.tsv write) instead of counting it; --min-count and --max-vocab apply. Its "
+               "read the vocabulary from this file instead of counting it: word<TAB>count lines "
+               "(as --save-vocab and vocab.tsv write) or word2vec's `word count` lines (its "
+               "-save-vocab; its </s> line is skipped); --min-count and --max-vocab apply. Its "
                "words must be ones the tokenizer makes (at most 100 bytes of UTF-8, no space, "
                "tab, CR, LF, VT, FF or NUL); its counts are taken as they are (they weigh the "
                "noise distribution and --sample; a sum larger than the corpus can hold is warned "
@@ -130,9 +165,20 @@ std::vector<OptionSpec> make_train_options() {
                "refused with its line",
                "", false, false, [](C& c, V v) { c.vocab_file = v; },
                [](const C& c) { return c.vocab_file; }});
-  o.push_back({"save-vocab", "also write the vocabulary to this file (word<TAB>count lines)", "",
-               false, false, [](C& c, V v) { c.save_vocab = v; },
+  o.push_back({"save-vocab", "also write the vocabulary to this file, as --save-vocab-format says",
+               "", false, false, [](C& c, V v) { c.save_vocab = v; },
                [](const C& c) { return c.save_vocab; }});
+  o.push_back({"save-vocab-format",
+               "how --save-vocab writes: tsv (word<TAB>count lines, as vocab.tsv) or word2vec "
+               "(`word count` lines after a first `</s> 0`, as word2vec's -save-vocab, which "
+               "word2vec's -read-vocab reads)",
+               "tsv", false, false,
+               [](C& c, V v) {
+                 if (!parse_vocab_file_format(v, &c.save_vocab_format)) {
+                   bad_value("save-vocab-format", "tsv or word2vec", v);
+                 }
+               },
+               [](const C& c) { return std::string(to_string(c.save_vocab_format)); }});
   o.push_back({"max-corpus-memory",
                "host memory the encoded corpus may take (4 bytes a word), e.g. 2GiB; a corpus "
                "that needs more is streamed: encoded block by block while training runs, at "
@@ -224,7 +270,7 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return std::to_string(c.max_vocab); }});
   o.push_back({"lowercase",
                "read words in lower case: ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic "
-               "letters (default: case is kept)",
+               "letters (false: case is kept)",
                "false", true, true, [](C& c, V v) { c.lowercase = parse_bool("lowercase", v); },
                [](const C& c) { return std::string(c.lowercase ? "true" : "false"); }});
   o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
@@ -410,9 +456,20 @@ std::vector<OptionSpec> make_train_options() {
                "false", true, false,
                [](C& c, V v) { c.fsync_outputs = parse_bool("fsync-outputs", v); },
                [](const C& c) { return std::string(c.fsync_outputs ? "true" : "false"); }});
-  o.push_back({"quiet", "no progress output", "false", true, false,
-               [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
+  o.push_back({"quiet",
+               "no progress output. Progress is a line at each epoch's end and every few seconds "
+               "(redrawn in place on a terminal) with the epoch, words/s, the loss, the learning "
+               "rate and the time left. The loss is that of one (centre, context) example: "
+               "-log sigmoid(context.word) - sum of log sigmoid(-noise.word) over its --negative "
+               "noise words, taken as the example trains, its mean smoothed over about the last "
+               "twentieth of the run (run.json: final_loss, the smoothed value at the end; "
+               "loss_per_epoch, each epoch's plain mean, so the two differ). It is a training "
+               "loss over fresh random noise words, not a held-out measure: in late epochs a "
+               "skip-gram run's may rise (gensim's does too) while the vectors still improve; "
+               "--eval-analogies and --eval-similarity measure them",
+               "false", true, false, [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
+  add_foreign_flags(o);
   return o;
 }
 
@@ -594,156 +651,6 @@ void check_optimizer_settings(const Config& config) {
       throw UsageError(std::string("--") + name + " does not apply to --optimizer " + optimizer);
     }
   }
-}
-
-namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-std::string lower_dashed(const std::string& name) {
-  std::string out;
-  for (const char ch : name) {
-    if (ch >= 'A' && ch <= 'Z') {
-      if (!out.empty()) out += '-';
-      out += static_cast<char>(ch - 'A' + 'a');
-    } else {
-      out += ch == '_' ? '-' : ch;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string suggest_option(const std::string& given, const std::vector<std::string>& valid) {
-  // What word2vec.c, gensim and fastText call our options: {their name, our option, value}.
-  static const std::vector<std::tuple<std::string, std::string, std::string>> kAliases = {
-      {"iter", "epochs", ""},
-      {"epoch", "epochs", ""},
-      {"iterations", "epochs", ""},
-      {"size", "dim", ""},
-      {"vector-size", "dim", ""},
-      {"dimension", "dim", ""},
-      {"dims", "dim", ""},
-      {"cbow", "model", "cbow"},
-      {"sg", "model", "skipgram"},
-      {"skipgram", "model", "skipgram"},
-      {"skip-gram", "model", "skipgram"},
-      {"train", "corpus", ""},
-      {"input", "corpus", ""},
-      {"workers", "threads", ""},
-      {"thread", "threads", ""},
-      {"neg", "negative", ""},
-      {"ws", "window", ""},
-      {"min-n", "min-count", ""},
-      {"max-final-vocab", "max-vocab", ""},
-      {"lr", "alpha", ""},
-      {"analogy", "analogies", ""},
-      {"questions", "analogies", ""},
-      {"topn", "top", ""},
-      {"k", "top", ""}};
-  auto is_valid = [&](const std::string& name) {
-    return std::find(valid.begin(), valid.end(), name) != valid.end();
-  };
-  const std::string key = lower_dashed(given);
-  if (key != given && is_valid(key)) return "--" + key;
-  for (const auto& [theirs, ours, value] : kAliases) {
-    if (key == theirs && is_valid(ours)) return "--" + ours + (value.empty() ? "" : " " + value);
-  }
-  std::string best;
-  size_t best_distance = std::string::npos;
-  size_t best_prefix = 0;
-  for (const std::string& name : valid) {
-    if (name == "help") continue;
-    size_t prefix = 0;
-    while (prefix < key.size() && prefix < name.size() && key[prefix] == name[prefix]) ++prefix;
-    const size_t distance = edit_distance(key, name);
-    // Near in spelling, or sharing most of the given name as a prefix ("analog" for "analogies").
-    const bool near = distance <= std::max<size_t>(1, key.size() / 3) ||
-                      (prefix >= 4 && 2 * prefix >= key.size());
-    if (!near) continue;
-    if (prefix > best_prefix || (prefix == best_prefix && distance < best_distance)) {
-      best = name;
-      best_prefix = prefix;
-      best_distance = distance;
-    }
-  }
-  return best.empty() ? "" : "--" + best;
-}
-
-std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
-                                                  std::string* note) {
-  static const std::map<std::string, std::string> kSame = {
-      {"-train", "--corpus"},    {"-output", "--output"},       {"-size", "--dim"},
-      {"-window", "--window"},   {"-negative", "--negative"},   {"-iter", "--epochs"},
-      {"-threads", "--threads"}, {"-min-count", "--min-count"}, {"-sample", "--sample"},
-      {"-alpha", "--alpha"}};
-  static const std::map<std::string, std::string> kUnsupported = {
-      {"-cw", "no counterpart (the model is skipgram or cbow)"},
-      {"-save-vocab", "no counterpart: vocab.tsv is always written beside the vectors"},
-      {"-read-vocab", "no counterpart: the vocabulary is counted from --corpus"},
-      {"-classes", "no counterpart: pagedw2v does not cluster words"},
-      {"-debug", "no counterpart: progress is printed unless --quiet"},
-      {"-min-reduce", "no counterpart: the vocabulary is counted exactly"}};
-  std::vector<std::string> out;
-  std::string read_as;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    const bool single_dash = flag.size() > 2 && flag[0] == '-' && flag[1] != '-';
-    const auto same = kSame.find(flag);
-    const bool known = same != kSame.end() || flag == "-cbow" || flag == "-hs" ||
-                       flag == "-binary" || kUnsupported.count(flag) > 0;
-    if (!single_dash || !known) {
-      out.push_back(flag);
-      continue;
-    }
-    if (kUnsupported.count(flag)) {
-      throw UsageError("word2vec's " + flag + " has " + kUnsupported.at(flag) +
-                       "; `pagedw2v train --help` lists the options");
-    }
-    if (i + 1 >= args.size()) throw UsageError("word2vec's " + flag + " needs a value");
-    const std::string value = args[++i];
-    std::string ours;
-    if (same != kSame.end()) {
-      ours = same->second + " " + value;
-      out.push_back(same->second);
-      out.push_back(value);
-    } else if (flag == "-cbow") {
-      if (value != "0" && value != "1") throw UsageError("word2vec's -cbow takes 0 or 1");
-      ours = std::string("--model ") + (value == "1" ? "cbow" : "skipgram");
-      out.push_back("--model");
-      out.push_back(value == "1" ? "cbow" : "skipgram");
-    } else if (flag == "-hs") {
-      if (value != "0") {
-        throw UsageError(
-            "word2vec's -hs " + value +
-            " (hierarchical softmax) is not supported: pagedw2v trains with negative sampling "
-            "(--negative)");
-      }
-      ours = "(nothing: negative sampling only)";
-    } else {
-      // -binary: both word2vec formats are written by default; --format chooses.
-      ours = "(nothing: --format chooses the files, vectors.bin and vectors.txt among them)";
-    }
-    read_as += (read_as.empty() ? "" : ", ") + flag + " " + value + " as " + ours;
-  }
-  if (!read_as.empty()) {
-    *note = "note: word2vec flags read as ours: " + read_as + " (--output is a directory)";
-  }
-  return out;
 }
 
 std::string to_string(ModelKind model) { return model == ModelKind::kCbow ? "cbow" : "skipgram"; }

@@ -17,6 +17,7 @@
 #include "params.hpp"
 #include "storage.hpp"
 #include "tokenizer.hpp"
+#include "vocab_file.hpp"
 
 namespace pagedw2v {
 
@@ -29,6 +30,8 @@ struct Config {
   std::string corpus;
   std::string vocab_file;  ///< --vocab: train with this vocabulary instead of counting one
   std::string save_vocab;  ///< --save-vocab: also write the vocabulary here
+  /// --save-vocab-format: ours (word<TAB>count) or word2vec.c's (word count).
+  VocabFileFormat save_vocab_format = VocabFileFormat::kTsv;
   /// --max-corpus-memory: bytes of encoded corpus a run may hold; 0 = auto (a quarter of RAM).
   uint64_t max_corpus_memory = 0;
   std::string cache_dir;  ///< --cache-dir: keep the encoded corpus here for later epochs and runs
@@ -95,6 +98,12 @@ struct Config {
   }
 };
 
+/// A flag of another tool that means one of ours: word2vec.c's `-size`, fastText's `-dim`.
+struct ForeignFlag {
+  std::string tool;  ///< "word2vec", "fastText", or "word2vec/fastText" for a flag of both
+  std::string flag;  ///< with its dash: "-size"
+};
+
 /// One option: its flag name (without "--"), help, default as shown, and how it sets a Config.
 struct OptionSpec {
   std::string name;
@@ -105,6 +114,9 @@ struct OptionSpec {
   bool is_model = false;
   std::function<void(Config&, const std::string&)> set;
   std::function<std::string(const Config&)> get;  ///< the value as text `set` accepts
+  /// The flags of word2vec.c and fastText read as this option, their value as it is
+  /// (translate_foreign_flags).
+  std::vector<ForeignFlag> foreign = {};
 };
 
 /// The corpus inputs of `config`, in order.
@@ -132,20 +144,6 @@ void validate(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);
-
-/// The valid option nearest to `given` (a name without dashes that is not valid), written as it
-/// is to be typed ("--epochs", "--model cbow"), or "" when none is near. Knows the names of
-/// word2vec, gensim and fastText (`iter`, `size`, `cbow`, `vector_size`, `minCount` …) and
-/// otherwise takes the closest spelling; suggests only names in `valid`.
-std::string suggest_option(const std::string& given, const std::vector<std::string>& valid);
-
-/// `pagedw2v train`'s arguments with word2vec.c's single-dash flags (`-train`, `-output`, `-size`,
-/// `-window`, `-negative`, `-iter`, `-cbow`, `-threads`, `-min-count`, `-sample`, `-alpha`,
-/// `-hs 0`, `-binary`) rewritten as ours. `*note` is set to one line saying what was read as
-/// what, or left empty when nothing was rewritten. Throws UsageError for a word2vec flag with no
-/// counterpart (`-hs 1`, `-cw`, `-save-vocab`, …).
-std::vector<std::string> translate_word2vec_flags(const std::vector<std::string>& args,
-                                                  std::string* note);
 
 std::string to_string(ModelKind model);
 std::string to_string(DeviceKind device);

@@ -664,6 +664,26 @@ void Vocab::build_index(Index& index) const {
   index.built.store(true, std::memory_order_release);
 }
 
+void Vocab::check_file_word(std::string_view word, uint64_t count, uint64_t* total,
+                            bool tokenizer_words, const std::string& where) {
+  // No format can store such a word as one word (a checkpoint included).
+  if (const char* why = unstorable_word(word)) {
+    throw Error(where + "the word " + why + " (the tokenizer splits words there)");
+  }
+  // A vocabulary to train with: only words the tokenizer makes can match the corpus.
+  if (tokenizer_words && word.size() > kMaxWordBytes) {
+    throw Error(where + "a word of " + std::to_string(word.size()) +
+                " bytes; words hold at most " + std::to_string(kMaxWordBytes) +
+                " (the tokenizer cuts longer ones)");
+  }
+  if (tokenizer_words && !is_valid_utf8(word)) {
+    throw Error(where + "the word is not UTF-8 (the tokenizer repairs every word to UTF-8)");
+  }
+  if (__builtin_add_overflow(*total, count, total)) {
+    throw Error(where + "the counts add up past 2^64 - 1");
+  }
+}
+
 Vocab Vocab::load_tsv(const std::string& path, bool tokenizer_words) {
   const MappedFile file(path);
   WordList words;
@@ -691,22 +711,7 @@ Vocab Vocab::load_tsv(const std::string& path, bool tokenizer_words) {
         throw Error(where + "expected word<TAB>count");
       }
       const std::string_view word = line.substr(0, tab);
-      // No format can store such a word as one word (a checkpoint included).
-      if (const char* why = unstorable_word(word)) {
-        throw Error(where + "the word " + why + " (the tokenizer splits words there)");
-      }
-      // A vocabulary to train with: only words the tokenizer makes can match the corpus.
-      if (tokenizer_words && word.size() > kMaxWordBytes) {
-        throw Error(where + "a word of " + std::to_string(word.size()) +
-                    " bytes; words hold at most " + std::to_string(kMaxWordBytes) +
-                    " (the tokenizer cuts longer ones)");
-      }
-      if (tokenizer_words && !is_valid_utf8(word)) {
-        throw Error(where + "the word is not UTF-8 (the tokenizer repairs every word to UTF-8)");
-      }
-      if (__builtin_add_overflow(total, count, &total)) {
-        throw Error(where + "the counts add up past 2^64 - 1");
-      }
+      check_file_word(word, count, &total, tokenizer_words, where);
       words.push_back(word);
       counts.push_back(count);
     }

@@ -98,6 +98,10 @@ class Vocab {
   /// vocabulary to train with) a word the tokenizer cannot make: over kMaxWordBytes bytes or not
   /// UTF-8. A file truncated while it is read throws Error too (MappedFile::read).
   static Vocab load_tsv(const std::string& path, bool tokenizer_words = false);
+  /// The checks load_tsv makes of one word of a vocabulary file, and of the running sum of
+  /// counts: throws Error starting with `where` ("'FILE' line N: ") when `word` breaks them.
+  static void check_file_word(std::string_view word, uint64_t count, uint64_t* total,
+                              bool tokenizer_words, const std::string& where);
   /// Writes `word<TAB>count` lines in row order (to a temporary name, then renamed).
   void save_tsv(const std::string& path) const;
 

@@ -610,8 +610,8 @@ TEST(Usage, Word2vecFlagsAreReadAsOurs) {
       run(dir, {"train", "-train", dir.file("c.txt"), "-output", dir.file("r2"), "-hs", "1"});
   EXPECT_EQ(hs.code, 2);
   EXPECT_TRUE(contains(hs.err, "hierarchical softmax")) << hs.err;
-  const Outcome cw = run(dir, {"train", "-train", dir.file("c.txt"), "-output", dir.file("r3"),
-                               "-save-vocab", "v.txt"});
+  const Outcome cw =
+      run(dir, {"train", "-train", dir.file("c.txt"), "-output", dir.file("r3"), "-classes", "5"});
   EXPECT_EQ(cw.code, 2);
   EXPECT_EQ(lines(cw.err), 1u) << cw.err;
 }

@@ -432,7 +432,7 @@ TEST(EvalCommand, UsageErrorsExitWithTwo) {
   EXPECT_EQ(run("eval --analogies q.txt").status, 2);
   EXPECT_EQ(run("eval --vectors v --analogies q --bogus").status, 2);
   EXPECT_EQ(run("eval --vectors v --analogies q --restrict many").status, 2);
-  EXPECT_EQ(run("eval --vectors v --analogies q --restrict 0").status, 2);
+  EXPECT_EQ(run("eval --vectors v --analogies q --restrict -1").status, 2);
   EXPECT_EQ(run("eval --vectors v --analogies q extra").status, 2);
   EXPECT_EQ(
       run("eval --vectors " + dir.file("vectors.txt") + " --analogies " + dir.file("missing.txt"))

@@ -77,6 +77,26 @@ TEST(Progress, FileGetsALineAtTheEnd) {
   EXPECT_EQ(contents(f.get()), line);
 }
 
+// To a file: a line at every epoch's end, however soon after the last one, and not twice.
+TEST(Progress, FileGetsALineAtEveryEpochsEnd) {
+  File f(std::tmpfile(), &std::fclose);
+  ASSERT_NE(f, nullptr);
+  Progress p(f.get(), 3000, 0, 3);
+  p.update(500, 5.0, 5, 0.02f, 0);
+  EXPECT_EQ(contents(f.get()), "");
+  p.update(1000, 5.0, 5, 0.02f, 0);
+  p.end_epoch(0, 0.02f);
+  const std::string first = contents(f.get());
+  EXPECT_EQ(first.rfind("epoch 1/3  100.0% of epoch   33.3% of run", 0), 0u) << first;
+  p.end_epoch(0, 0.02f);
+  EXPECT_EQ(contents(f.get()), first);
+  p.update(2000, 5.0, 5, 0.01f, 1);
+  p.end_epoch(1, 0.01f);
+  EXPECT_NE(contents(f.get()).find("\nepoch 2/3  100.0% of epoch   66.7% of run"),
+            std::string::npos)
+      << contents(f.get());
+}
+
 // On a terminal the line is redrawn in place (carriage return, erase to the end of the line)
 // and finish() ends it.
 TEST(Progress, TerminalLineIsRedrawnInPlace) {

@@ -192,11 +192,14 @@ TEST(NonFiniteRows, AnalogiesCountTheirWordsAsOutOfVocabulary) {
   EXPECT_EQ(r.oov, 2u);
 }
 
-TEST(RunOutcome, NothingTrainedOrNaNVectorsAreErrors) {
+TEST(RunOutcome, NothingTrainedWarnsAndNaNVectorsAreErrors) {
   Model m{HostTable(3, 2, "in", ""), HostTable(3, 2, "out", "")};
   for (int i = 0; i < 6; ++i) m.input.data()[i] = 0.5f;
   EXPECT_NO_THROW(check_run_outcome(10, m));
-  expect_error_with([&] { check_run_outcome(0, m); }, "training trained nothing");
+  EXPECT_NO_THROW(check_run_outcome(0, m));
+  EXPECT_EQ(untrained_warning(10), "");
+  EXPECT_NE(untrained_warning(0).find("no (word, context) example"), std::string::npos);
+  EXPECT_EQ(untrained_warning(0).find('\n'), std::string::npos);
   m.input.data()[3] = kNaN;
   expect_error_with([&] { check_run_outcome(10, m); }, "1 of 3 vectors hold NaN");
 }

@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "foreign_flags.hpp"
 
 namespace pagedw2v::app {
 

@@ -44,9 +44,18 @@ void print_json(const std::string& vectors, const LoadedEmbeddings& emb,
                           {"oov", s.oov},
                           {"accuracy_pct", json_number(s.accuracy_pct())}});
     }
+    const AnalogySubtotals sub = analogy_subtotals(r);
+    auto subtotal = [](const AnalogySection& s) {
+      return nlohmann::ordered_json{{"correct", s.correct},
+                                    {"incorrect", s.incorrect},
+                                    {"oov", s.oov},
+                                    {"accuracy_pct", json_number(s.accuracy_pct())}};
+    };
     out["analogies"] = {{"file", *analogies_path},
                         {"restrict_vocab", r.restrict_vocab},
                         {"sections", sections},
+                        {"semantic", subtotal(sub.semantic)},
+                        {"syntactic", subtotal(sub.syntactic)},
                         {"correct", r.correct},
                         {"incorrect", r.incorrect},
                         {"accuracy_pct", json_number(r.accuracy_pct())},
@@ -96,6 +105,15 @@ void print_text(const std::string& vectors, const LoadedEmbeddings& emb,
                   static_cast<unsigned long long>(s.correct),
                   static_cast<unsigned long long>(s.evaluated()));
     }
+    // word2vec's compute-accuracy subtotals: the "gram" sections are syntactic.
+    const AnalogySubtotals sub = analogy_subtotals(r);
+    for (const AnalogySection* s : {&sub.semantic, &sub.syntactic}) {
+      if (s->evaluated() == 0) continue;
+      std::printf("  %s accuracy: %.2f%% (%llu/%llu)\n",
+                  s == &sub.semantic ? "Semantic" : "Syntactic", s->accuracy_pct(),
+                  static_cast<unsigned long long>(s->correct),
+                  static_cast<unsigned long long>(s->evaluated()));
+    }
     std::printf("  Total accuracy: %.2f%% (%llu/%llu)\n", r.accuracy_pct(),
                 static_cast<unsigned long long>(r.correct),
                 static_cast<unsigned long long>(r.evaluated()));
@@ -139,8 +157,9 @@ int cmd_eval(int argc, char** argv) {
       "similarity",
       "word pairs with scores (WordSim-353 format): word, word, score a line, separated by tabs "
       "or by spaces",
-      cxxopts::value<std::string>())("restrict", "answer analogies among the N most frequent words",
-                                     cxxopts::value<std::string>()->default_value("30000"))(
+      cxxopts::value<std::string>())(
+      "restrict", "answer analogies among the N most frequent words (0 = all words)",
+      cxxopts::value<std::string>()->default_value("30000"))(
       "json", "print one JSON object instead of text")("h,help", "print this help");
 
   cxxopts::ParseResult args;
@@ -149,7 +168,9 @@ int cmd_eval(int argc, char** argv) {
   if (!args.count("analogies") && !args.count("similarity")) {
     throw UsageError("eval needs --analogies FILE, --similarity FILE or both");
   }
-  const uint32_t restrict_vocab = positive_count("--restrict", args["restrict"].as<std::string>());
+  const std::string restrict_text = args["restrict"].as<std::string>();
+  const uint32_t restrict_vocab =
+      restrict_text == "0" ? 0 : positive_count("--restrict", restrict_text);
 
   std::optional<std::string> analogies_path;
   std::optional<std::string> similarity_path;

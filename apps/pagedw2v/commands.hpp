@@ -10,5 +10,10 @@ int cmd_similar(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+// Questions about given words (cmd_query.cpp).
+int cmd_word_vector(int argc, char** argv);
+int cmd_similarity(int argc, char** argv);
+int cmd_doesnt_match(int argc, char** argv);
+int cmd_analogies(int argc, char** argv);
 
 }  // namespace pagedw2v::app

@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "error.hpp"
+#include "foreign_flags.hpp"
 #include "utf8.hpp"
 
 namespace {
@@ -25,14 +26,19 @@ constexpr const char* kUsage =
     "usage: pagedw2v <command> [options]\n"
     "\n"
     "commands:\n"
-    "  train    train vectors from a corpus file\n"
-    "  similar  print the nearest neighbours of words\n"
-    "  eval     word analogies and word-pair similarity\n"
-    "  export   convert vectors, or a checkpoint's, to other formats\n"
-    "  bench    bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
-    "           bench train --synthetic VOCAB,WORDS,ZIPF: the same on a generated Zipf corpus\n"
-    "           bench transfer: move rows between a pinned host table and the GPU (CUDA builds)\n"
-    "           bench ingest --corpus FILE: time counting the vocabulary and encoding\n"
+    "  train         train vectors from a corpus file\n"
+    "  similar       print the nearest neighbours of words\n"
+    "  word-vector   print the vectors of words (fastText's print-word-vectors)\n"
+    "  similarity    the cosine similarity of two words (gensim's similarity)\n"
+    "  doesnt-match  the word that does not match the others (gensim's doesnt_match)\n"
+    "  analogies     answer A is to B as C is to ? (word2vec's word-analogy)\n"
+    "  eval          word analogies and word-pair similarity\n"
+    "  export        convert vectors, or a checkpoint's, to other formats\n"
+    "  bench         bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
+    "                bench train --synthetic VOCAB,WORDS,ZIPF: the same on a generated Zipf "
+    "corpus\n"
+    "                bench transfer: move rows between a pinned host table and the GPU (CUDA)\n"
+    "                bench ingest --corpus FILE: time counting the vocabulary and encoding\n"
     "\n"
     "`pagedw2v <command> --help` lists a command's options; `pagedw2v --version` prints the\n"
     "version.\n"
@@ -41,11 +47,12 @@ constexpr const char* kUsage =
     "2 usage error (a bad flag or value), 130 stopped by SIGINT and 143 by SIGTERM (train writes\n"
     "a checkpoint first).\n";
 
-/// `train`'s arguments with word2vec.c's single-dash flags rewritten, and the note saying so.
-int train_with_word2vec_flags(int argc, char** argv) {
+/// `train`'s arguments with word2vec.c's and fastText's single-dash flags rewritten (and the note
+/// saying so) and the corpus inputs after the options moved to --corpus.
+int train_with_foreign_flags(int argc, char** argv) {
   const std::vector<std::string> given(argv + 1, argv + argc);
   std::string note;
-  std::vector<std::string> args = pagedw2v::translate_word2vec_flags(given, &note);
+  std::vector<std::string> args = pagedw2v::translate_foreign_flags(given, &note);
   if (!note.empty()) std::fprintf(stderr, "pagedw2v: %s\n", note.c_str());
   std::vector<char*> pointers = {argv[0]};
   for (std::string& a : args) pointers.push_back(a.data());
@@ -68,15 +75,26 @@ int dispatch(int argc, char** argv) {
                 pagedw2v::toml_configs_supported() ? "yes" : "no");
     return 0;
   }
-  if (cmd == "train") return train_with_word2vec_flags(argc - 1, argv + 1);
+  if (cmd == "train") return train_with_foreign_flags(argc - 1, argv + 1);
   if (cmd == "similar") return pagedw2v::app::cmd_similar(argc - 1, argv + 1);
+  if (cmd == "word-vector" || cmd == "print-word-vectors") {
+    return pagedw2v::app::cmd_word_vector(argc - 1, argv + 1);
+  }
+  if (cmd == "similarity") return pagedw2v::app::cmd_similarity(argc - 1, argv + 1);
+  if (cmd == "doesnt-match" || cmd == "doesnt_match") {
+    return pagedw2v::app::cmd_doesnt_match(argc - 1, argv + 1);
+  }
+  if (cmd == "analogies" || cmd == "word-analogy") {
+    return pagedw2v::app::cmd_analogies(argc - 1, argv + 1);
+  }
   if (cmd == "eval") return pagedw2v::app::cmd_eval(argc - 1, argv + 1);
   if (cmd == "export") return pagedw2v::app::cmd_export(argc - 1, argv + 1);
   if (cmd == "bench") return pagedw2v::app::cmd_bench(argc - 1, argv + 1);
   const size_t name_start = cmd.find_first_not_of('-');
   const std::string hint = pagedw2v::suggest_option(
       name_start == std::string::npos ? std::string() : cmd.substr(name_start),
-      {"train", "similar", "eval", "export", "bench", "help", "version"});
+      {"train", "similar", "word-vector", "similarity", "doesnt-match", "analogies", "eval",
+       "export", "bench", "help", "version"});
   throw pagedw2v::UsageError("unknown command '" + cmd + "'" +
                              (hint.empty() ? "" : " (did you mean " + hint.substr(2) + "?)") +
                              "; `pagedw2v --help` lists the commands");

@@ -227,4 +227,15 @@ AnalogyReport evaluate_analogies(const LoadedEmbeddings& embeddings,
   return report;
 }
 
+AnalogySubtotals analogy_subtotals(const AnalogyReport& report) {
+  AnalogySubtotals t;
+  for (const AnalogySection& s : report.sections) {
+    AnalogySection& sum = s.name.rfind("gram", 0) == 0 ? t.syntactic : t.semantic;
+    sum.correct += s.correct;
+    sum.incorrect += s.incorrect;
+    sum.oov += s.oov;
+  }
+  return t;
+}
+
 }  // namespace pagedw2v

@@ -41,6 +41,18 @@ struct AnalogyReport {
   double oov_pct() const { return questions ? 100.0 * oov / questions : 0.0; }
 };
 
+/// The questions of the semantic sections and of the syntactic ones, summed: a section is
+/// syntactic when its name starts with "gram" (questions-words.txt's gram1-adjective-to-adverb …
+/// gram9-plural-verbs), else semantic (capital-common-countries … family), as word2vec's
+/// compute-accuracy subtotals them.
+struct AnalogySubtotals {
+  AnalogySection semantic{"semantic"};
+  AnalogySection syntactic{"syntactic"};
+};
+
+/// The semantic and syntactic subtotals of `report`'s sections.
+AnalogySubtotals analogy_subtotals(const AnalogyReport& report);
+
 /// Answers every question of `questions_path` (lines `a b c d` under ": section" headers) as
 /// argmax over the first `restrict_vocab` rows of cos(x, b) − cos(x, a) + cos(x, c), the rows of
 /// a, b and c (and their case variants) excluded; the answer is right when it equals d ignoring

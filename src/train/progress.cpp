@@ -54,7 +54,23 @@ void Progress::update(uint64_t done_words, double span_loss, uint64_t span_terms
   const auto now = std::chrono::steady_clock::now();
   const double since = std::chrono::duration<double>(now - last_print_).count();
   if (since < (tty_ ? 0.1 : 5.0) && done_ < total_) return;
-  last_print_ = now;
+  print(epoch, lr);
+}
+
+void Progress::end_epoch(uint32_t epoch, float lr) {
+  if (out_ == nullptr) return;
+  if (!tty_ && printed_done_ == done_) return;
+  print(epoch, lr);
+  if (tty_) {
+    std::fputc('\n', out_);
+    std::fflush(out_);
+    line_open_ = false;
+  }
+}
+
+void Progress::print(uint32_t epoch, float lr) {
+  last_print_ = std::chrono::steady_clock::now();
+  printed_done_ = done_;
   const double secs = elapsed();
   const double rate = secs > 0 ? static_cast<double>(done_ - start_words_) / secs : 0.0;
   const double pct = total_ > 0 ? 100.0 * static_cast<double>(done_) / total_ : 100.0;

@@ -60,12 +60,14 @@ uint64_t nonfinite_rows(const float* rows, uint64_t n, uint32_t dim) {
   return count;
 }
 
-void check_run_outcome(uint64_t examples, uint64_t nonfinite, uint64_t rows) {
-  if (examples == 0) {
-    throw Error(
-        "training trained nothing: no (word, context) example was left after subsampling; raise "
-        "--sample (or use a corpus with sentences of two or more words)");
-  }
+std::string untrained_warning(uint64_t examples) {
+  if (examples > 0) return "";
+  return "warning: no (word, context) example was left to train after subsampling, so the "
+         "vectors are written as they started (random); raise --sample (or use a corpus with "
+         "sentences of two or more words) to train them";
+}
+
+void check_finite_rows(uint64_t nonfinite, uint64_t rows) {
   if (nonfinite > 0) {
     throw Error("training diverged: " + std::to_string(nonfinite) + " of " + std::to_string(rows) +
                 " vectors hold NaN or infinite values; lower the learning rate");
@@ -74,7 +76,7 @@ void check_run_outcome(uint64_t examples, uint64_t nonfinite, uint64_t rows) {
 
 void check_run_outcome(uint64_t examples, const Model& model) {
   // The scan runs only once something was trained, as before.
-  check_run_outcome(examples, examples == 0 ? 0 : nonfinite_rows(model.input), model.input.rows());
+  check_finite_rows(examples == 0 ? 0 : nonfinite_rows(model.input), model.input.rows());
 }
 
 }  // namespace pagedw2v

@@ -38,6 +38,7 @@
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
 #include "train/run_check.hpp"
+#include "train/run_record.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
 
@@ -258,8 +259,7 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
                        uint32_t threads, const std::vector<std::string>& files,
                        const std::string& set_id) {
   using json = nlohmann::ordered_json;
-  json settings = json::object();
-  for (const OptionSpec& spec : train_options()) settings[spec.name] = spec.get(config);
+  const json settings = settings_json(config);
   const StageTimes& t = s.times;
   json evaluations = json::array();
   for (const EpochEvaluation& e : s.evaluations) {
@@ -272,7 +272,9 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
     if (e.has_similarity) entry["similarity"] = {{"spearman", number(e.similarity_spearman)}};
     evaluations.push_back(entry);
   }
+  // Every epoch of the run, those of earlier commands of a resumed run first.
   json losses = json::array();
+  for (const double l : s.earlier_epoch_loss) losses.push_back(number(l));
   for (const double l : s.epoch_loss) losses.push_back(number(l));
   json record = {
       {"pagedw2v_version", PAGEDW2V_VERSION},
@@ -293,6 +295,7 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
        number(s.train_seconds > 0 ? static_cast<double>(s.words_trained_now) / s.train_seconds
                                   : 0.0)},
       {"loss_per_epoch", losses},
+      {"epochs_before_this_command", s.earlier_epoch_loss.size()},
       {"final_loss", number(s.final_loss)},
       {"seconds",
        {{"read", t.read},
@@ -489,7 +492,9 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // back the same way.
   release_free_heap();
   const Vocab& vocab = set.vocab;
-  if (writes_files && !config.save_vocab.empty()) vocab.save_tsv(config.save_vocab);
+  if (writes_files && !config.save_vocab.empty()) {
+    save_vocab_file(vocab, config.save_vocab, config.save_vocab_format);
+  }
   // A corpus held whole is encoded: from now on only the checkpoints and the export read the
   // words, a slice at a time (the word2vec formats from a copy unpacked), so they are kept packed
   // (a stream looks words up in every pass; ranks write the rows they gather by words of their
@@ -744,6 +749,13 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   std::optional<CorpusStream> stream;
   if (streamed) stream.emplace(stream_window_bytes(corpus_memory));
   uint64_t span_blocks = std::max<uint64_t>(1, backend->span_words() / kBlockWords);
+  // The CPU backend's spans are only where its threads meet (a token's rate depends on its
+  // position alone): on a corpus of less than fifty spans an epoch, they are cut to a fiftieth of
+  // it, so that the progress line moves steadily, but to no less than eight blocks a thread, so
+  // that the threads' wait for the last block of a span stays small.
+  if (!ranks && !streamed && backend->name() == "cpu") {
+    span_blocks = std::min(span_blocks, std::max<uint64_t>(uint64_t{8} * threads, nblocks / 50));
+  }
   // Streamed spans of whole super-batches where the backend needs them (align > 1): at their
   // largest, they fit the quarter of the memory that training may hold, so the window hands
   // them over whole.
@@ -773,6 +785,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   double side_seconds = 0;  // checkpoints and evaluation, not counted as training time
   const bool keep_any = config.keep_checkpoints > 0;
   TrainSummary summary;
+  if (!requested.resume.empty()) {
+    summary.earlier_epoch_loss =
+        recorded_epoch_losses(run_record_path_of(requested.resume), pos.epoch);
+  }
 
   for (uint32_t epoch = pos.epoch; epoch < p.epochs; ++epoch) {
     double epoch_loss = 0;
@@ -852,6 +868,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       }
     }
     pos = {epoch + 1, 0, pos.words_done};
+    progress.end_epoch(epoch, schedule.at(pos.words_done));
     summary.epoch_loss.push_back(epoch_terms > 0 ? epoch_loss / static_cast<double>(epoch_terms)
                                                  : 0.0);
     const bool last = epoch + 1 == p.epochs;
@@ -900,6 +917,10 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     return summary;
   }
   if (!ranks) check_run_outcome(examples, model);
+  if (const std::string warning = untrained_warning(examples); !warning.empty() && log) {
+    std::fprintf(log, "pagedw2v: %s\n", warning.c_str());
+    std::fflush(log);
+  }
   // Training is over: what the last checkpoint and the export do not read goes before they are
   // written, so that their buffers take its place at the peak of host memory: the backend (its
   // device memory, pinned staging and threads) and the encoded corpus (4 bytes a word).
@@ -971,7 +992,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     });
     summary.ranks = ranks->memory_of_ranks();
     // As one process checks before it writes; the files written are staged, and go.
-    check_run_outcome(examples, nonfinite, vocab.size());
+    check_finite_rows(nonfinite, vocab.size());
     export_rows.finish();
     if (ck_rows) writer->commit_rows(*ck_rows, /*beside_other_files=*/true);
   } else {

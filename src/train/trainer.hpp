@@ -67,6 +67,9 @@ struct TrainSummary {
   double total_seconds = 0;        ///< vocabulary, encoding, training and export
   double final_loss = 0;           ///< smoothed loss per example at the end
   std::vector<double> epoch_loss;  ///< mean loss per example of each epoch trained now
+  /// Resumed: the epochs' losses before this command, from the run's run.json (NaN where it
+  /// holds none); one a finished epoch.
+  std::vector<double> earlier_epoch_loss;
   std::vector<EpochEvaluation> evaluations;
   StageTimes times;
   std::string device;

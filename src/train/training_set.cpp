@@ -54,7 +54,7 @@ Vocab count_vocabulary(const std::vector<std::string_view>& parts, const Config&
 }
 
 Vocab read_vocabulary(const Config& config) {
-  const Vocab file = Vocab::load_tsv(config.vocab_file, true);
+  const Vocab file = load_vocab_file(config.vocab_file, true);
   WordList words;
   std::vector<uint64_t> counts;
   for (uint32_t i = 0; i < file.size(); ++i) {

@@ -473,6 +473,7 @@ TEST(ReadFlag, NumbersOutOfRangeAreUsageErrors) {
     SCOPED_TRACE(value);
     EXPECT_TRUE(fails_cleanly(run(dir, {"similar", "--vectors", vectors, "--top", value, "w0"}), 2,
                               "--top"));
+    if (std::string(value) == "0") continue;  // --restrict 0: every word
     EXPECT_TRUE(fails_cleanly(run(dir, {"eval", "--vectors", vectors, "--analogies",
                                         dir.file("q.txt"), "--restrict", value}),
                               2, "--restrict"));

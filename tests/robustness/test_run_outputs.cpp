@@ -305,7 +305,7 @@ TEST_F(RunOutputs, TheSummaryAndRunJsonSayWhereTheTimeWent) {
 
   const auto record = nlohmann::json::parse(read_file(out + "/run.json"));
   EXPECT_EQ(record.at("pagedw2v_version").get<std::string>(), PAGEDW2V_TEST_VERSION);
-  EXPECT_EQ(record.at("settings").at("dim").get<std::string>(), "4");
+  EXPECT_EQ(record.at("settings").at("dim").get<uint64_t>(), 4u);
   EXPECT_EQ(record.at("vocabulary").at("corpus_tokens").get<uint64_t>(), 30000u);
   EXPECT_GT(record.at("vocabulary").at("words").get<uint64_t>(), 100u);
   EXPECT_EQ(record.at("words_trained").get<uint64_t>(), 60000u);
