@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -31,6 +32,7 @@
 #include "../fuzz/fuzz_inputs.hpp"
 #include "../test_util.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/npy.hpp"
 #include "run_binary.hpp"
 
 namespace pagedw2v {
@@ -39,6 +41,8 @@ namespace {
 using testing_util::describe;
 using testing_util::exists;
 using testing_util::fails_cleanly;
+using testing_util::freeze;
+using testing_util::fresh_seed;
 using testing_util::Process;
 using testing_util::read_file;
 using testing_util::TempDir;
@@ -49,8 +53,6 @@ using Clock = std::chrono::steady_clock;
 using Args = std::vector<std::string>;
 using Outcome = testing_util::RunResult;
 
-constexpr double kTimeoutSeconds = 60;
-
 // ---------------------------------------------------------------------------------------------
 // Running the binary (run_binary.hpp)
 
@@ -60,7 +62,7 @@ Outcome run(const TempDir& dir, const Args& args, long max_file_bytes = -1) {
   testing_util::ProcessOptions options;
   options.max_file_bytes = max_file_bytes;
   Process p(args, dir.path(), options);
-  return p.wait(kTimeoutSeconds);
+  return p.wait();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -103,23 +105,10 @@ int64_t int_attribute(const std::string& h5_path, const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Corpora
 
-/// Exactly `tokens` words over "w0".."w{distinct-1}", roughly Zipfian, 5 to 30 words a line.
+/// Exactly `tokens` words over "w0".."w{distinct-1}", Zipfian, 5 to 30 words a line.
 std::string zipf_corpus(uint64_t tokens, uint32_t distinct, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::uniform_int_distribution<int> line_length(5, 30);
-  std::string text;
-  int left_in_line = line_length(rng);
-  for (uint64_t i = 0; i < tokens; ++i) {
-    const auto rank = static_cast<uint32_t>(std::exp(u(rng) * std::log(distinct + 1.0))) - 1;
-    text += "w" + std::to_string(std::min(rank, distinct - 1));
-    text += --left_in_line == 0 || i + 1 == tokens ? '\n' : ' ';
-    if (left_in_line == 0) left_in_line = line_length(rng);
-  }
-  return text;
+  return testing_util::zipf_text(tokens, distinct, seed, 5, 30);
 }
-
-uint64_t fresh_seed() { return std::random_device{}(); }
 
 /// Options that keep training runs small and silent.
 Args small_run(const std::string& corpus, const std::string& output) {
@@ -309,6 +298,8 @@ struct FlagCase {
   int code;            ///< expected exit status
   std::string needle;  ///< expected in the message (failures only)
   Args extra = {};     ///< more options for this case
+  /// What run.json records for the flag when it trains (settings.<flag>); empty: `value`.
+  std::string recorded = {};
 };
 
 std::ostream& operator<<(std::ostream& os, const FlagCase& c) {
@@ -380,8 +371,8 @@ std::vector<FlagCase> train_flag_cases() {
       {"batch_words_too_small", "batch-words", "4095", 2, "--batch-words"},
       {"batch_words_largest", "batch-words", "1099511627776", 0, ""},
       {"batch_words_too_large", "batch-words", "1099511627777", 2, "--batch-words"},
-      {"gpu_memory_binary", "gpu-memory", "8GiB", 0, ""},
-      {"gpu_memory_decimal", "gpu-memory", "1.5GB", 0, ""},
+      {"gpu_memory_binary", "gpu-memory", "8GiB", 0, "", {}, "8589934592"},
+      {"gpu_memory_decimal", "gpu-memory", "1.5GB", 0, "", {}, "1500000000"},
       {"gpu_memory_auto", "gpu-memory", "auto", 0, ""},
       {"gpu_memory_bad_unit", "gpu-memory", "8XB", 2, "--gpu-memory"},
       {"gpu_memory_too_large", "gpu-memory", "16777216TiB", 2, "--gpu-memory"},
@@ -404,6 +395,31 @@ std::vector<FlagCase> train_flag_cases() {
 
 class TrainFlag : public ::testing::TestWithParam<FlagCase> {};
 
+/// A trained run's record (run.json), and the shape of its vectors.npy.
+struct TrainedRun {
+  nlohmann::json record;
+  uint64_t rows = 0;
+  uint32_t cols = 0;
+};
+
+TrainedRun trained_run(const std::string& out) {
+  TrainedRun t;
+  t.record = nlohmann::json::parse(read_file(out + "/run.json"));
+  const NpyMatrix vectors = read_npy(out + "/vectors.npy");
+  t.rows = vectors.rows;
+  t.cols = vectors.cols;
+  return t;
+}
+
+/// The checkpoints of epochs (epoch-N.h5) in `dir`.
+size_t epoch_checkpoints(const std::string& dir) {
+  size_t n = 0;
+  for (const std::string& name : testing_util::entries(dir)) n += name.rfind("epoch-", 0) == 0;
+  return n;
+}
+
+// A value that trains must reach the run: run.json records it as given (or in its canonical
+// form), and what the flag governs shows in the files.
 TEST_P(TrainFlag, FailsCleanlyOrTrains) {
   const FlagCase& c = GetParam();
   TempDir dir;
@@ -426,16 +442,43 @@ TEST_P(TrainFlag, FailsCleanlyOrTrains) {
   if (c.value != "<none>") args.push_back(c.value);
 
   Outcome r = run(dir, args);
-  if (c.code == 0) {
-    // More threads than cores trains, after one warning line.
-    if (c.flag == "threads" && r.err.rfind("pagedw2v: warning: --threads", 0) == 0) {
-      r.err = r.err.substr(r.err.find('\n') + 1);
-    }
-    EXPECT_TRUE(succeeds(r));
-    EXPECT_TRUE(exists(dir.file("out/vectors.npy")));
-  } else {
+  if (c.code != 0) {
     EXPECT_TRUE(fails_cleanly(r, c.code, c.needle));
     EXPECT_TRUE(no_partial_files(dir.file("out")));
+    return;
+  }
+  // More threads than cores trains, after one warning line.
+  if (c.flag == "threads" && r.err.rfind("pagedw2v: warning: --threads", 0) == 0) {
+    r.err = r.err.substr(r.err.find('\n') + 1);
+  }
+  ASSERT_TRUE(succeeds(r));
+  const TrainedRun t = trained_run(dir.file("out"));
+  const nlohmann::json& settings = t.record.at("settings");
+  EXPECT_EQ(settings.at(c.flag), c.recorded.empty() ? c.value : c.recorded);
+  for (size_t k = 0; k + 1 < c.extra.size(); k += 2) {
+    EXPECT_EQ(settings.at(c.extra[k].substr(2)), c.extra[k + 1]) << c.extra[k];
+  }
+  // Every word of the vocabulary has its vector, of the dimension asked for.
+  const uint64_t words = t.record.at("vocabulary").at("words").get<uint64_t>();
+  EXPECT_EQ(t.rows, words);
+  EXPECT_EQ(t.cols, 4u);
+  EXPECT_EQ(t.record.at("words_trained").get<uint64_t>(),
+            t.record.at("words_per_epoch").get<uint64_t>());
+  // What the flag governs.
+  const uint64_t distinct = t.record.at("vocabulary").at("distinct_words").get<uint64_t>();
+  const std::string max_vocab = settings.at("max-vocab").get<std::string>();
+  if (max_vocab == "0" || std::stoull(max_vocab) >= distinct) {
+    EXPECT_EQ(words, distinct);  // no cut
+  } else {
+    EXPECT_EQ(words, std::stoull(max_vocab));
+  }
+  if (c.flag == "threads") EXPECT_EQ(t.record.at("threads").get<uint64_t>(), std::stoull(c.value));
+  if (c.flag == "keep-checkpoints") {
+    EXPECT_EQ(epoch_checkpoints(dir.file("out/checkpoints")), c.value == "0" ? 0u : 1u);
+  }
+  if (c.flag == "placement" || c.flag == "gpu-memory" || c.flag == "negative-pool") {
+    // No GPU here (the harness hides it): the CPU backend trains, whatever the GPU settings say.
+    EXPECT_EQ(t.record.at("backend").get<std::string>(), "cpu");
   }
 }
 
@@ -444,19 +487,16 @@ INSTANTIATE_TEST_SUITE_P(Robustness, TrainFlag, ::testing::ValuesIn(train_flag_c
                            return info.param.name;
                          });
 
+// --alpha 10 on four dimensions makes the loss infinite within the first span: the run stops
+// there with one line naming the flag to lower, and writes no vectors.
 TEST(Diverging, LearningRateThatDivergesIsReported) {
   TempDir dir;
   write_file(dir.file("c.txt"), zipf_corpus(100000, 5000, fresh_seed()));
   const Args args = with(small_run(dir.file("c.txt"), dir.file("out")), "format", "txt");
   const Outcome r = run(dir, with(args, "alpha", "10"));
-  if (r.exited && r.code == 0) {
-    const std::string vectors = read_file(dir.file("out/vectors.txt"));
-    EXPECT_EQ(vectors.find("nan"), std::string::npos);
-    EXPECT_EQ(vectors.find("inf"), std::string::npos);
-  } else {
-    EXPECT_TRUE(fails_cleanly(r, 1, "--alpha"));
-    EXPECT_TRUE(no_partial_files(dir.file("out")));
-  }
+  EXPECT_TRUE(fails_cleanly(r, 1, "training diverged"));
+  EXPECT_TRUE(fails_cleanly(r, 1, "lower --alpha"));
+  EXPECT_TRUE(no_partial_files(dir.file("out")));
 }
 
 /// A word2vec text file with three words, for the commands that read vectors.
@@ -781,21 +821,6 @@ TEST(FullDisk, TrainingStopsCleanlyWhenACheckpointCannotBeWritten) {
 
 // ---------------------------------------------------------------------------------------------
 // Signals and kill -9
-
-/// Stops `p` (SIGSTOP) and returns true once it is stopped; false when it ended first.
-bool freeze(Process& p) {
-  p.send(SIGSTOP);
-  for (;;) {
-    if (!p.running()) return false;
-    const std::string stat = read_file("/proc/" + std::to_string(p.pid()) + "/stat");
-    // The state follows the command name in parentheses: T when stopped.
-    const size_t close = stat.rfind(')');
-    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T') {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
 
 /// A corpus of several spans per epoch (131,072 words each on one thread) and several epochs, so
 /// that checkpoints mark moments with training still to do.
