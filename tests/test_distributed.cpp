@@ -614,7 +614,7 @@ class TwoRanks : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string why = why_no_ranks();
-    if (!why.empty()) GTEST_SKIP() << why;
+    if (!why.empty()) PAGEDW2V_SKIP_WITHOUT(why);
     corpus_ = dir_.file("corpus.txt");
     write_topic_corpus(corpus_, 5000, 11);
   }

@@ -190,3 +190,15 @@ inline uint64_t peak_rss_of_run(const std::string& binary, const std::vector<std
       GTEST_SKIP() << "/usr/bin/python3 cannot import " << (modules);                \
     }                                                                                \
   } while (0)
+
+/// Skips the test for want of an optional part of the build or of the machine (`why`: what is
+/// missing), or fails it when CI is set: CI installs every optional part (scripts/deps.sh), so
+/// that none goes untested there.
+#define PAGEDW2V_SKIP_WITHOUT(why)                                    \
+  do {                                                                \
+    if (::pagedw2v::testing_util::ci_run()) {                         \
+      GTEST_FAIL() << "CI is set but this test cannot run: " << (why) \
+                   << " (scripts/deps.sh installs what it needs)";    \
+    }                                                                 \
+    GTEST_SKIP() << (why);                                            \
+  } while (0)

@@ -329,7 +329,14 @@ std::vector<FlagCase> train_flag_cases() {
   for (const auto& [flag, zero_ok, is_real] : flags) {
     std::string id = flag;
     std::replace(id.begin(), id.end(), '-', '_');
-    cases.push_back({id + "_zero", flag, "0", zero_ok ? 0 : 2, "--" + flag});
+    // --gpu-memory 0 means "auto", and run.json says so.
+    cases.push_back({id + "_zero",
+                     flag,
+                     "0",
+                     zero_ok ? 0 : 2,
+                     "--" + flag,
+                     {},
+                     flag == "gpu-memory" ? "auto" : ""});
     cases.push_back({id + "_negative", flag, "-1", 2, "--" + flag});
     cases.push_back({id + "_not_a_number", flag, "abc", 2, "--" + flag});
     cases.push_back({id + "_empty", flag, "", 2, "--" + flag});
@@ -371,7 +378,7 @@ std::vector<FlagCase> train_flag_cases() {
       {"batch_words_too_small", "batch-words", "4095", 2, "--batch-words"},
       {"batch_words_largest", "batch-words", "1099511627776", 0, ""},
       {"batch_words_too_large", "batch-words", "1099511627777", 2, "--batch-words"},
-      {"gpu_memory_binary", "gpu-memory", "8GiB", 0, "", {}, "8589934592"},
+      {"gpu_memory_binary", "gpu-memory", "8GiB", 0, ""},
       {"gpu_memory_decimal", "gpu-memory", "1.5GB", 0, "", {}, "1500000000"},
       {"gpu_memory_auto", "gpu-memory", "auto", 0, ""},
       {"gpu_memory_bad_unit", "gpu-memory", "8XB", 2, "--gpu-memory"},
@@ -396,14 +403,14 @@ std::vector<FlagCase> train_flag_cases() {
 class TrainFlag : public ::testing::TestWithParam<FlagCase> {};
 
 /// A trained run's record (run.json), and the shape of its vectors.npy.
-struct TrainedRun {
+struct FlagRun {
   nlohmann::json record;
   uint64_t rows = 0;
   uint32_t cols = 0;
 };
 
-TrainedRun trained_run(const std::string& out) {
-  TrainedRun t;
+FlagRun flag_run(const std::string& out) {
+  FlagRun t;
   t.record = nlohmann::json::parse(read_file(out + "/run.json"));
   const NpyMatrix vectors = read_npy(out + "/vectors.npy");
   t.rows = vectors.rows;
@@ -452,7 +459,7 @@ TEST_P(TrainFlag, FailsCleanlyOrTrains) {
     r.err = r.err.substr(r.err.find('\n') + 1);
   }
   ASSERT_TRUE(succeeds(r));
-  const TrainedRun t = trained_run(dir.file("out"));
+  const FlagRun t = flag_run(dir.file("out"));
   const nlohmann::json& settings = t.record.at("settings");
   EXPECT_EQ(settings.at(c.flag), c.recorded.empty() ? c.value : c.recorded);
   for (size_t k = 0; k + 1 < c.extra.size(); k += 2) {
