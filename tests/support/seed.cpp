@@ -21,51 +21,48 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t hash_name(const std::string& name) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-  for (const unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
-
-/// The seeds drawn so far, by the name of the test (or suite) that drew them.
-struct Draws {
+/// The seeds of the running test: its base, and how many it has drawn. Outside any test (a
+/// suite's set-up, static initialisation) the program's base serves.
+struct SeedState {
   std::mutex mutex;
-  std::map<std::string, uint64_t> count;
+  bool in_test = false;
+  uint64_t base = 0;
+  uint64_t drawn = 0;
+  uint64_t drawn_outside = 0;
+  std::map<std::string, uint64_t> runs;  ///< times each test has started (--gtest_repeat)
 };
 
-Draws& draws() {
-  static Draws d;
-  return d;
+SeedState& state() {
+  static SeedState s;
+  return s;
 }
 
-/// "Suite.Test" of the running test, "Suite" in a suite's set-up, "" outside both.
-std::string current_name() {
-  const ::testing::UnitTest* unit = ::testing::UnitTest::GetInstance();
-  if (const ::testing::TestInfo* t = unit->current_test_info()) {
-    return std::string(t->test_suite_name()) + "." + t->name();
-  }
-  if (const ::testing::TestSuite* s = unit->current_test_suite()) return s->name();
-  return "";
-}
-
-uint64_t drawn_by(const std::string& name) {
-  Draws& d = draws();
-  const std::lock_guard<std::mutex> lock(d.mutex);
-  const auto it = d.count.find(name);
-  return it == d.count.end() ? 0 : it->second;
-}
-
-/// Prints the base seed when a test that drew seeds (or whose suite did) fails.
+/// Gives every test run its base, and prints it when a test that drew seeds fails.
 class SeedPrinter : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    SeedState& s = state();
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    const uint64_t run = s.runs[std::string(info.test_suite_name()) + "." + info.name()]++;
+    // The first run of a test draws from the program's base; a repeat (--gtest_repeat) from
+    // one of its own, which it prints, so that PAGEDW2V_TEST_SEED replays that run alone.
+    s.base = run == 0 ? base_seed() : splitmix64(base_seed() ^ splitmix64(run));
+    s.drawn = 0;
+    s.in_test = true;
+  }
   void OnTestEnd(const ::testing::TestInfo& info) override {
-    if (!info.result()->Failed()) return;
-    const std::string suite = info.test_suite_name();
-    const uint64_t n = drawn_by(suite + "." + info.name()) + drawn_by(suite) + drawn_by("");
-    if (n == 0) return;
+    SeedState& s = state();
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    s.in_test = false;
+    if (!info.result()->Failed() || s.drawn + s.drawn_outside == 0) return;
+    const auto n = static_cast<unsigned long long>(s.drawn);
+    const auto base = static_cast<unsigned long long>(s.base);
     std::printf("[   SEED   ] %s.%s drew %llu seed%s from base %llu; %s=%llu replays them\n",
-                suite.c_str(), info.name(), static_cast<unsigned long long>(n), n == 1 ? "" : "s",
-                static_cast<unsigned long long>(base_seed()), kVariable,
-                static_cast<unsigned long long>(base_seed()));
+                info.test_suite_name(), info.name(), n, n == 1 ? "" : "s", base, kVariable, base);
+    if (s.drawn_outside > 0 && s.base != base_seed()) {
+      std::printf("[   SEED   ] (and %llu outside the test from base %llu)\n",
+                  static_cast<unsigned long long>(s.drawn_outside),
+                  static_cast<unsigned long long>(base_seed()));
+    }
     std::fflush(stdout);
   }
 };
@@ -94,15 +91,12 @@ uint64_t base_seed() {
 
 uint64_t fresh_seed() {
   (void)kPrinterInstalled;
-  const std::string name = current_name();
-  uint64_t k = 0;
-  {
-    Draws& d = draws();
-    const std::lock_guard<std::mutex> lock(d.mutex);
-    k = d.count[name]++;
-  }
-  // Seeds stay below 2^32: some tests seed 32-bit engines or print them as such.
-  return splitmix64(splitmix64(base_seed() ^ hash_name(name)) + k) & 0xffffffffu;
+  SeedState& s = state();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  const uint64_t base = s.in_test ? s.base : base_seed();
+  const uint64_t k = s.in_test ? s.drawn++ : s.drawn_outside++;
+  // Seeds stay below 2^32, as std::random_device's were: some tests seed 32-bit engines.
+  return splitmix64(splitmix64(base) + k) & 0xffffffffu;
 }
 
 }  // namespace pagedw2v::testing_util
