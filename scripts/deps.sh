@@ -3,7 +3,9 @@
 # itself -- and installs only what is missing, with apt-get (as root, or through sudo without a
 # password). When nothing is missing it needs neither root nor a network, so CMake from pip, conda
 # or Kitware and libraries outside /usr are fine. An optional dependency that cannot be installed
-# is skipped with one line saying what the build loses. Sourced by the other scripts.
+# is skipped with one line saying what the build loses, except in CI (CI set, as .ci/run sets it):
+# there every optional part is needed, so that no test of one skips. Sourced by the other
+# scripts.
 #
 #   pagedw2v_deps [--no-tests]    # --no-tests: GoogleTest is not needed (demo builds)
 set -euo pipefail
@@ -28,6 +30,7 @@ tests|cmake|GTest|libgtest-dev|
 optional|command|zstd|zstd|the .zst case of the ingest tests (it skips); .zst corpora still train
 optional|cmake|tomlplusplus|libtomlplusplus-dev|TOML config files (train --config FILE.toml); flags still work
 optional|cmake|MPI COMPONENTS C|libopenmpi-dev|training over ranks (mpirun -np N pagedw2v train; the package brings openmpi-bin); one process still trains
+optional|command|mpirun|openmpi-bin|the tests of runs over ranks (they skip); a build with MPI still trains over ranks where mpirun is installed
 EOF
 }
 
@@ -100,6 +103,11 @@ pagedw2v_missing() {
   done
 }
 
+# Whether this is a CI run (CI set, not empty, not 0 or false; tests/test_util.hpp reads it alike).
+pagedw2v_ci() {
+  case ${CI:-} in "" | 0 | false) return 1 ;; *) return 0 ;; esac
+}
+
 # Runs apt-get as root or through passwordless sudo; fails when neither is possible.
 pagedw2v_apt() {
   command -v apt-get >/dev/null 2>&1 || return 1
@@ -135,7 +143,7 @@ pagedw2v_deps() {
   local failed=()
   while IFS='|' read -r need kind name pkg lost; do
     [ -n "$need" ] || continue
-    if [ "$need" = optional ]; then
+    if [ "$need" = optional ] && ! pagedw2v_ci; then
       echo "pagedw2v: ${name%% *} ($pkg) is missing and could not be installed: building without $lost" >&2
     else
       failed+=("${name%% *} (Debian: $pkg)")
@@ -155,5 +163,34 @@ pagedw2v_cuda_args() {
     echo "-DPAGEDW2V_CUDA=AUTO"
   else
     echo "-DPAGEDW2V_CUDA=OFF"
+  fi
+}
+
+# Prints one line naming the optional parts that build directory $1 has, and so tests ("MPI yes,
+# toml++ yes, zstd yes"), with the tools their tests run (mpirun, zstd); in CI, fails when one is
+# missing.
+pagedw2v_optional_parts() {
+  local parts="$1/optional-parts.txt" name state missing=() shown=()
+  [ -f "$parts" ] || { echo "pagedw2v: $parts is missing (configure the tests)" >&2; return 1; }
+  while read -r name state; do
+    [ -n "$name" ] || continue
+    if [ "$state" != ON ]; then
+      missing+=("$name")
+      shown+=("$name no")
+      continue
+    fi
+    case $name in
+      MPI) command -v mpirun >/dev/null 2>&1 || { missing+=("mpirun"); state="built, no mpirun"; } ;;
+      zstd) command -v zstd >/dev/null 2>&1 || { missing+=("zstd tool"); state="built, no zstd tool"; } ;;
+    esac
+    [ "$state" = ON ] && shown+=("$name yes") || shown+=("$name $state")
+  done <"$parts"
+  local joined
+  joined=$(printf '%s, ' "${shown[@]}")
+  echo "optional parts tested: ${joined%, }"
+  if ((${#missing[@]})) && pagedw2v_ci; then
+    joined=$(printf '%s, ' "${missing[@]}")
+    echo "pagedw2v: CI is set but ${joined%, } missing: their tests would skip" >&2
+    return 1
   fi
 }

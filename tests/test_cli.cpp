@@ -33,6 +33,7 @@ namespace pagedw2v {
 namespace {
 
 using testing_util::exists;
+using testing_util::fresh_seed;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -226,8 +227,6 @@ void expect_same_answers(const std::vector<std::pair<std::string, double>>& got,
     EXPECT_NEAR(got[i].second, want[i].second, 1e-4) << "rank " << i;
   }
 }
-
-uint64_t fresh_seed() { return std::random_device{}(); }
 
 // ---------------------------------------------------------------------------------------------
 // similar

@@ -255,7 +255,7 @@ TEST(Config, TrainDataCarriesPoolAndSuperBatch) {
 }
 
 TEST(Config, TomlSetsOptionsAndFlagsWin) {
-  if (!toml_configs_supported()) GTEST_SKIP() << "built without toml++";
+  if (!toml_configs_supported()) PAGEDW2V_SKIP_WITHOUT("built without toml++");
   TempDir dir;
   write_file(dir.file("c.toml"),
              "# a config\nmodel = \"cbow\"\ndim = 200\nwindow = 8\nsample = 1e-4\n"
@@ -277,7 +277,7 @@ TEST(Config, TomlSetsOptionsAndFlagsWin) {
 }
 
 TEST(Config, TomlSetsPlacementAndPool) {
-  if (!toml_configs_supported()) GTEST_SKIP() << "built without toml++";
+  if (!toml_configs_supported()) PAGEDW2V_SKIP_WITHOUT("built without toml++");
   TempDir dir;
   write_file(dir.file("c.toml"),
              "placement = \"paged\"\ngpu_memory = \"1.5GiB\"\nnegative_pool = 65536\n"
@@ -318,7 +318,7 @@ TEST(Config, TomlErrorsNameTheFile) {
 }
 
 TEST(Config, ShippedConfigsParse) {
-  if (!toml_configs_supported()) GTEST_SKIP() << "built without toml++";
+  if (!toml_configs_supported()) PAGEDW2V_SKIP_WITHOUT("built without toml++");
   Config d;
   apply_toml_file(d, std::string(PAGEDW2V_SOURCE_DIR) + "/configs/default.toml");
   EXPECT_EQ(d.dim, 100u);

@@ -24,6 +24,7 @@
 #include "kernels/pool_draw.hpp"
 #include "kernels/sgns.hpp"
 #include "negative_pool.hpp"
+#include "support/random_data.hpp"
 #include "train/training_set.hpp"
 
 namespace pagedw2v {
@@ -501,24 +502,9 @@ TEST(CudaPaging, PoolsOfConsecutivePeriods) {
   }
 }
 
-/// A Zipf-like text: `words` tokens over `vocab` words, sentences of 3 … 60 words.
+/// A Zipf text: `words` tokens over `vocab` words, sentences of 3 … 60 words.
 std::string zipf_text(uint32_t vocab, uint32_t words, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<double> w(vocab);
-  for (uint32_t r = 0; r < vocab; ++r) w[r] = 1.0 / (r + 1.0);
-  std::discrete_distribution<uint32_t> pick(w.begin(), w.end());
-  std::uniform_int_distribution<int> len(3, 60);
-  std::string text;
-  uint32_t left = words;
-  while (left > 0) {
-    const uint32_t n = std::min<uint32_t>(left, len(rng));
-    for (uint32_t i = 0; i < n; ++i) {
-      text += "w" + std::to_string(pick(rng));
-      text += i + 1 < n ? ' ' : '\n';
-    }
-    left -= n;
-  }
-  return text;
+  return testing_util::zipf_text(words, vocab, seed, 3, 60);
 }
 
 struct RunResult {

@@ -53,11 +53,7 @@ constexpr uint64_t kPoolWords = 4096;
 /// kShortestSentence … kLongestSentence tokens, shuffled.
 std::string zipf_corpus(uint64_t seed, uint32_t zipf_tokens = kZipfTokens) {
   std::mt19937_64 rng(seed);
-  std::vector<double> weights(kVocab);
-  for (uint32_t r = 0; r < kVocab; ++r) weights[r] = 1.0 / (r + 1.0);
-  std::discrete_distribution<uint32_t> zipf(weights.begin(), weights.end());
-  std::vector<uint32_t> tokens(zipf_tokens);
-  for (uint32_t& t : tokens) t = zipf(rng);
+  std::vector<uint32_t> tokens = testing_util::zipf_ids(kVocab, zipf_tokens, rng);
   std::vector<uint32_t> every(kVocab);
   std::iota(every.begin(), every.end(), 0u);
   std::shuffle(every.begin(), every.end(), rng);

@@ -194,11 +194,7 @@ constexpr uint64_t kLongLine = 2600;    // words: cut into sentences of 1000, 10
 /// every 100th line kLongLine words long; about `tokens` words.
 std::string zipf_corpus(uint64_t seed, uint64_t tokens) {
   std::mt19937_64 rng(seed);
-  std::vector<double> weights(kVocab);
-  for (uint32_t r = 0; r < kVocab; ++r) weights[r] = 1.0 / (r + 1.0);
-  std::discrete_distribution<uint32_t> zipf(weights.begin(), weights.end());
-  std::vector<uint32_t> ids(tokens);
-  for (uint32_t& t : ids) t = zipf(rng);
+  std::vector<uint32_t> ids = testing_util::zipf_ids(kVocab, tokens, rng);
   for (uint32_t i = 0; i < kVocab; ++i) ids[(uint64_t{i} * 7919) % tokens] = i;
   std::string text;
   uint64_t line = 0;

@@ -22,7 +22,8 @@
 //   vectors (how far apart the cosines within and across planted topics are, on a corpus made
 //   of topics) within the spread that CPU runs of three seeds show, widened by a fixed floor.
 //
-// Every random choice comes from one seed, printed, and replayed from PAGEDW2V_TEST_SEED.
+// Every random input comes from testing_util::fresh_seed(): printed on failure, replayed from
+// PAGEDW2V_TEST_SEED.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,19 +61,6 @@ constexpr uint64_t kBatchWords = 8192;
 constexpr uint64_t kPoolWords = 4096;
 constexpr uint32_t kShortestSentence = 5;
 constexpr uint32_t kLongestSentence = 30;
-
-/// The seed of this test binary's random inputs: PAGEDW2V_TEST_SEED when set, else fresh.
-uint64_t test_seed() {
-  static const uint64_t seed = [] {
-    const char* v = std::getenv("PAGEDW2V_TEST_SEED");
-    const uint64_t s =
-        v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : testing_util::fresh_seed();
-    std::printf("test seed %llu (replay with PAGEDW2V_TEST_SEED=%llu)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
 
 /// Sentences of w0 … w(kVocab−1) drawn from Zipf(1), every word at least once (min-count 1),
 /// sentences of kShortestSentence … kLongestSentence tokens.
@@ -261,7 +249,7 @@ class WholeRunPagedEqualsResident : public ::testing::TestWithParam<PagedCase> {
 TEST_P(WholeRunPagedEqualsResident, SameBytes) {
   PAGEDW2V_REQUIRE_GPU();
   const auto [model, optimizer, storage] = GetParam();
-  const uint64_t seed = test_seed();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), zipf_corpus(seed, 60000));
@@ -326,7 +314,7 @@ class WholeRunGpuFollowsCpu : public ::testing::TestWithParam<FollowCase> {};
 TEST_P(WholeRunGpuFollowsCpu, RowByRow) {
   PAGEDW2V_REQUIRE_GPU();
   const auto [model, optimizer, placement] = GetParam();
-  const uint64_t seed = test_seed();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), zipf_corpus(seed, 60000));
@@ -395,7 +383,7 @@ class WholeRunHogwild : public ::testing::TestWithParam<HogwildCase> {};
 TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   PAGEDW2V_REQUIRE_GPU();
   const auto [model, optimizer, placement, storage] = GetParam();
-  const uint64_t seed = test_seed();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), topic_corpus(seed, 6000));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -116,7 +117,7 @@ TEST(RowOwners, EveryRowHasOneOwnerAndTheCountsAgree) {
 }
 
 TEST(ShareOfSpan, TheRanksCutASpanIntoContiguousRunsThatCoverIt) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(testing_util::fresh_seed());
   for (int trial = 0; trial < 200; ++trial) {
     const uint64_t first = rng() % 1000, length = rng() % 40;
     const uint32_t ranks = 1 + rng() % 9;
@@ -188,7 +189,7 @@ class NeededRowsTest : public ::testing::TestWithParam<std::tuple<ModelKind, uin
 // pool of the blocks' super-batches stands for the negatives.
 TEST_P(NeededRowsTest, HoldsExactlyTheRowsTheExamplesTouch) {
   const auto [kind, pool] = GetParam();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   SmallProblem p(kind, pool, seed);
   dist::NeededRows need(p.model.input.rows());
@@ -236,7 +237,7 @@ bool same_row(const HostTable& a, uint64_t ra, const HostTable& b, uint64_t rb) 
 // A rank's fresh compact tables hold, at row k, the values the whole tables give word
 // rank + k·N, with zeroed state tables.
 TEST(OwnedRows, FreshCompactRowsAreTheWholeTablesRowsOfTheOwner) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   const uint64_t words = 1001;
   const uint32_t dim = 12;
@@ -263,7 +264,7 @@ TEST(OwnedRows, FreshCompactRowsAreTheWholeTablesRowsOfTheOwner) {
 // A rank resuming reads its rows alone from a checkpoint of the whole tables (state tables
 // too): row k of each of its tables is row rank + k·N of the checkpoint's.
 TEST(OwnedRows, ARankReadsItsRowsAloneFromACheckpoint) {
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   const uint32_t words = 1001, dim = 12;
@@ -328,7 +329,7 @@ Model owned_copy(const Model& whole, uint32_t ranks, uint32_t rank) {
 // previous span's rows lose theirs; the copy tables grow to the largest span's copies.
 TEST_P(WorkingSetTest, GivesEverySpanRowItsPlace) {
   const auto [kind, pool] = GetParam();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   SmallProblem p(kind, pool, seed);
   const uint64_t words = p.model.input.rows();
@@ -381,7 +382,7 @@ TEST_P(WorkingSetTest, GivesEverySpanRowItsPlace) {
 // gradients alike.
 TEST_P(WorkingSetTest, TrainingARanksRowsGivesTheBitsOfTrainingTheWholeTables) {
   const auto [kind, pool] = GetParam();
-  const uint64_t seed = std::random_device{}();
+  const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   SmallProblem whole(kind, pool, seed), split(kind, pool, seed);
   const uint64_t words = whole.model.input.rows();
@@ -511,6 +512,8 @@ pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::str
   argv.insert(argv.end(), args.begin(), args.end());
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // A process group of its own: finish() can end the job and every rank with one kill.
+    ::setpgid(0, 0);
     std::vector<char*> ptrs;
     for (std::string& a : argv) ptrs.push_back(a.data());
     ptrs.push_back(nullptr);
@@ -529,9 +532,37 @@ pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::str
   return pid;
 }
 
+/// Seconds a job (mpirun and its ranks, or one process) may run before it is taken for hung: far
+/// above what any run here takes, under the sanitizers too, and below the tests' ctest timeout
+/// (tests/CMakeLists.txt), so that a hung rank fails the test with its log instead of hanging it.
+constexpr int kJobLimitSeconds = 240;
+
+/// The exit status of job `pid` (128 + the signal when one ended it). A job past
+/// kJobLimitSeconds gets SIGTERM (mpirun passes it on to its ranks), then SIGKILL to its whole
+/// process group 10 s later; its status is then 124, as timeout(1) gives.
 int finish(pid_t pid) {
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  const auto started = std::chrono::steady_clock::now();
+  const auto past = [&](int seconds) {
+    return std::chrono::steady_clock::now() - started > std::chrono::seconds(seconds);
+  };
+  bool terminated = false;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) return 127;
+    if (!terminated && past(kJobLimitSeconds)) {
+      ADD_FAILURE() << "the job ran past " << kJobLimitSeconds << " s: stopped";
+      ::kill(pid, SIGTERM);
+      terminated = true;
+    } else if (terminated && past(kJobLimitSeconds + 10)) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return 124;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (terminated) return 124;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -583,7 +614,7 @@ class TwoRanks : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string why = why_no_ranks();
-    if (!why.empty()) GTEST_SKIP() << why;
+    if (!why.empty()) PAGEDW2V_SKIP_WITHOUT(why);
     corpus_ = dir_.file("corpus.txt");
     write_topic_corpus(corpus_, 5000, 11);
   }
@@ -866,14 +897,12 @@ TEST_F(TwoRanks, AdamStepsAtTheOwnersTrainAndResumeExactly) {
 /// A corpus of `words` distinct words, each at least once, then `tokens` more drawn with Zipf
 /// weights: a vocabulary large beside what one span of it touches.
 void write_wide_corpus(const std::string& path, uint32_t words, uint32_t tokens, uint32_t seed) {
-  std::mt19937 rng(seed);
+  std::mt19937_64 rng(seed);
   std::ofstream out(path);
-  std::vector<double> zipf(words);
-  for (uint32_t i = 0; i < words; ++i) zipf[i] = 1.0 / static_cast<double>(i + 1);
-  std::discrete_distribution<uint32_t> word(zipf.begin(), zipf.end());
   for (uint32_t i = 0; i < words; ++i) out << 'w' << i << (i % 20 == 19 ? '\n' : ' ');
   out << '\n';
-  for (uint32_t i = 0; i < tokens; ++i) out << 'w' << word(rng) << (i % 20 == 19 ? '\n' : ' ');
+  const std::vector<uint32_t> ids = testing_util::zipf_ids(words, tokens, rng);
+  for (uint32_t i = 0; i < tokens; ++i) out << 'w' << ids[i] << (i % 20 == 19 ? '\n' : ' ');
   out << '\n';
 }
 
@@ -1011,9 +1040,9 @@ std::vector<pid_t> ranks_of_job(const std::string& out, uint32_t ranks) {
   return pids;
 }
 
-/// Waits until `path` exists (at most two minutes).
+/// Waits until `path` exists; false when it has not after kJobLimitSeconds (the job hung).
 bool wait_for(const std::string& path) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kJobLimitSeconds);
   while (!exists(path) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

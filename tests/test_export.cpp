@@ -23,10 +23,19 @@ namespace {
 
 using testing_util::bytes_of;
 using testing_util::entries;
+using testing_util::expect_error_naming;
 using testing_util::fresh_seed;
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
+
+/// testing_util::random_vocab, shaped for this file.
+Vocab random_vocab(uint32_t n, uint64_t seed) {
+  testing_util::VocabShape shape;
+  shape.fall = 4;
+  shape.unicode = true;
+  return testing_util::random_vocab(n, seed, shape);
+}
 
 HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
   HostTable t(rows, dim, "test table", "");
@@ -34,11 +43,6 @@ HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
   std::normal_distribution<float> normal(0.0f, 0.1f);
   for (uint64_t i = 0; i < rows * dim; ++i) t.data()[i] = normal(rng);
   return t;
-}
-
-Vocab random_vocab(uint32_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  return testing_util::falling_vocab(n, rng, 4);
 }
 
 Model random_model(uint32_t rows, uint32_t dim, uint64_t seed) {
@@ -57,16 +61,6 @@ void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable&
   }
   EXPECT_EQ(bytes_of(e.vectors.data(), e.vectors.size()),
             bytes_of(table.data(), table.rows() * table.dim()));
-}
-
-template <class E>
-void expect_throw_with(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "nothing thrown (expected: " << fragment << ")";
-  } catch (const E& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 TEST(Export, WritesEveryFormatAndEachLoadsBack) {
@@ -173,12 +167,12 @@ TEST(Export, ParseFormats) {
   EXPECT_EQ(parse_formats("txt,npy, h5 ,bin"),
             (std::vector<std::string>{"txt", "npy", "h5", "bin"}));
   EXPECT_EQ(parse_formats("h5,h5,npy,"), (std::vector<std::string>{"h5", "npy"}));
-  expect_throw_with<UsageError>(
+  expect_error_naming<UsageError>(
       [] { parse_formats("npy,xls"); },
       "--format: unknown format 'xls' (expected npy, h5, bin, txt or none)");
-  expect_throw_with<UsageError>([] { parse_formats("NPY"); }, "unknown format 'NPY'");
-  expect_throw_with<UsageError>([] { parse_formats(""); }, "--format");
-  expect_throw_with<UsageError>([] { parse_formats(" , "); }, "--format");
+  expect_error_naming<UsageError>([] { parse_formats("NPY"); }, "unknown format 'NPY'");
+  expect_error_naming<UsageError>([] { parse_formats(""); }, "--format");
+  expect_error_naming<UsageError>([] { parse_formats(" , "); }, "--format");
 }
 
 TEST(Export, BadRequestsFailBeforeWriting) {
@@ -188,34 +182,34 @@ TEST(Export, BadRequestsFailBeforeWriting) {
   const Model model = random_model(10, 4, seed + 1);
   ExportOptions unknown;
   unknown.formats = {"npy", "parquet"};
-  expect_throw_with<UsageError>([&] { export_model(tmp.file("out"), vocab, model, unknown); },
-                                "unknown format 'parquet'");
+  expect_error_naming<UsageError>([&] { export_model(tmp.file("out"), vocab, model, unknown); },
+                                  "unknown format 'parquet'");
   const Model short_model = random_model(9, 4, seed);
-  expect_throw_with<Error>([&] { export_model(tmp.file("out"), vocab, short_model, {}); },
-                           "has 10 words but the model 9 rows");
+  expect_error_naming<Error>([&] { export_model(tmp.file("out"), vocab, short_model, {}); },
+                             "has 10 words but the model 9 rows");
   ExportOptions context;
   context.save_context = true;
   Model no_context{random_table(10, 4, seed), HostTable()};
-  expect_throw_with<Error>([&] { export_model(tmp.file("out"), vocab, no_context, context); },
-                           "differ in shape");
+  expect_error_naming<Error>([&] { export_model(tmp.file("out"), vocab, no_context, context); },
+                             "differ in shape");
   EXPECT_TRUE(entries(tmp.path()).empty());
 
   write_file(tmp.file("file"), "a regular file\n");
-  expect_throw_with<Error>([&] { export_model(tmp.file("file"), vocab, model, {}); },
-                           "cannot create directory '" + tmp.file("file") + "'");
-  expect_throw_with<Error>([&] { export_model(tmp.file("file/sub"), vocab, model, {}); },
-                           "cannot create directory '" + tmp.file("file/sub") + "'");
+  expect_error_naming<Error>([&] { export_model(tmp.file("file"), vocab, model, {}); },
+                             "cannot create directory '" + tmp.file("file") + "'");
+  expect_error_naming<Error>([&] { export_model(tmp.file("file/sub"), vocab, model, {}); },
+                             "cannot create directory '" + tmp.file("file/sub") + "'");
   EXPECT_EQ(entries(tmp.path()), std::vector<std::string>{"file"});
 }
 
 TEST(Export, LoadErrors) {
   const uint64_t seed = fresh_seed();
   const TempDir tmp;
-  expect_throw_with<Error>([&] { load_embeddings(tmp.file("absent")); },
-                           "cannot read '" + tmp.file("absent") + "'");
-  expect_throw_with<Error>([&] { load_embeddings(tmp.path()); }, "holds no embeddings");
+  expect_error_naming<Error>([&] { load_embeddings(tmp.file("absent")); },
+                             "cannot read '" + tmp.file("absent") + "'");
+  expect_error_naming<Error>([&] { load_embeddings(tmp.path()); }, "holds no embeddings");
   write_file(tmp.file("v.csv"), "1,2,3\n");
-  expect_throw_with<Error>([&] { load_embeddings(tmp.file("v.csv")); }, "cannot tell the format");
+  expect_error_naming<Error>([&] { load_embeddings(tmp.file("v.csv")); }, "cannot tell the format");
 
   // A vocabulary and a matrix that disagree in rows.
   const Vocab vocab = random_vocab(12, seed);
@@ -225,11 +219,11 @@ TEST(Export, LoadErrors) {
   export_model(tmp.file("run"), vocab, model, npy);
   std::filesystem::remove(tmp.file("run/manifest.json"));  // files by hand: no set any more
   random_vocab(11, seed).save_tsv(tmp.file("run/vocab.tsv"));
-  expect_throw_with<Error>([&] { load_embeddings(tmp.file("run")); }, "11 words but");
-  expect_throw_with<Error>([&] { load_embeddings(tmp.file("run/vectors.npy")); }, "12 rows");
+  expect_error_naming<Error>([&] { load_embeddings(tmp.file("run")); }, "11 words but");
+  expect_error_naming<Error>([&] { load_embeddings(tmp.file("run/vectors.npy")); }, "12 rows");
   std::filesystem::remove(tmp.file("run/vocab.tsv"));
-  expect_throw_with<Error>([&] { load_embeddings(tmp.file("run/vectors.npy")); },
-                           "vocab.tsv' is missing");
+  expect_error_naming<Error>([&] { load_embeddings(tmp.file("run/vectors.npy")); },
+                             "vocab.tsv' is missing");
 }
 
 TEST(ExportPython, CheckExportsScriptAgreesAndCatchesMismatches) {

@@ -34,6 +34,13 @@ using testing_util::fresh_seed;
 using testing_util::TempDir;
 
 /// Fresh values from ±[0.001, 2), never zero.
+/// testing_util::random_vocab, shaped for this file.
+Vocab random_vocab(uint32_t n, std::mt19937_64& rng) {
+  testing_util::VocabShape shape;
+  shape.fall = 2 * uint64_t{n};
+  return testing_util::random_vocab(n, rng, shape);
+}
+
 std::vector<float> random_floats(size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> magnitude(0.001f, 2.0f);
   std::vector<float> v(n);
@@ -62,18 +69,6 @@ std::vector<float> values(const HostTable& t) {
   std::vector<float> v(t.rows() * t.dim());
   for (uint64_t r = 0; r < t.rows(); ++r) t.read_row(r, v.data() + r * t.dim());
   return v;
-}
-
-Vocab random_vocab(uint32_t n, std::mt19937_64& rng) {
-  std::vector<std::string> words;
-  std::vector<uint64_t> counts;
-  uint64_t count = 1000000;
-  for (uint32_t i = 0; i < n; ++i) {
-    words.push_back("w" + std::to_string(i) + "_" + std::to_string(rng() % 10000));
-    counts.push_back(count);
-    count -= rng() % (count / (2 * n) + 1);
-  }
-  return Vocab::from_words(std::move(words), std::move(counts));
 }
 
 class HalfTable : public ::testing::TestWithParam<std::tuple<Storage, bool>> {};

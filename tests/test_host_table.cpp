@@ -34,6 +34,13 @@ using testing_util::read_file;
 using testing_util::TempDir;
 
 /// `n` floats drawn from ±[0.1, 2): never zero, so a value left unwritten shows.
+/// testing_util::random_vocab, shaped for this file.
+Vocab random_vocab(uint32_t n, std::mt19937_64& rng) {
+  testing_util::VocabShape shape;
+  shape.fall = 2 * uint64_t{n};
+  return testing_util::random_vocab(n, rng, shape);
+}
+
 std::vector<float> random_floats(size_t n, std::mt19937_64& rng) {
   std::uniform_real_distribution<float> magnitude(0.1f, 2.0f);
   std::vector<float> v(n);
@@ -88,19 +95,6 @@ std::vector<const HostTable*> tables_of(const Model& m) {
   for (const HostTable& t : m.input_state) out.push_back(&t);
   for (const HostTable& t : m.output_state) out.push_back(&t);
   return out;
-}
-
-/// A vocabulary of `n` words with descending counts.
-Vocab random_vocab(uint32_t n, std::mt19937_64& rng) {
-  std::vector<std::string> words;
-  std::vector<uint64_t> counts;
-  uint64_t count = 1000000 + rng() % 1000;
-  for (uint32_t i = 0; i < n; ++i) {
-    words.push_back("w" + std::to_string(i) + "_" + std::to_string(rng() % 10000));
-    counts.push_back(count);
-    count -= rng() % (count / (2 * n) + 1);
-  }
-  return Vocab::from_words(std::move(words), std::move(counts));
 }
 
 // ---------------------------------------------------------------------------------------------

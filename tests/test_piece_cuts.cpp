@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <future>
 #include <random>
 #include <set>
 #include <thread>
@@ -294,8 +293,6 @@ TEST(PieceCuts, EveryCutterStartsCutting) {
       }
     });
   }
-  std::promise<void> done;
-  std::future<void> finished = done.get_future();
   std::thread runs([&] {
     for (int k = 0; k < 1000; ++k) {
       PieceCuts cuts(in, 1 + k % 3);
@@ -303,12 +300,8 @@ TEST(PieceCuts, EveryCutterStartsCutting) {
       PieceCut cut;
       if (!cuts.next(cut)) ADD_FAILURE() << "no piece, run " << k;
     }
-    done.set_value();
   });
-  if (finished.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
-    std::fprintf(stderr, "a cutter never gave its first piece\n");
-    std::abort();  // the thread cannot be joined
-  }
+  // A cutter that never gives its first piece hangs here; the test's ctest timeout ends it.
   runs.join();
   busy = false;
   for (std::thread& t : load) t.join();

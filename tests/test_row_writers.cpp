@@ -24,6 +24,7 @@ namespace {
 
 using testing_util::bytes_of;
 using testing_util::fresh_seed;
+using testing_util::random_vocab;
 using testing_util::read_file;
 using testing_util::TempDir;
 
@@ -32,10 +33,6 @@ void fill_random(HostTable& t, std::mt19937_64& rng) {
   for (uint64_t r = 0; r < t.rows(); ++r) {
     for (uint32_t k = 0; k < t.dim(); ++k) t.row(r)[k] = normal(rng);
   }
-}
-
-Vocab random_vocab(uint32_t n, std::mt19937_64& rng) {
-  return testing_util::falling_vocab(n, rng, 64);
 }
 
 /// Hands `tables` (whole, rows × dim) to `take` in blocks of random sizes, in id order, each

@@ -97,7 +97,7 @@ TEST(CorpusText, GzipAndZstdAreReadByTheirMagicBytesNotTheirNames) {
   write_file(dir.file("z.bin"), zstd(text));
   EXPECT_EQ(joined(CorpusText::open({dir.file("z.bin")})), text + "|");
 #else
-  GTEST_SKIP() << "built without libzstd";
+  PAGEDW2V_SKIP_WITHOUT("built without libzstd");
 #endif
 }
 

@@ -29,19 +29,11 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::expect_error_naming;
 using testing_util::TempDir;
 using testing_util::write_file;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-void expect_error_with(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no Error thrown (expected: " << fragment << ")";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Worker threads
@@ -63,7 +55,7 @@ TEST(WorkerThreads, AFailedStartJoinsTheStartedAndRunsNothing) {
       }
       return std::thread(std::move(body));
     };
-    expect_error_with(
+    expect_error_naming(
         [&] {
           run_workers(
               8, [&](uint32_t) { ++ran; }, start);
@@ -75,7 +67,7 @@ TEST(WorkerThreads, AFailedStartJoinsTheStartedAndRunsNothing) {
 
 TEST(WorkerThreads, OutOfMemoryInAWorkerIsAnError) {
   std::atomic<int> finished{0};
-  expect_error_with(
+  expect_error_naming(
       [&] {
         run_workers(4, [&](uint32_t t) {
           if (t == 2) throw std::bad_alloc();
@@ -84,7 +76,7 @@ TEST(WorkerThreads, OutOfMemoryInAWorkerIsAnError) {
       },
       "not enough memory in a worker thread");
   EXPECT_EQ(finished.load(), 3);
-  expect_error_with(
+  expect_error_naming(
       [&] {
         run_workers(3, [&](uint32_t t) {
           if (t == 0) throw Error("mine");
@@ -160,7 +152,7 @@ TEST(NonFiniteRows, SimilarSkipsThem) {
   EXPECT_EQ(near[0].first, "b");
   EXPECT_EQ(near[1].first, "e");
   for (const auto& [word, cosine] : near) EXPECT_TRUE(std::isfinite(cosine)) << word;
-  expect_error_with([&] { nearest(e, "c", 3); }, "word 'c' holds NaN or infinite values");
+  expect_error_naming([&] { nearest(e, "c", 3); }, "word 'c' holds NaN or infinite values");
 }
 
 TEST(NonFiniteRows, SimilarityLeavesTheirPairsOut) {
@@ -201,7 +193,7 @@ TEST(RunOutcome, NothingTrainedWarnsAndNaNVectorsAreErrors) {
   EXPECT_NE(untrained_warning(0).find("no (word, context) example"), std::string::npos);
   EXPECT_EQ(untrained_warning(0).find('\n'), std::string::npos);
   m.input.data()[3] = kNaN;
-  expect_error_with([&] { check_run_outcome(10, m); }, "1 of 3 vectors hold NaN");
+  expect_error_naming([&] { check_run_outcome(10, m); }, "1 of 3 vectors hold NaN");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -257,11 +249,11 @@ TEST(CheckpointPositions, OutOfRangeValuesAreRefused) {
     SCOPED_TRACE(d.attribute + " = " + std::to_string(d.value));
     const std::string path = small_checkpoint(dir, {"a", "b", "c"});
     set_int_attribute(path, d.attribute, d.value);
-    expect_error_with([&] { load_checkpoint(path); }, "is damaged: " + d.fragment);
+    expect_error_naming([&] { load_checkpoint(path); }, "is damaged: " + d.fragment);
   }
   // At the end of the last epoch a run has no block left.
   const std::string done = small_checkpoint(dir, {"a", "b"}, {3, 1, 150});
-  expect_error_with([&] { load_checkpoint(done); }, "'block' is 1, outside 0..0");
+  expect_error_naming([&] { load_checkpoint(done); }, "'block' is 1, outside 0..0");
   // Inside the epoch, the block must exist in the corpus the run resumes on; at its end, the
   // run resumes at the next epoch.
   const TrainPosition inside = resume_position({1, 4, 40}, 5, "c.h5");
@@ -273,7 +265,7 @@ TEST(CheckpointPositions, OutOfRangeValuesAreRefused) {
   EXPECT_EQ(end.epoch, 2u);
   EXPECT_EQ(end.block, 0u);
   EXPECT_EQ(end.words_done, 50u);
-  expect_error_with(
+  expect_error_naming(
       [] {
         resume_position({1, 6, 0}, 5, "c.h5");
       },
@@ -285,8 +277,8 @@ TEST(CheckpointPositions, CountsBeyondTheCorpusAreRefused) {
   const std::string path = small_checkpoint(dir, {"a", "b", "c"}, {1, 2, 30});
   EXPECT_NO_THROW(load_checkpoint(path));
   set_int_attribute(path, "corpus_words", 26);  // the counts are 10 + 9 + 8
-  expect_error_with([&] { load_checkpoint(path); },
-                    "its word counts add up to more than the 26 words of its corpus");
+  expect_error_naming([&] { load_checkpoint(path); },
+                      "its word counts add up to more than the 26 words of its corpus");
 }
 
 // A changed byte can make the recorded optimizer one that the recorded hyperparameters do not
@@ -296,12 +288,12 @@ TEST(CheckpointPositions, SettingsThatDoNotHoldTogetherAreRefused) {
   Config sgd_with_eps;
   sgd_with_eps.eps = 1e-6f;
   const std::string path = small_checkpoint(dir, {"a", "b", "c"}, {1, 2, 150}, sgd_with_eps);
-  expect_error_with([&] { load_checkpoint(path); },
-                    "is damaged: --eps does not apply to --optimizer sgd");
+  expect_error_naming([&] { load_checkpoint(path); },
+                      "is damaged: --eps does not apply to --optimizer sgd");
   Config sgd_with_lr;
   sgd_with_lr.lr = 0.01f;
   const std::string lr = small_checkpoint(dir, {"a", "b", "c"}, {1, 2, 150}, sgd_with_lr);
-  expect_error_with([&] { load_checkpoint(lr); }, "is damaged: --lr applies to the other");
+  expect_error_naming([&] { load_checkpoint(lr); }, "is damaged: --lr applies to the other");
 }
 
 TEST(CheckpointPositions, WordsThatExportsCannotHoldAreRefused) {
@@ -310,8 +302,8 @@ TEST(CheckpointPositions, WordsThatExportsCannotHoldAreRefused) {
                                  std::string("t\tab"), std::string(101, 'w')}) {
     SCOPED_TRACE(bad);
     const std::string path = small_checkpoint(dir, {"fine", bad, "also"});
-    expect_error_with([&] { load_checkpoint(path); },
-                      "is damaged: word 1 is empty, too long or holds whitespace");
+    expect_error_naming([&] { load_checkpoint(path); },
+                        "is damaged: word 1 is empty, too long or holds whitespace");
   }
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Helpers shared by the tests: temporary directories and files, small training settings.
+// Helpers shared by the tests: temporary directories and files, small training settings; with
+// support/: seeds (seed.hpp), random inputs (random_data.hpp), expected errors (expect_error.hpp).
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -18,23 +19,12 @@
 #include <vector>
 
 #include "config.hpp"
+#include "support/expect_error.hpp"
+#include "support/random_data.hpp"
+#include "support/seed.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v::testing_util {
-
-/// `n` words `w0`, `café`, `w2`, … with counts falling from about a million, each below the last
-/// by a random part of up to 1/`divisor` of it.
-inline Vocab falling_vocab(uint32_t n, std::mt19937_64& rng, uint64_t divisor) {
-  std::vector<std::string> words;
-  std::vector<uint64_t> counts;
-  uint64_t count = 1000000 + rng() % 1000;
-  for (uint32_t i = 0; i < n; ++i) {
-    words.push_back(i == 1 ? std::string("café") : "w" + std::to_string(i));
-    counts.push_back(count);
-    count -= rng() % (count / divisor + 1);
-  }
-  return Vocab::from_words(std::move(words), std::move(counts));
-}
 
 /// A fresh directory under the test temp dir, removed with its contents at scope exit.
 class TempDir {
@@ -66,7 +56,6 @@ inline std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-/// A seed drawn afresh for every run (tests print it when they fail).
 /// Settings of a small, deterministic CPU run: one thread, min-count 1, quiet, npy output in
 /// dir/out. The corpus is dir/corpus.txt, or the checkpoint `resume` when it is given.
 inline Config small_cpu_config(const TempDir& dir, const std::string& out, uint32_t dim,
@@ -87,8 +76,6 @@ inline Config small_cpu_config(const TempDir& dir, const std::string& out, uint3
   c.formats = {"npy"};
   return c;
 }
-
-inline uint64_t fresh_seed() { return std::random_device{}(); }
 
 /// The names in `dir`, sorted.
 inline std::vector<std::string> entries(const std::string& dir) {
@@ -202,4 +189,16 @@ inline uint64_t peak_rss_of_run(const std::string& binary, const std::vector<std
       }                                                                              \
       GTEST_SKIP() << "/usr/bin/python3 cannot import " << (modules);                \
     }                                                                                \
+  } while (0)
+
+/// Skips the test for want of an optional part of the build or of the machine (`why`: what is
+/// missing), or fails it when CI is set: CI installs every optional part (scripts/deps.sh), so
+/// that none goes untested there.
+#define PAGEDW2V_SKIP_WITHOUT(why)                                    \
+  do {                                                                \
+    if (::pagedw2v::testing_util::ci_run()) {                         \
+      GTEST_FAIL() << "CI is set but this test cannot run: " << (why) \
+                   << " (scripts/deps.sh installs what it needs)";    \
+    }                                                                 \
+    GTEST_SKIP() << (why);                                            \
   } while (0)

@@ -23,6 +23,7 @@ namespace {
 
 using testing_util::bytes_of;
 using testing_util::entries;
+using testing_util::expect_error_naming;
 using testing_util::fresh_seed;
 using testing_util::read_file;
 using testing_util::run_python;
@@ -31,6 +32,13 @@ using testing_util::write_file;
 
 // Random values over many magnitudes, plus the awkward ones for a text format: the extremes of
 // float32, a subnormal and a negative zero.
+/// testing_util::random_vocab, shaped for this file.
+Vocab random_vocab(uint32_t n, uint64_t seed) {
+  testing_util::VocabShape shape;
+  shape.unicode = true;
+  return testing_util::random_vocab(n, seed, shape);
+}
+
 HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
   HostTable t(rows, dim, "test table", "");
   std::mt19937_64 rng(seed);
@@ -49,19 +57,6 @@ HostTable random_table(uint64_t rows, uint32_t dim, uint64_t seed) {
   return t;
 }
 
-Vocab random_vocab(uint32_t n, uint64_t seed) {
-  static const char* special[] = {"</s>", "café", "日本語", "a", "naïve"};
-  std::mt19937_64 rng(seed);
-  std::vector<std::string> words;
-  std::vector<uint64_t> counts;
-  for (uint32_t i = 0; i < n; ++i) {
-    words.push_back(i < 5 ? std::string(special[i])
-                          : "w" + std::to_string(i) + "_" + std::to_string(rng() % 1000));
-    counts.push_back(n - i);
-  }
-  return Vocab::from_words(std::move(words), std::move(counts));
-}
-
 void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable& table) {
   EXPECT_EQ(e.rows, table.rows());
   EXPECT_EQ(e.dim, table.dim());
@@ -71,15 +66,6 @@ void expect_same(const LoadedEmbeddings& e, const Vocab& vocab, const HostTable&
   // Bitwise: the text format must round-trip every float32, -0 and subnormals included.
   EXPECT_EQ(bytes_of(e.vectors.data(), e.vectors.size()),
             bytes_of(table.data(), table.rows() * table.dim()));
-}
-
-void expect_error_naming(const std::function<void()>& f, const std::string& fragment) {
-  try {
-    f();
-    ADD_FAILURE() << "no Error thrown (expected: " << fragment << ")";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
 }
 
 class Word2vecRoundTrip : public testing::TestWithParam<std::tuple<uint32_t, uint32_t, bool>> {};

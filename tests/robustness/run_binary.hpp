@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -24,6 +26,12 @@
 #include "../test_util.hpp"
 
 namespace pagedw2v::testing_util {
+
+/// Seconds a run of the binary may take before the harness kills it and fails the test with its
+/// stderr. Not a measure of speed: the runs here take a few seconds at most, under the sanitizers
+/// too; a run past this has hung. Below the tests' ctest timeout (tests/CMakeLists.txt), so that
+/// the harness reports a hang before ctest ends the test.
+constexpr double kHangSeconds = 150;
 
 /// How a run of the binary ended.
 struct RunResult {
@@ -154,7 +162,7 @@ class Process {
   void send(int sig) { ::kill(pid_, sig); }
 
   /// Waits for the end; after `timeout_seconds` kills the process and says so.
-  RunResult wait(double timeout_seconds = 120) {
+  RunResult wait(double timeout_seconds = kHangSeconds) {
     RunResult r;
     r.command = command_;
     const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_seconds);
@@ -191,15 +199,17 @@ class Process {
 /// Runs the binary with `args` to its end (killed after `timeout_seconds`); its output goes to
 /// run.stdout and run.stderr in `log_dir`.
 inline RunResult run_binary(const std::vector<std::string>& args, const std::string& log_dir,
-                            double timeout_seconds = 60) {
+                            double timeout_seconds = kHangSeconds) {
   ProcessOptions options;
   options.log_name = "run";
   Process p(args, log_dir, options);
   return p.wait(timeout_seconds);
 }
 
-/// Polls `done` every 200 µs while `p` runs; false when `p` ends first or time runs out.
-inline bool wait_until(Process& p, const std::function<bool()>& done, double timeout_seconds = 60) {
+/// Polls `done` every 200 µs while `p` runs; false when `p` ends first or after `timeout_seconds`
+/// (a run that has hung).
+inline bool wait_until(Process& p, const std::function<bool()>& done,
+                       double timeout_seconds = kHangSeconds) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -208,6 +218,33 @@ inline bool wait_until(Process& p, const std::function<bool()>& done, double tim
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return false;
+}
+
+/// Stops `p` (SIGSTOP) and returns true once it is stopped; false when it ended first.
+inline bool freeze(Process& p) {
+  p.send(SIGSTOP);
+  for (;;) {
+    if (!p.running()) return false;
+    const std::string stat = read_file("/proc/" + std::to_string(p.pid()) + "/stat");
+    // The state follows the command name in parentheses: T when stopped.
+    const size_t close = stat.rfind(')');
+    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'T') {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+/// The children of process `pid` now (none once it has ended).
+inline std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> found;
+  std::error_code ec;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    std::istringstream in(read_file(task.path().string() + "/children"));
+    for (pid_t child = 0; in >> child;) found.push_back(child);
+  }
+  return found;
 }
 
 /// The command, how it ended, and its stderr.

@@ -1,7 +1,8 @@
 // One-byte mutations of our own embeddings.h5 and of a checkpoint, fed to `similar`, `eval`,
-// `export` and `train --resume`: every run ends by itself within 10 s, and every failure is one
-// clear line. The same mutations of a copy without the integrity record (what a file written by
-// another program looks like) go through the parse in a child process.
+// `export` and `train --resume`: every run ends by itself (a libhdf5 parse that loops is stopped by
+// the reader's own time limit), and every failure is one clear line. The same mutations of a copy
+// without the integrity record (what a file written by another program looks like) go through the
+// parse in a child process.
 //
 // In our own files one byte in every field of the integrity record (tag, hash, separator, size,
 // newline) and in the rest of the user block is mutated, then PAGEDW2V_H5_MUTATIONS (default 10)
@@ -33,12 +34,6 @@ using testing_util::run_binary;
 using testing_util::RunResult;
 using testing_util::TempDir;
 using testing_util::write_file;
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr double kMaxSeconds = 30;  // sanitized builds run several times slower
-#else
-constexpr double kMaxSeconds = 10;
-#endif
 
 uint64_t env_number(const char* name, uint64_t fallback) {
   const char* v = std::getenv(name);
@@ -132,7 +127,7 @@ class Mutations : public ::testing::Test {
 
   /// Mutates one byte of `original` at each of `positions` (a random change, seeded by `seed`), and
   /// runs `commands` (with "{}" for the file) on every mutant. A run must succeed or fail with one
-  /// line within kMaxSeconds.
+  /// line, the run ending by itself.
   static Tally mutate(const std::string& original,
                       const std::vector<std::vector<std::string>>& commands,
                       const std::vector<size_t>& positions, uint64_t seed) {
@@ -162,17 +157,15 @@ class Mutations : public ::testing::Test {
           }
         }
         std::filesystem::remove_all(work.file("out"));
-        const RunResult r = run_binary(args, work.path(), 4 * kMaxSeconds);
+        // A run that hangs is killed (run_binary's limit) and reported as timed out.
+        const RunResult r = run_binary(args, work.path());
         tally.slowest = std::max(tally.slowest, r.seconds);
         const std::string& name = command[0];
-        if (r.exited && r.code == 0 && only_skipped_words(r.err) && !r.timed_out &&
-            r.seconds <= kMaxSeconds) {
+        if (r.exited && r.code == 0 && only_skipped_words(r.err) && !r.timed_out) {
           ++tally.ok[name];
           continue;
         }
-        const std::string problem = r.seconds > kMaxSeconds
-                                        ? "took " + std::to_string(r.seconds) + " s: " + r.command
-                                        : clear_failure_problem(r, 1);
+        const std::string problem = clear_failure_problem(r, 1);
         if (problem.empty()) {
           ++tally.refused[name];
         } else {
