@@ -10,5 +10,6 @@ int cmd_similar(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
 int cmd_export(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_phrases(int argc, char** argv);
 
 }  // namespace pagedw2v::app

@@ -1,0 +1,652 @@
+#include "phrases.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "error.hpp"
+#include "huge_pages.hpp"
+#include "string_index.hpp"
+#include "text_chunks.hpp"
+
+namespace pagedw2v {
+namespace {
+
+constexpr uint32_t kNone = PhraseTable::kNone;
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7FB5D329728EA185ull;
+  x ^= x >> 27;
+  x *= 0x81DADEF4BC2DD44Dull;
+  return x ^ (x >> 33);
+}
+
+uint64_t pair_key(uint32_t first, uint32_t second) { return uint64_t{first} << 32 | second; }
+
+/// A token on its way through the passes: its bytes, their hash_bytes(), and whether a pass
+/// joined it.
+struct Token {
+  std::string_view word;
+  uint64_t hash = 0;
+  bool joined = false;
+};
+
+/// One pass applied to a stream of tokens, left to right: it holds the last token until the next
+/// one tells whether the two join. Each token in gives at most one token out.
+class JoinStage {
+ public:
+  explicit JoinStage(const PhraseTable& table) : table_(&table) {}
+
+  /// Takes the next token of the sentence; true with `*out` set when a token leaves (valid until
+  /// the next call).
+  bool take(Token in, Token* out) {
+    const uint32_t id = table_->find(in.word, in.hash);
+    if (holding_) {
+      if (held_id_ != kNone && id != kNone && table_->joins(held_id_, id)) {
+        out_.assign(held_);
+        out_ += '_';
+        out_.append(in.word);
+        *out = {out_, detail::hash_bytes(out_), true};
+        holding_ = false;
+        return true;
+      }
+      out_.swap(held_);
+      *out = {out_, held_hash_, held_joined_};
+    }
+    held_.assign(in.word);
+    held_hash_ = in.hash;
+    held_joined_ = in.joined;
+    held_id_ = id;
+    const bool left = holding_;
+    holding_ = true;
+    return left;
+  }
+  /// Ends the sentence: the held token leaves, if any.
+  bool flush(Token* out) {
+    if (!holding_) return false;
+    out_.swap(held_);
+    *out = {out_, held_hash_, held_joined_};
+    holding_ = false;
+    return true;
+  }
+  const PhraseTable& table() const { return *table_; }
+
+ private:
+  const PhraseTable* table_;
+  std::string held_, out_;
+  uint64_t held_hash_ = 0;
+  uint32_t held_id_ = kNone;
+  bool held_joined_ = false;
+  bool holding_ = false;
+};
+
+/// Open addressing of pair keys to counts, pruned when `cap` pairs are held: the pairs seen
+/// `min_reduce` times or fewer go, and `min_reduce` rises by one (word2phrase's ReduceVocab).
+class PairCounts {
+ public:
+  struct Slot {
+    uint64_t key;
+    uint64_t count;  ///< 0: empty
+  };
+
+  explicit PairCounts(uint64_t cap) : cap_(std::max<uint64_t>(cap, 1)) { rehash(1024); }
+
+  void add(uint64_t key, uint64_t n) {
+    for (size_t i = mix64(key) & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.count == 0) {
+        if (size_ >= cap_) {
+          prune();
+          add(key, n);
+          return;
+        }
+        if ((size_ + 1) * 10 > slots_.size() * 7) {
+          rehash(slots_.size() * 2);
+          add(key, n);
+          return;
+        }
+        s.key = key;
+        s.count = n;
+        ++size_;
+        return;
+      }
+      if (s.key == key) {
+        s.count += n;
+        return;
+      }
+    }
+  }
+
+  uint64_t size() const { return size_; }
+  /// Pairs seen this many times or fewer may have been dropped (0: none was).
+  uint64_t pruned_below() const { return min_reduce_ - 1; }
+
+  template <class F>
+  void for_each(F&& f) const {
+    for (const Slot& s : slots_) {
+      if (s.count != 0) f(s);
+    }
+  }
+
+ private:
+  void prune() {
+    do {
+      ZeroedArray<Slot> old(slots_.size());
+      old.swap(slots_);
+      size_ = 0;
+      for (const Slot& s : old) {
+        if (s.count > min_reduce_) place(s);
+      }
+      ++min_reduce_;
+    } while (size_ >= cap_);
+  }
+  void rehash(size_t capacity) {
+    ZeroedArray<Slot> old(capacity);
+    old.swap(slots_);
+    mask_ = capacity - 1;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.count != 0) place(s);
+    }
+  }
+  void place(const Slot& s) {
+    size_t i = mix64(s.key) & mask_;
+    while (slots_[i].count != 0) i = (i + 1) & mask_;
+    slots_[i] = s;
+    ++size_;
+  }
+
+  ZeroedArray<Slot> slots_;
+  size_t mask_ = 0;
+  uint64_t size_ = 0;
+  uint64_t cap_;
+  uint64_t min_reduce_ = 1;
+};
+
+/// The counting end of a pass: words and pairs of one thread's share of the text.
+class Counter {
+ public:
+  explicit Counter(uint64_t max_pairs) : pairs_(max_pairs) {}
+
+  void prefetch(uint64_t h) const { words_.prefetch(h); }
+  void token(const Token& t) {
+    detail::WordTable::Slot& s = words_.insert(t.word, t.hash);
+    ++s.value;
+    ++tokens_;
+    if (prev_ != kNone) pairs_.add(pair_key(prev_, s.id), 1);
+    prev_ = s.id;
+  }
+  /// The pair of the last token and `t`, the first token of the next thread's share (which
+  /// counts `t` itself).
+  void pair_only(const Token& t) {
+    if (prev_ == kNone) return;
+    const uint32_t id = words_.insert(t.word, t.hash).id;
+    pairs_.add(pair_key(prev_, id), 1);
+  }
+  void sentence_end() { prev_ = kNone; }
+
+  detail::WordTable& words() { return words_; }
+  const PairCounts& pairs() const { return pairs_; }
+  uint64_t tokens() const { return tokens_; }
+
+ private:
+  detail::WordTable words_;
+  PairCounts pairs_;
+  uint32_t prev_ = kNone;
+  uint64_t tokens_ = 0;
+};
+
+/// The writing end: tokens separated by a space, newlines kept.
+class Writer {
+ public:
+  explicit Writer(std::string& out, bool line_start) : out_(out), line_start_(line_start) {}
+
+  void prefetch(uint64_t) const {}
+  void token(const Token& t) {
+    if (!line_start_) out_ += ' ';
+    out_.append(t.word);
+    line_start_ = false;
+    ++stats.tokens;
+    stats.joined += t.joined ? 1 : 0;
+  }
+  void newline() {
+    out_ += '\n';
+    line_start_ = true;
+  }
+  void part_end() {
+    if (!line_start_) newline();
+  }
+
+  PhraseOutputStats stats;
+
+ private:
+  std::string& out_;
+  bool line_start_;
+};
+
+/// The passes in order, then `Sink`.
+template <class Sink>
+class Pipeline {
+ public:
+  Pipeline(const std::vector<PhraseTable>& tables, Sink& sink) : sink_(sink) {
+    stages_.reserve(tables.size());
+    for (const PhraseTable& t : tables) stages_.emplace_back(t);
+  }
+
+  void prefetch(uint64_t h) const {
+    if (stages_.empty()) {
+      sink_.prefetch(h);
+    } else {
+      stages_.front().table().prefetch(h);
+    }
+  }
+  void token(Token t) { feed(0, t); }
+  /// Lets every held token go on to the sink, as at a sentence's end (without telling the sink).
+  void flush() {
+    for (size_t k = 0; k < stages_.size(); ++k) {
+      Token t;
+      if (stages_[k].flush(&t)) feed(k + 1, t);
+    }
+  }
+  void newline() {
+    flush();
+    if constexpr (std::is_same_v<Sink, Writer>) {
+      sink_.newline();
+    } else {
+      sink_.sentence_end();
+    }
+  }
+  void part_end() {
+    flush();
+    if constexpr (std::is_same_v<Sink, Writer>) {
+      sink_.part_end();
+    } else {
+      sink_.sentence_end();
+    }
+  }
+
+ private:
+  void feed(size_t k, Token t) {
+    for (; k < stages_.size(); ++k) {
+      if (!stages_[k].take(t, &t)) return;
+    }
+    sink_.token(t);
+  }
+
+  std::vector<JoinStage> stages_;
+  Sink& sink_;
+};
+
+/// A place in the text: a part and an offset in it. A place at a part's end is written as the
+/// next part's start.
+struct Pos {
+  size_t part = 0;
+  size_t offset = 0;
+  bool operator<(const Pos& o) const { return part != o.part ? part < o.part : offset < o.offset; }
+  bool operator==(const Pos& o) const { return part == o.part && offset == o.offset; }
+};
+
+/// Bytes of text one thread reads before it lets them go (CorpusText::release).
+constexpr size_t kPieceBytes = size_t{8} << 20;
+
+/// Reads [begin, end) through `pipeline`: tokens, newlines and part ends in text order.
+template <class Sink>
+void read_range(const PhraseText& text, Pos begin, Pos end, const TextOptions& options,
+                Pipeline<Sink>& pipeline) {
+  const std::vector<std::string_view>& parts = text.parts;
+  for (size_t p = begin.part;
+       p < parts.size() && (p < end.part || (p == end.part && end.offset > 0)); ++p) {
+    const std::string_view part = parts[p];
+    size_t from = p == begin.part ? begin.offset : 0;
+    const size_t to = p == end.part ? end.offset : part.size();
+    while (from < to) {
+      size_t stop = std::min(to, from + kPieceBytes);
+      while (stop < to && !is_space_byte(static_cast<unsigned char>(part[stop]))) ++stop;
+      detail::scan_words(
+          part.substr(from, stop - from), options, [&](uint64_t h) { pipeline.prefetch(h); },
+          [&](std::string_view w, uint64_t h) {
+            pipeline.token({w, h, false});
+          },
+          [&] { pipeline.newline(); });
+      if (text.source != nullptr) text.source->release(p, from, stop);
+      from = stop;
+    }
+    if (p != end.part) pipeline.part_end();
+  }
+}
+
+/// Runs the passes afresh from the token that starts at `offset` of part `p`, to the sentence's
+/// end at most, calling `visit(k, token)` for every token pass k receives (k = tables.size(): a
+/// token the passes give out) until it returns false.
+template <class Visit>
+void walk_from(const PhraseText& text, size_t p, size_t offset,
+               const std::vector<PhraseTable>& tables, const TextOptions& options, Visit&& visit) {
+  std::vector<JoinStage> stages;
+  stages.reserve(tables.size());
+  for (const PhraseTable& t : tables) stages.emplace_back(t);
+  bool going = true;
+  auto feed = [&](size_t k, Token t) {
+    for (; going; ++k) {
+      if (!visit(k, t)) {
+        going = false;
+        return;
+      }
+      if (k == stages.size() || !stages[k].take(t, &t)) return;
+    }
+  };
+  const std::string_view part = text.parts[p];
+  char buf[kMaxWordBytes];
+  size_t i = offset;
+  while (going) {
+    while (i < part.size() && is_space_byte(static_cast<unsigned char>(part[i])) &&
+           part[i] != '\n') {
+      ++i;
+    }
+    if (i == part.size() || part[i] == '\n') break;
+    const size_t start = i;
+    while (i < part.size() && !is_space_byte(static_cast<unsigned char>(part[i]))) ++i;
+    const std::string_view w = normalize_word(part.substr(start, i - start), options, buf);
+    feed(0, {w, detail::hash_bytes(w), false});
+  }
+  for (size_t k = 0; going && k < stages.size(); ++k) {
+    Token t;
+    if (stages[k].flush(&t)) feed(k + 1, t);
+  }
+}
+
+/// Whether every pass starts afresh at the token at `offset` of part `p`: the token each pass
+/// receives first from there (which begins with that token) is not the second word of one of
+/// its phrases, so no pass joins it to what came before.
+bool safe_at(const PhraseText& text, size_t p, size_t offset,
+             const std::vector<PhraseTable>& tables, const TextOptions& options) {
+  if (tables.empty()) return true;
+  bool safe = true;
+  size_t checked = 0;  // passes whose first token was looked at
+  walk_from(text, p, offset, tables, options, [&](size_t k, const Token& t) {
+    if (k == tables.size()) return false;
+    if (k == checked) {
+      if (tables[k].joins_left(tables[k].find(t.word, t.hash))) {
+        safe = false;
+        return false;
+      }
+      ++checked;
+    }
+    return checked < tables.size();
+  });
+  return safe;
+}
+
+/// The first safe cut at or after `at` (a place where the text may be split between threads
+/// without changing the result): a part's start, just after a newline, or before a token where
+/// safe_at() holds.
+Pos safe_cut(const PhraseText& text, Pos at, const std::vector<PhraseTable>& tables,
+             const TextOptions& options) {
+  const std::vector<std::string_view>& parts = text.parts;
+  Pos cut{parts.size(), 0};
+  run_guarded(
+      [&] {
+        size_t p = at.part;
+        if (p >= parts.size() || at.offset == 0) {
+          cut = {std::min(p, parts.size()), 0};
+          return;
+        }
+        const std::string_view part = parts[p];
+        size_t i = at.offset;
+        auto space = [&](size_t j) { return is_space_byte(static_cast<unsigned char>(part[j])); };
+        // Inside a token: go to its end.
+        if (i < part.size() && !space(i) && !space(i - 1)) {
+          while (i < part.size() && !space(i)) ++i;
+        }
+        for (;;) {
+          while (i < part.size() && space(i)) {
+            if (part[i] == '\n') {
+              cut = i + 1 == part.size() ? Pos{p + 1, 0} : Pos{p, i + 1};
+              return;
+            }
+            ++i;
+          }
+          if (i == part.size()) {
+            cut = {p + 1, 0};
+            return;
+          }
+          if (safe_at(text, p, i, tables, options)) {
+            cut = {p, i};
+            return;
+          }
+          while (i < part.size() && !space(i)) ++i;
+        }
+      },
+      "a corpus file");
+  return cut;
+}
+
+/// The place `offset` bytes into the whole text.
+Pos place_of(const std::vector<std::string_view>& parts, uint64_t offset) {
+  for (size_t p = 0; p < parts.size(); ++p) {
+    if (offset < parts[p].size()) return {p, static_cast<size_t>(offset)};
+    offset -= parts[p].size();
+  }
+  return {parts.size(), 0};
+}
+
+uint64_t offset_of(const std::vector<std::string_view>& parts, Pos at) {
+  uint64_t offset = at.offset;
+  for (size_t p = 0; p < at.part && p < parts.size(); ++p) offset += parts[p].size();
+  return offset;
+}
+
+uint64_t total_bytes(const std::vector<std::string_view>& parts) {
+  uint64_t n = 0;
+  for (std::string_view p : parts) n += p.size();
+  return n;
+}
+
+/// Whether the text before `at` ends a line (nothing but spaces since a newline or the part's
+/// start).
+bool at_line_start(const PhraseText& text, Pos at) {
+  if (at.part >= text.parts.size() || at.offset == 0) return true;
+  const std::string_view part = text.parts[at.part];
+  for (size_t i = at.offset; i > 0; --i) {
+    const unsigned char c = static_cast<unsigned char>(part[i - 1]);
+    if (c == '\n') return true;
+    if (!is_space_byte(c)) return false;
+  }
+  return true;
+}
+
+/// Threads worth starting for `bytes` of text.
+size_t threads_for(uint64_t bytes, const PhraseOptions& options) {
+  const uint32_t threads = options.threads;
+  const uint64_t by_size =
+      std::max<uint64_t>(1, bytes / std::max<uint64_t>(options.min_bytes_per_thread, 1));
+  return static_cast<size_t>(std::min<uint64_t>(std::max<uint32_t>(threads, 1), by_size));
+}
+
+}  // namespace
+
+double phrase_score(uint64_t ab, uint64_t a, uint64_t b, uint64_t min_count, uint64_t words) {
+  if (a == 0 || b == 0 || a < min_count || b < min_count || ab < min_count) return 0;
+  return (static_cast<double>(ab) - static_cast<double>(min_count)) / static_cast<double>(a) /
+         static_cast<double>(b) * static_cast<double>(words);
+}
+
+PhraseTable::PhraseTable(const std::vector<Phrase>& phrases) : phrases_(phrases) {
+  std::sort(phrases_.begin(), phrases_.end(), [](const Phrase& x, const Phrase& y) {
+    if (x.score != y.score) return x.score > y.score;
+    return std::tie(x.first, x.second) < std::tie(y.first, y.second);
+  });
+  size_t capacity = 64;
+  while (capacity < phrases_.size() * 2) capacity <<= 1;
+  pairs_.assign(capacity, 0);
+  mask_ = capacity - 1;
+  auto id_of = [&](const std::string& w, uint8_t role) {
+    detail::WordTable::Slot& s = words_.insert(w, detail::hash_bytes(w));
+    if (s.id >= roles_.size()) roles_.resize(s.id + 1, 0);
+    roles_[s.id] |= role;
+    return s.id;
+  };
+  for (const Phrase& ph : phrases_) {
+    if (ph.first.empty() || ph.second.empty() || ph.first.size() > 255 || ph.second.size() > 255) {
+      throw Error("a phrase's words must be 1 to 255 bytes long");
+    }
+    const uint64_t key = pair_key(id_of(ph.first, kFirst), id_of(ph.second, kSecond)) + 1;
+    size_t i = mix64(key) & mask_;
+    while (pairs_[i] != 0 && pairs_[i] != key) i = (i + 1) & mask_;
+    pairs_[i] = key;
+  }
+}
+
+bool PhraseTable::joins(uint32_t first, uint32_t second) const {
+  if (first == kNone || second == kNone || pairs_.empty()) return false;
+  if ((roles_[first] & kFirst) == 0 || (roles_[second] & kSecond) == 0) return false;
+  const uint64_t key = pair_key(first, second) + 1;
+  for (size_t i = mix64(key) & mask_;; i = (i + 1) & mask_) {
+    if (pairs_[i] == key) return true;
+    if (pairs_[i] == 0) return false;
+  }
+}
+
+PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>& earlier,
+                          const PhraseOptions& options, PhrasePassStats* stats) {
+  const std::vector<std::string_view>& parts = text.parts;
+  const uint64_t total = total_bytes(parts);
+  const size_t n = threads_for(total, options);
+  std::vector<Pos> cuts(n + 1);
+  cuts[n] = {parts.size(), 0};
+  for (size_t k = 1; k < n; ++k) {
+    cuts[k] = std::max(cuts[k - 1],
+                       safe_cut(text, place_of(parts, total * k / n), earlier, options.text));
+  }
+  std::vector<std::unique_ptr<Counter>> counters(n);
+  run_parallel(n, [&](size_t k) {
+    counters[k] = std::make_unique<Counter>(std::max<uint64_t>(options.max_pairs / n, 1));
+    Counter& counter = *counters[k];
+    Pipeline<Counter> pipeline(earlier, counter);
+    read_range(text, cuts[k], cuts[k + 1], options.text, pipeline);
+    pipeline.flush();
+    const Pos next = cuts[k + 1];
+    if (next.part < parts.size() && next.offset > 0) {
+      // The pair across the cut: the next share's first token after the passes.
+      walk_from(text, next.part, next.offset, earlier, options.text,
+                [&](size_t stage, const Token& t) {
+                  if (stage < earlier.size()) return true;
+                  counter.pair_only(t);
+                  return false;
+                });
+    }
+  });
+
+  // One table of all words and one of all pairs; each thread's goes once merged.
+  detail::WordTable words(1 << 16);
+  PairCounts pairs(options.max_pairs);
+  uint64_t tokens = 0, pruned_below = 0;
+  for (std::unique_ptr<Counter>& c : counters) {
+    std::vector<uint32_t> to_global(c->words().size(), kNone);
+    detail::WordTable& local = c->words();
+    local.for_each([&](detail::WordTable::Slot& s) {
+      detail::WordTable::Slot& g = words.insert(local.key(s.id), local.hash(s.id));
+      g.value += s.value;
+      to_global[s.id] = g.id;
+    });
+    c->pairs().for_each([&](const PairCounts::Slot& s) {
+      pairs.add(pair_key(to_global[s.key >> 32], to_global[s.key & 0xFFFFFFFFu]), s.count);
+    });
+    tokens += c->tokens();
+    pruned_below = std::max(pruned_below, c->pairs().pruned_below());
+    c.reset();
+  }
+  pruned_below = std::max(pruned_below, pairs.pruned_below());
+  std::vector<uint64_t> counts(words.size(), 0);
+  words.for_each([&](detail::WordTable::Slot& s) { counts[s.id] = s.value; });
+
+  std::vector<PhraseTable::Phrase> phrases;
+  pairs.for_each([&](const PairCounts::Slot& s) {
+    const uint32_t a = static_cast<uint32_t>(s.key >> 32);
+    const uint32_t b = static_cast<uint32_t>(s.key & 0xFFFFFFFFu);
+    const double score = phrase_score(s.count, counts[a], counts[b], options.min_count, tokens);
+    if (!(score > options.threshold)) return;
+    const std::string_view first = words.key(a), second = words.key(b);
+    if (first.size() + 1 + second.size() > kMaxWordBytes) return;
+    phrases.push_back({std::string(first), std::string(second), s.count, score});
+  });
+  if (stats != nullptr) {
+    stats->words = tokens;
+    stats->distinct_words = words.size();
+    stats->distinct_pairs = pairs.size();
+    stats->pruned_below = pruned_below;
+  }
+  return PhraseTable(phrases);
+}
+
+std::vector<PhraseTable> learn_phrases(
+    const PhraseText& text, const PhraseOptions& options,
+    const std::function<void(uint32_t, const PhraseTable&, const PhrasePassStats&)>& on_pass) {
+  std::vector<PhraseTable> tables;
+  for (uint32_t pass = 1; pass <= options.passes; ++pass) {
+    PhrasePassStats stats;
+    tables.push_back(count_phrases(text, tables, options, &stats));
+    if (on_pass) on_pass(pass, tables.back(), stats);
+  }
+  return tables;
+}
+
+PhraseOutputStats apply_phrases(const PhraseText& text, const std::vector<PhraseTable>& tables,
+                                const PhraseOptions& options,
+                                const std::function<void(std::string_view)>& write) {
+  const std::vector<std::string_view>& parts = text.parts;
+  const uint64_t total = total_bytes(parts);
+  const size_t n = threads_for(total, options);
+  const uint64_t slice = std::max<uint64_t>(options.slice_bytes, 1);
+  const Pos end{parts.size(), 0};
+  std::vector<std::string> outputs(n);
+  std::vector<PhraseOutputStats> thread_stats(n);
+  PhraseOutputStats stats;
+  Pos at{0, 0};
+  while (at < end) {
+    // A round: n slices from `at`, each ending at a safe cut.
+    std::vector<Pos> cuts{at};
+    for (size_t k = 0; k < n && cuts.back() < end; ++k) {
+      const uint64_t next = offset_of(parts, cuts.back()) + slice;
+      cuts.push_back(next >= total ? end
+                                   : std::max(cuts.back(), safe_cut(text, place_of(parts, next),
+                                                                    tables, options.text)));
+    }
+    const size_t m = cuts.size() - 1;
+    std::vector<bool> line_start(m);
+    run_guarded(
+        [&] {
+          for (size_t k = 0; k < m; ++k) line_start[k] = at_line_start(text, cuts[k]);
+        },
+        "a corpus file");
+    run_parallel(m, [&](size_t k) {
+      outputs[k].clear();
+      Writer writer(outputs[k], line_start[k]);
+      Pipeline<Writer> pipeline(tables, writer);
+      read_range(text, cuts[k], cuts[k + 1], options.text, pipeline);
+      pipeline.flush();
+      thread_stats[k] = writer.stats;
+    });
+    for (size_t k = 0; k < m; ++k) {
+      write(outputs[k]);
+      stats.tokens += thread_stats[k].tokens;
+      stats.joined += thread_stats[k].joined;
+      stats.bytes += outputs[k].size();
+    }
+    at = cuts.back();
+  }
+  return stats;
+}
+
+std::string apply_phrases(std::string_view text, const std::vector<PhraseTable>& tables,
+                          const PhraseOptions& options) {
+  std::string out;
+  PhraseOptions one = options;
+  one.threads = 1;
+  apply_phrases(PhraseText::of(text), tables, one, [&](std::string_view s) { out.append(s); });
+  return out;
+}
+
+}  // namespace pagedw2v
