@@ -120,6 +120,12 @@ class PairCounts {
     }
   }
 
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[mix64(key) & mask_]); }
+  /// Holds up to `cap` pairs from now on (pruning at once if it holds more).
+  void set_cap(uint64_t cap) {
+    cap_ = std::max<uint64_t>(cap, 1);
+    if (size_ > cap_) prune();
+  }
   uint64_t size() const { return size_; }
   /// Pairs seen this many times or fewer may have been dropped (0: none was).
   uint64_t pruned_below() const { return min_reduce_ - 1; }
@@ -133,6 +139,7 @@ class PairCounts {
 
  private:
   void prune() {
+    if (size_ < cap_) return;
     do {
       ZeroedArray<Slot> old(slots_.size());
       old.swap(slots_);
@@ -176,7 +183,7 @@ class Counter {
     detail::WordTable::Slot& s = words_.insert(t.word, t.hash);
     ++s.value;
     ++tokens_;
-    if (prev_ != kNone) pairs_.add(pair_key(prev_, s.id), 1);
+    if (prev_ != kNone) add_pair(pair_key(prev_, s.id));
     prev_ = s.id;
   }
   /// The pair of the last token and `t`, the first token of the next thread's share (which
@@ -184,17 +191,33 @@ class Counter {
   void pair_only(const Token& t) {
     if (prev_ == kNone) return;
     const uint32_t id = words_.insert(t.word, t.hash).id;
-    pairs_.add(pair_key(prev_, id), 1);
+    add_pair(pair_key(prev_, id));
   }
   void sentence_end() { prev_ = kNone; }
+  /// Counts the pairs still waiting; call before reading pairs().
+  void finish() {
+    for (size_t i = 0; i < waiting_; ++i) pairs_.add(pending_[i], 1);
+    waiting_ = 0;
+  }
 
   detail::WordTable& words() { return words_; }
-  const PairCounts& pairs() const { return pairs_; }
+  PairCounts& pairs() { return pairs_; }
   uint64_t tokens() const { return tokens_; }
 
  private:
+  // A pair's slot is a cache miss in a large table: pairs wait in a batch whose slots are
+  // prefetched, and are counted together.
+  static constexpr size_t kBatch = 16;
+  void add_pair(uint64_t key) {
+    pairs_.prefetch(key);
+    pending_[waiting_++] = key;
+    if (waiting_ == kBatch) finish();
+  }
+
   detail::WordTable words_;
   PairCounts pairs_;
+  uint64_t pending_[kBatch];
+  size_t waiting_ = 0;
   uint32_t prev_ = kNone;
   uint64_t tokens_ = 0;
 };
@@ -539,25 +562,39 @@ PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>
     }
   });
 
-  // One table of all words and one of all pairs; each thread's goes once merged.
+  // One table of all words, and the first thread's table of pairs, with its ids made those of
+  // the words' table, for all pairs; each other thread's tables go once merged.
   detail::WordTable words(1 << 16);
-  PairCounts pairs(options.max_pairs);
   uint64_t tokens = 0, pruned_below = 0;
+  std::unique_ptr<Counter> merged;
   for (std::unique_ptr<Counter>& c : counters) {
-    std::vector<uint32_t> to_global(c->words().size(), kNone);
+    c->finish();
     detail::WordTable& local = c->words();
+    std::vector<uint32_t> to_global(local.size(), kNone);
+    for (uint32_t id = 0; id < local.size(); ++id) {
+      detail::WordTable::Slot& g = words.insert(local.key(id), local.hash(id));
+      to_global[id] = g.id;
+    }
     local.for_each([&](detail::WordTable::Slot& s) {
-      detail::WordTable::Slot& g = words.insert(local.key(s.id), local.hash(s.id));
-      g.value += s.value;
-      to_global[s.id] = g.id;
-    });
-    c->pairs().for_each([&](const PairCounts::Slot& s) {
-      pairs.add(pair_key(to_global[s.key >> 32], to_global[s.key & 0xFFFFFFFFu]), s.count);
+      // Found, not inserted: its slot in `words` for the count.
+      words.insert(local.key(s.id), local.hash(s.id)).value += s.value;
     });
     tokens += c->tokens();
     pruned_below = std::max(pruned_below, c->pairs().pruned_below());
+    auto global_key = [&](uint64_t key) {
+      return pair_key(to_global[key >> 32], to_global[key & 0xFFFFFFFFu]);
+    };
+    if (!merged) {
+      // Its ids were the first inserted, in order: they are the same in `words`.
+      c->pairs().set_cap(options.max_pairs);
+      merged = std::move(c);
+      continue;
+    }
+    c->pairs().for_each(
+        [&](const PairCounts::Slot& s) { merged->pairs().add(global_key(s.key), s.count); });
     c.reset();
   }
+  PairCounts& pairs = merged->pairs();
   pruned_below = std::max(pruned_below, pairs.pruned_below());
   std::vector<uint64_t> counts(words.size(), 0);
   words.for_each([&](detail::WordTable::Slot& s) { counts[s.id] = s.value; });
