@@ -562,39 +562,31 @@ PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>
     }
   });
 
-  // One table of all words, and the first thread's table of pairs, with its ids made those of
-  // the words' table, for all pairs; each other thread's tables go once merged.
-  detail::WordTable words(1 << 16);
-  uint64_t tokens = 0, pruned_below = 0;
-  std::unique_ptr<Counter> merged;
-  for (std::unique_ptr<Counter>& c : counters) {
-    c->finish();
-    detail::WordTable& local = c->words();
+  // The first thread's tables become those of all words and pairs: each other thread's words
+  // and pairs are added to them (its ids mapped), then its tables go.
+  Counter& merged = *counters[0];
+  merged.finish();
+  merged.pairs().set_cap(options.max_pairs);
+  detail::WordTable& words = merged.words();
+  uint64_t tokens = merged.tokens(), pruned_below = merged.pairs().pruned_below();
+  for (size_t k = 1; k < n; ++k) {
+    Counter& c = *counters[k];
+    c.finish();
+    detail::WordTable& local = c.words();
     std::vector<uint32_t> to_global(local.size(), kNone);
-    for (uint32_t id = 0; id < local.size(); ++id) {
-      detail::WordTable::Slot& g = words.insert(local.key(id), local.hash(id));
-      to_global[id] = g.id;
-    }
     local.for_each([&](detail::WordTable::Slot& s) {
-      // Found, not inserted: its slot in `words` for the count.
-      words.insert(local.key(s.id), local.hash(s.id)).value += s.value;
+      detail::WordTable::Slot& g = words.insert(local.key(s.id), local.hash(s.id));
+      g.value += s.value;
+      to_global[s.id] = g.id;
     });
-    tokens += c->tokens();
-    pruned_below = std::max(pruned_below, c->pairs().pruned_below());
-    auto global_key = [&](uint64_t key) {
-      return pair_key(to_global[key >> 32], to_global[key & 0xFFFFFFFFu]);
-    };
-    if (!merged) {
-      // Its ids were the first inserted, in order: they are the same in `words`.
-      c->pairs().set_cap(options.max_pairs);
-      merged = std::move(c);
-      continue;
-    }
-    c->pairs().for_each(
-        [&](const PairCounts::Slot& s) { merged->pairs().add(global_key(s.key), s.count); });
-    c.reset();
+    tokens += c.tokens();
+    pruned_below = std::max(pruned_below, c.pairs().pruned_below());
+    c.pairs().for_each([&](const PairCounts::Slot& s) {
+      merged.pairs().add(pair_key(to_global[s.key >> 32], to_global[s.key & 0xFFFFFFFFu]), s.count);
+    });
+    counters[k].reset();
   }
-  PairCounts& pairs = merged->pairs();
+  PairCounts& pairs = merged.pairs();
   pruned_below = std::max(pruned_below, pairs.pruned_below());
   std::vector<uint64_t> counts(words.size(), 0);
   words.for_each([&](detail::WordTable::Slot& s) { counts[s.id] = s.value; });
