@@ -1,6 +1,7 @@
 // `pagedw2v phrases` as people run it: every corpus input `train` takes gives the same file, the
 // file trains, and a bad command line or a failing run leaves one error line and no file.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -262,6 +263,42 @@ TEST_F(PhrasesCli, AFailedRunLeavesNoFile) {
   std::sort(want.begin(), want.end());
   EXPECT_EQ(after, want);
 }
+
+// SIGINT or SIGTERM while the file is written: exit 128 + signal, no file, no temporary.
+void stop_while_writing(int sig) {
+  TempDir dir;
+  const uint64_t seed = test_seed();
+  std::mt19937_64 rng(seed);
+  // About 40 MB, so that writing it lasts long enough to be interrupted.
+  std::string text;
+  for (int line = 0; line < 400000; ++line) {
+    for (int i = 0; i < 12; ++i) text += "w" + std::to_string(rng() % 5000) + " ";
+    text += "new york\n";
+  }
+  write_file(dir.file("big.txt"), text);
+  text.clear();
+  testing_util::ProcessOptions options;
+  Process p(
+      {"phrases", "--corpus", dir.file("big.txt"), "--output", dir.file("out.txt"), "--quiet"},
+      dir.path(), options);
+  const std::string temp_suffix = ".tmp-" + std::to_string(p.pid());
+  auto writing = [&] {
+    for (const std::string& n : testing_util::entries(dir.path())) {
+      if (n.rfind("out.txt.", 0) == 0 && n.find(temp_suffix) != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(testing_util::wait_until(p, writing, kTimeoutSeconds))
+      << "the run ended before its temporary file was seen";
+  p.send(sig);
+  const Outcome r = p.wait(kTimeoutSeconds);
+  EXPECT_TRUE(fails_cleanly(r, 128 + sig, "was not written"));
+  std::vector<std::string> left = files_in(dir.path());
+  EXPECT_EQ(left, std::vector<std::string>{"big.txt"});
+}
+
+TEST(PhrasesStop, SigintWhileWritingLeavesNoFile) { stop_while_writing(SIGINT); }
+TEST(PhrasesStop, SigtermWhileWritingLeavesNoFile) { stop_while_writing(SIGTERM); }
 
 }  // namespace
 }  // namespace pagedw2v
