@@ -496,7 +496,7 @@ double phrase_score(uint64_t ab, uint64_t a, uint64_t b, uint64_t min_count, uin
          static_cast<double>(b) * static_cast<double>(words);
 }
 
-PhraseTable::PhraseTable(const std::vector<Phrase>& phrases) : phrases_(phrases) {
+PhraseTable::PhraseTable(std::vector<Phrase> phrases) : phrases_(std::move(phrases)) {
   std::sort(phrases_.begin(), phrases_.end(), [](const Phrase& x, const Phrase& y) {
     if (x.score != y.score) return x.score > y.score;
     return std::tie(x.first, x.second) < std::tie(y.first, y.second);
@@ -607,7 +607,9 @@ PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>
     stats->distinct_pairs = pairs.size();
     stats->pruned_below = pruned_below;
   }
-  return PhraseTable(phrases);
+  std::vector<uint64_t>().swap(counts);
+  counters.clear();  // the tables `words` and `pairs` are in
+  return PhraseTable(std::move(phrases));
 }
 
 std::vector<PhraseTable> learn_phrases(

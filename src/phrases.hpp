@@ -66,7 +66,7 @@ class PhraseTable {
 
   PhraseTable() = default;
   /// The table of `phrases` (each pair once).
-  explicit PhraseTable(const std::vector<Phrase>& phrases);
+  explicit PhraseTable(std::vector<Phrase> phrases);
 
   /// Id of `word` (hash `h` = detail::hash_bytes(word)) among the words of the phrases, or kNone.
   void prefetch(uint64_t h) const { words_.prefetch(h); }
