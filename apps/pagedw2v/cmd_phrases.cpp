@@ -1,6 +1,7 @@
 // `pagedw2v phrases`: word2phrase's collocations over the corpus inputs `train` reads, written as
 // a text file (src/phrases.hpp).
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -97,6 +98,15 @@ std::string dir_of(const std::string& path) {
 void check_output(const std::string& output, const std::vector<std::string>& inputs,
                   bool overwrite) {
   if (output == "-") throw UsageError("--output must name a file (standard output is not one)");
+  // Checked before the corpus is read: the file is only created once the phrases are known.
+  const std::string dir = dir_of(output);
+  struct stat dir_st {};
+  if (::stat(dir.c_str(), &dir_st) != 0 || !S_ISDIR(dir_st.st_mode)) {
+    throw Error("cannot write --output '" + output + "': '" + dir + "' is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    throw Error("cannot write --output '" + output + "' in '" + dir + "': " + std::strerror(errno));
+  }
   struct stat out {};
   if (::stat(output.c_str(), &out) != 0) {
     if (errno == ENOENT) return;

@@ -240,6 +240,10 @@ TEST_F(PhrasesCli, AFailedRunLeavesNoFile) {
       run(dir_, {"phrases", "--corpus", dir_.file("missing.txt"), "--output", dir_.file("p.txt")}),
       1, "missing.txt"));
   EXPECT_FALSE(exists(dir_.file("p.txt")));
+  // A directory that is not there: refused before the corpus is read.
+  EXPECT_TRUE(fails_cleanly(run(dir_, {"phrases", "--corpus", dir_.file("all.txt"), "--output",
+                                       dir_.file("nowhere/p.txt")}),
+                            1, "is not a directory"));
   // A write that fails half way (a file size limit, as a full disk): no file, no temporary.
   EXPECT_TRUE(fails_cleanly(
       run(dir_,
