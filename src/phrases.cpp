@@ -3,16 +3,27 @@
 #include <algorithm>
 #include <memory>
 #include <tuple>
-#include <type_traits>
 #include <utility>
 
 #include "error.hpp"
 #include "huge_pages.hpp"
+#include "phrase_stream.hpp"
 #include "string_index.hpp"
 #include "text_chunks.hpp"
 
 namespace pagedw2v {
 namespace {
+
+using detail::at_line_start;
+using detail::offset_of;
+using detail::Pipeline;
+using detail::place_of;
+using detail::Pos;
+using detail::read_range;
+using detail::safe_cut;
+using detail::Token;
+using detail::total_bytes;
+using detail::walk_from;
 
 constexpr uint32_t kNone = PhraseTable::kNone;
 
@@ -25,63 +36,6 @@ uint64_t mix64(uint64_t x) {
 }
 
 uint64_t pair_key(uint32_t first, uint32_t second) { return uint64_t{first} << 32 | second; }
-
-/// A token on its way through the passes: its bytes, their hash_bytes(), and whether a pass
-/// joined it.
-struct Token {
-  std::string_view word;
-  uint64_t hash = 0;
-  bool joined = false;
-};
-
-/// One pass applied to a stream of tokens, left to right: it holds the last token until the next
-/// one tells whether the two join. Each token in gives at most one token out.
-class JoinStage {
- public:
-  explicit JoinStage(const PhraseTable& table) : table_(&table) {}
-
-  /// Takes the next token of the sentence; true with `*out` set when a token leaves (valid until
-  /// the next call).
-  bool take(Token in, Token* out) {
-    const uint32_t id = table_->find(in.word, in.hash);
-    if (holding_) {
-      if (held_id_ != kNone && id != kNone && table_->joins(held_id_, id)) {
-        out_.assign(held_);
-        out_ += '_';
-        out_.append(in.word);
-        *out = {out_, detail::hash_bytes(out_), true};
-        holding_ = false;
-        return true;
-      }
-      out_.swap(held_);
-      *out = {out_, held_hash_, held_joined_};
-    }
-    held_.assign(in.word);
-    held_hash_ = in.hash;
-    held_joined_ = in.joined;
-    held_id_ = id;
-    const bool left = holding_;
-    holding_ = true;
-    return left;
-  }
-  /// Ends the sentence: the held token leaves, if any.
-  bool flush(Token* out) {
-    if (!holding_) return false;
-    out_.swap(held_);
-    *out = {out_, held_hash_, held_joined_};
-    holding_ = false;
-    return true;
-  }
-  const PhraseTable& table() const { return *table_; }
-
- private:
-  const PhraseTable* table_;
-  std::string held_, out_;
-  uint64_t held_hash_ = 0;
-  uint32_t held_id_ = kNone;
-  bool held_joined_ = false;
-  bool holding_ = false;
-};
 
 /// Open addressing of pair keys to counts, pruned when `cap` pairs are held: the pairs seen
 /// `min_reduce` times or fewer go, and `min_reduce` rises by one (word2phrase's ReduceVocab).
@@ -193,7 +147,8 @@ class Counter {
     const uint32_t id = words_.insert(t.word, t.hash).id;
     add_pair(pair_key(prev_, id));
   }
-  void sentence_end() { prev_ = kNone; }
+  void newline() { prev_ = kNone; }
+  void part_end() { prev_ = kNone; }
   /// Counts the pairs still waiting; call before reading pairs().
   void finish() {
     for (size_t i = 0; i < waiting_; ++i) pairs_.add(pending_[i], 1);
@@ -249,236 +204,6 @@ class Writer {
   std::string& out_;
   bool line_start_;
 };
-
-/// The passes in order, then `Sink`.
-template <class Sink>
-class Pipeline {
- public:
-  Pipeline(const std::vector<PhraseTable>& tables, Sink& sink) : sink_(sink) {
-    stages_.reserve(tables.size());
-    for (const PhraseTable& t : tables) stages_.emplace_back(t);
-  }
-
-  void prefetch(uint64_t h) const {
-    if (stages_.empty()) {
-      sink_.prefetch(h);
-    } else {
-      stages_.front().table().prefetch(h);
-    }
-  }
-  void token(Token t) { feed(0, t); }
-  /// Lets every held token go on to the sink, as at a sentence's end (without telling the sink).
-  void flush() {
-    for (size_t k = 0; k < stages_.size(); ++k) {
-      Token t;
-      if (stages_[k].flush(&t)) feed(k + 1, t);
-    }
-  }
-  void newline() {
-    flush();
-    if constexpr (std::is_same_v<Sink, Writer>) {
-      sink_.newline();
-    } else {
-      sink_.sentence_end();
-    }
-  }
-  void part_end() {
-    flush();
-    if constexpr (std::is_same_v<Sink, Writer>) {
-      sink_.part_end();
-    } else {
-      sink_.sentence_end();
-    }
-  }
-
- private:
-  void feed(size_t k, Token t) {
-    for (; k < stages_.size(); ++k) {
-      if (!stages_[k].take(t, &t)) return;
-    }
-    sink_.token(t);
-  }
-
-  std::vector<JoinStage> stages_;
-  Sink& sink_;
-};
-
-/// A place in the text: a part and an offset in it. A place at a part's end is written as the
-/// next part's start.
-struct Pos {
-  size_t part = 0;
-  size_t offset = 0;
-  bool operator<(const Pos& o) const { return part != o.part ? part < o.part : offset < o.offset; }
-  bool operator==(const Pos& o) const { return part == o.part && offset == o.offset; }
-};
-
-/// Bytes of text one thread reads before it lets them go (CorpusText::release).
-constexpr size_t kPieceBytes = size_t{8} << 20;
-
-/// Reads [begin, end) through `pipeline`: tokens, newlines and part ends in text order.
-template <class Sink>
-void read_range(const PhraseText& text, Pos begin, Pos end, const TextOptions& options,
-                Pipeline<Sink>& pipeline) {
-  const std::vector<std::string_view>& parts = text.parts;
-  for (size_t p = begin.part;
-       p < parts.size() && (p < end.part || (p == end.part && end.offset > 0)); ++p) {
-    const std::string_view part = parts[p];
-    size_t from = p == begin.part ? begin.offset : 0;
-    const size_t to = p == end.part ? end.offset : part.size();
-    while (from < to) {
-      size_t stop = std::min(to, from + kPieceBytes);
-      while (stop < to && !is_space_byte(static_cast<unsigned char>(part[stop]))) ++stop;
-      detail::scan_words(
-          part.substr(from, stop - from), options, [&](uint64_t h) { pipeline.prefetch(h); },
-          [&](std::string_view w, uint64_t h) {
-            pipeline.token({w, h, false});
-          },
-          [&] { pipeline.newline(); });
-      if (text.source != nullptr) text.source->release(p, from, stop);
-      from = stop;
-    }
-    if (p != end.part) pipeline.part_end();
-  }
-}
-
-/// Runs the passes afresh from the token that starts at `offset` of part `p`, to the sentence's
-/// end at most, calling `visit(k, token)` for every token pass k receives (k = tables.size(): a
-/// token the passes give out) until it returns false.
-template <class Visit>
-void walk_from(const PhraseText& text, size_t p, size_t offset,
-               const std::vector<PhraseTable>& tables, const TextOptions& options, Visit&& visit) {
-  std::vector<JoinStage> stages;
-  stages.reserve(tables.size());
-  for (const PhraseTable& t : tables) stages.emplace_back(t);
-  bool going = true;
-  auto feed = [&](size_t k, Token t) {
-    for (; going; ++k) {
-      if (!visit(k, t)) {
-        going = false;
-        return;
-      }
-      if (k == stages.size() || !stages[k].take(t, &t)) return;
-    }
-  };
-  const std::string_view part = text.parts[p];
-  char buf[kMaxWordBytes];
-  size_t i = offset;
-  while (going) {
-    while (i < part.size() && is_space_byte(static_cast<unsigned char>(part[i])) &&
-           part[i] != '\n') {
-      ++i;
-    }
-    if (i == part.size() || part[i] == '\n') break;
-    const size_t start = i;
-    while (i < part.size() && !is_space_byte(static_cast<unsigned char>(part[i]))) ++i;
-    const std::string_view w = normalize_word(part.substr(start, i - start), options, buf);
-    feed(0, {w, detail::hash_bytes(w), false});
-  }
-  for (size_t k = 0; going && k < stages.size(); ++k) {
-    Token t;
-    if (stages[k].flush(&t)) feed(k + 1, t);
-  }
-}
-
-/// Whether every pass starts afresh at the token at `offset` of part `p`: the token each pass
-/// receives first from there (which begins with that token) is not the second word of one of
-/// its phrases, so no pass joins it to what came before.
-bool safe_at(const PhraseText& text, size_t p, size_t offset,
-             const std::vector<PhraseTable>& tables, const TextOptions& options) {
-  if (tables.empty()) return true;
-  bool safe = true;
-  size_t checked = 0;  // passes whose first token was looked at
-  walk_from(text, p, offset, tables, options, [&](size_t k, const Token& t) {
-    if (k == tables.size()) return false;
-    if (k == checked) {
-      if (tables[k].joins_left(tables[k].find(t.word, t.hash))) {
-        safe = false;
-        return false;
-      }
-      ++checked;
-    }
-    return checked < tables.size();
-  });
-  return safe;
-}
-
-/// The first safe cut at or after `at` (a place where the text may be split between threads
-/// without changing the result): a part's start, just after a newline, or before a token where
-/// safe_at() holds.
-Pos safe_cut(const PhraseText& text, Pos at, const std::vector<PhraseTable>& tables,
-             const TextOptions& options) {
-  const std::vector<std::string_view>& parts = text.parts;
-  Pos cut{parts.size(), 0};
-  run_guarded(
-      [&] {
-        size_t p = at.part;
-        if (p >= parts.size() || at.offset == 0) {
-          cut = {std::min(p, parts.size()), 0};
-          return;
-        }
-        const std::string_view part = parts[p];
-        size_t i = at.offset;
-        auto space = [&](size_t j) { return is_space_byte(static_cast<unsigned char>(part[j])); };
-        // Inside a token: go to its end.
-        if (i < part.size() && !space(i) && !space(i - 1)) {
-          while (i < part.size() && !space(i)) ++i;
-        }
-        for (;;) {
-          while (i < part.size() && space(i)) {
-            if (part[i] == '\n') {
-              cut = i + 1 == part.size() ? Pos{p + 1, 0} : Pos{p, i + 1};
-              return;
-            }
-            ++i;
-          }
-          if (i == part.size()) {
-            cut = {p + 1, 0};
-            return;
-          }
-          if (safe_at(text, p, i, tables, options)) {
-            cut = {p, i};
-            return;
-          }
-          while (i < part.size() && !space(i)) ++i;
-        }
-      },
-      "a corpus file");
-  return cut;
-}
-
-/// The place `offset` bytes into the whole text.
-Pos place_of(const std::vector<std::string_view>& parts, uint64_t offset) {
-  for (size_t p = 0; p < parts.size(); ++p) {
-    if (offset < parts[p].size()) return {p, static_cast<size_t>(offset)};
-    offset -= parts[p].size();
-  }
-  return {parts.size(), 0};
-}
-
-uint64_t offset_of(const std::vector<std::string_view>& parts, Pos at) {
-  uint64_t offset = at.offset;
-  for (size_t p = 0; p < at.part && p < parts.size(); ++p) offset += parts[p].size();
-  return offset;
-}
-
-uint64_t total_bytes(const std::vector<std::string_view>& parts) {
-  uint64_t n = 0;
-  for (std::string_view p : parts) n += p.size();
-  return n;
-}
-
-/// Whether the text before `at` ends a line (nothing but spaces since a newline or the part's
-/// start).
-bool at_line_start(const PhraseText& text, Pos at) {
-  if (at.part >= text.parts.size() || at.offset == 0) return true;
-  const std::string_view part = text.parts[at.part];
-  for (size_t i = at.offset; i > 0; --i) {
-    const unsigned char c = static_cast<unsigned char>(part[i - 1]);
-    if (c == '\n') return true;
-    if (!is_space_byte(c)) return false;
-  }
-  return true;
-}
 
 /// Threads worth starting for `bytes` of text.
 size_t threads_for(uint64_t bytes, const PhraseOptions& options) {
