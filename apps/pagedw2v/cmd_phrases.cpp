@@ -156,8 +156,8 @@ int cmd_phrases(int argc, char** argv) {
       "new_york_times)",
       cxxopts::value<std::string>()->default_value("1"))(
       "max-pairs",
-      "distinct word pairs counted at once over all threads (16 to 32 bytes each, held up to "
-      "twice while merging); when full, the rarest are dropped as word2phrase does",
+      "distinct word pairs counted at once over all threads (16 to 32 bytes each); when full, "
+      "the rarest are dropped as word2phrase does",
       cxxopts::value<std::string>()->default_value("20000000"))(
       "threads", "CPU threads; all = every core",
       cxxopts::value<std::string>()->default_value("all"))(
