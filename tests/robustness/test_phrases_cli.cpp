@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <zlib.h>
+#ifdef PAGEDW2V_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -60,6 +63,16 @@ void write_gzip(const std::string& path, const std::string& text) {
             static_cast<int>(text.size()));
   ASSERT_EQ(gzclose(f), Z_OK);
 }
+
+#ifdef PAGEDW2V_HAVE_ZSTD
+void write_zstd(const std::string& path, const std::string& text) {
+  std::string out(ZSTD_compressBound(text.size()), '\0');
+  const size_t n = ZSTD_compress(out.data(), out.size(), text.data(), text.size(), 3);
+  ASSERT_FALSE(ZSTD_isError(n));
+  out.resize(n);
+  write_file(path, out);
+}
+#endif
 
 /// The names in `dir` other than the test's own logs.
 std::vector<std::string> files_in(const std::string& dir) {
@@ -129,13 +142,17 @@ TEST_F(PhrasesCli, EveryInputKindGivesTheSameFile) {
     Args corpus;
     std::string stdin_path;
   };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {"gzip", {dir_.file("all.txt.gz")}, ""},
       {"directory", {dir_.file("dir")}, ""},
       {"two files", {dir_.file("a.txt"), dir_.file("b.txt")}, ""},
       {"stdin", {"-"}, dir_.file("all.txt")},
       {"gzip on stdin", {"-"}, dir_.file("all.txt.gz")},
   };
+#ifdef PAGEDW2V_HAVE_ZSTD
+  write_zstd(dir_.file("all.txt.zst"), a_ + b_);
+  cases.push_back({"zstd", {dir_.file("all.txt.zst")}, ""});
+#endif
   int k = 0;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
