@@ -15,5 +15,7 @@ int cmd_word_vector(int argc, char** argv);
 int cmd_similarity(int argc, char** argv);
 int cmd_doesnt_match(int argc, char** argv);
 int cmd_analogies(int argc, char** argv);
+// Frequent word pairs joined with _ (cmd_phrases.cpp).
+int cmd_phrases(int argc, char** argv);
 
 }  // namespace pagedw2v::app

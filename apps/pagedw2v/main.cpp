@@ -34,6 +34,7 @@ constexpr const char* kUsage =
     "  analogies     answer A is to B as C is to ? (word2vec's word-analogy)\n"
     "  eval          word analogies and word-pair similarity\n"
     "  export        convert vectors, or a checkpoint's, to other formats\n"
+    "  phrases       join frequent word pairs with _ (word2phrase), writing a corpus to train on\n"
     "  bench         bench train --corpus FILE [--repeat N] --device cuda|cpu: time training\n"
     "                bench train --synthetic VOCAB,WORDS,ZIPF: the same on a generated Zipf "
     "corpus\n"
@@ -89,12 +90,13 @@ int dispatch(int argc, char** argv) {
   }
   if (cmd == "eval") return pagedw2v::app::cmd_eval(argc - 1, argv + 1);
   if (cmd == "export") return pagedw2v::app::cmd_export(argc - 1, argv + 1);
+  if (cmd == "phrases") return pagedw2v::app::cmd_phrases(argc - 1, argv + 1);
   if (cmd == "bench") return pagedw2v::app::cmd_bench(argc - 1, argv + 1);
   const size_t name_start = cmd.find_first_not_of('-');
   const std::string hint = pagedw2v::suggest_option(
       name_start == std::string::npos ? std::string() : cmd.substr(name_start),
       {"train", "similar", "word-vector", "similarity", "doesnt-match", "analogies", "eval",
-       "export", "bench", "help", "version"});
+       "export", "phrases", "bench", "help", "version"});
   throw pagedw2v::UsageError("unknown command '" + cmd + "'" +
                              (hint.empty() ? "" : " (did you mean " + hint.substr(2) + "?)") +
                              "; `pagedw2v --help` lists the commands");
