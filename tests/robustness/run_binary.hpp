@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -77,9 +78,23 @@ struct ProcessOptions {
   std::string stdin_path;
   /// The directory the child runs in; empty: this one.
   std::string cwd;
+  /// Show the child the GPUs this process sees (CUDA_VISIBLE_DEVICES as the test started), for
+  /// the GPU tests of the command line; by default it sees none.
+  bool show_gpus = false;
 };
 
-/// The binary (PAGEDW2V_BINARY) running as a child process, shown no GPU (the suite checks the
+/// CUDA_VISIBLE_DEVICES as this process started (unset: nullopt), read before any Process
+/// hides the GPUs.
+inline const std::optional<std::string>& visible_devices_at_start() {
+  static const std::optional<std::string> at_start = []() -> std::optional<std::string> {
+    const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+    return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+  }();
+  return at_start;
+}
+
+/// The binary (PAGEDW2V_BINARY) running as a child process, shown no GPU unless the options say
+/// so (the suite checks the
 /// command line on the CPU backend, so that its timings and memory limits are the same on every
 /// machine). Its stdin is /dev/null unless the options name a file; stdout and stderr go to files
 /// in `log_dir`. Killed when the object goes before the process has ended.
@@ -107,7 +122,14 @@ class Process {
     const std::string in_path = options.stdin_path.empty() ? "/dev/null" : options.stdin_path;
     const int in = ::open(in_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (out < 0 || err < 0 || in < 0) throw std::runtime_error("cannot open the log files");
-    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    const std::optional<std::string>& devices = visible_devices_at_start();
+    if (!options.show_gpus) {
+      ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    } else if (devices) {
+      ::setenv("CUDA_VISIBLE_DEVICES", devices->c_str(), 1);
+    } else {
+      ::unsetenv("CUDA_VISIBLE_DEVICES");
+    }
     start_ = Clock::now();
     pid_ = ::fork();
     if (pid_ == 0) {
