@@ -134,9 +134,8 @@ TEST_F(CliGpu, DeterministicRunsRepeatTheirBytes) {
   for (const std::string& placement : {std::string("resident"), std::string("paged")}) {
     for (const std::string& out : {placement + "-a", placement + "-b"}) {
       Args args = train(out);
-      for (const std::string& a : {"--device", "cuda", "--deterministic", "--placement",
-                                   placement.c_str(), "--gpu-memory", "24MiB"})
-        args.push_back(a);
+      args.insert(args.end(), {"--device", "cuda", "--deterministic", "--placement", placement,
+                               "--gpu-memory", "24MiB"});
       const RunResult r = run(dir_, args);
       ASSERT_TRUE(r.exited && r.code == 0) << r.command << "\n" << r.err;
     }
