@@ -6,6 +6,9 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "robustness/h5_heap.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
+#include "train/trainer.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
@@ -81,6 +85,40 @@ TEST(H5Source, EveryPartComesFromTheFileOpened) {
   }
   // The path itself now reads as the other file.
   EXPECT_EQ(load_checkpoint(path).position.epoch, 2u);
+}
+
+std::string corpus_text(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string text;
+  for (int s = 0; s < 300; ++s) {
+    for (int w = 0; w < 12; ++w) text += "w" + std::to_string(rng() % 50) + " ";
+    text += "\n";
+  }
+  return text;
+}
+
+// A resumed run reads the checkpoint that Config::resume_file holds open, not what its path names
+// by the time the trainer loads it: the run gives the bits of a straight run from that file.
+TEST(H5Source, AResumedRunReadsTheCheckpointOpenedOnce) {
+  const TempDir dir;
+  write_file(dir.file("corpus.txt"), corpus_text(5));
+  Config straight = testing_util::small_cpu_config(dir, "a", 6, 2);
+  run_training(straight);
+  Config other = straight;
+  other.output = dir.file("o");
+  other.seed = straight.seed + 1;
+  run_training(other);
+  const std::string path = dir.file("resume.h5");
+  std::filesystem::copy_file(dir.file("a/checkpoints/epoch-1.h5"), path);
+  std::filesystem::copy_file(dir.file("o/checkpoints/epoch-1.h5"), dir.file("next.h5"));
+  Config resumed = testing_util::small_cpu_config(dir, "b", 0, 0, path);
+  resumed.resume_file = std::make_shared<const H5Source>(path);
+  ASSERT_EQ(std::rename(dir.file("next.h5").c_str(), path.c_str()), 0);
+  run_training(resumed);
+  const std::string a = read_file(dir.file("a/vectors.npy"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(read_file(dir.file("b/vectors.npy")), a);
+  EXPECT_NE(read_file(dir.file("o/vectors.npy")), a);
 }
 
 // Heap objects of /vocab/words grown by 64 B … 2^49 B (past their collection, or over the
