@@ -316,15 +316,17 @@ TEST_F(Mutations, OfResealedFilesEndCleanly) {
   const uint64_t n = env_number("PAGEDW2V_H5_RESEALED_MUTATIONS", 30);
   const uint64_t seed = env_number("PAGEDW2V_H5_MUTATION_SEED", fresh_seed());
   std::mt19937_64 rng(seed);
-  constexpr size_t kUserBlock = 512;
+  // After the user block and the HDF5 signature that follows it (without which there is no file
+  // to seal).
+  constexpr size_t kFirst = 512 + 8;
   const std::string embeddings = dir_->file("run/embeddings.h5");
   const Tally a = mutate(embeddings, reading_commands(),
-                         random_positions(read_file(embeddings), n, kUserBlock, rng), seed, true);
+                         random_positions(read_file(embeddings), n, kFirst, rng), seed, true);
   report("embeddings.h5 resealed", a, n, seed);
   const std::string checkpoint = dir_->file("run/checkpoints/epoch-1.h5");
   const Tally b =
       mutate(checkpoint, checkpoint_commands(),
-             random_positions(read_file(checkpoint), n, kUserBlock, rng), seed + 1, true);
+             random_positions(read_file(checkpoint), n, kFirst, rng), seed + 1, true);
   report("checkpoint resealed", b, n, seed + 1);
 }
 
