@@ -13,7 +13,9 @@
 /// that are checked here; the tables' values are then read by this process straight from the
 /// open file where they lie as float32 row after row (they are numbers, which no library has to
 /// decode), or, stored otherwise (chunked, compressed, another float type), converted by a child
-/// into a scratch memory file first.
+/// into a scratch memory file first. The words of /vocab/words are taken from the file's global
+/// heap by this program's own reader, which checks each heap object against its collection
+/// (hdf5_heap_strings.hpp); string attributes are decoded by libhdf5, in the child.
 
 #include <cstdint>
 #include <string>
