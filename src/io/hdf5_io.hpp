@@ -19,10 +19,8 @@
 /// cannot hold.
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "host_table.hpp"

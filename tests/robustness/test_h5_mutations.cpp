@@ -324,9 +324,8 @@ TEST_F(Mutations, OfResealedFilesEndCleanly) {
                          random_positions(read_file(embeddings), n, kFirst, rng), seed, true);
   report("embeddings.h5 resealed", a, n, seed);
   const std::string checkpoint = dir_->file("run/checkpoints/epoch-1.h5");
-  const Tally b =
-      mutate(checkpoint, checkpoint_commands(),
-             random_positions(read_file(checkpoint), n, kFirst, rng), seed + 1, true);
+  const Tally b = mutate(checkpoint, checkpoint_commands(),
+                         random_positions(read_file(checkpoint), n, kFirst, rng), seed + 1, true);
   report("checkpoint resealed", b, n, seed + 1);
 }
 
