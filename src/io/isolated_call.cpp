@@ -149,7 +149,7 @@ std::string run_isolated_reply(const std::string& prefix, const IsolationLimits&
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    char buf[4096];
+    char buf[1 << 16];  // a pipe's default capacity
     const ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
