@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +24,8 @@ namespace pagedw2v {
 
 /// The version of pagedw2v (CMake's project version): `--version`, checkpoints, embeddings.h5.
 const char* version();
+
+class H5Source;  // io/hdf5_read.hpp
 
 struct Config {
   /// The corpus inputs: one path, or several separated by newlines (text_source.hpp says what
@@ -66,7 +69,10 @@ struct Config {
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
-  std::string resume;                ///< checkpoint to continue from
+  std::string resume;  ///< checkpoint to continue from
+  /// `resume` opened once, when it could be (prepare_training): every read of the checkpoint is
+  /// of this open file, whatever the path names by then (hdf5_read.hpp).
+  std::shared_ptr<const H5Source> resume_file;
   uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
   /// 0 = no epoch or timed checkpoints.
   uint32_t keep_checkpoints = 3;

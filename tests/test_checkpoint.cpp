@@ -186,10 +186,9 @@ TEST(Checkpoint, OptimizerStateRoundTrips) {
 }
 
 // A checkpoint without our integrity record (another program's, or one whose record a damage
-// removed) is parsed in a child process, which writes what it read as a checkpoint of ours in
-// the temporary directory; the load reads that copy, gives the original's values, and leaves no
-// copy behind.
-TEST(Checkpoint, AFileWithoutItsRecordIsReadThroughACopyMadeApart) {
+// removed) is parsed in a child process, as every checkpoint is; the load gives the original's
+// values and writes nothing to the temporary directory.
+TEST(Checkpoint, AFileWithoutItsRecordIsReadApart) {
   TempDir dir;
   Config c;
   c.corpus = "/some/corpus.txt";
@@ -228,15 +227,10 @@ TEST(Checkpoint, AFileWithoutItsRecordIsReadThroughACopyMadeApart) {
     EXPECT_EQ(ck.model.input.data()[i], m.input.data()[i]);
     EXPECT_EQ(ck.model.output.data()[i], m.output.data()[i]);
   }
-  // Without a temporary directory there is no copy to read, and the load says so, while a file
-  // with its record needs none.
+  // The child sends back what it parsed and this process reads the tables from the file: no
+  // temporary directory is needed, with the record or without it.
   ::setenv("TMPDIR", dir.file("missing").c_str(), 1);
-  try {
-    (void)load_checkpoint(dir.file("foreign.h5"));
-    ADD_FAILURE() << "a checkpoint without its record was read without a copy";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("temporary directory"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(load_checkpoint(dir.file("foreign.h5")).position.words_done, 77u);
   EXPECT_EQ(load_checkpoint(dir.file("c.h5")).position.words_done, 77u);
   if (before != nullptr) {
     ::setenv("TMPDIR", saved.c_str(), 1);

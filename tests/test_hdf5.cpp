@@ -150,7 +150,7 @@ TEST(Hdf5, LargeTablesWrittenByThreadsReadBack) {
     for (uint32_t d = 0; d < dim; ++d) pair[1].row(r)[d] = u(rng);
   }
   write_embeddings_h5(path, vocab, vectors, &pair[1], {});
-  expect_same(read_embeddings_h5(path, H5Check::kVet), vocab, vectors);
+  expect_same(read_embeddings_h5(path), vocab, vectors);
   HostTable context(rows, dim, "context", "");
   read_matrix_h5(path, "context_vectors", context);
   for (uint64_t r = 0; r < rows; ++r) {
@@ -173,7 +173,7 @@ TEST(Hdf5, SixteenBitTablesAreWrittenAndHashedAsFloats) {
   for (uint64_t r = 0; r < rows; ++r) half.write_row(r, values.row(r));
   write_embeddings_h5(path, vocab, half, nullptr, {});
   EXPECT_EQ(h5_integrity(path), H5Integrity::kVerified);
-  const LoadedEmbeddings e = read_embeddings_h5(path, H5Check::kVet);
+  const LoadedEmbeddings e = read_embeddings_h5(path);
   ASSERT_EQ(e.vectors.size(), uint64_t{rows} * dim);
   for (uint64_t r = 0; r < rows; r += 997) {
     half.read_rows(r, 1, row.data());
@@ -663,7 +663,7 @@ TEST(Hdf5Untrusted, AFileWithoutItsRecordIsReadApartAndReadsTheSame) {
   EXPECT_EQ(b.dim, a.dim);
   EXPECT_EQ(b.format, a.format);
   EXPECT_FALSE(b.vectors.empty());
-  EXPECT_TRUE(read_embeddings_h5(dir.file("foreign.h5"), H5Check::kVet, false).vectors.empty());
+  EXPECT_TRUE(read_embeddings_h5(dir.file("foreign.h5"), false).vectors.empty());
   const std::vector<std::string> names = {"count", "rate", "name", "absent"};
   const std::vector<Attribute> x = read_attributes_h5(dir.file("ours.h5"), names);
   const std::vector<Attribute> y = read_attributes_h5(dir.file("foreign.h5"), names);

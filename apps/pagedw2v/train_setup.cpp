@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <variant>
@@ -26,14 +27,16 @@ std::string absolute_path(const std::string& path) {
   return ec ? path : p.lexically_normal().string();
 }
 
-/// The options a checkpoint recorded, or nothing when it cannot be read (the trainer then
+/// The options checkpoint `file` recorded, or nothing when they cannot be read (the trainer then
 /// reports that with its own message). A file whose read crashed or ran out of time is damaged:
 /// that error ends the command here, rather than after a second read as long.
-std::vector<Attribute> recorded_options(const std::string& checkpoint) {
-  std::vector<std::string> names;
-  for (const OptionSpec& spec : train_options()) names.push_back(kOptionPrefix + spec.name);
+std::vector<Attribute> recorded_options(const H5Source& file) {
+  H5Request request;
+  for (const OptionSpec& spec : train_options()) {
+    request.attributes.push_back(kOptionPrefix + spec.name);
+  }
   try {
-    return read_attributes_h5(checkpoint, names);
+    return file.parse(request).attributes;
   } catch (const DamagedFile&) {
     throw;
   } catch (const Error&) {
@@ -109,7 +112,16 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
 
   Config shown = config;
   if (!config.resume.empty()) {
-    const std::vector<Attribute> recorded = recorded_options(config.resume);
+    // Opened once here: the trainer reads the checkpoint from this open file, so the settings
+    // shown are those of the file it resumes, whatever the path names by then. A file that
+    // cannot be opened is left to the trainer to report.
+    try {
+      config.resume_file = std::make_shared<const H5Source>(config.resume);
+    } catch (const Error&) {
+      config.resume_file.reset();
+    }
+    const std::vector<Attribute> recorded =
+        config.resume_file ? recorded_options(*config.resume_file) : std::vector<Attribute>();
     apply_recorded(shown, recorded);
     if (config.given.count("corpus") == 0 && !recorded.empty() && !shown.corpus.empty()) {
       // Checkpoints of earlier versions hold the corpus path as it was typed.

@@ -11,31 +11,24 @@
 ///
 /// Files written here carry an integrity record in their 512-byte HDF5 user block (which libhdf5
 /// and h5py skip): the XXH64 of every later byte and the file's size, written after libhdf5 closed
-/// the file. Readers verify it before libhdf5 parses the file, so a damaged file of ours is one
-/// clear error. A file without it (written elsewhere) is parsed first in a child process
-/// (isolated_call.hpp): when libhdf5 crashes or hangs on it, the reader throws an Error. Readers
+/// the file. Readers verify it, so an accidentally damaged file of ours is one clear error; being
+/// a hash that anyone can recompute, it proves nothing about a file made to pass it, and every
+/// file is read as hdf5_read.hpp says (libhdf5 parses it in a child process only). Readers
 /// refuse storage outside the file (external raw data, virtual datasets, soft and external
 /// links), filters other than deflate, shuffle and fletcher32, and sizes that the file's bytes
 /// cannot hold.
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "host_table.hpp"
 #include "io/embeddings.hpp"
+#include "io/hdf5_read.hpp"
 #include "vocab.hpp"
 
 namespace pagedw2v {
-
-/// A scalar attribute stored on the root group of an HDF5 file.
-struct Attribute {
-  std::string name;
-  std::variant<int64_t, double, std::string> value;
-};
 
 /// A further 2-D float dataset written beside the vectors, e.g. "optimizer/input_0" (its groups
 /// are created).
@@ -44,27 +37,10 @@ struct NamedTable {
   const HostTable* table = nullptr;
 };
 
-/// Whether a reader vets the file before libhdf5 parses it (vet_h5_file), or the caller has.
-enum class H5Check { kVet, kAlreadyVetted };
-
-/// Whether a file carries our integrity record.
-enum class H5Integrity { kNone, kVerified };
-
-/// kVerified when `path` carries an integrity record that matches it, kNone when it carries none;
-/// throws Error("cannot read 'PATH': the file is damaged (…)") when the record does not match, or
-/// when the file cannot be read.
-H5Integrity h5_integrity(const std::string& path);
-
 /// Writes the integrity record of `path`, an HDF5 file created with a user block of at least 512
 /// bytes that libhdf5 has closed. write_embeddings_h5 does this itself; tools that edit such a
 /// file in place call it again afterwards. Throws Error on failure.
 void seal_h5_file(const std::string& path);
-
-/// Makes sure that libhdf5 may parse `path` in this process: returns when the file's integrity
-/// record matches; throws when it does not; for a file without one, runs `trial` (a parse of
-/// the file) in a child process and returns when it returned there, else throws its Error, or
-/// one line saying that libhdf5 crashed, ran out of memory or did not finish in time.
-void vet_h5_file(const std::string& path, const std::function<void()>& trial);
 
 /// The root attribute that records the pagedw2v version that wrote a file.
 inline constexpr const char* kVersionAttribute = "pagedw2v_version";
@@ -158,36 +134,5 @@ class H5RowWriter {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-/// Reads `/vectors`, `/vocab/words` and (when present) `/vocab/counts`. `/vectors` may be any
-/// floating-point type; words may be variable- or fixed-length strings. Throws
-/// Error("cannot read 'PATH': …") when the file is not such a file. Without `with_vectors`, the
-/// values of `/vectors` are not read (rows and dim are; `vectors` stays empty).
-LoadedEmbeddings read_embeddings_h5(const std::string& path, H5Check check = H5Check::kVet,
-                                    bool with_vectors = true);
-
-/// The rows `first`, `first + step`, `first + 2·step`, … of a table (all of them by default):
-/// the rows one rank of a distributed run owns (dist/owned_rows.hpp).
-struct RowSelection {
-  uint64_t first = 0;
-  uint64_t step = 1;
-  /// How many rows of a `rows`-row table it selects.
-  uint64_t count(uint64_t rows) const {
-    return first < rows ? (rows - first + step - 1) / step : 0;
-  }
-};
-
-/// Reads the rows `rows` selects of the 2-D float dataset `name` into table `out`, row k of `out`
-/// from row first + k·step; `out` must have as many rows as are selected and the dataset's dim.
-/// Throws Error("cannot read 'PATH': …") when the dataset is missing or has another shape.
-void read_matrix_h5(const std::string& path, const std::string& name, HostTable& out,
-                    H5Check check = H5Check::kVet, RowSelection rows = {});
-
-/// Reads the scalar integer, floating-point and string attributes of the root group, in name
-/// order (or only those named in `only`, when it is not empty; missing ones are left out); other
-/// attributes are skipped. Throws Error("cannot read 'PATH': …") on failure.
-std::vector<Attribute> read_attributes_h5(const std::string& path,
-                                          const std::vector<std::string>& only = {},
-                                          H5Check check = H5Check::kVet);
 
 }  // namespace pagedw2v

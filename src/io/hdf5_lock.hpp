@@ -4,6 +4,8 @@
 /// writers of hdf5_io.hpp hold it while they call libhdf5 (not while they write the tables'
 /// values, which go to the file after libhdf5 has closed it), so that a checkpoint written in the
 /// background and an export written at the same time do not depend on how the library was built.
+/// The readers of hdf5_read.hpp hold it while they fork the child that parses a file, so that the
+/// child's copy of libhdf5 is not caught in the middle of a write.
 
 #include <mutex>
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -61,6 +62,14 @@ uint64_t mapped_bytes() {
                         const std::function<std::string()>& fn) {
   const int null = ::open("/dev/null", O_WRONLY);
   if (null >= 0) ::dup2(null, STDERR_FILENO);
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  if (limits.cpu_seconds > 0) {
+    // SIGXCPU at the soft limit; SIGKILL a second later should the child catch or ignore it.
+    const auto soft = static_cast<rlim_t>(std::ceil(limits.cpu_seconds));
+    const rlimit r{soft, soft + 1};
+    ::setrlimit(RLIMIT_CPU, &r);
+  }
 #ifndef PAGEDW2V_ISOLATED_ASAN
   // AddressSanitizer reserves terabytes of address space up front: no limit under it.
   if (limits.memory_bytes > 0) {
@@ -108,7 +117,10 @@ std::string run_isolated_reply(const std::string& prefix, const IsolationLimits&
     throw Error(prefix + "cannot create a pipe to check the file apart: " + std::strerror(errno));
   }
   std::fflush(nullptr);  // nothing buffered is written twice
+  std::unique_lock<std::mutex> fork_lock;
+  if (limits.fork_lock != nullptr) fork_lock = std::unique_lock<std::mutex>(*limits.fork_lock);
   const pid_t pid = ::fork();
+  if (fork_lock.owns_lock()) fork_lock.unlock();  // in the child too: its copy is its own
   if (pid < 0) {
     const int err = errno;
     ::close(fds[0]);
@@ -137,7 +149,7 @@ std::string run_isolated_reply(const std::string& prefix, const IsolationLimits&
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    char buf[4096];
+    char buf[1 << 16];  // a pipe's default capacity
     const ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -146,13 +158,24 @@ std::string run_isolated_reply(const std::string& prefix, const IsolationLimits&
   ::close(fds[0]);
   if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  rusage usage{};
+  while (::wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.0f", limits.seconds);
+  const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                     1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  const bool out_of_cpu =
+      WIFSIGNALED(status) &&
+      (WTERMSIG(status) == SIGXCPU ||
+       (WTERMSIG(status) == SIGKILL && limits.cpu_seconds > 0 && cpu >= limits.cpu_seconds));
+  if (timed_out || out_of_cpu) {
+    char secs[64];
+    if (timed_out) {
+      std::snprintf(secs, sizeof secs, "%.0f s", limits.seconds);
+    } else {
+      std::snprintf(secs, sizeof secs, "%.0f s of processor time", std::ceil(limits.cpu_seconds));
+    }
     throw DamagedFile(prefix + "reading it did not finish within " + secs +
-                      " s (the file is damaged or not a file this program reads)");
+                      " (the file is damaged or not a file this program reads)");
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
     throw DamagedFile(prefix + "the HDF5 library crashed reading it (signal " +

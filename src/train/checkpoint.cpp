@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -263,16 +262,40 @@ std::string CheckpointRowWriter::commit() {
 
 namespace {
 
-Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& interleave,
+/// Every state table a checkpoint of any optimizer may hold: "optimizer/input_0", ….
+std::vector<std::string> any_state_datasets() {
+  uint32_t most = 0;
+  for (uint32_t k = 0; k <= static_cast<uint32_t>(OptimizerKind::kAdadelta); ++k) {
+    most = std::max(most, state_tables(static_cast<OptimizerKind>(k)));
+  }
+  std::vector<std::string> names;
+  for (uint32_t k = 0; k < most; ++k) {
+    names.push_back(state_dataset("input", k));
+    names.push_back(state_dataset("output", k));
+  }
+  return names;
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interleave,
                            RowSelection rows) {
-  const H5Check vetted = H5Check::kAlreadyVetted;
+  const std::string& path = file.path();
   std::vector<std::string> names = {"format",       "format_version",   "epoch",
                                     "block",        "words_done",       "lr",
                                     "corpus_words", "corpus_sentences", "corpus_hash"};
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) names.push_back(kOptionPrefix + spec.name);
   }
-  const std::vector<Attribute> attrs = read_attributes_h5(path, names, vetted);
+  // One parse of the file (in a child process, hdf5_read.hpp) finds every part; the tables'
+  // values are then read from the same open file.
+  H5Request request;
+  request.attributes = names;
+  request.tables = {"vectors", "context_vectors"};
+  for (const std::string& name : any_state_datasets()) request.tables.push_back(name);
+  request.vocabulary = true;
+  H5Contents contents = file.parse(request);
+  const std::vector<Attribute>& attrs = contents.attributes;
   const Attribute* version = find(attrs, "format_version");
   if (version == nullptr || find(attrs, "format") == nullptr) {
     throw Error("'" + path + "' is not a pagedw2v checkpoint");
@@ -325,7 +348,18 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
 
   // The tables are read straight into the model below, so that loading needs no more memory
   // than training: here, the vocabulary and the shape alone.
-  LoadedEmbeddings e = read_embeddings_h5(path, vetted, /*with_vectors=*/false);
+  const H5Table& vectors = require_table(contents, "vectors", path);
+  if (!contents.has_words) throw Error("cannot read '" + path + "': no /vocab/words dataset");
+  if (contents.words.size() != vectors.rows) {
+    throw Error("cannot read '" + path + "': /vocab/words has " +
+                std::to_string(contents.words.size()) + " words but /vectors " +
+                std::to_string(vectors.rows) + " rows");
+  }
+  LoadedEmbeddings e;
+  e.rows = vectors.rows;
+  e.dim = vectors.dim;
+  e.words = std::move(contents.words);
+  e.counts = std::move(contents.counts);
   if (e.counts.size() != e.rows || e.dim != ck.config.dim || e.rows == 0) {
     throw Error("checkpoint '" + path + "' is damaged: vocabulary and tables disagree");
   }
@@ -353,66 +387,20 @@ Checkpoint read_checkpoint(const std::string& path, const TableLayoutChoice& int
   const OptimizerKind kind = ck.config.optimizer;
   ck.model = allocate_model(rows.count(e.rows), e.dim, kind,
                             interleave && interleave(e.rows, e.dim, kind), hint, ck.config.storage);
-  read_matrix_h5(path, "vectors", ck.model.input, vetted, rows);
-  read_matrix_h5(path, "context_vectors", ck.model.output, vetted, rows);
+  file.read_table(vectors, ck.model.input, rows);
+  file.read_table(require_table(contents, "context_vectors", path), ck.model.output, rows);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
-    read_matrix_h5(path, state_dataset("input", k), ck.model.input_state[k], vetted, rows);
-    read_matrix_h5(path, state_dataset("output", k), ck.model.output_state[k], vetted, rows);
+    file.read_table(require_table(contents, state_dataset("input", k), path),
+                    ck.model.input_state[k], rows);
+    file.read_table(require_table(contents, state_dataset("output", k), path),
+                    ck.model.output_state[k], rows);
   }
   return ck;
 }
 
-}  // namespace
-
-namespace {
-
-/// A file in the system's temporary directory, removed with the object.
-class TemporaryCopy {
- public:
-  TemporaryCopy() {
-    std::error_code ec;
-    const std::string dir = std::filesystem::temp_directory_path(ec).string();
-    if (ec || dir.empty()) {
-      throw Error("no temporary directory to copy a checkpoint without its integrity record to (" +
-                  (ec ? ec.message() : std::string("TMPDIR is empty")) + "); set TMPDIR");
-    }
-    std::string name = dir + "/pagedw2v-checkpoint-XXXXXX";
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0) {
-      throw Error("cannot create a temporary file in '" + dir + "': " + std::strerror(errno));
-    }
-    ::close(fd);
-    path_ = name;
-  }
-  ~TemporaryCopy() { ::unlink(path_.c_str()); }
-  TemporaryCopy(const TemporaryCopy&) = delete;
-  TemporaryCopy& operator=(const TemporaryCopy&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
-
 Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave,
                            RowSelection rows) {
-  if (h5_integrity(path) == H5Integrity::kVerified) return read_checkpoint(path, interleave, rows);
-  // A file without our integrity record (another program's, or one whose record a damage
-  // removed) is parsed by libhdf5 only in a child process (hdf5_io.hpp), which writes what it read
-  // as a checkpoint of ours, integrity record included; this process reads that copy. Reading the
-  // original here as well would not be safe even after the child read it cleanly: libhdf5 may
-  // read a damaged file's bytes out of bounds, and what lies there differs from one process to
-  // the next (a checkpoint the child read whole crashed the parent).
-  const TemporaryCopy copy;
-  vet_h5_file(path, [&] {
-    const Checkpoint ck = read_checkpoint(path, {}, RowSelection{});
-    save_checkpoint(copy.path(), ck.config, ck.vocab, ck.model, ck.position, ck.corpus, ck.lr);
-  });
-  if (h5_integrity(copy.path()) != H5Integrity::kVerified) {
-    throw Error("cannot read '" + path + "': its copy was not written whole");
-  }
-  return read_checkpoint(copy.path(), interleave, rows);
+  return load_checkpoint(H5Source(path), interleave, rows);
 }
 
 TrainPosition resume_position(const TrainPosition& position, uint64_t blocks,

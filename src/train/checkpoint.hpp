@@ -106,11 +106,15 @@ using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, Optimi
 
 /// Reads a checkpoint; throws Error with one clear line for a missing, truncated, damaged,
 /// non-HDF5 or newer-format file, a position outside what its run could reach, and a word that is
-/// empty or holds whitespace. The file is vetted first (hdf5_io.hpp: its checksum, or a trial
-/// load in a child process). The tables are interleaved when `interleave` says so (default:
-/// apart). The model holds the rows `rows` selects of every table (all by default; one rank's
-/// owned rows, compact, in a distributed run), and only those are read.
+/// empty or holds whitespace. The file is opened once and every part is read from that open file
+/// (hdf5_read.hpp: libhdf5 parses it in a child process only). The tables are interleaved when
+/// `interleave` says so (default: apart). The model holds the rows `rows` selects of every table
+/// (all by default; one rank's owned rows, compact, in a distributed run), and only those are
+/// read.
 Checkpoint load_checkpoint(const std::string& path, const TableLayoutChoice& interleave = {},
+                           RowSelection rows = {});
+/// The same, of a file already open: whatever its path names by now.
+Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interleave = {},
                            RowSelection rows = {});
 
 /// Where a run resumes from `position` (read from checkpoint `path`) in a corpus of `blocks` work

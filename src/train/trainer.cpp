@@ -407,13 +407,14 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const bool owned_rows_only = ranks != nullptr;
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
-    ck = load_checkpoint(
-        requested.resume,
-        [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
-          gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
-          return gpu->placement == Placement::kPaged;
-        },
-        owned_rows_only ? RowSelection{ranks->rank(), ranks->size()} : RowSelection{});
+    const auto paged = [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
+      gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
+      return gpu->placement == Placement::kPaged;
+    };
+    const RowSelection rows =
+        owned_rows_only ? RowSelection{ranks->rank(), ranks->size()} : RowSelection{};
+    ck = requested.resume_file ? load_checkpoint(*requested.resume_file, paged, rows)
+                               : load_checkpoint(requested.resume, paged, rows);
   }
   Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);

@@ -11,6 +11,12 @@
 // PAGEDW2V_H5_FOREIGN_MUTATIONS (default 30) bytes drawn from the whole file, each a new input to
 // libhdf5. PAGEDW2V_H5_MUTATION_SEED sets the seed (printed, so that a failure can be replayed);
 // tests/fuzz/mutate_h5.sh runs 10,000.
+//
+// The integrity record is a hash that anyone can compute again: PAGEDW2V_H5_RESEALED_MUTATIONS
+// (default 30) mutants of each file get a record that matches them, and every one still ends
+// cleanly, as do files whose heap objects of /vocab/words claim 64 B … 2^49 B more than their
+// collection holds. The children that parse the files get 2 s of processor time
+// (PAGEDW2V_H5_PARSE_CPU_SECONDS), so that a mutant that makes libhdf5 loop ends soon.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -22,6 +28,8 @@
 #include <vector>
 
 #include "../test_util.hpp"
+#include "h5_heap.hpp"
+#include "io/hdf5_io.hpp"
 #include "run_binary.hpp"
 
 namespace pagedw2v {
@@ -29,6 +37,7 @@ namespace {
 
 using testing_util::clear_failure_problem;
 using testing_util::fresh_seed;
+using testing_util::grow_heap_object;
 using testing_util::read_file;
 using testing_util::run_binary;
 using testing_util::RunResult;
@@ -45,6 +54,7 @@ uint64_t env_number(const char* name, uint64_t fallback) {
 class Mutations : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    ::setenv("PAGEDW2V_H5_PARSE_CPU_SECONDS", "2", 1);
     dir_ = new TempDir();
     std::mt19937 rng(7);
     std::string corpus;
@@ -125,12 +135,31 @@ class Mutations : public ::testing::Test {
     return true;
   }
 
+  /// `command` with "{}" replaced by `file`, "@NAME" by NAME in `work` and "%NAME" by NAME in the
+  /// suite's directory.
+  static std::vector<std::string> arguments(const std::vector<std::string>& command,
+                                            const std::string& file, const TempDir& work) {
+    std::vector<std::string> args;
+    for (const std::string& a : command) {
+      if (a == "{}") {
+        args.push_back(file);
+      } else if (a.rfind("@", 0) == 0) {
+        args.push_back(work.file(a.substr(1)));
+      } else if (a.rfind("%", 0) == 0) {
+        args.push_back(dir_->file(a.substr(1)));
+      } else {
+        args.push_back(a);
+      }
+    }
+    return args;
+  }
+
   /// Mutates one byte of `original` at each of `positions` (a random change, seeded by `seed`), and
-  /// runs `commands` (with "{}" for the file) on every mutant. A run must succeed or fail with one
-  /// line, the run ending by itself.
+  /// runs `commands` (with "{}" for the file) on every mutant, its integrity record computed again
+  /// when `reseal`. A run must succeed or fail with one line, the run ending by itself.
   static Tally mutate(const std::string& original,
                       const std::vector<std::vector<std::string>>& commands,
-                      const std::vector<size_t>& positions, uint64_t seed) {
+                      const std::vector<size_t>& positions, uint64_t seed, bool reseal = false) {
     const std::string bytes = read_file(original);
     EXPECT_FALSE(bytes.empty());
     std::mt19937_64 rng(seed);
@@ -143,19 +172,9 @@ class Mutations : public ::testing::Test {
       const auto flip = static_cast<unsigned char>(1 + rng() % 255);
       m[at] = static_cast<char>(static_cast<unsigned char>(m[at]) ^ flip);
       write_file(mutant, m);
+      if (reseal) seal_h5_file(mutant);
       for (const auto& command : commands) {
-        std::vector<std::string> args;
-        for (const std::string& a : command) {
-          if (a == "{}") {
-            args.push_back(mutant);
-          } else if (a.rfind("@", 0) == 0) {
-            args.push_back(work.file(a.substr(1)));
-          } else if (a.rfind("%", 0) == 0) {
-            args.push_back(dir_->file(a.substr(1)));
-          } else {
-            args.push_back(a);
-          }
-        }
+        const std::vector<std::string> args = arguments(command, mutant, work);
         std::filesystem::remove_all(work.file("out"));
         // A run that hangs is killed (run_binary's limit) and reported as timed out.
         const RunResult r = run_binary(args, work.path());
@@ -282,6 +301,52 @@ TEST_F(Mutations, OfFilesWithoutChecksumEndCleanly) {
   const Tally b = mutate(checkpoint, checkpoint_readers,
                          random_positions(read_file(checkpoint), n, 0, rng), seed + 1);
   report("checkpoint without checksum", b, n, seed + 1);
+}
+
+// Bytes of the HDF5 part changed and the record made to match: the file passes the hash, and the
+// parse in a child still turns every crash, loop or out-of-bounds read of libhdf5 into one line.
+TEST_F(Mutations, OfResealedFilesEndCleanly) {
+  const uint64_t n = env_number("PAGEDW2V_H5_RESEALED_MUTATIONS", 30);
+  const uint64_t seed = env_number("PAGEDW2V_H5_MUTATION_SEED", fresh_seed());
+  std::mt19937_64 rng(seed);
+  // After the user block and the HDF5 signature that follows it (without which there is no file
+  // to seal).
+  constexpr size_t kFirst = 512 + 8;
+  const std::string embeddings = dir_->file("run/embeddings.h5");
+  const Tally a = mutate(embeddings, reading_commands(),
+                         random_positions(read_file(embeddings), n, kFirst, rng), seed, true);
+  report("embeddings.h5 resealed", a, n, seed);
+  const std::string checkpoint = dir_->file("run/checkpoints/epoch-1.h5");
+  const Tally b = mutate(checkpoint, checkpoint_commands(),
+                         random_positions(read_file(checkpoint), n, kFirst, rng), seed + 1, true);
+  report("checkpoint resealed", b, n, seed + 1);
+}
+
+// A heap object of /vocab/words grown past its collection by 64 B … 2^49 B, the record computed
+// again: every command that reads the file says that it is damaged, in one line.
+TEST_F(Mutations, HeapObjectsGrownPastTheirCollectionEndInOneLine) {
+  const std::vector<std::pair<std::string, const std::vector<std::vector<std::string>>*>> files = {
+      {dir_->file("run/embeddings.h5"), &reading_commands()},
+      {dir_->file("run/checkpoints/epoch-1.h5"), &checkpoint_commands()}};
+  const TempDir work;
+  const std::string mutant = work.file("grown.h5");
+  for (const auto& [file, commands] : files) {
+    for (const int shift : {6, 10, 20, 30, 40, 49}) {
+      const uint64_t delta = uint64_t{1} << shift;
+      SCOPED_TRACE(file + ", /vocab/words object 'w1' grown by " + std::to_string(delta));
+      std::string bytes = read_file(file);
+      ASSERT_NE(grow_heap_object(bytes, "w1", delta), std::string::npos);
+      write_file(mutant, bytes);
+      seal_h5_file(mutant);
+      for (const auto& command : *commands) {
+        const std::vector<std::string> args = arguments(command, mutant, work);
+        std::filesystem::remove_all(work.file("out"));
+        const RunResult r = run_binary(args, work.path());
+        EXPECT_EQ(clear_failure_problem(r, 1, "/vocab/words is damaged ("), "");
+        EXPECT_FALSE(std::filesystem::exists(work.file("out/vectors.npy"))) << r.command;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // every one is refused with one line or reported, and nothing outside the file is read.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -218,22 +219,25 @@ TEST(UntrustedFiles, ARunThatTrainsNothingWarnsAndWritesItsVectors) {
 
 // A checkpoint whose read makes libhdf5 loop (one byte of a checkpoint changed, its integrity
 // record cleared; kept in tests/robustness/data): `train --resume` reads it once, in a child
-// that is killed at the read's time limit, and ends with that one line, instead of reading it a
-// second time as long. The children of the run are watched while it runs: a read that hangs lives
-// for its whole time limit, so none is missed, and exactly one is started.
+// that is stopped at its processor-time limit (4 s here: PAGEDW2V_H5_PARSE_CPU_SECONDS), and
+// ends with that one line, instead of reading it a second time. The children of the run are
+// watched while it runs: a read that hangs lives until its limit, so none is missed, and exactly
+// one is started.
 TEST(UntrustedFiles, ACheckpointWhoseReadHangsEndsAfterOneRead) {
   const TempDir dir;
   const std::string hangs =
       std::string(PAGEDW2V_SOURCE_DIR) + "/tests/robustness/data/hangs-hdf5.h5";
+  ::setenv("PAGEDW2V_H5_PARSE_CPU_SECONDS", "4", 1);
   testing_util::Process p(
       {"train", "--resume", hangs, "--output", dir.file("run"), "--format", "npy"}, dir.path());
+  ::unsetenv("PAGEDW2V_H5_PARSE_CPU_SECONDS");
   std::set<pid_t> readers;
   while (p.running()) {
     for (const pid_t child : testing_util::children_of(p.pid())) readers.insert(child);
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const RunResult r = p.wait();
-  EXPECT_EQ(clear_failure_problem(r, 1, "did not finish within 5 s"), "");
+  EXPECT_EQ(clear_failure_problem(r, 1, "did not finish within 4 s of processor time"), "");
   EXPECT_EQ(readers.size(), 1u) << "the damaged checkpoint was read more than once";
   EXPECT_FALSE(std::filesystem::exists(dir.file("run/vectors.npy")));
 }
