@@ -9,6 +9,8 @@
 /// host_cuts): on the device, a try at a time, each try's rows counted there and sent back to
 /// decide whether it fits; or on the host ahead of the device (piece_cuts.hpp), each piece with
 /// its cold rows listed, so that it is taken in one launch and nothing waits for the device.
+/// paged_pipeline.cpp holds the ring, the span's loop and the report; paged_prepare.cpp the
+/// preparation of a piece (staging, finding or taking its cold rows, moving them).
 ///
 /// May not touch: the tables' allocation (device_tables.hpp), the placement and sizes (it
 /// takes them from the plan, gpu_plan.hpp), the launch arguments (sgns_launcher.hpp).
@@ -58,6 +60,17 @@ class PagedPipeline {
   double span_kernel_seconds() const { return span_kernel_seconds_; }
 
  private:
+  /// How far behind the newest piece one may still be training: a cache slot is evicted only
+  /// once every piece up to kDepth behind the one that evicts it has trained
+  /// (kernels/paging.hpp). With two launches sharing the GPU each lasts about two pieces' time,
+  /// so a depth of 2 would make every row move wait for the launch just before it. With one
+  /// training stream (an optimizer, or serial runs) pieces train one after the other, and a depth
+  /// of 2 lets a piece's moves run while the piece before it trains: the cache then holds two
+  /// pieces' rows instead of three, which for an optimizer's whole super-batches decides whether
+  /// they overlap at all.
+  static constexpr uint32_t kDepth = 3;
+  static constexpr uint32_t kDepthOneStream = 2;
+
   /// The streams that launch row moves, each with its own claim counter (MoveArgs::claim):
   /// moves on one stream run one after the other, moves on different streams may overlap.
   enum MoveStream { kMoveOnCompute, kMoveOnGather, kMoveOnPrep, kMoveStreams };

@@ -39,6 +39,7 @@
 #include "train/progress.hpp"
 #include "train/run_check.hpp"
 #include "train/run_record.hpp"
+#include "train/run_setup.hpp"
 #include "train/training_set.hpp"
 #include "vocab.hpp"
 
@@ -468,8 +469,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     // The text it has read leaves this process's resident memory as it goes (a mapped file's
     // pages stay in the page cache for the encoder or the stream), so that counting a large
     // file does not hold all of it beside the codes and the counting tables.
-    counted = count_vocabulary(text.parts(), config, text.bytes() <= corpus_memory,
-                               [&text](std::string_view read) { text.release(read); });
+    counted = count_corpus_vocabulary(text, text.parts(), config, text.bytes() <= corpus_memory);
     counted_here = true;
   }
   times.vocabulary = seconds_since(t);
@@ -500,14 +500,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   // words, a slice at a time (the word2vec formats from a copy unpacked), so they are kept packed
   // (a stream looks words up in every pass; ranks write the rows they gather by words of their
   // own).
-  if (!streamed && !ranks) {
-    try {
-      set.vocab.pack_words(config.effective_threads());
-      release_free_heap();
-    } catch (const Error&) {
-      // Kept as they are: packing only saves memory.
-    }
-  }
+  if (!streamed && !ranks) pack_vocabulary(set, config.effective_threads());
   std::optional<CorpusFingerprint> corpus_id;
   // A corpus held whole is hashed on a thread of its own while the model and the backend are
   // set up, unless a checkpoint or other ranks need its fingerprint now.
@@ -658,9 +651,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
     }
   } else if (!ck) {
     // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
-    gpu = resolve_gpu_options(config.device, vocab.size(), config.dim, config.optimizer,
-                              config.gpu_options());
-    config = plan_train_sizes(config, run_data(set.train_data(config)), *gpu);
+    gpu = plan_placement(config, set, run_data);
   }
   TrainData data = run_data(set.train_data(config));
   const TrainParams& p = data.params;
@@ -681,9 +672,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
       model = ranks->allocate_owned_rows(vocab.size(), config.dim, config.optimizer, config.seed,
                                          config.effective_threads(), hint);
     } else {
-      model = allocate_model(vocab.size(), config.dim, config.optimizer,
-                             gpu->placement == Placement::kPaged, hint, config.storage);
-      init_model(model, config.seed, config.effective_threads());
+      model = make_run_model(config, vocab.size(), *gpu);
     }
   }
   const uint32_t threads = config.effective_threads();
