@@ -480,8 +480,6 @@ std::string normalise_key(std::string key) {
 
 }  // namespace
 
-const char* version() { return PAGEDW2V_VERSION; }
-
 OptimizerParams Config::optimizer_params() const {
   OptimizerParams p = default_optimizer_params(optimizer);
   if (lr) p.lr = *lr;

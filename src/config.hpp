@@ -18,12 +18,10 @@
 #include "params.hpp"
 #include "storage.hpp"
 #include "tokenizer.hpp"
+#include "version.hpp"
 #include "vocab_file.hpp"
 
 namespace pagedw2v {
-
-/// The version of pagedw2v (CMake's project version): `--version`, checkpoints, embeddings.h5.
-const char* version();
 
 class H5Source;  // io/hdf5_read.hpp
 

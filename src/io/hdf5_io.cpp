@@ -18,12 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "config.hpp"
 #include "error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checksum.hpp"
 #include "io/hdf5_detail.hpp"
 #include "io/hdf5_lock.hpp"
+#include "version.hpp"
 #include "worker_threads.hpp"
 
 namespace pagedw2v {
