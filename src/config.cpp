@@ -651,39 +651,4 @@ void check_optimizer_settings(const Config& config) {
   }
 }
 
-std::string to_string(ModelKind model) { return model == ModelKind::kCbow ? "cbow" : "skipgram"; }
-
-std::string to_string(Placement placement) {
-  switch (placement) {
-    case Placement::kResident:
-      return "resident";
-    case Placement::kPaged:
-      return "paged";
-    default:
-      return "auto";
-  }
-}
-
-std::string to_string(RankTables tables) {
-  switch (tables) {
-    case RankTables::kSharded:
-      return "sharded";
-    case RankTables::kReplicated:
-      return "replicated";
-    default:
-      return "auto";
-  }
-}
-
-std::string to_string(DeviceKind device) {
-  switch (device) {
-    case DeviceKind::kCpu:
-      return "cpu";
-    case DeviceKind::kCuda:
-      return "cuda";
-    default:
-      return "auto";
-  }
-}
-
 }  // namespace pagedw2v

@@ -149,9 +149,5 @@ void validate(const Config& config);
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);
 
-std::string to_string(ModelKind model);
-std::string to_string(DeviceKind device);
-std::string to_string(Placement placement);
-std::string to_string(RankTables tables);
 
 }  // namespace pagedw2v

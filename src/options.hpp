@@ -4,11 +4,23 @@
 /// backend takes them. Ground floor: config, the factory and the CUDA backend share them.
 
 #include <cstdint>
+#include <string>
 
 namespace pagedw2v {
 
 /// How `--device` chose.
 enum class DeviceKind { kCpu, kCuda, kAuto };
+
+inline std::string to_string(DeviceKind device) {
+  switch (device) {
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kCuda:
+      return "cuda";
+    default:
+      return "auto";
+  }
+}
 
 /// How CPU ranks of a run over MPI hold the tables (dist/): `sharded`, each rank 1/N of the rows
 /// and copies of the others' for a span (sharded_backend.hpp); `replicated`, whole copies on
@@ -16,11 +28,33 @@ enum class DeviceKind { kCpu, kCuda, kAuto };
 /// for sgd over a vocabulary of at most 131,072 words, else sharded.
 enum class RankTables { kAuto, kSharded, kReplicated };
 
+inline std::string to_string(RankTables tables) {
+  switch (tables) {
+    case RankTables::kSharded:
+      return "sharded";
+    case RankTables::kReplicated:
+      return "replicated";
+    default:
+      return "auto";
+  }
+}
+
 /// Where the CUDA backend keeps the tables: `resident` holds both tables (and the optimizer
 /// state) in GPU memory; `paged` keeps them in pinned host memory and moves each super-batch's
 /// rows to the GPU, the most frequent rows cached there for the whole run; `auto` is resident
 /// when everything fits the GPU memory budget, else paged.
 enum class Placement { kAuto, kResident, kPaged };
+
+inline std::string to_string(Placement placement) {
+  switch (placement) {
+    case Placement::kResident:
+      return "resident";
+    case Placement::kPaged:
+      return "paged";
+    default:
+      return "auto";
+  }
+}
 
 /// GPU settings of a run (ignored by the CPU backend).
 struct GpuOptions {

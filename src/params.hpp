@@ -4,6 +4,7 @@
 /// (ground floor: the CPU reference and the kernels compute with the same definitions).
 
 #include <cstdint>
+#include <string>
 
 #include "philox.hpp"
 
@@ -13,6 +14,10 @@ namespace pagedw2v {
 inline constexpr uint64_t kBlockWords = 4096;
 
 enum class ModelKind : uint32_t { kSkipGram = 0, kCbow = 1 };
+
+inline std::string to_string(ModelKind model) {
+  return model == ModelKind::kCbow ? "cbow" : "skipgram";
+}
 
 /// word2vec's MAX_EXP: the sigmoid is 0 or 1 beyond ±6.
 inline constexpr float kMaxExp = 6.0f;
