@@ -15,8 +15,8 @@
 
 #include "byte_size.hpp"
 #include "error.hpp"
-#include "gpu/gpu_plan.hpp"
 #include "io/export.hpp"
+#include "negative_pool.hpp"
 
 #ifdef PAGEDW2V_HAVE_TOML
 #include <toml++/toml.h>

@@ -1,5 +1,7 @@
 #include "negative_pool.hpp"
 
+#include "error.hpp"
+
 namespace pagedw2v {
 
 void draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const NoiseColumn* noise,
@@ -14,6 +16,15 @@ std::vector<uint32_t> draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_ba
   std::vector<uint32_t> pool(n);
   draw_pool(seed, epoch, super_batch, noise.columns().data(), noise.column_count(), n, pool.data());
   return pool;
+}
+
+void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
+                             const std::string& remedy) {
+  if (negative_pool > 0) return;
+  throw UsageError(why +
+                   " needs --negative-pool N (negatives drawn from a pool shared by --pool-words "
+                   "words, e.g. --negative-pool 1024)" +
+                   remedy);
 }
 
 }  // namespace pagedw2v

@@ -24,6 +24,7 @@
 /// tables gather a super-batch's rows before it trains.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "philox.hpp"
@@ -71,5 +72,12 @@ void draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch, const NoiseC
 /// The same pool as a vector.
 std::vector<uint32_t> draw_pool(uint64_t seed, uint32_t epoch, uint64_t super_batch,
                                 const NoiseTable& noise, uint32_t n);
+
+/// The rule that paged tables need a negative pool (a piece's rows, negatives included, are
+/// collected before it trains: kernels/paging.hpp), in one place for every path that pages:
+/// throws UsageError, `why` (what pages the tables) first and `remedy` last, when
+/// `negative_pool` is 0.
+void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
+                             const std::string& remedy = "");
 
 }  // namespace pagedw2v

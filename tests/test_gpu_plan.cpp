@@ -15,6 +15,7 @@
 
 #include "corpus.hpp"
 #include "error.hpp"
+#include "negative_pool.hpp"
 #include "optimizer.hpp"
 #include "params.hpp"
 #include "sampler.hpp"

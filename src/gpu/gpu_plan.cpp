@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "error.hpp"
+#include "negative_pool.hpp"
 #include "params.hpp"
 #include "sampler.hpp"
 
@@ -136,15 +137,6 @@ bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, P
       break;
   }
   return resident_bytes(rows, row_stride, kind) > budget;
-}
-
-void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
-                             const std::string& remedy) {
-  if (negative_pool > 0) return;
-  throw UsageError(why +
-                   " needs --negative-pool N (negatives drawn from a pool shared by --pool-words "
-                   "words, e.g. --negative-pool 1024)" +
-                   remedy);
 }
 
 uint32_t order_key_bits(uint64_t rows) {

@@ -210,13 +210,6 @@ uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes);
 bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, Placement placement,
                        uint64_t budget);
 
-/// The rule that paged tables need a negative pool (a piece's rows, negatives included, are
-/// collected before it trains: kernels/paging.hpp), in one place for every path that pages:
-/// throws UsageError, `why` (what pages the tables) first and `remedy` last, when
-/// `negative_pool` is 0.
-void require_pool_for_paging(uint32_t negative_pool, const std::string& why,
-                             const std::string& remedy = "");
-
 /// Bits of a slot-order key: every id, and `rows` for an empty slot.
 uint32_t order_key_bits(uint64_t rows);
 
