@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "gpu/cuda_backend.hpp"
+#include "gpu/cuda_options.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_tables.hpp"
 #include "gpu/gpu_plan.hpp"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "error.hpp"
-#include "gpu/cuda_backend.hpp"
+#include "gpu/cuda_device.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
