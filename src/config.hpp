@@ -66,7 +66,8 @@ struct Config {
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
-  std::string resume;                ///< checkpoint to continue from
+  std::string resume;                        ///< checkpoint to continue from
+  LrResume lr_schedule = LrResume::kRejoin;  ///< a resumed run's learning rate (options.hpp)
   uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
   /// 0 = no epoch or timed checkpoints.
   uint32_t keep_checkpoints = 3;
