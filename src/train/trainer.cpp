@@ -388,7 +388,7 @@ std::string resume_command(const Config& config, const std::string& checkpoint) 
                             : " --" + spec.name + " " + shell_word(value);
   }
   // Standard input is not read again by itself: the same text is piped to the command.
-  if (config.given.count("corpus") == 0 && config.corpus == "-") {
+  if (config.corpus == "-") {
     return command + " --corpus - --resume " + shell_word(checkpoint) +
            " (with the same text on standard input)";
   }
