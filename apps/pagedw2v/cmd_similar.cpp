@@ -91,18 +91,6 @@ const char* method_name(AnalogyMethod method) {
   return method == AnalogyMethod::kCosMul ? "3cosmul" : "3cosadd";
 }
 
-/// What --ignore-case would match for the unknown words, the words it finds named ("--ignore-case
-/// finds 'paris' for 'Paris'"); empty when no word has a spelling in another case.
-std::string ignore_case_hint(const NeighborIndex& index, const std::vector<std::string>& unknown) {
-  std::string found;
-  for (const std::string& w : unknown) {
-    const std::optional<uint32_t> row = index.find(w, true);
-    if (!row) continue;
-    found += std::string(found.empty() ? "" : ", ") + "'" + index.word(*row) + "' for '" + w + "'";
-  }
-  return found.empty() ? "" : "--ignore-case finds " + found;
-}
-
 /// Answers queries one at a time and prints each answer as it comes.
 class Answerer {
  public:

@@ -82,6 +82,13 @@ TEST(UserEdges, IgnoreCaseHintNamesTheWordItWouldMatchAndOnlyWhenOneExists) {
       << describe(some);
   EXPECT_TRUE(contains(some.out, "berlin\n")) << some.out;
 
+  // The questions about given words say the same.
+  const RunResult pair = run(dir, {"similarity", "--vectors", "v.txt", "Paris", "berlin"});
+  EXPECT_TRUE(fails_cleanly(pair, 1, "(--ignore-case finds 'paris' for 'Paris')"));
+  const RunResult unknown = run(dir, {"word-vector", "--vectors", "v.txt", "Madrid"});
+  EXPECT_TRUE(fails_cleanly(unknown, 1, "'Madrid' not in the vocabulary"));
+  EXPECT_FALSE(contains(unknown.err, "--ignore-case")) << describe(unknown);
+
   const RunResult folded = run(dir, {"similar", "--vectors", "v.txt", "--ignore-case", "Paris"});
   ASSERT_TRUE(folded.exited && folded.code == 0) << describe(folded);
   EXPECT_TRUE(contains(folded.out, "berlin")) << folded.out;
