@@ -16,7 +16,7 @@ case $cuda in
   *) echo "building pagedw2v with the CUDA backend (compiling its kernels takes a few minutes), log: $log" ;;
 esac
 start=$SECONDS
-if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPAGEDW2V_TESTS=OFF $cuda &&
+if ! { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPAGEDW2V_TESTS=OFF "$cuda" &&
        cmake --build build -j"$jobs" --target pagedw2v; } >"$log" 2>&1; then
   tail -n 30 "$log" >&2
   echo "demo: the build failed; the whole output is in $log" >&2
