@@ -166,6 +166,19 @@ pagedw2v_cuda_args() {
   fi
 }
 
+# The demo's CUDA setting: the backend is compiled only where a GPU can run it (nvidia-smi finds
+# one), as compiling its kernels takes longer than the rest of the build. PAGEDW2V_CUDA=AUTO|ON|OFF
+# in the environment decides instead.
+pagedw2v_demo_cuda_args() {
+  if [ -n "${PAGEDW2V_CUDA:-}" ]; then
+    echo "-DPAGEDW2V_CUDA=$PAGEDW2V_CUDA"
+  elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    pagedw2v_cuda_args
+  else
+    echo "-DPAGEDW2V_CUDA=OFF"
+  fi
+}
+
 # Prints one line naming the optional parts that build directory $1 has, and so tests ("MPI yes,
 # toml++ yes, zstd yes"), with the tools their tests run (mpirun, zstd); in CI, fails when one is
 # missing.

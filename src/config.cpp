@@ -314,6 +314,29 @@ std::vector<OptionSpec> make_train_options() {
       {"epochs", "passes over the corpus (may be raised when resuming)", "5", false, false,
        [](C& c, V v) { c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000)); },
        [](const C& c) { return std::to_string(c.epochs); }});
+  o.push_back(
+      {"lr-schedule",
+       "a resumed run's learning rate: rejoin = the rate a run of --epochs has at this point "
+       "(resumes exactly; a raised --epochs raises it), continue = from the checkpoint's rate "
+       "down to the floor at the new end, restart = from the starting rate again down to the "
+       "floor at the new end",
+       "rejoin", false, false,
+       [](C& c, V v) {
+         if (v == "rejoin") {
+           c.lr_schedule = LrResume::kRejoin;
+         } else if (v == "continue") {
+           c.lr_schedule = LrResume::kContinue;
+         } else if (v == "restart") {
+           c.lr_schedule = LrResume::kRestart;
+         } else {
+           throw UsageError("--lr-schedule: expected rejoin, continue or restart, got '" + v + "'");
+         }
+       },
+       [](const C& c) {
+         return std::string(c.lr_schedule == LrResume::kContinue  ? "continue"
+                            : c.lr_schedule == LrResume::kRestart ? "restart"
+                                                                  : "rejoin");
+       }});
   o.push_back({"threads", "CPU threads; all = every core", "all", false, false,
                [](C& c, V v) {
                  c.threads =
@@ -605,6 +628,9 @@ void validate(const Config& config) {
   }
   if (config.output.empty()) throw UsageError("--output is required");
   check_output_directory_name(config.output);
+  if (config.lr_schedule != LrResume::kRejoin && config.resume.empty()) {
+    throw UsageError("--lr-schedule applies to a resumed run (--resume CHECKPOINT)");
+  }
   // Left out, the pool of a paged run is chosen by the plan (gpu_plan.hpp); given as 0, it is
   // refused here.
   if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu &&

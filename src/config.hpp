@@ -67,7 +67,8 @@ struct Config {
   std::vector<std::string> formats = {"npy", "h5", "bin", "txt"};
   bool save_context = false;
   bool quiet = false;
-  std::string resume;  ///< checkpoint to continue from
+  std::string resume;                        ///< checkpoint to continue from
+  LrResume lr_schedule = LrResume::kRejoin;  ///< a resumed run's learning rate (options.hpp)
   /// `resume` opened once, when it could be (prepare_training): every read of the checkpoint is
   /// of this open file, whatever the path names by then (hdf5_read.hpp).
   std::shared_ptr<const H5Source> resume_file;

@@ -99,9 +99,10 @@ bool uses_hyperparameter(OptimizerKind kind, const std::string& name) {
 }
 
 LrSchedule make_schedule(const TrainParams& params, const OptimizerParams& optimizer) {
-  LrSchedule s = make_schedule(params);
-  if (optimizer.kind != OptimizerKind::kSgd) s.alpha = optimizer.lr;
-  return s;
+  if (optimizer.kind == OptimizerKind::kSgd) return make_schedule(params);
+  TrainParams p = params;
+  p.alpha = optimizer.lr;
+  return make_schedule(p);
 }
 
 OptimizerStepScalars step_scalars(const OptimizerParams& params, uint64_t step, float lr) {

@@ -39,6 +39,12 @@ inline std::string to_string(RankTables tables) {
   }
 }
 
+/// How a resumed run's learning rate goes on (--lr-schedule): `rejoin`, the rate a run of
+/// --epochs has at this point (a resume of the same epochs continues exactly; raised epochs raise
+/// the rate); `continue`, from the rate the checkpoint stopped at, linearly to the floor at the
+/// new end; `restart`, from the starting rate again, linearly to the floor at the new end.
+enum class LrResume { kRejoin, kContinue, kRestart };
+
 /// Where the CUDA backend keeps the tables: `resident` holds both tables (and the optimizer
 /// state) in GPU memory; `paged` keeps them in pinned host memory and moves each super-batch's
 /// rows to the GPU, the most frequent rows cached there for the whole run; `auto` is resident

@@ -48,17 +48,26 @@ struct TrainParams {
   /// 4 k words, 10.9 % with 16 k, 8.7 % with 262 k). A super-batch gathers the rows of all its
   /// periods' pools.
   uint32_t pool_blocks = 1;
+  /// A resumed run that starts its decay anew (Config::lr_schedule): the rate is alpha ·
+  /// decay_scale at word `decay_from` and falls linearly to the floor (alpha · min_alpha_ratio)
+  /// at the run's end. decay_scale 0: the schedule of the whole run, from word 0 at alpha.
+  uint64_t decay_from = 0;
+  float decay_scale = 0.0f;
 };
 
 /// Linear decay from alpha to alpha·min_ratio over `epochs × words_per_epoch` words, as
-/// word2vec.c does; `progress` is the global index of the word being trained.
+/// word2vec.c does; `progress` is the global index of the word being trained. A decay begun anew
+/// by a resumed run starts at word `start_words` (and at its own alpha).
 struct LrSchedule {
   float alpha = 0.025f;
   float min_ratio = 1e-4f;
   uint64_t total_words = 1;
+  uint64_t start_words = 0;
 
   PAGEDW2V_HD float at(uint64_t progress) const {
-    const double r = 1.0 - static_cast<double>(progress) / static_cast<double>(total_words + 1);
+    const uint64_t done = progress > start_words ? progress - start_words : 0;
+    const double r =
+        1.0 - static_cast<double>(done) / static_cast<double>(total_words - start_words + 1);
     const float ratio = static_cast<float>(r);
     return alpha * (ratio > min_ratio ? ratio : min_ratio);
   }
@@ -69,6 +78,12 @@ inline LrSchedule make_schedule(const TrainParams& p) {
   s.alpha = p.alpha;
   s.min_ratio = p.min_alpha_ratio;
   s.total_words = static_cast<uint64_t>(p.epochs) * p.words_per_epoch;
+  if (p.decay_scale > 0.0f && p.decay_from < s.total_words) {
+    // The floor stays alpha · min_alpha_ratio, whatever rate the decay starts from.
+    s.alpha = p.alpha * p.decay_scale;
+    s.min_ratio = p.min_alpha_ratio / p.decay_scale;
+    s.start_words = p.decay_from;
+  }
   return s;
 }
 

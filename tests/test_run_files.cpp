@@ -389,6 +389,17 @@ TEST(ResumeSettings, TheResumeCommandNamesWhatTheCheckpointDoesNotHold) {
   EXPECT_TRUE(checkpoint_records("threads"));
   EXPECT_TRUE(checkpoint_records("deterministic"));
   EXPECT_FALSE(checkpoint_records("format"));
+  EXPECT_FALSE(checkpoint_records("lr-schedule"));
+
+  // A decay begun anew goes on along its line; standard input is piped again.
+  Config again;
+  apply_option(again, "corpus", "-");
+  apply_option(again, "output", "run");
+  apply_option(again, "resume", "a.h5");
+  apply_option(again, "lr-schedule", "restart");
+  EXPECT_EQ(resume_command(again, "run/checkpoints/latest.h5"),
+            "pagedw2v train --output run --lr-schedule continue --corpus - --resume "
+            "run/checkpoints/latest.h5 (with the same text on standard input)");
 }
 
 }  // namespace

@@ -117,6 +117,33 @@ TEST(LrSchedule, DecaysLinearlyToTheFloor) {
   EXPECT_FLOAT_EQ(make_schedule(p).at(0), 0.05f);
 }
 
+TEST(LrSchedule, ADecayBegunAnewRunsFromItsRateToTheSameFloor) {
+  TrainParams p;
+  p.alpha = 0.025f;
+  p.epochs = 4;
+  p.words_per_epoch = 1000000;
+  const LrSchedule whole = make_schedule(p);
+  // restart at the end of epoch 2: the starting rate again, to the floor at the new end.
+  p.decay_from = 2000000;
+  p.decay_scale = 1.0f;
+  const LrSchedule restart = make_schedule(p);
+  EXPECT_FLOAT_EQ(restart.at(2000000), 0.025f);
+  EXPECT_NEAR(restart.at(3000000), 0.0125f, 1e-7);
+  EXPECT_FLOAT_EQ(restart.at(4000000), whole.at(4000000));
+  EXPECT_FLOAT_EQ(restart.at(1000), 0.025f);  // words before the start: its first rate
+  // continue from a tenth of alpha: a tenth of restart's rate, the floor the same.
+  p.decay_scale = 0.1f;
+  const LrSchedule cont = make_schedule(p);
+  EXPECT_NEAR(cont.at(2000000), 0.0025f, 1e-9);
+  EXPECT_NEAR(cont.at(3000000), 0.00125f, 1e-9);
+  EXPECT_FLOAT_EQ(cont.at(4000000), 0.025f * 1e-4f);
+  // No decay of its own (scale 0): the whole run's schedule, as before.
+  p.decay_scale = 0.0f;
+  for (const uint64_t w : {uint64_t{0}, uint64_t{1234567}, uint64_t{3999999}}) {
+    EXPECT_EQ(make_schedule(p).at(w), whole.at(w));
+  }
+}
+
 /// A one-sentence setup for train_sentence_cpu: window 1, two negatives, nothing subsampled, and
 /// noise that only ever draws word kNoise, so every example's targets are known without
 /// draw_targets: the centre, then kNoise twice.

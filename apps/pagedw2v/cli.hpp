@@ -10,6 +10,7 @@
 
 #include "config.hpp"
 #include "error.hpp"
+#include "eval/neighbors.hpp"
 #include "foreign_flags.hpp"
 
 namespace pagedw2v::app {
@@ -118,6 +119,19 @@ inline void apply_train_flags(Config& config, const cxxopts::ParseResult& args) 
   for (const OptionSpec& spec : train_options()) {
     if (args.count(spec.name)) apply_option(config, spec.name, args[spec.name].as<std::string>());
   }
+}
+
+/// What --ignore-case would match for the unknown words, the words it finds named ("--ignore-case
+/// finds 'paris' for 'Paris'"); empty when no word has a spelling in another case.
+inline std::string ignore_case_hint(const NeighborIndex& index,
+                                    const std::vector<std::string>& unknown) {
+  std::string found;
+  for (const std::string& w : unknown) {
+    const std::optional<uint32_t> row = index.find(w, true);
+    if (!row) continue;
+    found += std::string(found.empty() ? "" : ", ") + "'" + index.word(*row) + "' for '" + w + "'";
+  }
+  return found.empty() ? "" : "--ignore-case finds " + found;
 }
 
 /// A flag value that must be a whole number from 1 up.

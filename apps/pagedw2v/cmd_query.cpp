@@ -131,11 +131,13 @@ class Answerer {
              std::to_string(words.size());
     }
     std::string unknown;
+    std::vector<std::string> unknown_words;
     std::string nonfinite;
     for (const std::string& w : words) {
       const std::optional<uint32_t> row = index_.find(w, ignore_case_);
       if (!row) {
         unknown += (unknown.empty() ? "'" : ", '") + w + "'";
+        unknown_words.push_back(w);
       } else if (!index_.usable(*row)) {
         nonfinite += (nonfinite.empty() ? "'" : ", '") + w + "'";
       } else {
@@ -145,8 +147,9 @@ class Answerer {
     }
     std::string why;
     if (!unknown.empty()) {
-      why = unknown + " not in the vocabulary" +
-            (ignore_case_ ? "" : " (--ignore-case matches any case)");
+      why = unknown + " not in the vocabulary";
+      const std::string hint = ignore_case_ ? "" : ignore_case_hint(index_, unknown_words);
+      if (!hint.empty()) why += " (" + hint + ")";
     }
     if (!nonfinite.empty()) {
       why += (why.empty() ? "" : "; ") + std::string("the vector of ") + nonfinite +

@@ -172,12 +172,8 @@ class Answerer {
     }
     std::string why = words + (unknown.size() == 1 ? " is" : " are") + " not in the vocabulary";
     if (!ignore_case_) {
-      for (const std::string& w : unknown) {
-        if (index_.find(w, true)) {
-          why += " (--ignore-case finds '" + w + "')";
-          break;
-        }
-      }
+      const std::string hint = ignore_case_hint(index_, unknown);
+      if (!hint.empty()) why += " (" + hint + ")";
     }
     if (json_) {
       print_json({{"query", q.text},
@@ -292,6 +288,7 @@ int cmd_similar(int argc, char** argv) {
     const bool ignore_case = args.count("ignore-case") > 0;
     bool any_known = false;
     std::string unknown;
+    std::vector<std::string> unknown_words;
     std::string nonfinite;
     for (const Query& q : queries) {
       bool known = true;
@@ -300,6 +297,7 @@ int cmd_similar(int argc, char** argv) {
           const std::optional<uint32_t> row = index.find(w, ignore_case);
           if (!row) {
             unknown += (unknown.empty() ? "'" : ", '") + w + "'";
+            unknown_words.push_back(w);
           } else if (!index.usable(*row)) {
             nonfinite += (nonfinite.empty() ? "'" : ", '") + w + "'";
           }
@@ -311,8 +309,9 @@ int cmd_similar(int argc, char** argv) {
     if (!any_known) {
       std::string why;
       if (!unknown.empty()) {
-        why = unknown + " not in the vocabulary" +
-              (ignore_case ? "" : " (--ignore-case matches any case)");
+        why = unknown + " not in the vocabulary";
+        const std::string hint = ignore_case ? "" : ignore_case_hint(index, unknown_words);
+        if (!hint.empty()) why += " (" + hint + ")";
       }
       if (!nonfinite.empty()) {
         why += (why.empty() ? "" : "; ") + std::string("the vector of word ") + nonfinite +

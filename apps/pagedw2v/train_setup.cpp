@@ -20,6 +20,7 @@ namespace pagedw2v::app {
 namespace {
 
 constexpr const char* kOptionPrefix = "option.";
+constexpr const char* kEpochAttribute = "epoch";  ///< the epoch a checkpoint stands in
 
 std::string absolute_path(const std::string& path) {
   std::error_code ec;
@@ -35,6 +36,7 @@ std::vector<Attribute> recorded_options(const H5Source& file) {
   for (const OptionSpec& spec : train_options()) {
     request.attributes.push_back(kOptionPrefix + spec.name);
   }
+  request.attributes.push_back(kEpochAttribute);
   try {
     return file.parse(request).attributes;
   } catch (const DamagedFile&) {
@@ -49,7 +51,7 @@ std::vector<Attribute> recorded_options(const H5Source& file) {
 void apply_recorded(Config& config, const std::vector<Attribute>& recorded) {
   for (const Attribute& a : recorded) {
     const auto* value = std::get_if<std::string>(&a.value);
-    if (value == nullptr) continue;
+    if (value == nullptr || a.name.rfind(kOptionPrefix, 0) != 0) continue;
     const std::string name = a.name.substr(std::strlen(kOptionPrefix));
     for (const OptionSpec& spec : train_options()) {
       if (spec.name != name) continue;
@@ -123,12 +125,29 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     const std::vector<Attribute> recorded =
         config.resume_file ? recorded_options(*config.resume_file) : std::vector<Attribute>();
     apply_recorded(shown, recorded);
+    // Said before anything reads the corpus: these need only the checkpoint.
+    for (const Attribute& a : recorded) {
+      const auto* epoch = std::get_if<int64_t>(&a.value);
+      if (a.name == kEpochAttribute && epoch != nullptr && *epoch >= 0 &&
+          static_cast<uint64_t>(*epoch) >= shown.epochs) {
+        throw UsageError("the checkpoint has finished " + std::to_string(*epoch) +
+                         " epochs; raise --epochs to train longer");
+      }
+    }
     if (config.given.count("corpus") == 0 && !recorded.empty() && !shown.corpus.empty()) {
-      // Checkpoints of earlier versions hold the corpus path as it was typed.
-      if (::access(shown.corpus.c_str(), R_OK) != 0) {
-        throw Error("cannot open '" + shown.corpus + "', the corpus path that checkpoint '" +
-                    config.resume + "' recorded: " + std::strerror(errno) +
-                    "; --corpus FILE gives its path here");
+      for (const std::string& path : corpus_paths(shown)) {
+        if (path == "-") {
+          throw UsageError("checkpoint '" + config.resume +
+                           "' was trained on standard input, which cannot be read again: give "
+                           "the same text with --corpus FILE, or pipe it again with --corpus - "
+                           "(its words are checked against the checkpoint's)");
+        }
+        // Checkpoints of earlier versions hold the corpus path as it was typed.
+        if (::access(path.c_str(), R_OK) != 0) {
+          throw Error("cannot open '" + path + "', the corpus path that checkpoint '" +
+                      config.resume + "' recorded: " + std::strerror(errno) +
+                      "; --corpus FILE gives its path here");
+        }
       }
     }
   }

@@ -66,6 +66,8 @@ class NeighborIndex {
   /// The row of `word`: its exact spelling first, then (with `ignore_case`) the first row, the
   /// most frequent, that equals it ignoring ASCII case. Empty when there is none.
   std::optional<uint32_t> find(const std::string& word, bool ignore_case) const;
+  /// The word of row `row`.
+  const std::string& word(uint32_t row) const { return embeddings_.words[row]; }
   /// Whether row `row` holds only finite values (rows that do not are never an answer).
   bool usable(uint32_t row) const { return row_is_finite(embeddings_, row); }
 

@@ -97,9 +97,20 @@ class Reader {
     return v;
   }
 
+  /// What fixes a row's number of values, as the errors name it: the header's dimension, or
+  /// (GloVe, no header) the first row's.
+  void set_dimension_source(const std::string& source) { dimension_source_ = source; }
+
+  // Consumes the rest of a row's line, which must hold no more values.
+  void end_row() {
+    skip_space(false);
+    if (pos_ < s_.size() && s_[pos_] != '\n') fail("more values than " + dimension_source_);
+    end_line();
+  }
+
   float float_field() {
     std::string_view f = field();
-    if (f.empty()) fail("fewer values than the dimension in the header");
+    if (f.empty()) fail("fewer values than " + dimension_source_);
     if (f.front() == '+') f.remove_prefix(1);
     float v = 0;
     const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
@@ -135,6 +146,7 @@ class Reader {
   size_t pos_ = 0;
   uint64_t line_ = 1;
   uint64_t row_ = 0;
+  std::string dimension_source_ = "the dimension in the header";
 };
 
 }  // namespace
@@ -314,6 +326,8 @@ LoadedEmbeddings parse_word2vec(std::string_view bytes, const std::string& path,
     const std::vector<std::string_view> first = first_line_fields(bytes, bytes.size(), &unused);
     if (first.size() < 2) in.fail("expected a word and its values");
     dim = first.size() - 1;
+    in.set_dimension_source("the first row's " + std::to_string(dim) +
+                            " (a file without a header)");
     size_t pos = 0;
     while (pos < bytes.size()) {
       size_t end = bytes.find('\n', pos);
@@ -336,6 +350,11 @@ LoadedEmbeddings parse_word2vec(std::string_view bytes, const std::string& path,
   // file could fill.
   const uint64_t min_row = binary ? 2 + dim * sizeof(float) : 1 + 2 * dim;
   if (rows > (in.remaining() + 1) / min_row) {
+    if (layout == Word2vecLayout::kHeaderlessText) {
+      in.fail_unnumbered("its " + std::to_string(rows) +
+                         " rows are too short for the first row's " + std::to_string(dim) +
+                         " values (a file without a header)");
+    }
     in.fail_unnumbered("truncated: the header announces " + std::to_string(rows) + " rows of " +
                        std::to_string(dim) + " values, the file is too short for them");
   }
@@ -369,7 +388,7 @@ LoadedEmbeddings parse_word2vec(std::string_view bytes, const std::string& path,
       }
       e.words.emplace_back(in.field());
       for (uint64_t j = 0; j < dim; ++j) out[j] = in.float_field();
-      in.end_line();
+      in.end_row();
     }
   }
   in.set_row(rows + 1);

@@ -340,6 +340,39 @@ std::string shell_word(const std::string& text) {
   return quoted + "'";
 }
 
+std::string finished_epochs(const TrainPosition& position) {
+  return "the checkpoint has finished " + std::to_string(position.epoch) +
+         " epochs; raise --epochs to train longer";
+}
+
+/// The learning rate of a resumed run, as --lr-schedule chooses (options.hpp): `rejoin` keeps the
+/// schedule of the whole run; the others start a decay at the checkpoint's position. Said when
+/// the rate does not go on as it stood (a raised --epochs, or another schedule).
+void resume_rate(const Config& config, const Checkpoint& ck, TrainData& data, std::FILE* out) {
+  TrainParams& p = data.params;
+  TrainParams before = p;
+  before.epochs = ck.config.epochs;
+  const float stood =
+      ck.lr > 0.0f ? ck.lr : make_schedule(before, data.optimizer).at(ck.position.words_done);
+  const float start = make_schedule(p, data.optimizer).alpha;
+  if (config.lr_schedule != LrResume::kRejoin) {
+    p.decay_from = ck.position.words_done;
+    p.decay_scale = config.lr_schedule == LrResume::kRestart ? 1.0f : stood / start;
+  }
+  if (out == nullptr ||
+      (config.epochs == ck.config.epochs && config.given.count("lr-schedule") == 0)) {
+    return;
+  }
+  const LrSchedule now = make_schedule(p, data.optimizer);
+  std::fprintf(out,
+               "learning rate: %g at epoch %u of %u (it stood at %g, the checkpoint's run had %u "
+               "epochs), down to %g at the end (--lr-schedule %s)\n",
+               static_cast<double>(now.at(ck.position.words_done)), ck.position.epoch + 1,
+               config.epochs, static_cast<double>(stood), ck.config.epochs,
+               static_cast<double>(now.alpha * now.min_ratio),
+               option_value(config, "lr-schedule").c_str());
+}
+
 }  // namespace
 
 std::string resume_command(const Config& config, const std::string& checkpoint) {
@@ -349,9 +382,16 @@ std::string resume_command(const Config& config, const std::string& checkpoint) 
         spec.name == "resume" || spec.name == "output") {
       continue;
     }
-    const std::string value = spec.get(config);
+    std::string value = spec.get(config);
+    // A decay begun anew by this run goes on from the rate it reaches, on the same line.
+    if (spec.name == "lr-schedule" && config.lr_schedule != LrResume::kRejoin) value = "continue";
     command += spec.is_flag ? " --" + spec.name + "=" + shell_word(value)
                             : " --" + spec.name + " " + shell_word(value);
+  }
+  // Standard input is not read again by itself: the same text is piped to the command.
+  if (config.corpus == "-") {
+    return command + " --corpus - --resume " + shell_word(checkpoint) +
+           " (with the same text on standard input)";
   }
   return command + " --resume " + shell_word(checkpoint);
 }
@@ -419,6 +459,8 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   }
   Config config = ck ? merge_for_resume(ck->config, requested) : requested;
   validate(config);
+  // Said before the corpus is read: a checkpoint that has trained every epoch asked for.
+  if (ck && ck->position.epoch >= config.epochs) throw UsageError(finished_epochs(ck->position));
   if (config.keep_checkpoints == 0 && config.checkpoint_interval > 0) {
     throw UsageError("--checkpoint-interval needs --keep-checkpoints 1 or more");
   }
@@ -661,10 +703,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   if (ck) {
     model = std::move(ck->model);
     pos = ck->position;
-    if (pos.epoch >= config.epochs) {
-      throw UsageError("the checkpoint has finished " + std::to_string(pos.epoch) +
-                       " epochs; raise --epochs to train longer");
-    }
+    resume_rate(config, *ck, data, out);
     ck.reset();
   } else {
     const std::string hint = "lower --dim or --max-vocab";
@@ -731,10 +770,7 @@ TrainSummary run_training(const Config& requested, std::FILE* log, const std::at
   const uint64_t nblocks = streamed ? stream_bounds.size() - 1 : set.block_count();
   if (!requested.resume.empty()) {
     pos = resume_position(pos, nblocks, requested.resume);
-    if (pos.epoch >= p.epochs) {
-      throw UsageError("the checkpoint has finished " + std::to_string(pos.epoch) +
-                       " epochs; raise --epochs to train longer");
-    }
+    if (pos.epoch >= p.epochs) throw UsageError(finished_epochs(pos));
   }
   std::optional<CorpusStream> stream;
   if (streamed) stream.emplace(stream_window_bytes(corpus_memory));

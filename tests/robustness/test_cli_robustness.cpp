@@ -744,8 +744,12 @@ TEST_P(FuzzedCheckpoint, ExportsOrIsRefusedWithOneLine) {
       run(dir, {"train", "--resume", GetParam(), "--output", dir.file("r"), "--quiet"});
   if (name.rfind("seed-", 0) == 0) {
     EXPECT_TRUE(succeeds(exported));
-    // The seed's corpus is not kept beside it.
-    EXPECT_TRUE(fails_cleanly(resumed, 1, "cannot open 'corpus.txt'"));
+    // The seed finished its epochs: a resume must ask for more, before it looks for the corpus.
+    EXPECT_TRUE(fails_cleanly(resumed, 2, "raise --epochs"));
+    // Given more epochs, it looks for its corpus, which is not kept beside it.
+    const Outcome longer = run(dir, {"train", "--resume", GetParam(), "--output", dir.file("r2"),
+                                     "--epochs", "9", "--quiet"});
+    EXPECT_TRUE(fails_cleanly(longer, 1, "corpus.txt"));
   } else {
     EXPECT_TRUE(fails_cleanly(exported, 1, name));
     EXPECT_TRUE(fails_cleanly(resumed, 1, name));
