@@ -125,6 +125,15 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     const std::vector<Attribute> recorded =
         config.resume_file ? recorded_options(*config.resume_file) : std::vector<Attribute>();
     apply_recorded(shown, recorded);
+    // What the checkpoint recorded must hold together on its own, as checkpoint.cpp checks when
+    // the trainer loads it: a damaged file's settings are its fault, not a usage error.
+    Config recorded_alone;
+    apply_recorded(recorded_alone, recorded);
+    try {
+      check_optimizer_settings(recorded_alone);
+    } catch (const UsageError& e) {
+      throw Error("checkpoint '" + config.resume + "' is damaged: " + e.what());
+    }
     // Said before anything reads the corpus: these need only the checkpoint.
     for (const Attribute& a : recorded) {
       const auto* epoch = std::get_if<int64_t>(&a.value);
