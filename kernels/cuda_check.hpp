@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v::detail {
 

@@ -2,8 +2,8 @@
 /// @file device_draws.cuh
 /// Device-side forms of the CPU backend's random decisions, shared by the training kernel, the
 /// pool kernel and the sampler probes so that the tests check the code that trains. Each is the
-/// CPU expression (train/cpu_backend.cpp, train/sgns_cpu.hpp, negative_pool.hpp) on the same
-/// counters and keys. The random bits come from cuRAND's Philox4x32-10 (curand_Philox4x32_10),
+/// CPU expression (backend/cpu/cpu_backend.cpp, backend/cpu/sgns_cpu.hpp, negative_pool.hpp) on the
+/// same counters and keys. The random bits come from cuRAND's Philox4x32-10 (curand_Philox4x32_10),
 /// the CPU's from philox.hpp: one function (Salmon et al., SC'11), so the same bits, which
 /// tests/test_cuda_sampler.cpp checks over many counters and keys. Device-only: include from .cu
 /// files.
@@ -15,9 +15,9 @@
 
 #include <cstdint>
 
-#include "negative_pool.hpp"
-#include "philox.hpp"
-#include "sampler.hpp"
+#include "base/philox.hpp"
+#include "model/negative_pool.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v::detail {
 

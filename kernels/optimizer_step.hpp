@@ -2,7 +2,7 @@
 /// @file optimizer_step.hpp
 /// Host launcher of the fused optimizer step: one kernel per table applies a dense optimizer to
 /// the rows a batch touched and to their state, in a single pass over table, state and gradient,
-/// with the semantics and per-element arithmetic of src/optimizer.hpp (its CPU reference,
+/// with the semantics and per-element arithmetic of src/model/optimizer.hpp (its CPU reference,
 /// apply_sparse_step, is what the kernel is tested against).
 
 #include <cuda_runtime_api.h>
@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "optimizer.hpp"
+#include "model/optimizer.hpp"
 
 namespace pagedw2v {
 

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_limits.hpp"
 #include "kernels/work_claim.cuh"

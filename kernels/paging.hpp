@@ -32,7 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "storage.hpp"
+#include "model/storage.hpp"
 
 namespace pagedw2v {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_draws.cuh"
 #include "kernels/device_limits.hpp"

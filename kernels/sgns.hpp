@@ -3,8 +3,8 @@
 /// Host launcher of the fused negative-sampling training kernels (skip-gram and CBOW): one
 /// launch trains a range of sentences — subsampling, dynamic window, negative draws, forward,
 /// backward and the SGD update of both tables — with the same draws and arithmetic as the CPU
-/// reference (train/sgns_cpu.hpp, train/cpu_backend.cpp). A warp trains one sentence in the
-/// CPU's order, so a sentence alone gives the CPU's result; sentences run concurrently and add
+/// reference (backend/cpu/sgns_cpu.hpp, backend/cpu/cpu_backend.cpp). A warp trains one sentence in
+/// the CPU's order, so a sentence alone gives the CPU's result; sentences run concurrently and add
 /// their changes to the tables atomically (no update is lost, reads may be stale: Hogwild).
 ///
 /// Ids and rows: a token's id (its vocabulary index) decides its subsampling (keep[id]), keys
@@ -18,7 +18,7 @@
 ///   learning rate, as train_sentence_cpu does.
 /// - Gradient (input_grad set): the tables are only read. Each example adds the gradient of its
 ///   loss, with no learning rate, exactly what the CPU's batched pass accumulates
-///   (train/cpu_backend.cpp, accumulate_gradients_cpu): for each target t of label y,
+///   (backend/cpu/cpu_backend.cpp, accumulate_gradients_cpu): for each target t of label y,
 ///   s = σ(h·out[t]) − y (σ clipped at ±6), out[t]'s gradient gains s·h and h's gains s·out[t];
 ///   a skip-gram context row receives h's gradient, a CBOW context row h's gradient divided by the
 ///   number of context rows. All of a launch's examples see the tables as they were (the skip-gram
@@ -32,8 +32,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "params.hpp"
-#include "sampler.hpp"
+#include "model/params.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 

@@ -413,7 +413,8 @@ target_include_directories(pagedw2v_kernels PUBLIC ${{PROJECT_SOURCE_DIR}})
 target_link_libraries(pagedw2v_kernels PUBLIC {below("kernels")} CUDA::cudart PRIVATE pagedw2v_flags)
 # -lineinfo: profilers and compute-sanitizer map SASS back to source lines at no run-time cost.
 target_compile_options(pagedw2v_kernels PRIVATE
-  $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr -Xptxas=-warn-spills>)
+  $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo --expt-relaxed-constexpr>
+  $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${{PAGEDW2V_WARN_SPILLS}}>>:-Xptxas=-warn-spills>)
 set_target_properties(pagedw2v_kernels PROPERTIES
   CUDA_SEPARABLE_COMPILATION OFF
   POSITION_INDEPENDENT_CODE ON)

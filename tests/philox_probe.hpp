@@ -2,7 +2,7 @@
 /// @file philox_probe.hpp
 /// The kernels' random bits (kernels/device_draws.cuh: cuRAND's Philox4x32-10 on philox.hpp's
 /// counters and keys) on the GPU for given counters, keys and draws, so a test can compare them
-/// with src/philox.hpp bit for bit. Test-only.
+/// with src/base/philox.hpp bit for bit. Test-only.
 
 #include <cstddef>
 #include <cstdint>

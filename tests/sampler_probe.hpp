@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "sampler.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 

@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/hdf5_io.hpp"
-#include "model.hpp"
+#include "model/model.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"

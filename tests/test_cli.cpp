@@ -23,9 +23,9 @@
 #include <variant>
 #include <vector>
 
-#include "host_table.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
+#include "model/host_table.hpp"
 #include "robustness/run_binary.hpp"
 #include "test_util.hpp"
 

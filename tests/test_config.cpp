@@ -3,8 +3,8 @@
 #include <map>
 #include <string>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "test_util.hpp"
 #include "train/training_set.hpp"
 

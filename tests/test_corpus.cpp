@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "corpus.hpp"
-#include "error.hpp"
-#include "mapped_file.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
+#include "corpus/corpus.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "corpus.hpp"
-#include "corpus_stream.hpp"
-#include "error.hpp"
-#include "params.hpp"
+#include "base/error.hpp"
+#include "corpus/corpus.hpp"
+#include "corpus/corpus_stream.hpp"
+#include "model/params.hpp"
 #include "test_util.hpp"
-#include "text_source.hpp"
+#include "text/text_source.hpp"
 
 namespace pagedw2v {
 namespace {

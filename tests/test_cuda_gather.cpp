@@ -18,9 +18,9 @@
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/replica_delta.hpp"
+#include "model/host_table.hpp"
 
 namespace pagedw2v {
 namespace {

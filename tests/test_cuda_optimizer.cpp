@@ -14,13 +14,13 @@
 #include <tuple>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cuda_test_util.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/optimizer_step.hpp"
-#include "optimizer.hpp"
+#include "model/optimizer.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "config.hpp"
+#include "backend/backend.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "cuda_test_util.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/row_set_trainer.hpp"
@@ -23,7 +23,7 @@
 #include "kernels/paging.hpp"
 #include "kernels/pool_draw.hpp"
 #include "kernels/sgns.hpp"
-#include "negative_pool.hpp"
+#include "model/negative_pool.hpp"
 #include "support/random_data.hpp"
 #include "train/training_set.hpp"
 

@@ -18,12 +18,12 @@
 #include <tuple>
 #include <vector>
 
-#include "config.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "cuda_test_util.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "io/npy.hpp"
-#include "optimizer.hpp"
+#include "model/optimizer.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "base/philox.hpp"
 #include "cuda_test_util.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "negative_pool.hpp"
-#include "philox.hpp"
+#include "model/negative_pool.hpp"
+#include "model/sampler.hpp"
 #include "philox_probe.hpp"
-#include "sampler.hpp"
 #include "sampler_probe.hpp"
 #include "test_util.hpp"
 
@@ -137,7 +137,7 @@ TEST(CudaMemory, OutOfGpuMemoryIsAClearError) {
 }
 
 // The kernels draw with cuRAND's Philox4x32-10 (kernels/device_draws.cuh), the CPU with
-// src/philox.hpp: for random counters and keys, and for the counters and keys the training
+// src/base/philox.hpp: for random counters and keys, and for the counters and keys the training
 // draws use, every bit agrees.
 TEST(CudaSampler, CurandPhiloxGivesTheBitsOfPhiloxHpp) {
   PAGEDW2V_REQUIRE_GPU();

@@ -22,21 +22,21 @@
 #include <utility>
 #include <vector>
 
-#include "backend.hpp"
-#include "corpus.hpp"
+#include "backend/backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sgns_cpu.hpp"
+#include "base/error.hpp"
+#include "corpus/corpus.hpp"
 #include "cuda_test_util.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/device_limits.hpp"
 #include "kernels/pool_draw.hpp"
 #include "kernels/sgns.hpp"
-#include "negative_pool.hpp"
-#include "params.hpp"
-#include "sampler.hpp"
-#include "train/cpu_backend.hpp"
-#include "train/sgns_cpu.hpp"
+#include "model/negative_pool.hpp"
+#include "model/params.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 namespace {

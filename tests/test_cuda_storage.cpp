@@ -18,8 +18,8 @@
 #include "gpu/device_tables.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/paging.hpp"
-#include "model.hpp"
-#include "storage.hpp"
+#include "model/model.hpp"
+#include "model/storage.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {

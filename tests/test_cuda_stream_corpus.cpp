@@ -21,17 +21,17 @@
 #include <tuple>
 #include <vector>
 
-#include "config.hpp"
-#include "corpus.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
+#include "corpus/corpus.hpp"
 #include "cuda_test_util.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_corpus.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/cuda_check.hpp"
-#include "params.hpp"
+#include "model/params.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 

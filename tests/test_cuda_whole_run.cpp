@@ -39,11 +39,11 @@
 #include <tuple>
 #include <vector>
 
-#include "config.hpp"
+#include "config/config.hpp"
 #include "cuda_test_util.hpp"
 #include "io/npy.hpp"
-#include "model.hpp"
-#include "optimizer.hpp"
+#include "model/model.hpp"
+#include "model/optimizer.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 

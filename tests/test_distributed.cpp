@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/ranks.hpp"
@@ -32,12 +33,11 @@
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
 #include "io/npy.hpp"
-#include "model.hpp"
-#include "negative_pool.hpp"
-#include "sampler.hpp"
+#include "model/model.hpp"
+#include "model/negative_pool.hpp"
+#include "model/sampler.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
-#include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
 #include "cuda_test_util.hpp"
 #endif

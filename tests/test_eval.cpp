@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/neighbors.hpp"
 #include "eval/similarity.hpp"

@@ -10,13 +10,13 @@
 #include <variant>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/embeddings.hpp"
 #include "io/export.hpp"
 #include "io/npy.hpp"
 #include "io/word2vec_format.hpp"
 #include "test_util.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 #include "io/export.hpp"
 #include "io/npy.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace {
 

@@ -13,12 +13,12 @@
 #include <tuple>
 #include <vector>
 
-#include "corpus.hpp"
-#include "error.hpp"
-#include "negative_pool.hpp"
-#include "optimizer.hpp"
-#include "params.hpp"
-#include "sampler.hpp"
+#include "base/error.hpp"
+#include "corpus/corpus.hpp"
+#include "model/negative_pool.hpp"
+#include "model/optimizer.hpp"
+#include "model/params.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 namespace {

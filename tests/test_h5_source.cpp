@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
-#include "host_table.hpp"
+#include "base/error.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/isolated_call.hpp"
+#include "model/host_table.hpp"
 #include "robustness/h5_heap.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -13,19 +13,19 @@
 #include <tuple>
 #include <vector>
 
-#include "config.hpp"
-#include "error.hpp"
-#include "host_table.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "io/export.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
 #include "io/word2vec_format.hpp"
-#include "model.hpp"
-#include "storage.hpp"
+#include "model/host_table.hpp"
+#include "model/model.hpp"
+#include "model/storage.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/run_check.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -15,14 +15,14 @@
 #include <tuple>
 #include <vector>
 
-#include "config.hpp"
-#include "error.hpp"
-#include "host_table.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "io/checksum.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/isolated_call.hpp"
+#include "model/host_table.hpp"
 #include "test_util.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

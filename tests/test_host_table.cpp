@@ -10,21 +10,21 @@
 #include <utility>
 #include <vector>
 
-#include "backend.hpp"
-#include "config.hpp"
-#include "error.hpp"
-#include "host_table.hpp"
+#include "backend/backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "io/export.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
-#include "optimizer.hpp"
+#include "model/host_table.hpp"
+#include "model/optimizer.hpp"
 #include "test_util.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
-#include "train/cpu_backend.hpp"
 #include "train/run_check.hpp"
 #include "train/training_set.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "corpus.hpp"
+#include "corpus/corpus.hpp"
 #include "test_util.hpp"
-#include "text_chunks.hpp"
-#include "vocab.hpp"
+#include "text/text_chunks.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

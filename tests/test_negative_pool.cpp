@@ -12,15 +12,15 @@
 #include <set>
 #include <vector>
 
-#include "backend.hpp"
-#include "corpus.hpp"
-#include "negative_pool.hpp"
-#include "optimizer.hpp"
-#include "params.hpp"
-#include "philox.hpp"
-#include "sampler.hpp"
-#include "train/cpu_backend.hpp"
-#include "train/sgns_cpu.hpp"
+#include "backend/backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sgns_cpu.hpp"
+#include "base/philox.hpp"
+#include "corpus/corpus.hpp"
+#include "model/negative_pool.hpp"
+#include "model/optimizer.hpp"
+#include "model/params.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/npy.hpp"
 #include "test_util.hpp"
 

@@ -1,5 +1,5 @@
-// The optimizers' CPU reference (src/optimizer.hpp) against the update rules written out again
-// here in double precision, step by step as torch.optim states them; the sparse semantics
+// The optimizers' CPU reference (src/model/optimizer.hpp) against the update rules written out
+// again here in double precision, step by step as torch.optim states them; the sparse semantics
 // (untouched rows and their state keep their bits; bias correction from the global step); the
 // options that select them; and CPU training with each of them on a two-topic corpus.
 
@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "config.hpp"
-#include "error.hpp"
-#include "optimizer.hpp"
+#include "backend/backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
+#include "model/optimizer.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
-#include "train/cpu_backend.hpp"
 #include "train/trainer.hpp"
 #include "train/training_set.hpp"
 

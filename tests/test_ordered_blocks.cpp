@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "io/ordered_blocks.hpp"
 #include "test_util.hpp"
 

@@ -1,6 +1,6 @@
 // Phrases (word2phrase's score and joining) on small corpora whose counts are worked out by
 // hand, and on random ones against a plain reference and across thread counts.
-#include "phrases.hpp"
+#include "text/phrases.hpp"
 
 #include <gtest/gtest.h>
 

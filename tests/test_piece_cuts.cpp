@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
-#include "negative_pool.hpp"
-#include "sampler.hpp"
+#include "base/error.hpp"
+#include "model/negative_pool.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 namespace {

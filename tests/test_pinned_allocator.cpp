@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "bench/gather.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
 #include "gpu/device_buffer.hpp"
-#include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
+#include "model/host_table.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/export.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
 #include "io/row_block.hpp"
 #include "io/word2vec_format.hpp"
-#include "model.hpp"
+#include "model/model.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "io/export.hpp"
 #include "io/npy.hpp"
 #include "test_util.hpp"

@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
-#include "philox.hpp"
-#include "sampler.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "storage.hpp"
+#include "model/storage.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "error.hpp"
-#include "string_index.hpp"
+#include "base/error.hpp"
+#include "base/string_index.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "bench/synthetic_corpus.hpp"
-#include "error.hpp"
-#include "sampler.hpp"
+#include "model/sampler.hpp"
 #include "test_util.hpp"
 
 namespace pagedw2v {

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "corpus.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
+#include "corpus/corpus.hpp"
 #include "io/npy.hpp"
 #include "io/word2vec_format.hpp"
-#include "mapped_file.hpp"
 #include "test_util.hpp"
-#include "text_source.hpp"
-#include "vocab.hpp"
+#include "text/text_source.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -4,11 +4,11 @@
 #include <random>
 #include <vector>
 
-#include "backend.hpp"
-#include "corpus.hpp"
-#include "params.hpp"
-#include "train/cpu_backend.hpp"
-#include "train/sgns_cpu.hpp"
+#include "backend/backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sgns_cpu.hpp"
+#include "corpus/corpus.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -8,13 +8,13 @@
 #include <sstream>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
 #include "io/embeddings.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -14,17 +14,17 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "base/worker_threads.hpp"
 #include "eval/analogy.hpp"
 #include "eval/neighbors.hpp"
 #include "eval/similarity.hpp"
 #include "io/hdf5_io.hpp"
 #include "test_util.hpp"
-#include "tokenizer.hpp"
+#include "text/tokenizer.hpp"
+#include "text/utf8.hpp"
 #include "train/checkpoint.hpp"
 #include "train/run_check.hpp"
-#include "utf8.hpp"
-#include "worker_threads.hpp"
 
 namespace pagedw2v {
 namespace {

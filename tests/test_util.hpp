@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "config/config.hpp"
 #include "support/expect_error.hpp"
 #include "support/random_data.hpp"
 #include "support/seed.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v::testing_util {
 

@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "test_util.hpp"
-#include "tokenizer.hpp"
-#include "vocab.hpp"
+#include "text/tokenizer.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

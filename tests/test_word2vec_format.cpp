@@ -12,11 +12,11 @@
 #include <tuple>
 #include <vector>
 
-#include "error.hpp"
-#include "host_table.hpp"
+#include "base/error.hpp"
 #include "io/word2vec_format.hpp"
+#include "model/host_table.hpp"
 #include "test_util.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

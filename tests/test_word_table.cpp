@@ -8,11 +8,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "corpus.hpp"
-#include "huge_pages.hpp"
-#include "string_index.hpp"
+#include "base/huge_pages.hpp"
+#include "base/string_index.hpp"
+#include "corpus/corpus.hpp"
 #include "test_util.hpp"
-#include "word_table.hpp"
+#include "text/word_table.hpp"
 
 namespace pagedw2v {
 namespace {

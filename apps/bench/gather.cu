@@ -2,8 +2,8 @@
 #include <string>
 #include <type_traits>
 
+#include "base/error.hpp"
 #include "bench/gather.hpp"
-#include "error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_limits.hpp"
 #include "kernels/work_claim.cuh"

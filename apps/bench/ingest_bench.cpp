@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
-#include "corpus.hpp"
-#include "error.hpp"
-#include "text_source.hpp"
+#include "base/error.hpp"
+#include "corpus/corpus.hpp"
+#include "text/text_source.hpp"
 #include "train/training_set.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

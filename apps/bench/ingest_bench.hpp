@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 namespace pagedw2v {
 

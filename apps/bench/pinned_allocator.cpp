@@ -9,8 +9,8 @@
 #include <mutex>
 #include <utility>
 
-#include "byte_size.hpp"
-#include "error.hpp"
+#include "base/byte_size.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v {
 namespace {

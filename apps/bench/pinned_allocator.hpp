@@ -31,7 +31,7 @@
 #include <string>
 
 #include "gpu/pinned_region.hpp"
-#include "host_table.hpp"
+#include "model/host_table.hpp"
 
 namespace pagedw2v {
 

@@ -11,10 +11,10 @@
 #include <system_error>
 #include <thread>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
-#include "philox.hpp"
-#include "sampler.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "corpus.hpp"
+#include "config/config.hpp"
+#include "corpus/corpus.hpp"
 #include "train/training_set.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 
@@ -50,7 +50,7 @@ EncodedCorpus synthetic_corpus(const SyntheticSpec& spec, uint64_t seed, uint32_
 /// `train --vocab` reads them), so that `train --corpus corpus_path --vocab vocab_path
 /// --min-count 1` trains on the rows and tokens `bench train --synthetic` times, and mpirun can
 /// run it over ranks. Neither file may exist already (UsageError); each appears whole or not at
-/// all (io/atomic_file.hpp).
+/// all (base/atomic_file.hpp).
 void write_synthetic_files(const SyntheticSpec& spec, uint64_t seed, uint32_t threads,
                            const std::string& corpus_path, const std::string& vocab_path);
 

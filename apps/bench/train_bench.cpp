@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
-#include "corpus.hpp"
-#include "error.hpp"
-#include "sampler.hpp"
-#include "text_source.hpp"
+#include "backend/backend.hpp"
+#include "base/error.hpp"
+#include "corpus/corpus.hpp"
+#include "model/sampler.hpp"
+#include "text/text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/run_setup.hpp"
 #include "train/training_set.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 #ifdef PAGEDW2V_HAVE_CUDA
 #include "dist/replica_span.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "bench/synthetic_corpus.hpp"
-#include "config.hpp"
+#include "config/config.hpp"
 
 namespace pagedw2v {
 

@@ -11,13 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "bench/transfer_hybrid.hpp"
 #include "bench/transfer_methods.hpp"
 #include "bench/transfer_rig.hpp"
-#include "error.hpp"
 #include "gpu/cuda_backend.hpp"
-#include "host_table.hpp"
 #include "kernels/cuda_check.hpp"
+#include "model/host_table.hpp"
 
 namespace pagedw2v {
 namespace {

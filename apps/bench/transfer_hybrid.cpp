@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "bench/gather.hpp"
 #include "bench/host_rows.hpp"
-#include "error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v::transfer {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "bench/gather.hpp"
-#include "error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/paging.hpp"
 

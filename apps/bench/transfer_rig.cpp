@@ -8,9 +8,9 @@
 #include <thread>
 #include <utility>
 
+#include "base/error.hpp"
 #include "bench/gather.hpp"
 #include "bench/unique_ids.hpp"
-#include "error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v::transfer {

@@ -18,7 +18,7 @@
 #include "bench/transfer_bench.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
-#include "host_table.hpp"
+#include "model/host_table.hpp"
 
 namespace pagedw2v::transfer {
 

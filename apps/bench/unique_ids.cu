@@ -2,8 +2,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
 
+#include "base/error.hpp"
 #include "bench/unique_ids.hpp"
-#include "error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {

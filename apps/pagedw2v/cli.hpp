@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "error.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
+#include "config/foreign_flags.hpp"
 #include "eval/neighbors.hpp"
-#include "foreign_flags.hpp"
 
 namespace pagedw2v::app {
 

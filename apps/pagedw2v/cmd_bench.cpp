@@ -22,11 +22,11 @@
 #ifdef PAGEDW2V_HAVE_TRANSFER_BENCH
 #include "bench/transfer_bench.hpp"
 #endif
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "config.hpp"
+#include "config/config.hpp"
 #include "dist/ranks.hpp"
-#include "error.hpp"
 
 namespace pagedw2v::app {
 

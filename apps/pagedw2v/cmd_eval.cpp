@@ -10,13 +10,13 @@
 #include <optional>
 #include <string>
 
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "error.hpp"
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
 #include "io/embeddings.hpp"
-#include "utf8.hpp"
+#include "text/utf8.hpp"
 
 namespace pagedw2v::app {
 

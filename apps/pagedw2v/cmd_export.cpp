@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "error.hpp"
 #include "io/embeddings.hpp"
 #include "io/export.hpp"
 #include "io/output_claim.hpp"

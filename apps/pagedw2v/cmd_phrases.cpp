@@ -1,5 +1,5 @@
 // `pagedw2v phrases`: word2phrase's collocations over the corpus inputs `train` reads, written as
-// a text file (src/phrases.hpp).
+// a text file (src/text/phrases.hpp).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,12 +15,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "error.hpp"
-#include "io/atomic_file.hpp"
-#include "phrases.hpp"
-#include "text_source.hpp"
+#include "text/phrases.hpp"
+#include "text/text_source.hpp"
 
 namespace pagedw2v::app {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "error.hpp"
 #include "eval/neighbors.hpp"
 #include "eval/word_queries.hpp"
 #include "io/embeddings.hpp"

@@ -11,12 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "error.hpp"
 #include "eval/neighbors.hpp"
 #include "io/embeddings.hpp"
-#include "utf8.hpp"
+#include "text/utf8.hpp"
 
 namespace pagedw2v::app {
 

@@ -7,12 +7,12 @@
 
 #include <unistd.h>
 
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
-#include "config.hpp"
+#include "config/config.hpp"
 #include "dist/ranks.hpp"
-#include "error.hpp"
-#include "io/atomic_file.hpp"
 #include "train/trainer.hpp"
 #include "train_setup.hpp"
 

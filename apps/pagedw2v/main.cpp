@@ -14,11 +14,11 @@
 #include <malloc.h>
 #endif
 
+#include "base/error.hpp"
 #include "commands.hpp"
-#include "config.hpp"
-#include "error.hpp"
-#include "foreign_flags.hpp"
-#include "utf8.hpp"
+#include "config/config.hpp"
+#include "config/foreign_flags.hpp"
+#include "text/utf8.hpp"
 
 namespace {
 

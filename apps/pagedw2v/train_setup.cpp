@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/isolated_call.hpp"
 #include "train/backend_factory.hpp"

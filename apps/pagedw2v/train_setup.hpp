@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 namespace pagedw2v::app {
 

@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "dist/nccl_comm.hpp"
 #include "dist/replica_backend.hpp"
 #include "dist/row_owners.hpp"
-#include "error.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/part_trainer.hpp"
 #include "gpu/stream.hpp"

@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v::dist {
 namespace {

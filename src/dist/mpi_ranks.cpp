@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/error.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/ranks.hpp"
 #include "dist/sharded_backend.hpp"
-#include "error.hpp"
 
 namespace pagedw2v::dist {
 namespace {

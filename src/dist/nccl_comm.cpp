@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v::dist {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "negative_pool.hpp"
-#include "philox.hpp"
-#include "train/sgns_cpu.hpp"
+#include "backend/cpu/sgns_cpu.hpp"
+#include "base/philox.hpp"
+#include "model/negative_pool.hpp"
 
 namespace pagedw2v::dist {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 
 namespace pagedw2v::dist {
 

@@ -2,8 +2,8 @@
 // alone, and a launch with several ranks is refused with one clear error.
 #include <cstdlib>
 
+#include "base/error.hpp"
 #include "dist/ranks.hpp"
-#include "error.hpp"
 
 namespace pagedw2v::dist {
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "dist/row_owners.hpp"
-#include "model.hpp"
+#include "model/model.hpp"
 
 namespace pagedw2v::dist {
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "negative_pool.hpp"
-#include "optimizer.hpp"
-#include "train/cpu_backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "model/negative_pool.hpp"
+#include "model/optimizer.hpp"
 
 namespace pagedw2v::dist {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/row_owners.hpp"

@@ -2,9 +2,9 @@
 
 #include <string>
 
+#include "base/error.hpp"
 #include "dist/part_rotation.hpp"
 #include "dist/row_owners.hpp"
-#include "error.hpp"
 #include "gpu/part_trainer.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/sgns.hpp"

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/sharded_backend.hpp"
 

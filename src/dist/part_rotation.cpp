@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/nccl_comm.hpp"
-#include "error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v::dist {

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
+#include "config/options.hpp"
 #include "dist/rank_memory.hpp"
 #include "io/row_block.hpp"
-#include "options.hpp"
 
 namespace pagedw2v::dist {
 

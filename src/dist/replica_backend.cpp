@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.hpp"
+#include "base/error.hpp"
 #include "dist/row_owners.hpp"
-#include "error.hpp"
-#include "train/cpu_backend.hpp"
 
 namespace pagedw2v::dist {
 namespace {

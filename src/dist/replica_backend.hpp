@@ -27,7 +27,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "dist/mpi_comm.hpp"
 #include "dist/replica_span.hpp"
 #include "dist/sharded_backend.hpp"

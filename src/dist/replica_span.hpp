@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "backend.hpp"
-#include "options.hpp"
-#include "params.hpp"
+#include "backend/backend.hpp"
+#include "config/options.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v::dist {
 

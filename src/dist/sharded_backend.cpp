@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "base/error.hpp"
+#include "config/config.hpp"
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/owner_steps.hpp"
@@ -14,8 +16,6 @@
 #include "dist/row_exchange.hpp"
 #include "dist/row_owners.hpp"
 #include "dist/working_set.hpp"
-#include "error.hpp"
-#include "train/cpu_backend.hpp"
 #ifdef PAGEDW2V_HAVE_CUDA
 #include "dist/gpu_replica_backend.hpp"
 #include "dist/part_backend.hpp"

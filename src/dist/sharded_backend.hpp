@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
+#include "config/options.hpp"
 #include "dist/mpi_comm.hpp"
-#include "options.hpp"
 
 namespace pagedw2v::dist {
 

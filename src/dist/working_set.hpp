@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "dist/needed_rows.hpp"
 #include "dist/owned_rows.hpp"
 #include "dist/row_owners.hpp"
-#include "model.hpp"
-#include "train/cpu_backend.hpp"
+#include "model/model.hpp"
 
 namespace pagedw2v::dist {
 

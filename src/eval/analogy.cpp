@@ -10,11 +10,11 @@
 #include <string_view>
 #include <thread>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
+#include "base/worker_threads.hpp"
 #include "eval/neighbors.hpp"
-#include "mapped_file.hpp"
-#include "utf8.hpp"
-#include "worker_threads.hpp"
+#include "text/utf8.hpp"
 
 namespace pagedw2v {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v {
 

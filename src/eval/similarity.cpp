@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
 #include "eval/neighbors.hpp"
-#include "mapped_file.hpp"
 
 namespace pagedw2v {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_corpus.hpp"
 #include "gpu/device_tables.hpp"
@@ -19,7 +19,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/paging.hpp"
 #include "kernels/sgns.hpp"
-#include "params.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v {
 

@@ -15,11 +15,11 @@
 #include <memory>
 #include <string>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
+#include "config/options.hpp"
 #include "gpu/cuda_device.hpp"
 #include "gpu/cuda_options.hpp"
 #include "gpu/gpu_plan.hpp"
-#include "options.hpp"
 
 namespace pagedw2v {
 

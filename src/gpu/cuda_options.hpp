@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "config/options.hpp"
 #include "gpu/gpu_plan.hpp"
-#include "options.hpp"
 
 namespace pagedw2v {
 

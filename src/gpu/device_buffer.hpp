@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {

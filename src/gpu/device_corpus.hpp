@@ -16,7 +16,7 @@
 #include <functional>
 #include <vector>
 
-#include "corpus.hpp"
+#include "corpus/corpus.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/stream.hpp"
 

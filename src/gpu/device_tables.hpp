@@ -22,8 +22,8 @@
 #include "gpu/pinned_region.hpp"
 #include "kernels/paging.hpp"
 #include "kernels/sgns.hpp"
-#include "model.hpp"
-#include "optimizer.hpp"
+#include "model/model.hpp"
+#include "model/optimizer.hpp"
 
 namespace pagedw2v {
 

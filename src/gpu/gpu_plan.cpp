@@ -6,10 +6,10 @@
 #include <numeric>
 #include <thread>
 
-#include "error.hpp"
-#include "negative_pool.hpp"
-#include "params.hpp"
-#include "sampler.hpp"
+#include "base/error.hpp"
+#include "model/negative_pool.hpp"
+#include "model/params.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "corpus.hpp"
-#include "optimizer.hpp"
-#include "options.hpp"
+#include "config/options.hpp"
+#include "corpus/corpus.hpp"
+#include "model/optimizer.hpp"
 
 namespace pagedw2v {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <utility>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/paging.hpp"
 

@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "gpu/cuda_options.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_tables.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "gpu/paged_pipeline.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/paging.hpp"

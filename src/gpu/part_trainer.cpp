@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <vector>
 
-#include "byte_size.hpp"
-#include "error.hpp"
+#include "base/byte_size.hpp"
+#include "base/error.hpp"
 #include "gpu/cuda_device.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/sgns.hpp"
-#include "sampler.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 

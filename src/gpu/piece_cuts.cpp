@@ -4,8 +4,8 @@
 #include <string>
 #include <system_error>
 
-#include "error.hpp"
-#include "negative_pool.hpp"
+#include "base/error.hpp"
+#include "model/negative_pool.hpp"
 
 namespace pagedw2v {
 

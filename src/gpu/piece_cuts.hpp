@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "sampler.hpp"
+#include "model/sampler.hpp"
 
 namespace pagedw2v {
 

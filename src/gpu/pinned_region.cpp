@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "byte_size.hpp"
-#include "error.hpp"
+#include "base/byte_size.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v {
 

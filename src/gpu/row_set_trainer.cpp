@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "gpu/cuda_device.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/sgns.hpp"
-#include "negative_pool.hpp"
-#include "params.hpp"
+#include "model/negative_pool.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v {
 

@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 
 namespace pagedw2v {
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/pool_draw.hpp"
-#include "params.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v {
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "backend.hpp"
+#include "backend/backend.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_tables.hpp"
 #include "gpu/gpu_plan.hpp"

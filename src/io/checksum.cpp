@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "error.hpp"
-#include "worker_threads.hpp"
+#include "base/error.hpp"
+#include "base/worker_threads.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -7,15 +7,15 @@
 #include <string_view>
 #include <utility>
 
-#include "error.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
 #include "io/output_set.hpp"
 #include "io/word2vec_format.hpp"
-#include "mapped_file.hpp"
-#include "text_source.hpp"
-#include "tokenizer.hpp"
-#include "vocab.hpp"
+#include "text/text_source.hpp"
+#include "text/tokenizer.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 namespace {

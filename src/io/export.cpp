@@ -14,8 +14,8 @@
 #include <system_error>
 #include <thread>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "io/npy.hpp"
 #include "io/output_set.hpp"
 #include "io/word2vec_format.hpp"

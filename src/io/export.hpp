@@ -28,8 +28,8 @@
 #include "io/npy.hpp"
 #include "io/row_block.hpp"
 #include "io/word2vec_format.hpp"
-#include "model.hpp"
-#include "vocab.hpp"
+#include "model/model.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

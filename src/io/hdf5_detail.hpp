@@ -14,7 +14,7 @@
 #include <thread>
 #include <utility>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v::detail {
 namespace {

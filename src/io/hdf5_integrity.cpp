@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/checksum.hpp"
 #include "io/hdf5_detail.hpp"
 #include "io/hdf5_io.hpp"

@@ -18,13 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/version.hpp"
+#include "base/worker_threads.hpp"
 #include "io/checksum.hpp"
 #include "io/hdf5_detail.hpp"
 #include "io/hdf5_lock.hpp"
-#include "version.hpp"
-#include "worker_threads.hpp"
 
 namespace pagedw2v {
 

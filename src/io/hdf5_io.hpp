@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "host_table.hpp"
 #include "io/embeddings.hpp"
 #include "io/hdf5_read.hpp"
-#include "vocab.hpp"
+#include "model/host_table.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

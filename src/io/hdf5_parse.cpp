@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/hdf5_detail.hpp"
 #include "io/hdf5_heap_strings.hpp"
 

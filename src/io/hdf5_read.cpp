@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/hdf5_detail.hpp"
 #include "io/hdf5_lock.hpp"
 #include "io/hdf5_parse.hpp"

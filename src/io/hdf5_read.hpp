@@ -22,8 +22,8 @@
 #include <variant>
 #include <vector>
 
-#include "host_table.hpp"
 #include "io/embeddings.hpp"
+#include "model/host_table.hpp"
 
 namespace pagedw2v {
 

@@ -17,7 +17,7 @@
 #include <new>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PAGEDW2V_ISOLATED_ASAN 1

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v {
 

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
-#include "mapped_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace pagedw2v {
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "worker_threads.hpp"
+#include "base/worker_threads.hpp"
 
 namespace pagedw2v {
 

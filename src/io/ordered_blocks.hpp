@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace pagedw2v {
 

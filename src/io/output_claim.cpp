@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/output_set.hpp"
 
 namespace pagedw2v {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 namespace pagedw2v {
 

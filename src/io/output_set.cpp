@@ -15,7 +15,7 @@
 #include <random>
 #include <thread>
 
-#include "error.hpp"
+#include "base/error.hpp"
 #include "io/checksum.hpp"
 #include "io/export.hpp"
 

@@ -8,12 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/mapped_file.hpp"
 #include "io/ordered_blocks.hpp"
-#include "mapped_file.hpp"
-#include "tokenizer.hpp"
-#include "utf8.hpp"
+#include "text/tokenizer.hpp"
+#include "text/utf8.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -13,10 +13,10 @@
 #include <string>
 #include <string_view>
 
-#include "host_table.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 #include "io/embeddings.hpp"
-#include "vocab.hpp"
+#include "model/host_table.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

@@ -2,8 +2,8 @@
 
 #include <system_error>
 
-#include "error.hpp"
-#include "train/cpu_backend.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "base/error.hpp"
 
 #ifdef PAGEDW2V_HAVE_CUDA
 #include "gpu/cuda_backend.hpp"

@@ -7,9 +7,9 @@
 #include <memory>
 #include <thread>
 
-#include "backend.hpp"
-#include "config.hpp"
-#include "options.hpp"
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "config/options.hpp"
 
 namespace pagedw2v {
 

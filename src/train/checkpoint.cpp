@@ -16,12 +16,12 @@
 #include <mutex>
 #include <system_error>
 
-#include "error.hpp"
-#include "free_heap.hpp"
-#include "io/atomic_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/free_heap.hpp"
+#include "base/string_index.hpp"
 #include "io/hdf5_io.hpp"
-#include "string_index.hpp"
-#include "tokenizer.hpp"
+#include "text/tokenizer.hpp"
 
 namespace pagedw2v {
 namespace {

@@ -32,12 +32,12 @@
 #include <thread>
 #include <vector>
 
-#include "backend.hpp"
-#include "config.hpp"
-#include "corpus.hpp"
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "corpus/corpus.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/row_block.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

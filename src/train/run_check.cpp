@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "error.hpp"
-#include "worker_threads.hpp"
+#include "base/error.hpp"
+#include "base/worker_threads.hpp"
 
 namespace pagedw2v {
 

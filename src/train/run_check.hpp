@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model.hpp"
+#include "model/model.hpp"
 
 namespace pagedw2v {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "config/config.hpp"
 
 namespace pagedw2v {
 

@@ -3,8 +3,8 @@
 
 #include "train/run_setup.hpp"
 
-#include "error.hpp"
-#include "free_heap.hpp"
+#include "base/error.hpp"
+#include "base/free_heap.hpp"
 #include "train/backend_factory.hpp"
 
 namespace pagedw2v {

@@ -11,13 +11,13 @@
 #include <string_view>
 #include <vector>
 
-#include "backend.hpp"
-#include "config.hpp"
-#include "model.hpp"
-#include "options.hpp"
-#include "text_source.hpp"
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "config/options.hpp"
+#include "model/model.hpp"
+#include "text/text_source.hpp"
 #include "train/training_set.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "config/config.hpp"
 #include "dist/rank_memory.hpp"
 
 namespace pagedw2v {

@@ -5,8 +5,8 @@
 #include <system_error>
 #include <utility>
 
-#include "error.hpp"
-#include "free_heap.hpp"
+#include "base/error.hpp"
+#include "base/free_heap.hpp"
 
 namespace pagedw2v {
 

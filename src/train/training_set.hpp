@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "backend.hpp"
-#include "config.hpp"
-#include "corpus.hpp"
-#include "sampler.hpp"
-#include "vocab.hpp"
+#include "backend/backend.hpp"
+#include "config/config.hpp"
+#include "corpus/corpus.hpp"
+#include "model/sampler.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v {
 

@@ -15,11 +15,11 @@
 #include <string_view>
 #include <vector>
 
-#include "corpus.hpp"
-#include "error.hpp"
-#include "tokenizer.hpp"
+#include "base/error.hpp"
+#include "corpus/corpus.hpp"
+#include "text/tokenizer.hpp"
 #include "train/checkpoint.hpp"
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v::fuzz {
 

@@ -16,8 +16,8 @@
 #include "../test_util.hpp"
 #include "io/hdf5_io.hpp"
 #include "run_binary.hpp"
+#include "text/utf8.hpp"
 #include "train/checkpoint.hpp"
-#include "utf8.hpp"
 
 namespace pagedw2v {
 namespace {

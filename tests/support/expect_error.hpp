@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "error.hpp"
+#include "base/error.hpp"
 
 namespace pagedw2v::testing_util {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "vocab.hpp"
+#include "vocab/vocab.hpp"
 
 namespace pagedw2v::testing_util {
 

@@ -1,0 +1,110 @@
+#pragma once
+/// @file sgns_cpu.hpp
+/// The CPU training step, word2vec.c's arithmetic: for one example (an input vector `h` — a
+/// context word's input row for skip-gram, the mean of the window's input rows for CBOW — and
+/// its targets, the centre word with label 1 and the negatives with label 0), for each target t:
+///   f = h·out[t];  g = (label − σ(f))·lr  (σ is 0/1 beyond ±6);  err += g·out[t];  out[t] += g·h
+/// and the caller adds `err` to the input row(s). This header is also the reference the CUDA
+/// kernels are tested against.
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+
+#include "base/philox.hpp"
+#include "model/negative_pool.hpp"
+#include "model/params.hpp"
+#include "model/sampler.hpp"
+
+namespace pagedw2v {
+namespace detail {
+
+using VecMap = Eigen::Map<Eigen::VectorXf>;
+using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
+
+/// σ(f) with word2vec's clipping at ±kMaxExp.
+inline float clipped_sigmoid(float f) {
+  if (f > kMaxExp) return 1.0f;
+  if (f < -kMaxExp) return 0.0f;
+  return 1.0f / (1.0f + std::exp(-f));
+}
+
+/// −log σ(±f), with f clipped to ±kMaxExp so the loss stays finite.
+inline double example_loss(float f, bool positive) {
+  float x = positive ? f : -f;
+  x = x > kMaxExp ? kMaxExp : (x < -kMaxExp ? -kMaxExp : x);
+  return std::log1p(std::exp(-static_cast<double>(x)));
+}
+
+/// One negative-sampling update of `h` against `targets[0..n)` (targets[0] is the positive),
+/// whose output rows `output_row(target)` gives. Accumulates the input-side error into `err` (not
+/// zeroed here) and updates the output rows. Returns the loss of the example when `with_loss`,
+/// else 0.
+template <class OutputRow>
+inline double sgns_update_rows(const float* h, float* err, const OutputRow& output_row,
+                               const uint32_t* targets, uint32_t n, uint32_t dim, float lr,
+                               bool with_loss) {
+  ConstVecMap hv(h, dim);
+  VecMap ev(err, dim);
+  double loss = 0.0;
+  for (uint32_t k = 0; k < n; ++k) {
+    VecMap out(output_row(targets[k]), dim);
+    const float f = hv.dot(out);
+    const float label = k == 0 ? 1.0f : 0.0f;
+    const float g = (label - clipped_sigmoid(f)) * lr;
+    if (with_loss) loss += example_loss(f, k == 0);
+    ev.noalias() += g * out;
+    out.noalias() += g * hv;
+  }
+  return loss;
+}
+
+/// sgns_update_rows with the output rows of the table `output` (rows × dim, row-major).
+inline double sgns_update(const float* h, float* err, float* output, const uint32_t* targets,
+                          uint32_t n, uint32_t dim, float lr, bool with_loss) {
+  return sgns_update_rows(
+      h, err, [output, dim](uint32_t t) { return output + static_cast<size_t>(t) * dim; }, targets,
+      n, dim, lr, with_loss);
+}
+
+/// Where an example's negatives come from: draws from the noise table (`pool` null, as
+/// word2vec), or picks from a super-batch's negative pool (negative_pool.hpp).
+struct NegativeSource {
+  const NoiseColumn* noise = nullptr;
+  uint32_t columns = 0;  ///< of `noise`
+  const uint32_t* pool = nullptr;
+  uint32_t pool_size = 0;
+};
+
+/// Fills `targets` with the centre followed by the negatives of one example; negatives equal to
+/// the centre are skipped, as word2vec does. `slot` distinguishes the examples of one centre
+/// (the context position for skip-gram, 0 for CBOW). Returns the number of targets.
+inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
+                             uint64_t seed, uint32_t negative, const NegativeSource& src,
+                             uint32_t* targets) {
+  uint32_t n = 0;
+  targets[n++] = centre;
+  for (uint32_t k = 0; k < negative; k += 2) {
+    const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | (k >> 1));
+    const uint32_t a = src.pool != nullptr ? src.pool[pool_pick(r.v[0], src.pool_size)]
+                                           : noise_draw(src.noise, src.columns, r.v[0], r.v[1]);
+    if (a != centre) targets[n++] = a;
+    if (k + 1 < negative) {
+      const uint32_t b = src.pool != nullptr ? src.pool[pool_pick(r.v[2], src.pool_size)]
+                                             : noise_draw(src.noise, src.columns, r.v[2], r.v[3]);
+      if (b != centre) targets[n++] = b;
+    }
+  }
+  return n;
+}
+
+/// draw_targets with draws from the noise table `noise` of `columns` columns (no pool).
+inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
+                             uint64_t seed, uint32_t negative, const NoiseColumn* noise,
+                             uint32_t columns, uint32_t* targets) {
+  return draw_targets(centre, pos, epoch, slot, seed, negative, NegativeSource{noise, columns},
+                      targets);
+}
+
+}  // namespace detail
+}  // namespace pagedw2v

@@ -1,0 +1,680 @@
+#include "config/config.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "base/byte_size.hpp"
+#include "base/error.hpp"
+#include "io/export.hpp"
+#include "model/negative_pool.hpp"
+
+#ifdef PAGEDW2V_HAVE_TOML
+#include <toml++/toml.h>
+#endif
+
+namespace pagedw2v {
+namespace {
+
+/// The largest --negative-pool: 256 MiB of ids per pool.
+constexpr uint64_t kMaxNegativePool = uint64_t{1} << 26;
+/// The largest --batch-words: 2^28 blocks, far inside TrainParams::batch_blocks' 32 bits.
+constexpr uint64_t kMaxBatchWords = uint64_t{1} << 40;
+
+[[noreturn]] void bad_value(const std::string& name, const std::string& expected,
+                            const std::string& value) {
+  throw UsageError("--" + name + ": expected " + expected + ", got '" + value + "'");
+}
+
+uint64_t parse_uint(const std::string& name, const std::string& value, uint64_t lo, uint64_t hi) {
+  const std::string expected =
+      "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+    bad_value(name, expected, value);
+  }
+  errno = 0;
+  const unsigned long long v = std::strtoull(value.c_str(), nullptr, 10);
+  if (errno == ERANGE || v < lo || v > hi) bad_value(name, expected, value);
+  return v;
+}
+
+double parse_double(const std::string& name, const std::string& value, double lo, double hi,
+                    bool lo_open) {
+  std::ostringstream expected;
+  expected << "a number in " << (lo_open ? "(" : "[") << lo << ", " << hi << "]";
+  char* end = nullptr;
+  errno = 0;
+  const double v = value.empty() ? NAN : std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE ||
+      !std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo)) {
+    bad_value(name, expected.str(), value);
+  }
+  return v;
+}
+
+bool parse_bool(const std::string& name, const std::string& value) {
+  if (value == "true" || value == "1" || value == "yes") return true;
+  if (value == "false" || value == "0" || value == "no") return false;
+  bad_value(name, "true or false", value);
+}
+
+std::string num(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+/// The range of an optimizer hyper-parameter.
+enum class Range { kPositive, kNonNegative, kDecay };
+
+/// An optimizer hyper-parameter, or "auto" for the optimizer's default. A model option: a resumed
+/// run cannot change it.
+void add_hyperparameter(std::vector<OptionSpec>& o, const std::string& name,
+                        const std::string& help, std::optional<float> Config::*field, Range range) {
+  o.push_back({name, help, "auto", false, true,
+               [=](Config& c, const std::string& v) {
+                 if (v == "auto") {
+                   c.*field = std::nullopt;
+                   return;
+                 }
+                 double x = 0;
+                 if (range == Range::kDecay) {
+                   // A decay of 1 would never forget: [0, 1).
+                   x = parse_double(name, v, 0, 1, false);
+                   if (x >= 1) bad_value(name, "a number in [0, 1)", v);
+                 } else {
+                   x = parse_double(name, v, 0, 1e6, range == Range::kPositive);
+                 }
+                 c.*field = static_cast<float>(x);
+               },
+               [=](const Config& c) {
+                 return (c.*field).has_value() ? num(*(c.*field)) : std::string("auto");
+               }});
+}
+
+/// The flags of word2vec.c and fastText that mean one of our options, their value as it is.
+void add_foreign_flags(std::vector<OptionSpec>& options) {
+  static const char* const kWord2vec = "word2vec";
+  static const char* const kFastText = "fastText";
+  const std::vector<std::tuple<std::string, std::string, std::string>> flags = {
+      {"corpus", kWord2vec, "-train"},
+      {"corpus", kFastText, "-input"},
+      {"vocab", kWord2vec, "-read-vocab"},
+      {"output", "word2vec/fastText", "-output"},
+      {"dim", kWord2vec, "-size"},
+      {"dim", kFastText, "-dim"},
+      {"window", kWord2vec, "-window"},
+      {"window", kFastText, "-ws"},
+      {"negative", kWord2vec, "-negative"},
+      {"negative", kFastText, "-neg"},
+      {"sample", kWord2vec, "-sample"},
+      {"sample", kFastText, "-t"},
+      {"min-count", kWord2vec, "-min-count"},
+      {"min-count", kFastText, "-minCount"},
+      {"alpha", kWord2vec, "-alpha"},
+      {"alpha", kFastText, "-lr"},
+      {"epochs", kWord2vec, "-iter"},
+      {"epochs", kFastText, "-epoch"},
+      {"threads", kWord2vec, "-threads"},
+      {"threads", kFastText, "-thread"},
+      {"seed", kFastText, "-seed"}};
+  for (const auto& [name, tool, flag] : flags) {
+    for (OptionSpec& spec : options) {
+      if (spec.name == name) spec.foreign.push_back({tool, flag});
+    }
+  }
+}
+
+std::vector<OptionSpec> make_train_options() {
+  using C = Config;
+  using V = const std::string&;
+  std::vector<OptionSpec> o;
+  // name, help, default, is_flag, is_model, set, get
+  o.push_back({"corpus",
+               "text corpus: words separated by space, tab, CR, VT, FF or NUL, case and "
+               "punctuation kept as word2vec does (see --lowercase), words cut at 100 bytes; "
+               "one sentence per line, cut into pieces of at most 1000 words; files (plain, "
+               "gzip or zstd), directories of files, or - for standard input; several inputs as "
+               "more arguments after the options",
+               "", false, false, [](C& c, V v) { c.corpus = v; },
+               [](const C& c) { return c.corpus; }});
+  o.push_back({"vocab",
+               "read the vocabulary from this file instead of counting it: word<TAB>count lines "
+               "(as --save-vocab and vocab.tsv write) or word2vec's `word count` lines (its "
+               "-save-vocab; its </s> line is skipped); --min-count and --max-vocab apply. Its "
+               "words must be ones the tokenizer makes (at most 100 bytes of UTF-8, no space, "
+               "tab, CR, LF, VT, FF or NUL); its counts are taken as they are (they weigh the "
+               "noise distribution and --sample; a sum larger than the corpus can hold is warned "
+               "about, not clamped) and must sum below 2^64; a file that breaks either rule is "
+               "refused with its line",
+               "", false, false, [](C& c, V v) { c.vocab_file = v; },
+               [](const C& c) { return c.vocab_file; }});
+  o.push_back({"save-vocab", "also write the vocabulary to this file, as --save-vocab-format says",
+               "", false, false, [](C& c, V v) { c.save_vocab = v; },
+               [](const C& c) { return c.save_vocab; }});
+  o.push_back({"save-vocab-format",
+               "how --save-vocab writes: tsv (word<TAB>count lines, as vocab.tsv) or word2vec "
+               "(`word count` lines after a first `</s> 0`, as word2vec's -save-vocab, which "
+               "word2vec's -read-vocab reads)",
+               "tsv", false, false,
+               [](C& c, V v) {
+                 if (!parse_vocab_file_format(v, &c.save_vocab_format)) {
+                   bad_value("save-vocab-format", "tsv or word2vec", v);
+                 }
+               },
+               [](const C& c) { return std::string(to_string(c.save_vocab_format)); }});
+  o.push_back({"max-corpus-memory",
+               "host memory the encoded corpus may take (4 bytes a word), e.g. 2GiB; a corpus "
+               "that needs more is streamed: encoded block by block while training runs, at "
+               "most this much waiting, and read again each epoch (from --cache-dir when given). "
+               "auto = a quarter of the machine's memory",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.max_corpus_memory = 0;
+                   return;
+                 }
+                 const std::optional<uint64_t> bytes = parse_byte_size(v);
+                 if (!bytes || *bytes == 0)
+                   bad_value("max-corpus-memory", "a size such as 2GiB", v);
+                 c.max_corpus_memory = *bytes;
+               },
+               [](const C& c) {
+                 return c.max_corpus_memory == 0 ? std::string("auto")
+                                                 : format_byte_size(c.max_corpus_memory);
+               }});
+  o.push_back({"cache-dir",
+               "a streamed corpus is written here once, encoded (about 4 bytes a word), and later "
+               "epochs and later runs with the same inputs and vocabulary read it instead of the "
+               "text",
+               "", false, false, [](C& c, V v) { c.cache_dir = v; },
+               [](const C& c) { return c.cache_dir; }});
+  o.push_back({"output", "directory for the vectors and vocabulary", "", false, false,
+               [](C& c, V v) { c.output = v; }, [](const C& c) { return c.output; }});
+  o.push_back({"model", "skipgram or cbow", "skipgram", false, true,
+               [](C& c, V v) {
+                 if (v == "skipgram" || v == "sg" || v == "skip-gram") {
+                   c.model = ModelKind::kSkipGram;
+                 } else if (v == "cbow") {
+                   c.model = ModelKind::kCbow;
+                 } else {
+                   bad_value("model", "skipgram or cbow", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.model); }});
+  o.push_back({"dim", "dimension of the vectors", "100", false, true,
+               [](C& c, V v) { c.dim = static_cast<uint32_t>(parse_uint("dim", v, 1, 1u << 30)); },
+               [](const C& c) { return std::to_string(c.dim); }});
+  o.push_back(
+      {"window", "largest distance between a word and its context", "5", false, true,
+       [](C& c, V v) { c.window = static_cast<uint32_t>(parse_uint("window", v, 1, 1000)); },
+       [](const C& c) { return std::to_string(c.window); }});
+  o.push_back(
+      {"negative", "negative samples per example", "5", false, true,
+       [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000)); },
+       [](const C& c) { return std::to_string(c.negative); }});
+  o.push_back({"negative-pool",
+               "draw negatives from a pool of N noise words shared by --pool-words words (0 = per "
+               "example, as word2vec); paged placement needs one: left out, a paged run draws "
+               "1024 per 4096 words",
+               "0", false, true,
+               [](C& c, V v) {
+                 c.negative_pool =
+                     static_cast<uint32_t>(parse_uint("negative-pool", v, 0, kMaxNegativePool));
+               },
+               [](const C& c) { return std::to_string(c.negative_pool); }});
+  o.push_back({"batch-words",
+               "words per super-batch: what paged tables stage at once, and the batch of a GPU "
+               "optimizer step (at least 4096, rounded up to whole blocks of 4096 words)",
+               "1048576", false, true,
+               [](C& c, V v) {
+                 const uint64_t words = parse_uint("batch-words", v, kBlockWords, kMaxBatchWords);
+                 c.batch_words = (words + kBlockWords - 1) / kBlockWords * kBlockWords;
+               },
+               [](const C& c) { return std::to_string(c.batch_words); }});
+  o.push_back({"pool-words",
+               "words that share one negative pool (at least 4096, rounded up to whole blocks of "
+               "4096 words); "
+               "a super-batch stages the pools of all its periods",
+               "4096", false, true,
+               [](C& c, V v) {
+                 const uint64_t words = parse_uint("pool-words", v, kBlockWords, kMaxBatchWords);
+                 c.pool_words = (words + kBlockWords - 1) / kBlockWords * kBlockWords;
+               },
+               [](const C& c) { return std::to_string(c.pool_words); }});
+  o.push_back({"sample", "subsampling threshold for frequent words (0 = off)", "1e-3", false, true,
+               [](C& c, V v) { c.sample = parse_double("sample", v, 0, 1, false); },
+               [](const C& c) { return num(c.sample); }});
+  o.push_back({"min-count", "drop words seen fewer times", "5", false, true,
+               [](C& c, V v) { c.min_count = parse_uint("min-count", v, 1, UINT64_MAX); },
+               [](const C& c) { return std::to_string(c.min_count); }});
+  o.push_back({"max-vocab", "keep at most this many words, the most frequent (0 = no limit)", "0",
+               false, true,
+               [](C& c, V v) { c.max_vocab = parse_uint("max-vocab", v, 0, 0xFFFFFFFEull); },
+               [](const C& c) { return std::to_string(c.max_vocab); }});
+  o.push_back({"lowercase",
+               "read words in lower case: ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic "
+               "letters (false: case is kept)",
+               "false", true, true, [](C& c, V v) { c.lowercase = parse_bool("lowercase", v); },
+               [](const C& c) { return std::string(c.lowercase ? "true" : "false"); }});
+  o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
+               false, true,
+               [](C& c, V v) {
+                 c.alpha =
+                     v == "auto" ? 0.0f : static_cast<float>(parse_double("alpha", v, 0, 10, true));
+               },
+               [](const C& c) { return c.alpha > 0 ? num(c.alpha) : std::string("auto"); }});
+  o.push_back({"optimizer",
+               "sgd (word2vec's update), adagrad, adam, adamw, adamax, rmsprop or adadelta; all "
+               "but sgd keep state tables and take one step per batch: a block of 4096 words "
+               "(per thread) on the CPU, a super-batch (--batch-words) on CUDA",
+               "sgd", false, true,
+               [](C& c, V v) {
+                 if (!parse_optimizer(v, &c.optimizer)) {
+                   bad_value("optimizer", "sgd, adagrad, adam, adamw, adamax, rmsprop or adadelta",
+                             v);
+                 }
+               },
+               [](const C& c) { return to_string(c.optimizer); }});
+  add_hyperparameter(o, "lr",
+                     "starting learning rate of a non-sgd optimizer (sgd uses --alpha); auto = "
+                     "adagrad 0.2, adam 0.03, adamw 0.03, adamax 0.1, rmsprop 0.01, adadelta 10",
+                     &C::lr, Range::kPositive);
+  add_hyperparameter(o, "beta1", "adam, adamw, adamax: first-moment decay; auto = 0.9", &C::beta1,
+                     Range::kDecay);
+  add_hyperparameter(o, "beta2", "adam, adamw, adamax: second-moment decay; auto = 0.999",
+                     &C::beta2, Range::kDecay);
+  add_hyperparameter(o, "eps",
+                     "added to denominators; auto = 1e-10 adagrad, 1e-6 adadelta, else 1e-8",
+                     &C::eps, Range::kPositive);
+  add_hyperparameter(o, "weight-decay",
+                     "decay of touched rows; auto = 0.01 for adamw (decoupled), 0 for the others",
+                     &C::weight_decay, Range::kNonNegative);
+  add_hyperparameter(o, "rho",
+                     "squared-gradient decay: adadelta's rho (auto = 0.9), rmsprop's alpha (auto "
+                     "= 0.99)",
+                     &C::rho, Range::kDecay);
+  o.push_back(
+      {"epochs", "passes over the corpus (may be raised when resuming)", "5", false, false,
+       [](C& c, V v) { c.epochs = static_cast<uint32_t>(parse_uint("epochs", v, 1, 100000)); },
+       [](const C& c) { return std::to_string(c.epochs); }});
+  o.push_back(
+      {"lr-schedule",
+       "a resumed run's learning rate: rejoin = the rate a run of --epochs has at this point "
+       "(resumes exactly; a raised --epochs raises it), continue = from the checkpoint's rate "
+       "down to the floor at the new end, restart = from the starting rate again down to the "
+       "floor at the new end",
+       "rejoin", false, false,
+       [](C& c, V v) {
+         if (v == "rejoin") {
+           c.lr_schedule = LrResume::kRejoin;
+         } else if (v == "continue") {
+           c.lr_schedule = LrResume::kContinue;
+         } else if (v == "restart") {
+           c.lr_schedule = LrResume::kRestart;
+         } else {
+           throw UsageError("--lr-schedule: expected rejoin, continue or restart, got '" + v + "'");
+         }
+       },
+       [](const C& c) {
+         return std::string(c.lr_schedule == LrResume::kContinue  ? "continue"
+                            : c.lr_schedule == LrResume::kRestart ? "restart"
+                                                                  : "rejoin");
+       }});
+  o.push_back({"threads", "CPU threads; all = every core", "all", false, false,
+               [](C& c, V v) {
+                 c.threads =
+                     v == "all" ? 0 : static_cast<uint32_t>(parse_uint("threads", v, 1, 4096));
+               },
+               [](const C& c) { return c.threads ? std::to_string(c.threads) : "all"; }});
+  o.push_back({"seed", "random seed", "1", false, true,
+               [](C& c, V v) { c.seed = parse_uint("seed", v, 0, UINT64_MAX); },
+               [](const C& c) { return std::to_string(c.seed); }});
+  o.push_back({"device", "cpu, cuda or auto (cuda when built with it and a GPU is present)", "auto",
+               false, false,
+               [](C& c, V v) {
+                 if (v == "cpu") {
+                   c.device = DeviceKind::kCpu;
+                 } else if (v == "cuda" || v == "gpu") {
+                   c.device = DeviceKind::kCuda;
+                 } else if (v == "auto") {
+                   c.device = DeviceKind::kAuto;
+                 } else {
+                   bad_value("device", "cpu, cuda or auto", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.device); }});
+  o.push_back({"placement",
+               "cuda: where the tables live; resident = GPU memory, paged = host memory with the "
+               "most frequent rows cached on the GPU, auto = resident when it fits --gpu-memory",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.placement = Placement::kAuto;
+                 } else if (v == "resident") {
+                   c.placement = Placement::kResident;
+                 } else if (v == "paged") {
+                   c.placement = Placement::kPaged;
+                 } else {
+                   bad_value("placement", "auto, resident or paged", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.placement); }});
+  o.push_back({"storage",
+               "how the host tables and optimizer state store values: fp32, or bf16 or fp16 "
+               "(16 bits: half the host memory and half the bytes a paged row move carries; the "
+               "math stays fp32 and rows written back are rounded stochastically). bf16 and fp16 "
+               "need --device cuda; exports are fp32",
+               "fp32", false, true,
+               [](C& c, V v) {
+                 if (!parse_storage(v, &c.storage)) bad_value("storage", "fp32, bf16 or fp16", v);
+               },
+               [](const C& c) { return to_string(c.storage); }});
+  o.push_back({"gpu-memory",
+               "cuda: GPU memory the tables and buffers may use, e.g. 8GiB, 512MiB, 1.5GB or "
+               "bytes; auto = what is free less a margin",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.gpu_memory = 0;
+                   return;
+                 }
+                 const std::optional<uint64_t> bytes = parse_byte_size(v);
+                 if (!bytes) bad_value("gpu-memory", "a size such as 8GiB", v);
+                 c.gpu_memory = *bytes;
+               },
+               [](const C& c) {
+                 return c.gpu_memory == 0 ? std::string("auto") : format_byte_size(c.gpu_memory);
+               }});
+  o.push_back({"rank-tables",
+               "over MPI ranks: how the ranks hold the tables; sharded = each rank 1/N of the "
+               "rows (on the CPU the others' copied for each span; on GPUs in parts for "
+               "skip-gram sgd, else through host memory), replicated = whole copies on every "
+               "rank (or GPU) whose changes the ranks sum (sgd; on GPUs skip-gram without "
+               "--negative-pool), auto = replicated for sgd with at most 131072 words in a run "
+               "long enough for the ranks to sum their changes at least 96 times (on GPUs "
+               "skip-gram without a pool), else sharded",
+               "auto", false, false,
+               [](C& c, V v) {
+                 if (v == "auto") {
+                   c.rank_tables = RankTables::kAuto;
+                 } else if (v == "sharded") {
+                   c.rank_tables = RankTables::kSharded;
+                 } else if (v == "replicated") {
+                   c.rank_tables = RankTables::kReplicated;
+                 } else {
+                   bad_value("rank-tables", "auto, sharded or replicated", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.rank_tables); }});
+  o.push_back({"deterministic",
+               "repeat a run bit for bit: one CPU thread (--threads other than 1 is an error), "
+               "or on cuda one warp per launch (far slower; for reproducibility checks)",
+               "false", true, false,
+               [](C& c, V v) { c.deterministic = parse_bool("deterministic", v); },
+               [](const C& c) { return std::string(c.deterministic ? "true" : "false"); }});
+  o.push_back(
+      {"format",
+       "output formats, comma-separated: npy,h5,bin,txt, or none. Bytes on disk for V words of "
+       "dimension D: npy 4*V*D (vectors.npy; vocab.tsv comes with every format), h5 4*V*D + "
+       "about 50 + the word's length a word (embeddings.h5), bin 4*V*D + the word's length + 2 a "
+       "word (vectors.bin), txt about 12*V*D (vectors.txt); uncompressed, no .gz",
+       "npy,h5,bin,txt", false, false, [](C& c, V v) { c.formats = parse_formats(v); },
+       [](const C& c) { return c.formats.empty() ? std::string("none") : join(c.formats); }});
+  o.push_back({"save-context",
+               "also export the output (context) vectors, in every format asked for "
+               "(context_vectors.npy, .bin, .txt; /context_vectors in embeddings.h5): twice the "
+               "bytes of each",
+               "false", true, false,
+               [](C& c, V v) { c.save_context = parse_bool("save-context", v); },
+               [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
+  o.push_back({"resume", "continue training from this checkpoint", "", false, false,
+               [](C& c, V v) { c.resume = v; }, [](const C& c) { return c.resume; }});
+  o.push_back({"checkpoint-interval", "seconds between timed checkpoints (0 = epoch ends only)",
+               "0", false, false,
+               [](C& c, V v) {
+                 c.checkpoint_interval =
+                     static_cast<uint32_t>(parse_uint("checkpoint-interval", v, 0, 1u << 30));
+               },
+               [](const C& c) { return std::to_string(c.checkpoint_interval); }});
+  o.push_back({"keep-checkpoints",
+               "how many checkpoints to keep (0 = none at epoch ends; a stop by a signal still "
+               "writes one). Each holds both tables and the optimizer state: 8*V*D bytes with "
+               "sgd, 16*V*D with adagrad or rmsprop, 24*V*D with adam, adamw, adamax or adadelta "
+               "(V words of dimension D), and about 50 + the word's length a word",
+               "3", false, false,
+               [](C& c, V v) {
+                 c.keep_checkpoints =
+                     static_cast<uint32_t>(parse_uint("keep-checkpoints", v, 0, 1000000));
+               },
+               [](const C& c) { return std::to_string(c.keep_checkpoints); }});
+  o.push_back({"eval-analogies", "analogy questions to evaluate after each epoch", "", false, false,
+               [](C& c, V v) { c.eval_analogies = v; },
+               [](const C& c) { return c.eval_analogies; }});
+  o.push_back({"eval-similarity", "word-pair similarities to evaluate after each epoch", "", false,
+               false, [](C& c, V v) { c.eval_similarity = v; },
+               [](const C& c) { return c.eval_similarity; }});
+  o.push_back({"overwrite", "write into an output directory that holds another run's files",
+               "false", true, false, [](C& c, V v) { c.overwrite = parse_bool("overwrite", v); },
+               [](const C& c) { return std::string(c.overwrite ? "true" : "false"); }});
+  o.push_back({"fsync-outputs",
+               "fsync the export files and the last checkpoint before the command returns "
+               "(checkpoints written during training always are)",
+               "false", true, false,
+               [](C& c, V v) { c.fsync_outputs = parse_bool("fsync-outputs", v); },
+               [](const C& c) { return std::string(c.fsync_outputs ? "true" : "false"); }});
+  o.push_back({"quiet",
+               "no progress output. Progress is a line at each epoch's end and every few seconds "
+               "(redrawn in place on a terminal) with the epoch, words/s, the loss, the learning "
+               "rate and the time left. The loss is that of one (centre, context) example: "
+               "-log sigmoid(context.word) - sum of log sigmoid(-noise.word) over its --negative "
+               "noise words, taken as the example trains, its mean smoothed over about the last "
+               "twentieth of the run (run.json: final_loss, the smoothed value at the end; "
+               "loss_per_epoch, each epoch's plain mean, so the two differ). It is a training "
+               "loss over fresh random noise words, not a held-out measure: in late epochs a "
+               "skip-gram run's may rise (gensim's does too) while the vectors still improve; "
+               "--eval-analogies and --eval-similarity measure them",
+               "false", true, false, [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
+               [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
+  add_foreign_flags(o);
+  return o;
+}
+
+std::string normalise_key(std::string key) {
+  std::replace(key.begin(), key.end(), '_', '-');
+  return key;
+}
+
+}  // namespace
+
+OptimizerParams Config::optimizer_params() const {
+  OptimizerParams p = default_optimizer_params(optimizer);
+  if (lr) p.lr = *lr;
+  if (beta1) p.beta1 = *beta1;
+  if (beta2) p.beta2 = *beta2;
+  if (eps) p.eps = *eps;
+  if (weight_decay) p.weight_decay = *weight_decay;
+  if (rho) p.rho = *rho;
+  return p;
+}
+
+uint32_t Config::effective_threads() const {
+  if (deterministic) return 1;
+  if (threads > 0) return threads;
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? n : 1;
+}
+
+std::vector<std::string> corpus_paths(const Config& config) {
+  std::vector<std::string> paths;
+  std::stringstream ss(config.corpus);
+  std::string path;
+  while (std::getline(ss, path, '\n')) {
+    if (!path.empty()) paths.push_back(path);
+  }
+  return paths;
+}
+
+const std::vector<OptionSpec>& train_options() {
+  static const std::vector<OptionSpec> options = make_train_options();
+  return options;
+}
+
+void apply_option(Config& config, const std::string& name, const std::string& value) {
+  const std::string key = normalise_key(name);
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == key) {
+      spec.set(config, value);
+      config.given.insert(key);
+      return;
+    }
+  }
+  throw UsageError("unknown option '" + name + "'");
+}
+
+std::string option_value(const Config& config, const std::string& name) {
+  const std::string key = normalise_key(name);
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == key) return spec.get(config);
+  }
+  throw UsageError("unknown option '" + name + "'");
+}
+
+void apply_toml_file(Config& config, const std::string& path) {
+#ifdef PAGEDW2V_HAVE_TOML
+  // A directory or a device (/dev/zero) would read as an empty file, a run of the defaults; a
+  // pipe (`--config <(…)`) is read to its end.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    throw UsageError("config '" + path + "': " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) throw UsageError("config '" + path + "' is a directory, not a file");
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+    throw UsageError("config '" + path + "' is not a regular file");
+  }
+  toml::table table;
+  try {
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "config '" << path << "'";
+    if (e.source().begin.line > 0) msg << " line " << e.source().begin.line;
+    msg << ": " << e.description();
+    throw UsageError(msg.str());
+  }
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    std::string value;
+    if (auto s = node.value<std::string>(); s && node.is_string()) {
+      value = *s;
+    } else if (node.is_integer()) {
+      value = std::to_string(*node.value<int64_t>());
+    } else if (node.is_floating_point()) {
+      std::ostringstream os;
+      os.precision(17);
+      os << *node.value<double>();
+      value = os.str();
+    } else if (node.is_boolean()) {
+      value = *node.value<bool>() ? "true" : "false";
+    } else if (node.is_array()) {
+      const toml::array& arr = *node.as_array();
+      for (size_t i = 0; i < arr.size(); ++i) {
+        const auto s = arr[i].value<std::string>();
+        if (!s) throw UsageError("config '" + path + "': '" + name + "' must list strings");
+        value += (i ? (name == "corpus" ? "\n" : ",") : "") + *s;
+      }
+    } else {
+      throw UsageError("config '" + path + "': unsupported value for '" + name + "'");
+    }
+    try {
+      apply_option(config, name, value);
+    } catch (const UsageError& e) {
+      throw UsageError("config '" + path + "': " + e.what());
+    }
+  }
+#else
+  (void)config;
+  throw UsageError("config '" + path + "': this build has no TOML support (install toml++)");
+#endif
+}
+
+bool toml_configs_supported() {
+#ifdef PAGEDW2V_HAVE_TOML
+  return true;
+#else
+  return false;
+#endif
+}
+
+void validate(const Config& config) {
+  if (config.corpus.empty() && config.resume.empty()) {
+    throw UsageError("--corpus is required (or --resume CHECKPOINT)");
+  }
+  if (config.output.empty()) throw UsageError("--output is required");
+  check_output_directory_name(config.output);
+  if (config.lr_schedule != LrResume::kRejoin && config.resume.empty()) {
+    throw UsageError("--lr-schedule applies to a resumed run (--resume CHECKPOINT)");
+  }
+  // Left out, the pool of a paged run is chosen by the plan (gpu_plan.hpp); given as 0, it is
+  // refused here.
+  if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu &&
+      config.given.count("negative-pool") > 0) {
+    require_pool_for_paging(config.negative_pool, "--placement paged with --negative-pool 0",
+                            "; or leave --negative-pool out to have one chosen");
+  }
+  if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
+    throw UsageError(storage_needs_cuda(config.storage));
+  }
+  // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
+  if (config.deterministic &&
+      (config.threads > 1 || (config.threads == 0 && config.given.count("threads") > 0))) {
+    throw UsageError("--deterministic trains on one CPU thread; leave out --threads " +
+                     option_value(config, "threads") + " (or set it to 1)");
+  }
+  if (config.rank_tables == RankTables::kReplicated && config.optimizer != OptimizerKind::kSgd) {
+    throw UsageError("--rank-tables replicated trains sgd; --optimizer " +
+                     to_string(config.optimizer) +
+                     " over ranks needs --rank-tables sharded (or "
+                     "auto)");
+  }
+  check_optimizer_settings(config);
+}
+
+void check_optimizer_settings(const Config& config) {
+  const std::string optimizer = to_string(config.optimizer);
+  if (config.optimizer == OptimizerKind::kSgd) {
+    if (config.lr) throw UsageError("--lr applies to the other optimizers; sgd's rate is --alpha");
+  } else if (config.alpha > 0.0f) {
+    throw UsageError("--alpha is sgd's rate; set the rate of --optimizer " + optimizer +
+                     " with --lr");
+  }
+  const std::pair<const char*, const std::optional<float>*> set[] = {
+      {"beta1", &config.beta1},
+      {"beta2", &config.beta2},
+      {"eps", &config.eps},
+      {"rho", &config.rho},
+      {"weight-decay", &config.weight_decay}};
+  for (const auto& [name, value] : set) {
+    if (value->has_value() && !uses_hyperparameter(config.optimizer, name)) {
+      throw UsageError(std::string("--") + name + " does not apply to --optimizer " + optimizer);
+    }
+  }
+}
+
+}  // namespace pagedw2v

@@ -1,0 +1,47 @@
+#pragma once
+/// @file model.hpp
+/// The trained state as the host holds it: the two tables and their optimizer state, how they
+/// are allocated and how word2vec initialises them. Ground floor: the trainer, checkpoints,
+/// export and every backend share it; it knows nothing of how a backend trains.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/host_table.hpp"
+#include "model/optimizer.hpp"
+
+namespace pagedw2v {
+
+/// The trained state: input vectors (what users export) and output (context) vectors, and the
+/// optimizer's state tables of each (state_tables(kind) apiece, shaped like their table; empty for
+/// sgd).
+struct Model {
+  HostTable input;
+  HostTable output;
+  std::vector<HostTable> input_state = {};
+  std::vector<HostTable> output_state = {};
+};
+
+/// Allocates the zeroed tables of a model of `rows × dim` and the state tables optimizer `kind`
+/// needs: each apart, or, when `interleaved`, all in one allocation with the rows of one id side
+/// by side (input, output, input state…, output state…), which paged training moves as one run
+/// of host memory. Every table stores its values as `storage` (storage.hpp). Throws Error naming
+/// what runs out of memory, with `hint` appended.
+Model allocate_model(uint64_t rows, uint32_t dim, OptimizerKind kind, bool interleaved,
+                     const std::string& hint, Storage storage = Storage::kFp32);
+
+/// Initial values as word2vec sets them: input uniform(−0.5/d, 0.5/d) drawn from Philox keyed by
+/// (seed, word), output zero. `threads` threads share the rows; the values do not depend on it.
+/// Row r holds word `first_word + r·word_step`: every word of the vocabulary (the defaults), or
+/// the words one rank of a distributed run owns (dist/owned_rows.hpp), which get the values the
+/// whole tables give them.
+void init_model(Model& model, uint64_t seed, uint32_t threads = 1, uint64_t first_word = 0,
+                uint64_t word_step = 1);
+
+/// Allocates the zeroed state tables `kind` needs for both tables of `model` (none for sgd), in
+/// the storage of model.input.
+/// Throws Error naming the tables and the memory they need when it runs out.
+void init_optimizer_state(Model& model, OptimizerKind kind);
+
+}  // namespace pagedw2v

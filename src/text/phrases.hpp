@@ -1,0 +1,141 @@
+#pragma once
+/// @file phrases.hpp
+/// Phrases as word2vec's word2phrase finds them: two words `a b` that follow each other within a
+/// sentence become one token `a_b` when
+///
+///     (count(a b) - min_count) * N / (count(a) * count(b)) > threshold
+///
+/// where N is the number of word tokens of the text counted, and count(a), count(b), count(a b)
+/// are at least min_count. The text is read left to right; a pair is joined when it scores and
+/// its first word was not already joined to the word before it (so `a b c` with both pairs
+/// scoring becomes `a_b c`). A newline or the end of a file ends a sentence: no pair spans it.
+/// A joined token longer than kMaxWordBytes is never made (the ingest would cut it).
+///
+/// Longer phrases come from passes: pass k counts the text as the passes before it join it, so
+/// that `new_york times` can become `new_york_times`. Counting and writing read the inputs
+/// (text_source.hpp) and apply the earlier passes as they go; nothing is written in between.
+///
+/// Work is cut between threads at *safe cuts*: positions where every pass starts afresh whatever
+/// came before (after a newline, or before a token that no pass can join to its left), so each
+/// thread's result equals that of one thread reading everything. Word counts are exact; the
+/// counts of pairs are held in a table of at most PhraseOptions::max_pairs entries, and when it
+/// is full the rarest pairs are dropped, as word2phrase's table does (count <= r, with r rising
+/// by one each time it fills).
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "text/text_source.hpp"
+#include "text/tokenizer.hpp"
+#include "text/word_table.hpp"
+
+namespace pagedw2v {
+
+struct PhraseOptions {
+  double threshold = 100;  ///< join a pair that scores above this (word2phrase's default)
+  uint64_t min_count = 5;  ///< words and pairs seen fewer times never join
+  uint32_t passes = 1;     ///< each pass joins one more word at most: 2 makes up to 4-word tokens
+  uint64_t max_pairs = 20'000'000;  ///< pairs counted at once, over all threads
+  uint32_t threads = 1;
+  /// Text each thread takes at least (fewer threads read a small text; tests lower it).
+  uint64_t min_bytes_per_thread = uint64_t{1} << 20;
+  TextOptions text;
+  /// Text one writing thread turns into output at a time (the output of a round of threads is
+  /// held until written).
+  size_t slice_bytes = size_t{8} << 20;
+};
+
+/// word2phrase's score of a pair seen `ab` times whose words were seen `a` and `b` times, in a
+/// text of `words` tokens; 0 when a count is below `min_count` (the pair never joins then).
+double phrase_score(uint64_t ab, uint64_t a, uint64_t b, uint64_t min_count, uint64_t words);
+
+/// One pass's phrases: the pairs that join.
+class PhraseTable {
+ public:
+  static constexpr uint32_t kNone = detail::WordTable::kNone;
+
+  struct Phrase {
+    std::string first, second;
+    uint64_t count = 0;  ///< of the pair
+    double score = 0;
+  };
+
+  PhraseTable() = default;
+  /// The table of `phrases` (each pair once).
+  explicit PhraseTable(std::vector<Phrase> phrases);
+
+  /// Id of `word` (hash `h` = detail::hash_bytes(word)) among the words of the phrases, or kNone.
+  void prefetch(uint64_t h) const { words_.prefetch(h); }
+  uint32_t find(std::string_view word, uint64_t h) const {
+    const detail::WordTable::Slot* s = words_.find(word, h);
+    return s == nullptr ? kNone : s->id;
+  }
+  /// Whether word `id` is the second word of a phrase (a token that may join to its left).
+  bool joins_left(uint32_t id) const { return id != kNone && (roles_[id] & kSecond) != 0; }
+  /// Whether `first second` (ids of find()) is a phrase.
+  bool joins(uint32_t first, uint32_t second) const;
+
+  const std::vector<Phrase>& phrases() const { return phrases_; }
+  size_t size() const { return phrases_.size(); }
+
+ private:
+  static constexpr uint8_t kFirst = 1, kSecond = 2;
+  detail::WordTable words_{64};
+  std::vector<uint8_t> roles_;   ///< by id: kFirst | kSecond
+  std::vector<uint64_t> pairs_;  ///< open addressing of first << 32 | second + 1; 0 = empty
+  size_t mask_ = 0;
+  std::vector<Phrase> phrases_;  ///< sorted by score, highest first
+};
+
+/// The text to read: its parts in order (each a file's text; a part's end ends a sentence) and,
+/// when they are a CorpusText's, that object, whose mapped pages are let go once read.
+struct PhraseText {
+  std::vector<std::string_view> parts;
+  const CorpusText* source = nullptr;
+
+  static PhraseText of(const CorpusText& text) { return {text.parts(), &text}; }
+  static PhraseText of(std::string_view text) { return {{text}, nullptr}; }
+};
+
+/// What one pass counted.
+struct PhrasePassStats {
+  uint64_t words = 0;  ///< tokens (N of the score)
+  uint64_t distinct_words = 0;
+  uint64_t distinct_pairs = 0;  ///< pairs held at the end (after pruning)
+  uint64_t pruned_below = 0;    ///< pairs seen this many times or fewer may have been dropped
+};
+
+/// Counts the text as `earlier` joins it and returns the phrases of the next pass.
+PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>& earlier,
+                          const PhraseOptions& options, PhrasePassStats* stats = nullptr);
+
+/// All `options.passes` passes; `on_pass(k, table, stats)` after each (k from 1).
+std::vector<PhraseTable> learn_phrases(
+    const PhraseText& text, const PhraseOptions& options,
+    const std::function<void(uint32_t, const PhraseTable&, const PhrasePassStats&)>& on_pass =
+        nullptr);
+
+/// What applying the phrases wrote.
+struct PhraseOutputStats {
+  uint64_t tokens = 0;  ///< tokens written
+  uint64_t joined = 0;  ///< of which hold a `_` made by a pass
+  uint64_t bytes = 0;
+};
+
+/// Writes the text with `tables` applied in order, through `write(bytes)` in text order: tokens
+/// (normalised as the tokenizer reads them) separated by one space, each newline kept, and a
+/// newline after a file's last line when it has none. Work goes to `options.threads` threads, a
+/// round of slices at a time.
+PhraseOutputStats apply_phrases(const PhraseText& text, const std::vector<PhraseTable>& tables,
+                                const PhraseOptions& options,
+                                const std::function<void(std::string_view)>& write);
+
+/// apply_phrases() of one text into a string (one thread): for tests and small texts.
+std::string apply_phrases(std::string_view text, const std::vector<PhraseTable>& tables,
+                          const PhraseOptions& options = {});
+
+}  // namespace pagedw2v
