@@ -5,7 +5,7 @@
 /// owns how they are computed. Every random draw is Philox keyed by (seed, token position, epoch),
 /// so the result of a block does not depend on which thread or stream ran it.
 ///
-/// Ground floor: every backend implements this and the trainer calls it; it includes nothing of
+/// Layer backend: every backend implements this and the trainer calls it; it includes nothing of
 /// train/, gpu/ or the kernels. Backends are created by train/backend_factory.hpp.
 
 #include <cstdint>

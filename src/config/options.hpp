@@ -1,7 +1,7 @@
 #pragma once
 /// @file options.hpp
 /// The choices of device and table placement a run makes, and the GPU settings as the CUDA
-/// backend takes them. Ground floor: config, the factory and the CUDA backend share them.
+/// backend takes them. Layer config: config, the factory and the CUDA backend share them.
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 /// @file model.hpp
 /// The trained state as the host holds it: the two tables and their optimizer state, how they
-/// are allocated and how word2vec initialises them. Ground floor: the trainer, checkpoints,
+/// are allocated and how word2vec initialises them. Layer model: the trainer, checkpoints,
 /// export and every backend share it; it knows nothing of how a backend trains.
 
 #include <cstdint>

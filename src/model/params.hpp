@@ -1,7 +1,7 @@
 #pragma once
 /// @file params.hpp
 /// What a backend needs to know about the model and the schedule; shared by host and device code
-/// (ground floor: the CPU reference and the kernels compute with the same definitions).
+/// (layer model: the CPU reference and the kernels compute with the same definitions).
 
 #include <cstdint>
 #include <string>
