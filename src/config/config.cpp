@@ -1,6 +1,8 @@
-#include "config/config.hpp"
+/// @file config.cpp
+/// The option table: every setting of `train`, how a flag or a TOML key sets it and how it is
+/// printed back (`train_options`, `apply_option`, `option_value`), and `Config`'s derived values.
 
-#include <sys/stat.h>
+#include "config/config.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -17,10 +19,6 @@
 #include "base/error.hpp"
 #include "io/export.hpp"
 #include "model/negative_pool.hpp"
-
-#ifdef PAGEDW2V_HAVE_TOML
-#include <toml++/toml.h>
-#endif
 
 namespace pagedw2v {
 namespace {
@@ -554,127 +552,6 @@ std::string option_value(const Config& config, const std::string& name) {
     if (spec.name == key) return spec.get(config);
   }
   throw UsageError("unknown option '" + name + "'");
-}
-
-void apply_toml_file(Config& config, const std::string& path) {
-#ifdef PAGEDW2V_HAVE_TOML
-  // A directory or a device (/dev/zero) would read as an empty file, a run of the defaults; a
-  // pipe (`--config <(…)`) is read to its end.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    throw UsageError("config '" + path + "': " + std::strerror(errno));
-  }
-  if (S_ISDIR(st.st_mode)) throw UsageError("config '" + path + "' is a directory, not a file");
-  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
-    throw UsageError("config '" + path + "' is not a regular file");
-  }
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << "config '" << path << "'";
-    if (e.source().begin.line > 0) msg << " line " << e.source().begin.line;
-    msg << ": " << e.description();
-    throw UsageError(msg.str());
-  }
-  for (const auto& [key, node] : table) {
-    const std::string name(key.str());
-    std::string value;
-    if (auto s = node.value<std::string>(); s && node.is_string()) {
-      value = *s;
-    } else if (node.is_integer()) {
-      value = std::to_string(*node.value<int64_t>());
-    } else if (node.is_floating_point()) {
-      std::ostringstream os;
-      os.precision(17);
-      os << *node.value<double>();
-      value = os.str();
-    } else if (node.is_boolean()) {
-      value = *node.value<bool>() ? "true" : "false";
-    } else if (node.is_array()) {
-      const toml::array& arr = *node.as_array();
-      for (size_t i = 0; i < arr.size(); ++i) {
-        const auto s = arr[i].value<std::string>();
-        if (!s) throw UsageError("config '" + path + "': '" + name + "' must list strings");
-        value += (i ? (name == "corpus" ? "\n" : ",") : "") + *s;
-      }
-    } else {
-      throw UsageError("config '" + path + "': unsupported value for '" + name + "'");
-    }
-    try {
-      apply_option(config, name, value);
-    } catch (const UsageError& e) {
-      throw UsageError("config '" + path + "': " + e.what());
-    }
-  }
-#else
-  (void)config;
-  throw UsageError("config '" + path + "': this build has no TOML support (install toml++)");
-#endif
-}
-
-bool toml_configs_supported() {
-#ifdef PAGEDW2V_HAVE_TOML
-  return true;
-#else
-  return false;
-#endif
-}
-
-void validate(const Config& config) {
-  if (config.corpus.empty() && config.resume.empty()) {
-    throw UsageError("--corpus is required (or --resume CHECKPOINT)");
-  }
-  if (config.output.empty()) throw UsageError("--output is required");
-  check_output_directory_name(config.output);
-  if (config.lr_schedule != LrResume::kRejoin && config.resume.empty()) {
-    throw UsageError("--lr-schedule applies to a resumed run (--resume CHECKPOINT)");
-  }
-  // Left out, the pool of a paged run is chosen by the plan (gpu_plan.hpp); given as 0, it is
-  // refused here.
-  if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu &&
-      config.given.count("negative-pool") > 0) {
-    require_pool_for_paging(config.negative_pool, "--placement paged with --negative-pool 0",
-                            "; or leave --negative-pool out to have one chosen");
-  }
-  if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
-    throw UsageError(storage_needs_cuda(config.storage));
-  }
-  // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
-  if (config.deterministic &&
-      (config.threads > 1 || (config.threads == 0 && config.given.count("threads") > 0))) {
-    throw UsageError("--deterministic trains on one CPU thread; leave out --threads " +
-                     option_value(config, "threads") + " (or set it to 1)");
-  }
-  if (config.rank_tables == RankTables::kReplicated && config.optimizer != OptimizerKind::kSgd) {
-    throw UsageError("--rank-tables replicated trains sgd; --optimizer " +
-                     to_string(config.optimizer) +
-                     " over ranks needs --rank-tables sharded (or "
-                     "auto)");
-  }
-  check_optimizer_settings(config);
-}
-
-void check_optimizer_settings(const Config& config) {
-  const std::string optimizer = to_string(config.optimizer);
-  if (config.optimizer == OptimizerKind::kSgd) {
-    if (config.lr) throw UsageError("--lr applies to the other optimizers; sgd's rate is --alpha");
-  } else if (config.alpha > 0.0f) {
-    throw UsageError("--alpha is sgd's rate; set the rate of --optimizer " + optimizer +
-                     " with --lr");
-  }
-  const std::pair<const char*, const std::optional<float>*> set[] = {
-      {"beta1", &config.beta1},
-      {"beta2", &config.beta2},
-      {"eps", &config.eps},
-      {"rho", &config.rho},
-      {"weight-decay", &config.weight_decay}};
-  for (const auto& [name, value] : set) {
-    if (value->has_value() && !uses_hyperparameter(config.optimizer, name)) {
-      throw UsageError(std::string("--") + name + " does not apply to --optimizer " + optimizer);
-    }
-  }
 }
 
 }  // namespace pagedw2v

@@ -1,0 +1,30 @@
+#pragma once
+/// @file checkpoint_file.hpp
+/// What checkpoint.cpp (writing) and checkpoint_load.cpp (reading) agree on about a checkpoint
+/// file: the prefix of the options it records, which options those are, and the names of the
+/// optimizer's state datasets.
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.hpp"
+
+namespace pagedw2v {
+namespace checkpoint_file {
+
+inline constexpr const char* kOptionPrefix = "option.";
+
+/// Options a checkpoint records: the model's, the schedule's, and how the run used the CPU (a
+/// resumed run keeps its thread count and determinism).
+inline bool recorded(const OptionSpec& spec) {
+  return spec.is_model || spec.name == "corpus" || spec.name == "epochs" ||
+         spec.name == "threads" || spec.name == "deterministic" || spec.name == "rank-tables";
+}
+
+/// The dataset of state table `k` of the input or output table.
+inline std::string state_dataset(const char* table, uint32_t k) {
+  return std::string("optimizer/") + table + "_" + std::to_string(k);
+}
+
+}  // namespace checkpoint_file
+}  // namespace pagedw2v
