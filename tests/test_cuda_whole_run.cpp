@@ -44,6 +44,7 @@
 #include "io/npy.hpp"
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
+#include "support/random_data.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 
@@ -66,20 +67,10 @@ constexpr uint32_t kLongestSentence = 30;
 /// sentences of kShortestSentence … kLongestSentence tokens.
 std::string zipf_corpus(uint64_t seed, uint32_t tokens) {
   std::mt19937_64 rng(seed);
-  std::vector<double> weights(kVocab);
-  for (uint32_t r = 0; r < kVocab; ++r) weights[r] = 1.0 / (r + 1.0);
-  std::discrete_distribution<uint32_t> zipf(weights.begin(), weights.end());
-  std::vector<uint32_t> ids(tokens);
-  for (uint32_t& t : ids) t = zipf(rng);
+  std::vector<uint32_t> ids = testing_util::zipf_ids(kVocab, tokens, rng);
   for (uint32_t w = 0; w < kVocab; ++w) ids.push_back(w);
   std::shuffle(ids.end() - kVocab, ids.end(), rng);
-  std::uniform_int_distribution<uint32_t> length(kShortestSentence, kLongestSentence);
-  std::string text;
-  for (size_t i = 0; i < ids.size();) {
-    const size_t end = std::min(ids.size(), i + length(rng));
-    for (; i < end; ++i) text += "w" + std::to_string(ids[i]) + (i + 1 < end ? " " : "\n");
-  }
-  return text;
+  return testing_util::lines_of_words(ids, rng, kShortestSentence, kLongestSentence);
 }
 
 /// Sentences about one of kTopics topics each, of words t<topic>_<j> drawn from that topic's
