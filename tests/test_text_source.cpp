@@ -293,6 +293,10 @@ TEST(MappedFile, EveryReaderOfAMapTurnsATruncationIntoAnError) {
     const MappedFile map(path);
     ASSERT_EQ(::truncate(path.c_str(), 0), 0);
     try {
+      // The guard jumps out of the parser without running its destructors (mapped_file.hpp):
+      // what the parser held leaks, once, on an error that ends the command. Not a leak to
+      // report here.
+      const testing_util::LeaksNotChecked leaks_not_checked;
       map.read([&](std::string_view b) { parse(b, path); });
       ADD_FAILURE() << name << ": no error";
     } catch (const Error& e) {
