@@ -257,7 +257,7 @@ void mid_epoch_resume_is_bit_for_bit(Placement placement, OptimizerKind optimize
     save_checkpoint(path, c, set.vocab, first, TrainPosition{0, stop, s.words},
                     fingerprint(set.corpus), make_schedule(data.params).at(s.words));
   }
-  Checkpoint ck = load_checkpoint(path, [&](uint64_t, uint32_t, OptimizerKind) { return paged; });
+  Checkpoint ck = load_checkpoint(path, [&](uint64_t, const Config&) { return paged; });
   EXPECT_EQ(ck.position.epoch, 0u);
   EXPECT_EQ(ck.position.block, stop);
   EXPECT_TRUE(fingerprint(set.corpus) == ck.corpus);

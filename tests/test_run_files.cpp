@@ -349,6 +349,29 @@ TEST(ResumeSettings, ThreadsAndDeterminismComeFromTheCheckpointUnlessGiven) {
   EXPECT_EQ(merge_for_resume(one_thread, plain).effective_threads(), 1u);
 }
 
+// A run resumed on another machine trains where its checkpoint's run did unless told: a CPU run
+// resumed where a GPU is visible stays on the CPU, and so resumes to the same bits.
+TEST(ResumeSettings, DeviceAndPlacementComeFromTheCheckpointUnlessGiven) {
+  Config saved;
+  apply_option(saved, "device", "cpu");
+  apply_option(saved, "placement", "paged");
+  Config requested;
+  requested.resume = "ck.h5";
+  requested.output = "out";
+  Config merged = merge_for_resume(saved, requested);
+  EXPECT_EQ(merged.device, DeviceKind::kCpu);
+  EXPECT_EQ(merged.placement, Placement::kPaged);
+
+  apply_option(requested, "device", "auto");
+  apply_option(requested, "placement", "resident");
+  merged = merge_for_resume(saved, requested);
+  EXPECT_EQ(merged.device, DeviceKind::kAuto);
+  EXPECT_EQ(merged.placement, Placement::kResident);
+  // Both are recorded in the checkpoint, so the command that resumes a run leaves them out.
+  EXPECT_TRUE(checkpoint_records("device"));
+  EXPECT_TRUE(checkpoint_records("placement"));
+}
+
 TEST(ResumeSettings, TheVocabularyFileIsTheCheckpointsOwn) {
   Config saved;
   saved.vocab_file = "/data/vocab.tsv";

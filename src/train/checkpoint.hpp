@@ -100,9 +100,9 @@ void finish_checkpoint(PreparedH5& file, const Config& config, const Model& mode
 /// 0, input state 1, … (the model's tables, Model::input_state[k] and output_state[k]).
 uint32_t checkpoint_tables(OptimizerKind kind);
 
-/// Whether the tables of a model of `rows × dim` with optimizer `kind` are to be allocated
-/// interleaved (allocate_model).
-using TableLayoutChoice = std::function<bool(uint64_t rows, uint32_t dim, OptimizerKind kind)>;
+/// Whether the tables of a model of `rows` rows, of a run with the recorded settings `recorded`
+/// (dim, optimizer, device, placement), are to be allocated interleaved (allocate_model).
+using TableLayoutChoice = std::function<bool(uint64_t rows, const Config& recorded)>;
 
 /// Reads a checkpoint; throws Error with one clear line for a missing, truncated, damaged,
 /// non-HDF5 or newer-format file, a position outside what its run could reach, and a word that is

@@ -18,7 +18,8 @@ inline constexpr const char* kOptionPrefix = "option.";
 /// resumed run keeps its thread count and determinism).
 inline bool recorded(const OptionSpec& spec) {
   return spec.is_model || spec.name == "corpus" || spec.name == "epochs" ||
-         spec.name == "threads" || spec.name == "deterministic" || spec.name == "rank-tables";
+         spec.name == "threads" || spec.name == "deterministic" || spec.name == "rank-tables" ||
+         spec.name == "device" || spec.name == "placement";
 }
 
 /// The dataset of state table `k` of the input or output table.

@@ -175,7 +175,7 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
   const std::string hint = "this checkpoint needs more memory than is free";
   const OptimizerKind kind = ck.config.optimizer;
   ck.model = allocate_model(rows.count(e.rows), e.dim, kind,
-                            interleave && interleave(e.rows, e.dim, kind), hint, ck.config.storage);
+                            interleave && interleave(e.rows, ck.config), hint, ck.config.storage);
   file.read_table(vectors, ck.model.input, rows);
   file.read_table(require_table(contents, "context_vectors", path), ck.model.output, rows);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {

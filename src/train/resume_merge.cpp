@@ -126,8 +126,10 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
       spec.set(merged, spec.get(saved));
     } else if ((spec.name == "threads" || spec.name == "deterministic") && !cpu_given) {
       spec.set(merged, spec.get(saved));
-    } else if (spec.name == "rank-tables" && !given) {
-      // How the ranks held the tables decides what they train next: the same, to resume exactly.
+    } else if ((spec.name == "rank-tables" || spec.name == "device" || spec.name == "placement") &&
+               !given) {
+      // Where the run trained and how the ranks held the tables decide what it trains next:
+      // the same, to resume exactly, unless the command chooses again.
       spec.set(merged, spec.get(saved));
     }
   }
@@ -138,8 +140,11 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
 void TrainingRun::settle_settings() {
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
-    const auto paged = [&](uint64_t rows, uint32_t dim, OptimizerKind kind) {
-      gpu = resolve_gpu_options(requested.device, rows, dim, kind, requested.gpu_options());
+    // The tables' layout follows the placement the merged settings resolve to.
+    const auto paged = [&](uint64_t rows, const Config& recorded) {
+      const Config merged = merge_for_resume(recorded, requested);
+      gpu = resolve_gpu_options(merged.device, rows, merged.dim, merged.optimizer,
+                                merged.gpu_options());
       return gpu->placement == Placement::kPaged;
     };
     const RowSelection rows =
