@@ -180,7 +180,7 @@ TEST_P(HalfTable, CheckpointHoldsTheStoredValuesAndTheStorage) {
   for (bool interleave : {false, true}) {
     SCOPED_TRACE(interleave ? "loaded interleaved" : "loaded apart");
     const Checkpoint ck =
-        load_checkpoint(path, [&](uint64_t, uint32_t, OptimizerKind) { return interleave; });
+        load_checkpoint(path, [&](uint64_t, const Config&) { return interleave; });
     EXPECT_EQ(ck.config.storage, storage);
     EXPECT_EQ(option_value(ck.config, "storage"), to_string(storage));
     const std::vector<HostTable*> want = tables_of(m);

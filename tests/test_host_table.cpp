@@ -497,14 +497,13 @@ TEST(InterleavedIo, CheckpointRoundTrip) {
   uint32_t asked_dim = 0;
   OptimizerKind asked_kind = OptimizerKind::kSgd;
   int calls = 0;
-  const Checkpoint interleaved =
-      load_checkpoint(path, [&](uint64_t r, uint32_t d, OptimizerKind k) {
-        ++calls;
-        asked_rows = r;
-        asked_dim = d;
-        asked_kind = k;
-        return true;
-      });
+  const Checkpoint interleaved = load_checkpoint(path, [&](uint64_t r, const Config& recorded) {
+    ++calls;
+    asked_rows = r;
+    asked_dim = recorded.dim;
+    asked_kind = recorded.optimizer;
+    return true;
+  });
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(asked_rows, rows);
   EXPECT_EQ(asked_dim, dim);
@@ -519,8 +518,7 @@ TEST(InterleavedIo, CheckpointRoundTrip) {
   }
   {
     SCOPED_TRACE("chooser says apart");
-    expect_model(load_checkpoint(path, [](uint64_t, uint32_t, OptimizerKind) { return false; }),
-                 false);
+    expect_model(load_checkpoint(path, [](uint64_t, const Config&) { return false; }), false);
   }
   // And saving the interleaved copy again gives the same tables back.
   save_checkpoint(dir.file("again.h5"), interleaved.config, interleaved.vocab, interleaved.model,
