@@ -486,8 +486,10 @@ std::string why_no_ranks() {
 }
 
 /// `mpirun -np RANKS pagedw2v ARGS…` (or pagedw2v alone with ranks 0), started in the
-/// background; output to LOG.
-pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::string& log) {
+/// background; output to LOG. With `per_rank` given (and RANKS its size), each rank runs with its
+/// own arguments instead (`mpirun -np 1 pagedw2v ARGS0 : -np 1 pagedw2v ARGS1 …`).
+pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::string& log,
+            const std::vector<std::vector<std::string>>& per_rank = {}) {
   std::vector<std::string> argv;
   const char* asan_before = std::getenv("ASAN_OPTIONS");
   const std::string asan_saved = asan_before != nullptr ? asan_before : "";
@@ -508,8 +510,18 @@ pid_t start(uint32_t ranks, const std::vector<std::string>& args, const std::str
       ::setenv("ASAN_OPTIONS", ((given.empty() ? "" : given + ":") + "detect_leaks=0").c_str(), 1);
     }
   }
-  argv.push_back(PAGEDW2V_BINARY);
-  argv.insert(argv.end(), args.begin(), args.end());
+  if (per_rank.empty()) {
+    argv.push_back(PAGEDW2V_BINARY);
+    argv.insert(argv.end(), args.begin(), args.end());
+  } else {
+    argv.resize(1);  // mpirun: each rank's own "-np 1 program arguments", apart by ":"
+    argv.insert(argv.end(), {"--oversubscribe", "--bind-to", "none"});
+    for (size_t r = 0; r < per_rank.size(); ++r) {
+      if (r > 0) argv.push_back(":");
+      argv.insert(argv.end(), {"-np", "1", PAGEDW2V_BINARY});
+      argv.insert(argv.end(), per_rank[r].begin(), per_rank[r].end());
+    }
+  }
   const pid_t pid = ::fork();
   if (pid == 0) {
     // A process group of its own: finish() can end the job and every rank with one kill.
@@ -568,6 +580,11 @@ int finish(pid_t pid) {
 
 int run(uint32_t ranks, const std::vector<std::string>& args, const std::string& log) {
   return finish(start(ranks, args, log));
+}
+
+/// One job of as many ranks as `per_rank` has argument lists, each rank with its own.
+int run_each(const std::vector<std::vector<std::string>>& per_rank, const std::string& log) {
+  return finish(start(static_cast<uint32_t>(per_rank.size()), {}, log, per_rank));
 }
 
 /// A corpus with structure to learn: each sentence draws its words from one of 20 topics of
@@ -1050,6 +1067,23 @@ bool wait_for(const std::string& path) {
 }
 
 // An error on rank 0 alone (it alone claims the output) ends every rank, with its line.
+// Every rank reads the corpus itself: ranks that read different text (another file, or the same
+// path on machines whose copies differ) would train tables that do not fit together. The job ends
+// with one line that says so, and writes no vectors.
+TEST_F(TwoRanks, RanksThatReadDifferentCorporaEndTheJobWithOneLine) {
+  const std::string other = dir_.file("other.txt");
+  write_topic_corpus(other, 5000, 12);
+  std::vector<std::string> first = train_args(dir_.file("out"), 1);
+  std::vector<std::string> second = first;
+  second[2] = other;  // --corpus
+  ASSERT_EQ(first[1], "--corpus");
+  const std::string log_path = dir_.file("differ.log");
+  EXPECT_NE(run_each({first, second}, log_path), 0);
+  const std::string log = testing_util::read_file(log_path);
+  EXPECT_NE(log.find("do not see the same"), std::string::npos) << log;
+  EXPECT_FALSE(exists(dir_.file("out/vectors.npy"))) << log;
+}
+
 TEST_F(TwoRanks, AnErrorOnOneRankEndsTheJobWithItsLine) {
   const std::string out = dir_.file("taken");
   ASSERT_EQ(::mkdir(out.c_str(), 0755), 0);
