@@ -1376,6 +1376,19 @@ TEST_F(GpuRanks, ReplicasTrainAsCpuRanksRepeatAndResumeExactly) {
 }
 
 // What GPU ranks do not train is refused on every rank with one clear line.
+// Replicated tables on GPU ranks train skip-gram with sgd and no pool: CBOW asked for with them
+// is refused with one line that names what to give instead, before any training.
+TEST_F(GpuRanks, ReplicatedTablesOfAnotherModelAreAClearError) {
+  std::vector<std::string> args = gpu_args(dir_.file("cbow"), 1, "cuda");
+  args.insert(args.end(), {"--model", "cbow", "--rank-tables", "replicated"});
+  ASSERT_NE(run(2, args, dir_.file("cbow.log")), 0);
+  const std::string log = testing_util::read_file(dir_.file("cbow.log"));
+  EXPECT_NE(log.find("--rank-tables replicated over GPU ranks trains skip-gram with sgd"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(exists(dir_.file("cbow/vectors.npy"))) << log;
+}
+
 TEST_F(GpuRanks, AnOptimizerWithStateIsAClearError) {
   std::vector<std::string> args = gpu_args(dir_.file("adam"), 1, "cuda");
   args.insert(args.end(), {"--optimizer", "adam"});
