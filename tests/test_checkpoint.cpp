@@ -294,7 +294,7 @@ TEST(Checkpoint, ReadsFilesWithoutPoolOptions) {
   EXPECT_EQ(read_file(dir.file("a/vectors.npy")), read_file(dir.file("b/vectors.npy")));
 }
 
-TEST(Checkpoint, RecordsPoolAndBatchButNotPlacement) {
+TEST(Checkpoint, RecordsPoolBatchAndPlacementButNotTheMemoryBudget) {
   TempDir dir;
   write_file(dir.file("corpus.txt"), random_corpus(200, 13));
   Config c = base_config(dir, "a");
@@ -307,8 +307,9 @@ TEST(Checkpoint, RecordsPoolAndBatchButNotPlacement) {
   const Checkpoint ck = load_checkpoint(dir.file("a/checkpoints/epoch-1.h5"));
   EXPECT_EQ(ck.config.negative_pool, 16u);
   EXPECT_EQ(ck.config.batch_words, 8192u);
-  // Where the tables lived is the machine's business, not the model's.
-  EXPECT_EQ(ck.config.placement, Placement::kAuto);
+  // Where the tables lived is kept by a resumed run unless given again; the GPU memory budget
+  // is the machine's business.
+  EXPECT_EQ(ck.config.placement, Placement::kPaged);
   EXPECT_EQ(ck.config.gpu_memory, 0u);
 }
 
