@@ -30,25 +30,29 @@ struct WorkPart {
 };
 
 /// Per-warp shared memory: the work part, the skip-gram centre row as it was loaded (one float4 per
-/// lane and vector slot; kept here rather than in registers), the ring of kept tokens and beside it
-/// their table rows, then for each context slot of the current centre the rows of its negatives and
-/// whether a row repeats among them.
+/// lane and vector slot; kept here rather than in registers), with shared negatives the window's
+/// output rows as loaded and their summed changes (window_rows rows each), the ring of kept tokens
+/// and beside it their table rows, then for each context slot of the current centre the rows of
+/// its negatives and whether a row repeats among them.
 struct WarpLayout {
-  uint32_t row_quads;  // float4s per row
-  uint32_t ring_size;  // power of two ≥ 2·window + 32
-  uint32_t slots;      // 2·window + 1
+  uint32_t row_quads;    // float4s per row
+  uint32_t window_rows;  // shared negatives: 1 + negative; else 0
+  uint32_t ring_size;    // power of two ≥ 2·window + 32
+  uint32_t slots;        // 2·window + 1
   uint32_t negative;
   __host__ __device__ size_t bytes() const {
-    const size_t b = sizeof(WorkPart) + row_quads * sizeof(float4) + ring_size * sizeof(RingEntry) +
-                     ring_size * sizeof(uint32_t) + size_t{slots} * negative * sizeof(uint32_t) +
-                     slots * sizeof(uint32_t);
+    const size_t b = sizeof(WorkPart) + row_quads * sizeof(float4) +
+                     size_t{2} * window_rows * row_quads * sizeof(float4) +
+                     ring_size * sizeof(RingEntry) + ring_size * sizeof(uint32_t) +
+                     size_t{slots} * negative * sizeof(uint32_t) + slots * sizeof(uint32_t);
     return (b + 15) & ~size_t{15};
   }
 };
 
-WarpLayout make_layout(uint32_t stride, uint32_t window, uint32_t negative) {
+WarpLayout make_layout(uint32_t stride, uint32_t window, uint32_t negative, bool shared) {
   WarpLayout l;
   l.row_quads = stride / 4;
+  l.window_rows = shared ? negative + 1 : 0;
   l.ring_size = 32;
   while (l.ring_size < 2 * window + 32) l.ring_size *= 2;
   l.slots = 2 * window + 1;
@@ -410,6 +414,146 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
   __syncwarp();
 }
 
+/// Skip-gram for kept centre `i` with negatives shared by its window (SgnsKernel::
+/// kSharedNegatives; the CPU's shared_window_update, or shared_window_gradient in gradient mode).
+/// The window's 1 + negative output rows — the centre's (label 1), then the negatives drawn once
+/// for the centre — are loaded once into `wout` and their changes summed in `wdelta` (each lane
+/// keeps its own float4s of every row there, so no lane waits on another); each context row is
+/// then loaded once, its dot products with all of them taken kB + 1 at a time, its change added to
+/// its row at once, and the summed output changes are added once at the window's end. Bytes moved
+/// per window: (contexts + outputs) rows read and written, against contexts × (1 + outputs) for the
+/// per-pair update. Gradient mode: lr = −1 (train_example says why), gradients go to the grad
+/// tables and rows are marked touched.
+template <int kV, int kB, bool kGrad>
+__device__ __forceinline__ void train_centre_shared(const SgnsArgs& a, const RingEntry* ring,
+                                                    const uint32_t* rows, uint32_t ring_mask,
+                                                    uint32_t* negs, float4* wout, float4* wdelta,
+                                                    int i, int n, int lane, int nq, float& loss,
+                                                    unsigned& terms, uint32_t pool_off) {
+  constexpr int kG = kB + 1;  // targets per group: with negative 5, the whole window at once
+  const RingEntry c = ring[i & ring_mask];
+  const int w = static_cast<int>(a.window) - c.shrink;
+  const int lo = i - w > 0 ? i - w : 0;
+  const int hi = i + w < n - 1 ? i + w : n - 1;
+  if (hi <= lo) return;
+  const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
+  // The shared negatives, lane t drawing call t (negatives 2t and 2t + 1), as the CPU's
+  // draw_window_targets; a negative equal to the centre comes back as kSkippedNegative.
+  const int ncalls = static_cast<int>((a.negative + 1) / 2);
+  for (int t = lane; t < ncalls; t += kWarp) {
+    const Philox4 r = detail::device_draw(a.seed, c.pos, a.epoch, DrawKind::kWindowNegative,
+                                          static_cast<uint32_t>(t));
+    uint32_t x, y;
+    if (a.pool != nullptr) {
+      detail::pool_negatives(r, c.id, a.pool + pool_off, a.pool_size,
+                             a.pool_rows != nullptr ? a.pool_rows + pool_off : nullptr, &x, &y);
+    } else {
+      detail::noise_negatives(r, c.id, a.noise, a.noise_columns, &x, &y);
+    }
+    negs[2 * t] = x;
+    if (2 * t + 1 < static_cast<int>(a.negative)) negs[2 * t + 1] = y;
+  }
+  __syncwarp();
+  const int m_count = 1 + static_cast<int>(a.negative);
+  const uint32_t centre_row = rows[i & ring_mask];
+  const auto target_row = [&](int m) { return m == 0 ? centre_row : negs[m - 1]; };
+  for (int m = 0; m < m_count; ++m) {
+    const uint32_t row = target_row(m);
+    Slice<kV> o;
+    if (row != detail::kSkippedNegative) {
+      load_slice<kGrad>(o, a.output + static_cast<size_t>(row) * a.pitch, lane, nq);
+    } else {
+      zero_slice(o);
+    }
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      const int q = lane + kWarp * v;
+      if (q < nq) {
+        wout[m * nq + q] = o.x[v];
+        wdelta[m * nq + q] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+  }
+  float* const in_dst = kGrad ? a.input_grad : a.input;
+  for (int j = lo; j <= hi; ++j) {
+    if (j == i) continue;
+    const uint32_t ctx = rows[j & ring_mask];
+    const size_t ctx_off = static_cast<size_t>(ctx) * a.pitch;
+    Slice<kV> h, err;
+    load_slice<kGrad>(h, a.input + ctx_off, lane, nq);
+    zero_slice(err);
+    for (int s = 0; s < m_count; s += kG) {
+      Slice<kV> o[kG];
+      bool valid[kG];
+      float d[kG];
+#pragma unroll
+      for (int k = 0; k < kG; ++k) {
+        const int m = s + k;
+        valid[k] = m < m_count && target_row(m < m_count ? m : 0) != detail::kSkippedNegative;
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          const int q = lane + kWarp * v;
+          o[k].x[v] = valid[k] && q < nq ? wout[m * nq + q] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        d[k] = partial_dot(h, o[k]);
+      }
+#pragma unroll
+      for (int m = kWarp / 2; m >= 1; m /= 2) {
+#pragma unroll
+        for (int k = 0; k < kG; ++k) d[k] += __shfl_xor_sync(kFull, d[k], m);
+      }
+      // Lane k takes value k: one sigmoid and one loss term per lane; gradients broadcast back.
+      float mine = d[0];
+      bool mine_valid = valid[0];
+#pragma unroll
+      for (int k = 1; k < kG; ++k) {
+        mine = lane == k ? d[k] : mine;
+        mine_valid = lane == k ? valid[k] : mine_valid;
+      }
+      mine_valid = lane < kG && mine_valid;
+      const bool positive = s == 0 && lane == 0;
+      const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;
+      if (mine_valid) loss += example_loss(mine, positive);
+#pragma unroll
+      for (int k = 0; k < kG; ++k) {
+        const float g = __shfl_sync(kFull, g_mine, k);
+        if (!valid[k]) continue;
+        axpy(g, o[k], err);
+        const int m = s + k;
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          const int q = lane + kWarp * v;
+          if (q < nq) {
+            float4 dv = wdelta[m * nq + q];
+            dv.x = fmaf(g, h.x[v].x, dv.x);
+            dv.y = fmaf(g, h.x[v].y, dv.y);
+            dv.z = fmaf(g, h.x[v].z, dv.z);
+            dv.w = fmaf(g, h.x[v].w, dv.w);
+            wdelta[m * nq + q] = dv;
+          }
+        }
+      }
+    }
+    add_to_row(err, in_dst + ctx_off, lane, nq);
+    if (kGrad) touch(a.touched_input, ctx, lane);
+    ++terms;
+  }
+  float* const out_dst = kGrad ? a.output_grad : a.output;
+  for (int m = 0; m < m_count; ++m) {
+    const uint32_t row = target_row(m);
+    if (row == detail::kSkippedNegative) continue;
+    Slice<kV> dv;
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      const int q = lane + kWarp * v;
+      dv.x[v] = q < nq ? wdelta[m * nq + q] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    add_to_row(dv, out_dst + static_cast<size_t>(row) * a.pitch, lane, nq);
+    if (kGrad) touch(a.touched_output, row, lane);
+  }
+  __syncwarp();
+}
+
 /// CBOW for kept centre `i`: the mean of the window's input rows against the centre and its
 /// negatives; the error is added to every context row, in the CPU's order. Gradient mode: the
 /// mean stands for its rows, so each context row's gradient is the error divided by their count.
@@ -521,10 +665,11 @@ __device__ __forceinline__ detail::KeepDecision keep_decision(const SgnsArgs& a,
 /// subsampling draws, which depend on the position only), and reading goes on past c1 while a
 /// window after the last centre is still short. The centres train in the sentence's order,
 /// so parts trained one after another equal the sentence trained whole.
-template <int kV, int kB, bool kSkipGram, bool kGrad, bool kParts>
+template <int kV, int kB, bool kSkipGram, bool kGrad, bool kParts, bool kShared>
 __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* part, RingEntry* ring,
-                                           uint32_t* rows, float4* centre0, uint32_t ring_mask,
-                                           uint32_t* negs, uint32_t* dup, int lane, int nq) {
+                                           uint32_t* rows, float4* centre0, float4* wout,
+                                           float4* wdelta, uint32_t ring_mask, uint32_t* negs,
+                                           uint32_t* dup, int lane, int nq) {
   const uint64_t s = part->s;
   const uint64_t first = a.sentence_starts[s], last = a.sentence_starts[s + 1];
   // The pool of this sentence's period, when the launch spans several.
@@ -572,7 +717,10 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
         break;
       }
       if (at >= part->c0) {
-        if (kSkipGram) {
+        if constexpr (kShared) {
+          train_centre_shared<kV, kB, kGrad>(a, ring, rows, ring_mask, negs, wout, wdelta, next,
+                                             kept, lane, nq, loss, terms, pool_off);
+        } else if (kSkipGram) {
           train_centre_skipgram<kV, kB, kGrad, kParts>(a, ring, rows, centre0, ring_mask, negs, dup,
                                                        next, kept, lane, nq, loss, terms, pool_off);
         } else {
@@ -621,7 +769,10 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 /// kMinBlocks: blocks of 8 warps that must fit on one SM; it caps the registers per thread
 /// (2 → 128, 3 → 80) so that more warps are resident to hide the L2 latency of row loads; 3 is
 /// used for dim ≤ 128 (docs/design-kernels.md, "Kernel choices").
-template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks, bool kParts = false>
+/// kShared: skip-gram with negatives shared by each window (train_centre_shared): the same warp
+/// per item and lanes per vector, the window's output rows held in the warp's shared memory.
+template <int kV, int kB, bool kSkipGram, bool kGrad, int kMinBlocks, bool kParts = false,
+          bool kShared = false>
 __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
     sgns_kernel(const SgnsArgs a, const WarpLayout layout) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -630,7 +781,9 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
   unsigned char* mine = smem + warp * layout.bytes();
   WorkPart* part = reinterpret_cast<WorkPart*>(mine);
   float4* centre0 = reinterpret_cast<float4*>(part + 1);
-  RingEntry* ring = reinterpret_cast<RingEntry*>(centre0 + layout.row_quads);
+  float4* wout = centre0 + layout.row_quads;
+  float4* wdelta = wout + layout.window_rows * layout.row_quads;
+  RingEntry* ring = reinterpret_cast<RingEntry*>(wdelta + layout.window_rows * layout.row_quads);
   uint32_t* rows = reinterpret_cast<uint32_t*>(ring + layout.ring_size);
   uint32_t* negs = rows + layout.ring_size;
   uint32_t* dup = negs + layout.slots * layout.negative;
@@ -667,8 +820,8 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
       if (c1 > part->c0) {  // else an empty sentence
         if (lane == 0) part->c1 = c1;
         __syncwarp();
-        train_part<kV, kB, kSkipGram, kGrad, kParts>(a, part, ring, rows, centre0, ring_mask, negs,
-                                                     dup, lane, nq);
+        train_part<kV, kB, kSkipGram, kGrad, kParts, kShared>(
+            a, part, ring, rows, centre0, wout, wdelta, ring_mask, negs, dup, lane, nq);
       }
       __syncwarp();
       if (lane == 0) {
@@ -682,7 +835,8 @@ __global__ void __launch_bounds__(kMaxWarpsPerBlock* kWarp, kMinBlocks)
 
 template <int kV, int kB, bool kGrad, int kMinBlocks>
 void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
-  const WarpLayout layout = make_layout(a.stride, a.window, a.negative);
+  const bool shared = a.kernel == SgnsKernel::kSharedNegatives;
+  const WarpLayout layout = make_layout(a.stride, a.window, a.negative, shared);
   const detail::DeviceLimits& device = detail::device_limits();
   const int sms = device.sms;
   int warps = static_cast<int>(std::min<size_t>(
@@ -695,10 +849,12 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
   const size_t smem = static_cast<size_t>(warps) * layout.bytes();
   // Partitioned tables (skip-gram sgd only) have a kernel of their own, so that the checks
   // cost the others nothing.
-  auto kernel = a.model == ModelKind::kSkipGram
-                    ? (!kGrad && a.parts > 1 ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks, !kGrad>
-                                             : sgns_kernel<kV, kB, true, kGrad, kMinBlocks>)
-                    : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
+  auto kernel =
+      a.model == ModelKind::kSkipGram
+          ? (shared                  ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks, false, true>
+             : !kGrad && a.parts > 1 ? sgns_kernel<kV, kB, true, kGrad, kMinBlocks, !kGrad>
+                                     : sgns_kernel<kV, kB, true, kGrad, kMinBlocks>)
+          : sgns_kernel<kV, kB, false, kGrad, kMinBlocks>;
   const void* const key = reinterpret_cast<const void*>(kernel);
   detail::allow_dynamic_shared(device, key, smem);
   const int per_sm = detail::blocks_per_sm(device, key, warps * kWarp, smem);
@@ -745,7 +901,7 @@ uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps) {
   return k;
 }
 
-void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative) {
+void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative, SgnsKernel kernel) {
   if (dim == 0 || dim > kSgnsMaxDim) {
     throw UsageError("--dim " + std::to_string(dim) + ": the CUDA backend supports 1 to " +
                      std::to_string(kSgnsMaxDim));
@@ -753,7 +909,8 @@ void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative) {
   if (window > 1000 || negative > 255 * 2) {
     throw UsageError("--window/--negative too large for the CUDA backend");
   }
-  if (make_layout(sgns_row_stride(dim), window, negative).bytes() > 200 * 1024) {
+  const bool shared = kernel == SgnsKernel::kSharedNegatives;
+  if (make_layout(sgns_row_stride(dim), window, negative, shared).bytes() > 200 * 1024) {
     throw UsageError("--window " + std::to_string(window) + " with --negative " +
                      std::to_string(negative) + " needs more shared memory than the GPU has");
   }
@@ -767,6 +924,10 @@ void launch_sgns(const SgnsArgs& args, cudaStream_t stream) {
       (a.model != ModelKind::kSkipGram || a.pool != nullptr || a.token_rows != nullptr ||
        a.input_grad != nullptr || a.input_part >= a.parts || a.output_part >= a.parts)) {
     throw Error("partitioned tables train skip-gram sgd without a pool or row maps");
+  }
+  if (a.kernel == SgnsKernel::kSharedNegatives &&
+      (a.model != ModelKind::kSkipGram || a.parts > 1)) {
+    throw Error("shared negatives train skip-gram on whole tables");
   }
   if (a.sentences == 0) return;
   const uint32_t nq = a.stride / 4;

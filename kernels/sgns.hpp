@@ -51,6 +51,11 @@ struct SgnsCounters {
 /// Everything one launch reads. All pointers are device pointers.
 struct SgnsArgs {
   ModelKind model = ModelKind::kSkipGram;
+  /// Skip-gram's window update (TrainParams::kernel). kSharedNegatives: one set of negatives per
+  /// centre (DrawKind::kWindowNegative), the window's output rows read once and their summed
+  /// change added once (the CPU's shared_window_update / shared_window_gradient); needs
+  /// skip-gram and whole tables (parts 0 or 1).
+  SgnsKernel kernel = SgnsKernel::kPerPair;
   float* input = nullptr;   ///< row r at input + r · pitch, padded with zeros from dim to stride
   float* output = nullptr;  ///< row r at output + r · pitch
   uint32_t stride = 0;      ///< floats per row on the device: sgns_row_stride(dim)
@@ -176,8 +181,10 @@ inline uint32_t sgns_row_stride(uint32_t dim) { return (dim + 3u) & ~3u; }
 /// The largest dimension the kernels keep in registers (32 lanes × 8 float4).
 inline constexpr uint32_t kSgnsMaxDim = 1024;
 
-/// Throws UsageError when the kernels cannot run this shape (dim, window, negative too large).
-void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative);
+/// Throws UsageError when the kernels cannot run this shape (dim, window, negative too large);
+/// `kernel` says whether a window's output rows are held in shared memory too.
+void check_sgns_shape(uint32_t dim, uint32_t window, uint32_t negative,
+                      SgnsKernel kernel = SgnsKernel::kPerPair);
 
 /// Trains args.sentences sentences on `stream` (asynchronous). Throws Error on a launch failure.
 void launch_sgns(const SgnsArgs& args, cudaStream_t stream);

@@ -548,6 +548,7 @@ class KernelHarness {
     const TrainParams& params = p_.data.params;
     SgnsArgs a;
     a.model = params.model;
+    a.kernel = params.kernel;
     a.input = input_.data();
     a.output = output_.data();
     a.stride = stride_;
@@ -756,11 +757,10 @@ std::vector<float> random_grads(const Problem& p, uint32_t seed) {
 /// same gradients up to summation order, the same touched rows exactly, the same statistics.
 class CudaSgnsGradient : public ::testing::TestWithParam<std::tuple<Shape, uint32_t>> {};
 
-TEST_P(CudaSgnsGradient, MatchesCpuBatchedGradient) {
-  PAGEDW2V_REQUIRE_GPU();
-  const auto [s, pool] = GetParam();
+void expect_gradient_matches_cpu(const Shape& s, uint32_t pool, SgnsKernel kernel) {
   Problem p;
   make_overlapping_problem(&p, s, pool);
+  p.data.params.kernel = kernel;
   const uint32_t vocab = static_cast<uint32_t>(p.model.input.rows());
   const uint64_t n = p.corpus.sentences(), half = n / 2;
   const std::vector<float> gin0 = random_grads(p, 1), gout0 = random_grads(p, 2);
@@ -801,6 +801,22 @@ TEST_P(CudaSgnsGradient, MatchesCpuBatchedGradient) {
   EXPECT_TRUE(same_bits(tables.output, p.model.output));
 }
 
+TEST_P(CudaSgnsGradient, MatchesCpuBatchedGradient) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [s, pool] = GetParam();
+  expect_gradient_matches_cpu(s, pool, SgnsKernel::kPerPair);
+}
+
+// The same with negatives shared by each skip-gram window (train_centre_shared's gradient mode
+// against shared_window_gradient); skip-gram shapes only, CBOW having per-pair negatives alone.
+class CudaSgnsSharedGradient : public ::testing::TestWithParam<std::tuple<Shape, uint32_t>> {};
+
+TEST_P(CudaSgnsSharedGradient, MatchesCpuBatchedGradient) {
+  PAGEDW2V_REQUIRE_GPU();
+  const auto [s, pool] = GetParam();
+  expect_gradient_matches_cpu(s, pool, SgnsKernel::kSharedNegatives);
+}
+
 std::string gradient_name(const ::testing::TestParamInfo<std::tuple<Shape, uint32_t>>& info) {
   const Shape& s = std::get<0>(info.param);
   const uint32_t pool = std::get<1>(info.param);
@@ -819,17 +835,27 @@ INSTANTIATE_TEST_SUITE_P(
                                          Shape{ModelKind::kCbow, 500, 3, 15, 63}),
                        ::testing::Values(0u, 300u)),
     gradient_name);
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, CudaSgnsSharedGradient,
+    ::testing::Combine(::testing::Values(Shape{ModelKind::kSkipGram, 1, 2, 1, 51},
+                                         Shape{ModelKind::kSkipGram, 33, 3, 5, 52},
+                                         Shape{ModelKind::kSkipGram, 128, 5, 5, 53},
+                                         Shape{ModelKind::kSkipGram, 300, 4, 8, 54}),
+                       ::testing::Values(0u, 300u)),
+    gradient_name);
 
 struct SerialCase {
   ModelKind model;
   uint32_t dim, pool;
   bool grad;
+  SgnsKernel kernel = SgnsKernel::kPerPair;
 };
 
 std::string serial_name(const ::testing::TestParamInfo<SerialCase>& info) {
   const SerialCase& c = info.param;
   return std::string(c.model == ModelKind::kSkipGram ? "sg" : "cbow") + "_d" +
-         std::to_string(c.dim) + "_pool" + std::to_string(c.pool) + (c.grad ? "_grad" : "_sgd");
+         std::to_string(c.dim) + "_pool" + std::to_string(c.pool) + (c.grad ? "_grad" : "_sgd") +
+         (c.kernel == SgnsKernel::kSharedNegatives ? "_shared" : "");
 }
 
 class CudaSgnsSerial : public ::testing::TestWithParam<SerialCase> {};
@@ -877,6 +903,7 @@ TEST_P(CudaSgnsSerial, TwoRunsGiveIdenticalBits) {
   const SerialCase c = GetParam();
   Problem p;
   make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 71}, c.pool);
+  p.data.params.kernel = c.kernel;
   const SerialResult a = run_serial(p, c.grad), b = run_serial(p, c.grad);
   expect_same_bits(a, b);
   if (!c.grad) {
@@ -896,6 +923,7 @@ TEST_P(CudaSgnsSerialRowMap, GivesTheSameBitsAsIds) {
   ASSERT_GT(c.pool, 0u);
   Problem p;
   make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 72}, c.pool);
+  p.data.params.kernel = c.kernel;
   const uint32_t vocab = static_cast<uint32_t>(p.model.input.rows());
   // Ids the run can touch: the corpus and every pool it draws.
   std::vector<char> used(vocab, 0);
@@ -946,6 +974,7 @@ TEST_P(CudaSgnsSerialVsCpu, FollowsTheCpuOnSharedRows) {
   ASSERT_FALSE(c.grad);
   Problem p;
   make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 73}, c.pool, 60);
+  p.data.params.kernel = c.kernel;
   Model want = copy_model(p.model);
   const SpanStats cpu = run_cpu(p, want, 50);
   const SerialResult gpu = run_serial(p, false);
@@ -957,11 +986,22 @@ TEST_P(CudaSgnsSerialVsCpu, FollowsTheCpuOnSharedRows) {
 }
 
 const SerialCase kSerialCases[] = {
-    {ModelKind::kSkipGram, 32, 0, false},    {ModelKind::kSkipGram, 128, 200, false},
-    {ModelKind::kSkipGram, 300, 200, false}, {ModelKind::kSkipGram, 128, 200, true},
-    {ModelKind::kSkipGram, 33, 0, true},     {ModelKind::kCbow, 32, 0, false},
-    {ModelKind::kCbow, 128, 200, false},     {ModelKind::kCbow, 128, 200, true},
-    {ModelKind::kCbow, 7, 200, true}};
+    {ModelKind::kSkipGram, 32, 0, false},
+    {ModelKind::kSkipGram, 128, 200, false},
+    {ModelKind::kSkipGram, 300, 200, false},
+    {ModelKind::kSkipGram, 128, 200, true},
+    {ModelKind::kSkipGram, 33, 0, true},
+    {ModelKind::kCbow, 32, 0, false},
+    {ModelKind::kCbow, 128, 200, false},
+    {ModelKind::kCbow, 128, 200, true},
+    {ModelKind::kCbow, 7, 200, true},
+    // Skip-gram with negatives shared by each window (train_centre_shared).
+    {ModelKind::kSkipGram, 32, 0, false, SgnsKernel::kSharedNegatives},
+    {ModelKind::kSkipGram, 128, 200, false, SgnsKernel::kSharedNegatives},
+    {ModelKind::kSkipGram, 300, 200, false, SgnsKernel::kSharedNegatives},
+    {ModelKind::kSkipGram, 1000, 0, false, SgnsKernel::kSharedNegatives},
+    {ModelKind::kSkipGram, 128, 200, true, SgnsKernel::kSharedNegatives},
+    {ModelKind::kSkipGram, 33, 0, true, SgnsKernel::kSharedNegatives}};
 
 /// The cases of kSerialCases that `keep` accepts.
 template <typename Keep>
@@ -983,6 +1023,7 @@ TEST_P(CudaSgnsItems, PartsTrainedInOrderGiveTheBitsOfWholeSentences) {
   const SerialCase c = GetParam();
   Problem p;
   make_overlapping_problem(&p, Shape{c.model, c.dim, 5, 5, 74}, c.pool, 60, 300);
+  p.data.params.kernel = c.kernel;
   const SerialResult whole = run_serial(p, c.grad);
   for (const uint32_t k : {1u, 3u, 64u, 257u, 100000u}) {
     SCOPED_TRACE("item_tokens " + std::to_string(k));

@@ -116,6 +116,7 @@ uint64_t paged_budget(OptimizerKind optimizer, uint64_t room) {
 
 struct RunOptions {
   ModelKind model = ModelKind::kSkipGram;
+  SgnsKernel kernel = SgnsKernel::kPerPair;
   OptimizerKind optimizer = OptimizerKind::kSgd;
   Storage storage = Storage::kFp32;
   std::string device = "cuda";
@@ -154,6 +155,7 @@ Trained train(const std::string& corpus, const RunOptions& o, const std::string&
   apply_option(c, "corpus", corpus);
   apply_option(c, "output", out);
   apply_option(c, "model", to_string(o.model));
+  apply_option(c, "kernel", to_string(o.kernel));
   apply_option(c, "optimizer", to_string(o.optimizer));
   apply_option(c, "dim", std::to_string(kDim));
   apply_option(c, "epochs", std::to_string(o.epochs));
@@ -234,21 +236,35 @@ double topic_separation(const Trained& r) {
 
 std::string name_of(ModelKind m) { return m == ModelKind::kSkipGram ? "sg" : "cbow"; }
 
+/// A model and its window update: skip-gram per pair, CBOW, and skip-gram with shared negatives.
+struct Update {
+  ModelKind model;
+  SgnsKernel kernel;
+};
+const Update kUpdates[] = {{ModelKind::kSkipGram, SgnsKernel::kPerPair},
+                           {ModelKind::kCbow, SgnsKernel::kPerPair},
+                           {ModelKind::kSkipGram, SgnsKernel::kSharedNegatives}};
+
+std::string name_of(const Update& u) {
+  return name_of(u.model) + (u.kernel == SgnsKernel::kSharedNegatives ? "_shared" : "");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Deterministic: paged as the plan makes it, at two budgets, against resident.
 
-using PagedCase = std::tuple<ModelKind, OptimizerKind, Storage>;
+using PagedCase = std::tuple<Update, OptimizerKind, Storage>;
 class WholeRunPagedEqualsResident : public ::testing::TestWithParam<PagedCase> {};
 
 TEST_P(WholeRunPagedEqualsResident, SameBytes) {
   PAGEDW2V_REQUIRE_GPU();
-  const auto [model, optimizer, storage] = GetParam();
+  const auto [update, optimizer, storage] = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), zipf_corpus(seed, 36000));
   RunOptions o;
-  o.model = model;
+  o.model = update.model;
+  o.kernel = update.kernel;
   o.optimizer = optimizer;
   o.storage = storage;
   o.seed = seed;
@@ -286,16 +302,17 @@ TEST_P(WholeRunPagedEqualsResident, SameBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    All, WholeRunPagedEqualsResident,
-    ::testing::Combine(::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow),
-                       ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam,
-                                         OptimizerKind::kAdagrad),
-                       ::testing::Values(Storage::kFp32, Storage::kBf16)),
-    [](const auto& info) {
-      return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_" +
-             to_string(std::get<2>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(All, WholeRunPagedEqualsResident,
+                         ::testing::Combine(::testing::ValuesIn(kUpdates),
+                                            ::testing::Values(OptimizerKind::kSgd,
+                                                              OptimizerKind::kAdam,
+                                                              OptimizerKind::kAdagrad),
+                                            ::testing::Values(Storage::kFp32, Storage::kBf16)),
+                         [](const auto& info) {
+                           return name_of(std::get<0>(info.param)) + "_" +
+                                  to_string(std::get<1>(info.param)) + "_" +
+                                  to_string(std::get<2>(info.param));
+                         });
 
 // ---------------------------------------------------------------------------------------------
 // Deterministic: the GPU against the CPU, row by row, in the first-order regime.
@@ -308,18 +325,19 @@ INSTANTIATE_TEST_SUITE_P(
 /// 7e-5 with Adam and Adagrad (one step per block on both backends), resident and paged.
 constexpr double kFollowShare = 0.03;
 
-using FollowCase = std::tuple<ModelKind, OptimizerKind, Placement>;
+using FollowCase = std::tuple<Update, OptimizerKind, Placement>;
 class WholeRunGpuFollowsCpu : public ::testing::TestWithParam<FollowCase> {};
 
 TEST_P(WholeRunGpuFollowsCpu, RowByRow) {
   PAGEDW2V_REQUIRE_GPU();
-  const auto [model, optimizer, placement] = GetParam();
+  const auto [update, optimizer, placement] = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), zipf_corpus(seed, 36000));
   RunOptions o;
-  o.model = model;
+  o.model = update.model;
+  o.kernel = update.kernel;
   o.optimizer = optimizer;
   o.seed = seed;
   o.epochs = 1;
@@ -363,7 +381,7 @@ TEST_P(WholeRunGpuFollowsCpu, RowByRow) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, WholeRunGpuFollowsCpu,
-    ::testing::Combine(::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow),
+    ::testing::Combine(::testing::ValuesIn(kUpdates),
                        ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam,
                                          OptimizerKind::kAdagrad),
                        ::testing::Values(Placement::kResident, Placement::kPaged)),

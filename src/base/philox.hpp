@@ -53,6 +53,9 @@ enum class DrawKind : uint32_t {
   kNegative = 1,   ///< negatives of one (centre, context-slot) pair, four per call.
   kInit = 2,       ///< initial input vectors, four values per call.
   kPool = 3,       ///< one entry of a super-batch's negative pool (negative_pool.hpp).
+  /// The negatives one skip-gram centre shares with its whole window (SgnsKernel::
+  /// kSharedNegatives), four per call.
+  kWindowNegative = 4,
 };
 
 /// The key of every draw of a run: the two halves of its seed.

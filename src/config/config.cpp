@@ -227,6 +227,18 @@ std::vector<OptionSpec> make_train_options() {
       {"negative", "negative samples per example", "5", false, true,
        [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000)); },
        [](const C& c) { return std::to_string(c.negative); }});
+  o.push_back({"kernel",
+               "skip-gram's window update: per-pair (word2vec's: every context word with "
+               "negatives of its own) or shared-negatives (one set of negatives per centre "
+               "word, shared by its window: fewer rows read and written, on the GPU faster; "
+               "docs/design-kernels.md says when to use it). CBOW has per-pair only",
+               "per-pair", false, true,
+               [](C& c, V v) {
+                 if (!parse_sgns_kernel(v, &c.kernel)) {
+                   bad_value("kernel", "per-pair or shared-negatives", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.kernel); }});
   o.push_back({"negative-pool",
                "draw negatives from a pool of N noise words shared by --pool-words words (0 = per "
                "example, as word2vec); paged placement needs one: left out, a paged run draws "

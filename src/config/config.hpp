@@ -41,6 +41,7 @@ struct Config {
   uint32_t dim = 100;
   uint32_t window = 5;
   uint32_t negative = 5;
+  SgnsKernel kernel = SgnsKernel::kPerPair;  ///< TrainParams::kernel
   double sample = 1e-3;
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;

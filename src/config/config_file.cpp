@@ -106,6 +106,11 @@ void validate(const Config& config) {
   if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
     throw UsageError(storage_needs_cuda(config.storage));
   }
+  if (config.kernel == SgnsKernel::kSharedNegatives && config.model != ModelKind::kSkipGram) {
+    throw UsageError(
+        "--kernel shared-negatives trains skip-gram; CBOW already draws one set of negatives "
+        "per window (leave --kernel out)");
+  }
   // Like gensim's workers=1: reproducible runs need one thread, so asking for more contradicts it.
   if (config.deterministic &&
       (config.threads > 1 || (config.threads == 0 && config.given.count("threads") > 0))) {

@@ -92,7 +92,7 @@ class CudaBackend final : public Backend {
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options)
       : model_(model), data_(data), options_(options), device_(require_device()) {
     const TrainParams& p = data.params;
-    check_sgns_shape(p.dim, p.window, p.negative);
+    check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     cudaDeviceProp prop{};
     PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device_));
     report_.device_name = prop.name;

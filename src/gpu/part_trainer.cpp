@@ -45,7 +45,7 @@ struct PartTrainer::Impl {
         vocab(d.keep->words()) {
     const TrainParams& p = d.params;
     if (!cuda_device_available()) throw Error("--device cuda: no usable CUDA device found");
-    check_sgns_shape(p.dim, p.window, p.negative);
+    check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     if (p.model != ModelKind::kSkipGram || d.optimizer.kind != OptimizerKind::kSgd ||
         p.negative_pool != 0) {
       throw UsageError("partitioned tables over GPU ranks train skip-gram with sgd and no pool");

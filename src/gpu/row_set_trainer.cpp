@@ -48,7 +48,7 @@ struct RowSetTrainer::Impl {
       : data(d), single_warp(serial), stride(sgns_row_stride(d.params.dim)) {
     const TrainParams& p = d.params;
     if (!cuda_device_available()) throw Error("--device cuda: no usable CUDA device found");
-    check_sgns_shape(p.dim, p.window, p.negative);
+    check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     if (d.optimizer.kind != OptimizerKind::kSgd) {
       throw UsageError("--device cuda over ranks trains with sgd; --optimizer " +
                        to_string(d.optimizer.kind) + " over ranks runs with --device cpu");

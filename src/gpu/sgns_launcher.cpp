@@ -39,6 +39,7 @@ SgnsArgs run_args(const TrainData& data, uint32_t epoch, uint64_t keep_count) {
   const TrainParams& p = data.params;
   SgnsArgs a;
   a.model = p.model;
+  a.kernel = p.kernel;
   a.stride = sgns_row_stride(p.dim);
   a.vocab = data.keep->words();
   a.keep_count = static_cast<uint32_t>(keep_count);

@@ -19,6 +19,30 @@ inline std::string to_string(ModelKind model) {
   return model == ModelKind::kCbow ? "cbow" : "skipgram";
 }
 
+/// How skip-gram trains a centre's window (docs/design-kernels.md, "Shared negatives").
+/// kPerPair: word2vec's update, each (context, centre) pair with negatives of its own, the
+/// centre's output row changed pair after pair. kSharedNegatives: one set of negatives per
+/// centre, shared by every context of its window; the window's output rows (centre and
+/// negatives) are read once, every pair of the window is taken against them, and their summed
+/// change is added once at the window's end (Ji et al., arXiv 1604.04661). CBOW already draws
+/// one set per window, so it has only kPerPair.
+enum class SgnsKernel : uint32_t { kPerPair = 0, kSharedNegatives = 1 };
+
+inline std::string to_string(SgnsKernel kernel) {
+  return kernel == SgnsKernel::kSharedNegatives ? "shared-negatives" : "per-pair";
+}
+
+/// "per-pair" or "shared-negatives"; false for anything else.
+inline bool parse_sgns_kernel(const std::string& text, SgnsKernel* out) {
+  for (SgnsKernel k : {SgnsKernel::kPerPair, SgnsKernel::kSharedNegatives}) {
+    if (text == to_string(k)) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
 /// word2vec's MAX_EXP: the sigmoid is 0 or 1 beyond ±6.
 inline constexpr float kMaxExp = 6.0f;
 
@@ -27,6 +51,7 @@ struct TrainParams {
   uint32_t dim = 100;
   uint32_t window = 5;
   uint32_t negative = 5;
+  SgnsKernel kernel = SgnsKernel::kPerPair;  ///< skip-gram's window update
   uint32_t epochs = 5;
   uint64_t seed = 1;
   float alpha = 0.025f;           ///< starting learning rate

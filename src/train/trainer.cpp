@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdio>
 
+#include "base/error.hpp"
 #include "dist/ranks.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "train/backend_factory.hpp"
@@ -26,6 +27,10 @@ TrainingRun::TrainingRun(const Config& requested, std::FILE* log, const std::ato
 void TrainingRun::make_model_and_backend() {
   t = Clock::now();
   warm_up->wait();
+  if (ranks != nullptr && config.kernel == SgnsKernel::kSharedNegatives) {
+    throw UsageError(
+        "--kernel shared-negatives trains in one process; over MPI ranks leave --kernel out");
+  }
   // Over ranks with a GPU each: skip-gram sgd keeps its rows on the GPUs in parts and draws
   // its negatives from each part's noise table (dist/part_backend.hpp); other sgd runs train
   // each span's rows on the GPU with negatives from a pool, as for paged tables (an explicit

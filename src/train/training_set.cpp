@@ -21,6 +21,7 @@ TrainData TrainingSet::train_data(const Config& config) const {
   p.dim = config.dim;
   p.window = config.window;
   p.negative = config.negative;
+  p.kernel = config.kernel;
   p.epochs = config.epochs;
   p.seed = config.seed;
   p.alpha = config.effective_alpha();

@@ -60,6 +60,10 @@ struct Scratch {
   std::vector<Kept> kept;
   std::vector<uint32_t> targets;
   Eigen::VectorXf h, err;
+  /// Shared negatives (SgnsKernel::kSharedNegatives): a window's context rows, and its output
+  /// rows and their changes ((negative + 1) × dim each).
+  std::vector<float*> contexts;
+  std::vector<float> window_out, window_delta;
   /// The negative pool of super-batch `pool_batch` of epoch `pool_epoch` (negative_pool > 0).
   std::vector<uint32_t> pool;
   uint64_t pool_batch = kNoSuperBatch;
@@ -118,6 +122,49 @@ struct Example {
   int64_t count;              ///< how many context rows h stands for (1 for skip-gram)
 };
 
+/// Whether skip-gram windows share one set of negatives (SgnsKernel::kSharedNegatives).
+inline bool shares_negatives(const TrainParams& p) {
+  return p.model == ModelKind::kSkipGram && p.kernel == SgnsKernel::kSharedNegatives;
+}
+
+/// The negatives an example draws from: the noise table, or s.pool (use_pool first).
+inline NegativeSource negative_source(const TrainData& data, const Scratch& s) {
+  NegativeSource src{data.noise->columns().data(), data.noise->column_count()};
+  if (data.params.negative_pool > 0) {
+    src.pool = s.pool.data();
+    src.pool_size = data.params.negative_pool;
+  }
+  return src;
+}
+
+/// One skip-gram window with shared negatives: centre kept[i], its contexts kept[lo..hi]
+/// without kept[i], and the targets (centre, then negatives) they all train against.
+struct Window {
+  const Kept* centre;
+  int64_t i, lo, hi;
+  const uint32_t* targets;
+  uint32_t n_targets;
+};
+
+/// Calls `visit(window)` for every centre of the kept tokens that has a context, in order, with
+/// the negatives it shares with its window (draw_window_targets).
+template <class Visit>
+void for_each_window(const TrainData& data, uint32_t epoch, Scratch& s, Visit&& visit) {
+  const TrainParams& p = data.params;
+  const NegativeSource src = negative_source(data, s);
+  const int64_t n = static_cast<int64_t>(s.kept.size());
+  s.targets.resize(p.negative + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const Kept& c = s.kept[i];
+    const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
+    const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
+    if (hi <= lo) continue;
+    const uint32_t nt =
+        draw_window_targets(c.id, c.pos, epoch, p.seed, p.negative, src, s.targets.data());
+    visit(Window{&c, i, lo, hi, s.targets.data(), nt});
+  }
+}
+
 /// Calls `visit(example)` for every example of the kept tokens in word2vec.c's order (centre
 /// after centre, context after context). Both the per-example SGD pass and the batched gradient
 /// pass walk sentences through this, so they train exactly the same examples. With a negative
@@ -126,11 +173,8 @@ template <class Rows, class Visit>
 void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, Scratch& s,
                       Visit&& visit) {
   const TrainParams& p = data.params;
-  NegativeSource src{data.noise->columns().data(), data.noise->column_count()};
-  if (p.negative_pool > 0) {
-    src.pool = s.pool.data();
-    src.pool_size = p.negative_pool;
-  }
+  const NegativeSource src = negative_source(data, s);
+  const bool shared = shares_negatives(p);
   const uint32_t dim = p.dim;
   const int64_t n = static_cast<int64_t>(s.kept.size());
   s.targets.resize(p.negative + 1);
@@ -140,11 +184,14 @@ void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, S
     const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
     const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
     if (p.model == ModelKind::kSkipGram) {
+      uint32_t nt = 0;
+      if (shared && hi > lo) {
+        nt = draw_window_targets(c.id, c.pos, epoch, p.seed, p.negative, src, targets);
+      }
       for (int64_t j = lo; j <= hi; ++j) {
         if (j == i) continue;
         const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
-        const uint32_t nt =
-            draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, src, targets);
+        if (!shared) nt = draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, src, targets);
         visit(Example{&c, rows.input(s.kept[j].id), targets, nt, j, j, -1, 1});
       }
     } else {
@@ -181,6 +228,23 @@ void train_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uin
   const auto output_row = [&rows](uint32_t id) { return rows.output(id); };
 
   collect_kept(data, epoch, first, last, s.kept, stats);
+  if (shares_negatives(p)) {
+    s.window_out.resize(static_cast<size_t>(p.negative + 1) * dim);
+    s.window_delta.resize(s.window_out.size());
+    for_each_window(data, epoch, s, [&](const Window& w) {
+      const float lr = schedule.at(epoch_base + w.centre->pos);
+      s.contexts.clear();
+      for (int64_t j = w.lo; j <= w.hi; ++j) {
+        if (j != w.i) s.contexts.push_back(rows.input(s.kept[j].id));
+      }
+      const uint32_t k = static_cast<uint32_t>(s.contexts.size());
+      stats->loss +=
+          shared_window_update(s.contexts.data(), k, output_row, w.targets, w.n_targets, dim, lr,
+                               s.window_out.data(), s.window_delta.data(), s.err.data());
+      stats->loss_terms += k;
+    });
+    return;
+  }
   for_each_example(data, epoch, rows, s, [&](const Example& e) {
     const float lr = schedule.at(epoch_base + e.centre->pos);
     s.err.setZero();
@@ -280,6 +344,37 @@ inline double sgns_gradient(const float* h, float* err, const Rows& rows, const 
   return loss;
 }
 
+/// The gradients of one skip-gram window with shared negatives (shared_window_update's
+/// examples) against the tables as they are: for each context row h and target m of label y,
+/// s = σ(h·out[t_m]) − y; h's gradient gains s·out[t_m], and target m's window sum d_m gains
+/// s·h; the sums are added to the targets' gradients at the window's end, in target order.
+template <class Rows>
+double shared_window_gradient(const Rows& rows, const Window& w, const std::vector<Kept>& kept,
+                              uint32_t dim, float* d, float* err, BatchGrads& g) {
+  Eigen::Map<Eigen::MatrixXf> dm(d, dim, w.n_targets);
+  dm.setZero();
+  VecMap ev(err, dim);
+  double loss = 0.0;
+  for (int64_t j = w.lo; j <= w.hi; ++j) {
+    if (j == w.i) continue;
+    ConstVecMap hv(rows.input(kept[j].id), dim);
+    ev.setZero();
+    for (uint32_t m = 0; m < w.n_targets; ++m) {
+      ConstVecMap out(rows.output(w.targets[m]), dim);
+      const float f = hv.dot(out);
+      const float sg = clipped_sigmoid(f) - (m == 0 ? 1.0f : 0.0f);
+      loss += example_loss(f, m == 0);
+      ev.noalias() += sg * out;
+      dm.col(m).noalias() += sg * hv;
+    }
+    VecMap(g.input.row(kept[j].id), dim) += ev;
+  }
+  for (uint32_t m = 0; m < w.n_targets; ++m) {
+    VecMap(g.output.row(w.targets[m]), dim) += dm.col(m);
+  }
+  return loss;
+}
+
 /// Adds the gradients of one sentence's examples to `g`, keyed by word id; the rows are only
 /// read.
 template <class Rows>
@@ -288,6 +383,15 @@ void accumulate_sentence(const TrainData& data, const Rows& rows, uint32_t epoch
   const uint32_t dim = data.params.dim;
 
   collect_kept(data, epoch, first, last, s.kept, stats);
+  if (shares_negatives(data.params)) {
+    s.window_delta.resize(static_cast<size_t>(data.params.negative + 1) * dim);
+    for_each_window(data, epoch, s, [&](const Window& w) {
+      stats->loss +=
+          shared_window_gradient(rows, w, s.kept, dim, s.window_delta.data(), s.err.data(), g);
+      stats->loss_terms += static_cast<uint64_t>(w.hi - w.lo);
+    });
+    return;
+  }
   for_each_example(data, epoch, rows, s, [&](const Example& e) {
     s.err.setZero();
     stats->loss += sgns_gradient(e.h, s.err.data(), rows, e.targets, e.n_targets, dim, g.output);

@@ -106,5 +106,62 @@ inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint
                       targets);
 }
 
+/// The targets of one skip-gram window trained with shared negatives
+/// (SgnsKernel::kSharedNegatives): the centre, then `negative` draws keyed by the centre's
+/// position alone (DrawKind::kWindowNegative, call k/2 giving negatives k and k+1), a negative
+/// equal to the centre skipped as word2vec does. Every context of the window trains against this
+/// one list. Returns the number of targets.
+inline uint32_t draw_window_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint64_t seed,
+                                    uint32_t negative, const NegativeSource& src,
+                                    uint32_t* targets) {
+  uint32_t n = 0;
+  targets[n++] = centre;
+  for (uint32_t k = 0; k < negative; k += 2) {
+    const Philox4 r = draw(seed, pos, epoch, DrawKind::kWindowNegative, k >> 1);
+    const uint32_t a = src.pool != nullptr ? src.pool[pool_pick(r.v[0], src.pool_size)]
+                                           : noise_draw(src.noise, src.columns, r.v[0], r.v[1]);
+    if (a != centre) targets[n++] = a;
+    if (k + 1 < negative) {
+      const uint32_t b = src.pool != nullptr ? src.pool[pool_pick(r.v[2], src.pool_size)]
+                                             : noise_draw(src.noise, src.columns, r.v[2], r.v[3]);
+      if (b != centre) targets[n++] = b;
+    }
+  }
+  return n;
+}
+
+/// One skip-gram window with shared negatives, SGD: the `n` output rows of `targets` (the centre
+/// with label 1, then the negatives) are read once into `o` (n × dim scratch), their changes summed
+/// in `d` (n × dim scratch). Context after context (`context_rows[0..k)`, input rows), in order:
+///   f_m = h·o_m;  g_m = (label_m − σ(f_m))·lr;  err = Σ_m g_m·o_m;  d_m += g_m·h;  h += err
+/// (the context's row changes at once, so a word that is the context twice sees its first
+/// change), and at the window's end out[targets[m]] += d_m for m in order (a negative drawn twice
+/// gets both changes). Returns the summed loss of the k examples.
+template <class OutputRow>
+inline double shared_window_update(float* const* context_rows, uint32_t k,
+                                   const OutputRow& output_row, const uint32_t* targets, uint32_t n,
+                                   uint32_t dim, float lr, float* o, float* d, float* err) {
+  using Rows = Eigen::Map<Eigen::MatrixXf>;  // column m is row m of the window
+  Rows om(o, dim, n), dm(d, dim, n);
+  for (uint32_t m = 0; m < n; ++m) om.col(m) = ConstVecMap(output_row(targets[m]), dim);
+  dm.setZero();
+  VecMap ev(err, dim);
+  double loss = 0.0;
+  for (uint32_t c = 0; c < k; ++c) {
+    VecMap hv(context_rows[c], dim);
+    ev.setZero();
+    for (uint32_t m = 0; m < n; ++m) {
+      const float f = hv.dot(om.col(m));
+      const float g = ((m == 0 ? 1.0f : 0.0f) - clipped_sigmoid(f)) * lr;
+      loss += example_loss(f, m == 0);
+      ev.noalias() += g * om.col(m);
+      dm.col(m).noalias() += g * hv;
+    }
+    hv += ev;
+  }
+  for (uint32_t m = 0; m < n; ++m) VecMap(output_row(targets[m]), dim) += dm.col(m);
+  return loss;
+}
+
 }  // namespace detail
 }  // namespace pagedw2v
