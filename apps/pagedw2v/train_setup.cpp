@@ -137,8 +137,15 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     // Said before anything reads the corpus: these need only the checkpoint.
     for (const Attribute& a : recorded) {
       const auto* epoch = std::get_if<int64_t>(&a.value);
-      if (a.name == kEpochAttribute && epoch != nullptr && *epoch >= 0 &&
-          static_cast<uint64_t>(*epoch) >= shown.epochs) {
+      if (a.name != kEpochAttribute || epoch == nullptr || *epoch < 0) continue;
+      // Past the epochs its own run asked for, the file is damaged (as the trainer's load
+      // says), whatever this command asks for.
+      if (static_cast<uint64_t>(*epoch) > recorded_alone.epochs) {
+        throw Error("checkpoint '" + config.resume + "' is damaged: 'epoch' is " +
+                    std::to_string(*epoch) + ", outside 0.." +
+                    std::to_string(recorded_alone.epochs));
+      }
+      if (static_cast<uint64_t>(*epoch) >= shown.epochs) {
         throw UsageError("the checkpoint has finished " + std::to_string(*epoch) +
                          " epochs; raise --epochs to train longer");
       }

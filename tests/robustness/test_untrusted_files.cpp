@@ -218,6 +218,39 @@ TEST(UntrustedFiles, ARunThatTrainsNothingWarnsAndWritesItsVectors) {
   EXPECT_TRUE(std::filesystem::exists(dir.file("run/vectors.npy")));
 }
 
+// A checkpoint whose position lies past the epochs its own run asked for (one byte of its
+// 'epoch' changed, the integrity record computed again) is damaged: `train --resume` says so in
+// one line with exit 1, not that the run has finished and --epochs should be raised.
+TEST(UntrustedFiles, ACheckpointPastItsOwnEpochsIsDamaged) {
+  const TempDir dir;
+  std::string corpus;
+  for (int i = 0; i < 200; ++i)
+    corpus += "w" + std::to_string(i % 30) + " w" + std::to_string(i % 7) + "\n";
+  write_file(dir.file("corpus.txt"), corpus);
+  const RunResult trained =
+      run_binary({"train", "--corpus", dir.file("corpus.txt"), "--output", dir.file("run"), "--dim",
+                  "4", "--min-count", "1", "--epochs", "2", "--threads", "1", "--quiet"},
+                 dir.path());
+  ASSERT_EQ(trained.code, 0) << describe(trained);
+  const std::string checkpoint = dir.file("run/checkpoints/epoch-1.h5");
+  const hid_t file = H5Fopen(checkpoint.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  const hid_t attr = H5Aopen_by_name(file, "/", "epoch", H5P_DEFAULT, H5P_DEFAULT);
+  ASSERT_GE(attr, 0);
+  const int64_t epoch = 65025;  // 1 with its second byte changed
+  EXPECT_GE(H5Awrite(attr, H5T_NATIVE_INT64, &epoch), 0);
+  H5Aclose(attr);
+  H5Fclose(file);
+  seal_h5_file(checkpoint);
+  for (const char* epochs : {"", "3", "70000"}) {
+    SCOPED_TRACE(std::string("--epochs ") + epochs);
+    std::vector<std::string> args = {"train", "--resume", checkpoint, "--output", dir.file("out")};
+    if (*epochs != '\0') args.insert(args.end(), {"--epochs", epochs});
+    EXPECT_TRUE(fails_cleanly(run_binary(args, dir.path()), 1,
+                              "is damaged: 'epoch' is 65025, outside 0..2"));
+  }
+}
+
 // A checkpoint whose read makes libhdf5 loop (one byte of a checkpoint changed, its integrity
 // record cleared; kept in tests/robustness/data): `train --resume` reads it once, in a child
 // that is stopped at its processor-time limit (4 s here: PAGEDW2V_H5_PARSE_CPU_SECONDS), and
