@@ -868,10 +868,11 @@ TEST(CudaPaged, OptimizerSuperBatchesAreNeverSplit) {
   EXPECT_TRUE(drained) << "no cache size made a super-batch wait; the test needs smaller ones";
 }
 
-/// Rows of `got` farther from `want` than half of how far `want` moved from `start` (plus 1e-4
+/// Rows of `got` farther from `want` than `share` of how far `want` moved from `start` (plus 1e-4
 /// for rows that barely moved), as "row r: distance / moved" lines; the largest ratio in *worst.
 std::vector<std::string> rows_off(const std::vector<float>& got, const std::vector<float>& want,
-                                  const std::vector<float>& start, uint32_t dim, double* worst) {
+                                  const std::vector<float>& start, uint32_t dim, double* worst,
+                                  double share = 0.5) {
   std::vector<std::string> off;
   *worst = 0;
   for (size_t r = 0; r * dim < want.size(); ++r) {
@@ -885,7 +886,7 @@ std::vector<std::string> rows_off(const std::vector<float>& got, const std::vect
     dist = std::sqrt(dist);
     moved = std::sqrt(moved);
     *worst = std::max(*worst, dist / std::max(moved, 1e-12));
-    if (!(dist <= 0.5 * moved + 1e-4)) {
+    if (!(dist <= share * moved + 1e-4)) {
       off.push_back("row " + std::to_string(r) + ": " + std::to_string(dist) + " / " +
                     std::to_string(moved));
     }
@@ -895,13 +896,15 @@ std::vector<std::string> rows_off(const std::vector<float>& got, const std::vect
 
 // Concurrent (racy, Hogwild) training as a default run does it, paged against resident: both
 // race, so no bits to compare, but updates are atomic and only reads may be stale, which moves a
-// row by far less than training moves it. Every row of the paged run lies within half of its
-// resident movement of the resident row; a row lost in a write-back, read stale from the host,
-// or moved to another id's place is off by about its whole movement. A small learning rate and
-// many sentences per launch keep the races' effect second order. Both runs take items of the
-// same size: the small pieces of the paged run would otherwise get smaller items than the
-// resident run's launches (sgns_item_tokens), more warps racing on the same 3,000 rows, and the
-// comparison would measure that rather than the paging.
+// row by far less than training moves it. No row of the paged run lies near its whole resident
+// movement away from the resident row (a row lost in a write-back, read stale from the host, or
+// moved to another id's place is off by about that much or more), and all but a thousandth lie
+// within half of it: a rare row that moved little can be pushed past half by the races alone
+// (measured on an H100, 2026-12-07: one output row of 3,000 at 0.75, every other under 0.5). A
+// small learning rate and many sentences per launch keep the races' effect second order. Both
+// runs take items of the same size: the small pieces of the paged run would otherwise get
+// smaller items than the resident run's launches (sgns_item_tokens), more warps racing on the
+// same 3,000 rows, and the comparison would measure that rather than the paging.
 TEST(CudaPaged, ConcurrentRunIsCloseToResidentRowByRow) {
   PAGEDW2V_REQUIRE_GPU();
   const TrainingSet set = make_set(3000, 1000000);
@@ -923,9 +926,14 @@ TEST(CudaPaged, ConcurrentRunIsCloseToResidentRowByRow) {
     const std::vector<float>& start = output ? resident.output0 : resident.input0;
     const char* what = output ? "output" : "input";
     double worst = 0, unused = 0;
-    const std::vector<std::string> off = rows_off(got, want, start, s.dim, &worst);
-    std::printf("%s: largest distance / movement of a row %.4f\n", what, worst);
+    constexpr double kLost = 0.95;  // a row lost, stale or misplaced is off by about 1 or more
+    const std::vector<std::string> off = rows_off(got, want, start, s.dim, &worst, kLost);
+    const std::vector<std::string> past_half = rows_off(got, want, start, s.dim, &unused);
+    std::printf("%s: largest distance / movement of a row %.4f; %zu rows past half of it\n", what,
+                worst, past_half.size());
     EXPECT_TRUE(off.empty()) << off.size() << " " << what << " rows off, e.g. " << off.front();
+    EXPECT_LE(past_half.size(), set.vocab.size() / 1000)
+        << what << " rows past half of their movement, e.g. " << past_half.front();
     // The bound can fail: the untrained table is off in (nearly) every row, and a frequent and a
     // rare row put back to their start, as a lost write-back would, are off.
     EXPECT_GE(rows_off(start, want, start, s.dim, &unused).size(), set.vocab.size() * 9 / 10)
@@ -933,7 +941,8 @@ TEST(CudaPaged, ConcurrentRunIsCloseToResidentRowByRow) {
     std::vector<float> reverted = got;
     for (const size_t r : {size_t{1}, size_t{2000}})
       std::copy_n(start.begin() + r * s.dim, s.dim, reverted.begin() + r * s.dim);
-    EXPECT_EQ(rows_off(reverted, want, start, s.dim, &unused).size(), off.size() + 2) << what;
+    EXPECT_EQ(rows_off(reverted, want, start, s.dim, &unused, kLost).size(), off.size() + 2)
+        << what;
   }
 }
 

@@ -403,6 +403,7 @@ INSTANTIATE_TEST_SUITE_P(
 /// it); it may rise above.
 constexpr double kLossFloor = 0.10;        ///< relative, per epoch
 constexpr double kSeparationFloor = 0.05;  ///< absolute
+constexpr double kLearnt = 0.1;  ///< the CPU's separation that shows the topics were learnt
 
 using HogwildCase = std::tuple<ModelKind, OptimizerKind, Placement, Storage>;
 class WholeRunHogwild : public ::testing::TestWithParam<HogwildCase> {};
@@ -445,7 +446,9 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   const double got = topic_separation(gpu);
   std::printf("topic separation: CPU %.4f … %.4f, GPU %.4f\n", *smin, *smax, got);
   EXPECT_GE(got, *smin - (*smax - *smin) - kSeparationFloor);
-  EXPECT_GT(*smin, 0.2) << "the planted topics were not learnt: the comparison means nothing";
+  // Three epochs teach Adam less than sgd (CPU separations of 0.13–0.26 on an H100's host,
+  // 2026-12-07, against sgd's 0.46–0.47), but far more than untrained vectors' ~0.
+  EXPECT_GT(*smin, kLearnt) << "the planted topics were not learnt: the comparison means nothing";
 
   ASSERT_EQ(gpu.summary.epoch_loss.size(), losses[0].size());
   for (size_t e = 0; e < losses[0].size(); ++e) {
