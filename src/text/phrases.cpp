@@ -337,6 +337,24 @@ PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>
   return PhraseTable(std::move(phrases));
 }
 
+std::string describe_pass(uint32_t pass, const PhraseTable& table, const PhrasePassStats& s) {
+  std::string line = "pass " + std::to_string(pass) + ": " + std::to_string(s.words) + " words, " +
+                     std::to_string(s.distinct_words) + " distinct, " +
+                     std::to_string(s.distinct_pairs) + " pairs counted";
+  if (s.pruned_below > 0) {
+    line +=
+        " (pairs seen " + std::to_string(s.pruned_below) + " times or fewer may have been dropped)";
+  }
+  line += ", " + std::to_string(table.size()) + " phrases";
+  const size_t shown = std::min<size_t>(table.size(), 5);
+  for (size_t i = 0; i < shown; ++i) {
+    const PhraseTable::Phrase& p = table.phrases()[i];
+    line += (i == 0 ? ": " : ", ") + p.first + "_" + p.second;
+  }
+  if (shown < table.size()) line += ", ...";
+  return line;
+}
+
 std::vector<PhraseTable> learn_phrases(
     const PhraseText& text, const PhraseOptions& options,
     const std::function<void(uint32_t, const PhraseTable&, const PhrasePassStats&)>& on_pass) {

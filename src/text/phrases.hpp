@@ -113,6 +113,10 @@ struct PhrasePassStats {
 PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>& earlier,
                           const PhraseOptions& options, PhrasePassStats* stats = nullptr);
 
+/// One line (without its newline) that says what pass `pass` counted and which phrases it found
+/// (the first five): what `pagedw2v phrases` and `train --phrases` print after each pass.
+std::string describe_pass(uint32_t pass, const PhraseTable& table, const PhrasePassStats& stats);
+
 /// All `options.passes` passes; `on_pass(k, table, stats)` after each (k from 1).
 std::vector<PhraseTable> learn_phrases(
     const PhraseText& text, const PhraseOptions& options,

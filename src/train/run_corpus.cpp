@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "base/free_heap.hpp"
 #include "dist/ranks.hpp"
+#include "text/phrase_file.hpp"
 #include "train/run_setup.hpp"
 #include "train/training_run.hpp"
 
@@ -57,6 +58,7 @@ void TrainingRun::read_corpus() {
   t = Clock::now();
   text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
+  join_phrases();
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   corpus_memory = corpus_memory_cap(config);
@@ -170,6 +172,11 @@ void TrainingRun::prepare_stream() {
     if (!config.cache_dir.empty()) {
       prepare_output_dir(config.cache_dir);
       cache_key = encoding_key(corpus_paths(config), vocab, encode_options);
+      // The joined text depends on the phrases as well as on the inputs.
+      if (cache_key && (config.phrases > 0 || !config.phrases_from.empty())) {
+        *cache_key =
+            detail::hash_bytes(std::to_string(*cache_key) + '\n' + phrase_file_text(phrase_tables));
+      }
       if (cache_key) cache_file = cache_path(config.cache_dir, *cache_key);
     }
     if (counted_here) {

@@ -8,6 +8,7 @@
 ///   read_corpus, encode_corpus, prepare_stream, report_vocabulary
 ///                           run_corpus.cpp     the corpus text, the vocabulary, the training
 ///                                              set held whole or streamed
+///     join_phrases          run_phrases.cpp    (from read_corpus) --phrases joined into the text
 ///   make_model_and_backend  trainer.cpp        the model, the backend, the checkpoint writer
 ///   plan_spans, train_epochs
 ///                           epoch_loop.cpp     spans, the epochs, checkpoints and evaluation
@@ -33,6 +34,7 @@
 #include "io/export.hpp"
 #include "io/output_claim.hpp"
 #include "io/output_set.hpp"
+#include "text/phrases.hpp"
 #include "text/text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -106,6 +108,8 @@ class TrainingRun {
  private:
   using Clock = run_steps::Clock;
 
+  /// --phrases or --phrases-from: the text replaced by the text with the phrases joined.
+  void join_phrases();
   /// A pass over a streamed corpus: from the cache when it holds it, else from the text.
   std::unique_ptr<BlockReader> open_pass();
   /// What the backend reads: a streamed corpus is a window that each span refills.
@@ -134,6 +138,11 @@ class TrainingRun {
   std::optional<OutputLock> lock;
   Clock::time_point t;
   CorpusText text;
+  // --phrases: the tables of the passes (phrases.tsv), the words each pass counted, and the tokens
+  // of the text that are joined phrases.
+  std::vector<PhraseTable> phrase_tables;
+  std::vector<uint64_t> phrase_words;
+  uint64_t phrase_joined = 0;
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   uint64_t corpus_memory = 0;
