@@ -11,7 +11,6 @@
 #include "base/error.hpp"
 #include "base/free_heap.hpp"
 #include "dist/ranks.hpp"
-#include "text/phrase_file.hpp"
 #include "train/run_setup.hpp"
 #include "train/training_run.hpp"
 
@@ -175,7 +174,7 @@ void TrainingRun::prepare_stream() {
       // The joined text depends on the phrases as well as on the inputs.
       if (cache_key && (config.phrases > 0 || !config.phrases_from.empty())) {
         *cache_key =
-            detail::hash_bytes(std::to_string(*cache_key) + '\n' + phrase_file_text(phrase_tables));
+            detail::hash_bytes(std::to_string(*cache_key) + '\n' + phrase_summary.file_text);
       }
       if (cache_key) cache_file = cache_path(config.cache_dir, *cache_key);
     }

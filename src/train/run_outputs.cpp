@@ -20,7 +20,6 @@
 #include "io/embeddings.hpp"
 #include "io/export.hpp"
 #include "model/sampler.hpp"
-#include "text/phrase_file.hpp"
 #include "train/run_check.hpp"
 #include "train/run_record.hpp"
 #include "train/training_run.hpp"
@@ -134,19 +133,18 @@ nlohmann::ordered_json number(double v) {
 
 /// run.json's record of --phrases: each pass's phrases and the words it counted, the tokens
 /// joined, and the file that holds the phrases; null without phrases.
-nlohmann::ordered_json phrases_record(const Config& config, const std::vector<PhraseTable>& tables,
-                                      const std::vector<uint64_t>& words, uint64_t joined) {
+nlohmann::ordered_json phrases_record(const Config& config, const PhraseSummary& summary) {
   using json = nlohmann::ordered_json;
   if (config.phrases == 0 && config.phrases_from.empty()) return json();
   json passes = json::array();
-  for (size_t k = 0; k < tables.size(); ++k) {
-    json pass = {{"pass", k + 1}, {"phrases", tables[k].size()}};
-    if (k < words.size()) pass["words_counted"] = words[k];
+  for (size_t k = 0; k < summary.phrases.size(); ++k) {
+    json pass = {{"pass", k + 1}, {"phrases", summary.phrases[k]}};
+    if (k < summary.words.size()) pass["words_counted"] = summary.words[k];
     passes.push_back(pass);
   }
   return {{"learned", config.phrases_from.empty()},
           {"passes", passes},
-          {"joined_tokens", joined},
+          {"joined_tokens", summary.joined},
           {"file", kPhraseFileName}};
 }
 
@@ -347,7 +345,7 @@ void TrainingRun::record_run() {
   summary.device = device_name;
   // The phrases the run joined, to read again with --phrases-from.
   if (config.phrases > 0 || !config.phrases_from.empty()) {
-    staged->add(kPhraseFileName, phrase_file_text(phrase_tables));
+    staged->add(kPhraseFileName, phrase_summary.file_text);
   }
   // run.json goes in with the export files; its own writing is not timed.
   std::vector<std::string> files;
@@ -356,9 +354,8 @@ void TrainingRun::record_run() {
   times.total = seconds_since(t0);
   summary.times = times;
   summary.total_seconds = times.total;
-  staged->add(kRunRecordName,
-              run_record(config, summary, backend_description, threads, files, staged->set_id(),
-                         phrases_record(config, phrase_tables, phrase_words, phrase_joined)));
+  staged->add(kRunRecordName, run_record(config, summary, backend_description, threads, files,
+                                         staged->set_id(), phrases_record(config, phrase_summary)));
   summary.files = staged->commit(output_set_names());
 
   if (out) {

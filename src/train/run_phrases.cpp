@@ -38,30 +38,34 @@ void TrainingRun::join_phrases() {
   t = Clock::now();
   const PhraseOptions po = phrase_options(config);
   const PhraseText source = PhraseText::of(text);
+  std::vector<PhraseTable> tables;
   if (!config.phrases_from.empty()) {
-    phrase_tables = read_phrase_file(config.phrases_from);
+    tables = read_phrase_file(config.phrases_from);
+    size_t n = 0;
+    for (const PhraseTable& table : tables) n += table.size();
     if (out) {
-      size_t n = 0;
-      for (const PhraseTable& table : phrase_tables) n += table.size();
-      std::fprintf(out, "phrases: %zu passes, %zu phrases read from '%s'\n", phrase_tables.size(),
-                   n, config.phrases_from.c_str());
+      std::fprintf(out, "phrases: %zu passes, %zu phrases read from '%s'\n", tables.size(), n,
+                   config.phrases_from.c_str());
     }
   } else {
-    phrase_tables = learn_phrases(
+    tables = learn_phrases(
         source, po, [&](uint32_t pass, const PhraseTable& table, const PhrasePassStats& s) {
-          phrase_words.push_back(s.words);
+          phrase_summary.words.push_back(s.words);
           if (out) {
             std::fprintf(out, "phrases: %s (%.2f s)\n", describe_pass(pass, table, s).c_str(),
                          seconds_since(t));
           }
         });
   }
+  for (const PhraseTable& table : tables) phrase_summary.phrases.push_back(table.size());
   // The joined text replaces the inputs' (whose mapped pages the passes let go as they read).
   std::string joined;
   joined.reserve(text.bytes() + text.parts().size() + 1);
   const PhraseOutputStats written =
-      apply_phrases(source, phrase_tables, po, [&](std::string_view s) { joined.append(s); });
-  phrase_joined = written.joined;
+      apply_phrases(source, tables, po, [&](std::string_view s) { joined.append(s); });
+  phrase_summary.joined = written.joined;
+  phrase_summary.file_text = phrase_file_text(tables);
+  tables.clear();
   text = CorpusText();
   release_free_heap();
   text = CorpusText::of_text(std::move(joined), "the corpus with its phrases joined");

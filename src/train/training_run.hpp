@@ -34,7 +34,6 @@
 #include "io/export.hpp"
 #include "io/output_claim.hpp"
 #include "io/output_set.hpp"
-#include "text/phrases.hpp"
 #include "text/text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -48,6 +47,14 @@ namespace pagedw2v {
 namespace dist {
 class Ranks;
 }
+
+/// What a run's phrases were (--phrases, --phrases-from): the text of their file, the phrases
+/// and the words counted of each pass (none counted when read), and the tokens joined.
+struct PhraseSummary {
+  std::string file_text;
+  std::vector<uint64_t> phrases, words;
+  uint64_t joined = 0;
+};
 
 namespace run_steps {
 
@@ -138,11 +145,9 @@ class TrainingRun {
   std::optional<OutputLock> lock;
   Clock::time_point t;
   CorpusText text;
-  // --phrases: the tables of the passes (phrases.tsv), the words each pass counted, and the tokens
-  // of the text that are joined phrases.
-  std::vector<PhraseTable> phrase_tables;
-  std::vector<uint64_t> phrase_words;
-  uint64_t phrase_joined = 0;
+  // --phrases: what the passes did, kept once the text is joined (the tables go then, and their
+  // file's text stays for phrases.tsv and the cache key).
+  PhraseSummary phrase_summary;
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   uint64_t corpus_memory = 0;
