@@ -241,17 +241,18 @@ PhraseTable::PhraseTable(std::vector<Phrase> phrases) : phrases_(std::move(phras
       throw Error("a phrase's words must be 1 to 255 bytes long");
     }
     const uint64_t key = pair_key(id_of(ph.first, kFirst), id_of(ph.second, kSecond)) + 1;
-    size_t i = mix64(key) & mask_;
+    size_t i = pair_home(detail::hash_bytes(ph.first), detail::hash_bytes(ph.second));
     while (pairs_[i] != 0 && pairs_[i] != key) i = (i + 1) & mask_;
     pairs_[i] = key;
   }
 }
 
-bool PhraseTable::joins(uint32_t first, uint32_t second) const {
+bool PhraseTable::joins(uint32_t first, uint32_t second, uint64_t h_first,
+                        uint64_t h_second) const {
   if (first == kNone || second == kNone || pairs_.empty()) return false;
   if ((roles_[first] & kFirst) == 0 || (roles_[second] & kSecond) == 0) return false;
   const uint64_t key = pair_key(first, second) + 1;
-  for (size_t i = mix64(key) & mask_;; i = (i + 1) & mask_) {
+  for (size_t i = pair_home(h_first, h_second);; i = (i + 1) & mask_) {
     if (pairs_[i] == key) return true;
     if (pairs_[i] == 0) return false;
   }
