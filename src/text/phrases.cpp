@@ -230,8 +230,8 @@ PhraseTable::PhraseTable(std::vector<Phrase> phrases) : phrases_(std::move(phras
   while (capacity < phrases_.size() * 2) capacity <<= 1;
   pairs_.assign(capacity, 0);
   mask_ = capacity - 1;
-  auto id_of = [&](const std::string& w, uint8_t role) {
-    detail::WordTable::Slot& s = words_.insert(w, detail::hash_bytes(w));
+  auto id_of = [&](const std::string& w, uint64_t h, uint8_t role) {
+    detail::WordTable::Slot& s = words_.insert(w, h);
     if (s.id >= roles_.size()) roles_.resize(s.id + 1, 0);
     roles_[s.id] |= role;
     return s.id;
@@ -240,8 +240,9 @@ PhraseTable::PhraseTable(std::vector<Phrase> phrases) : phrases_(std::move(phras
     if (ph.first.empty() || ph.second.empty() || ph.first.size() > 255 || ph.second.size() > 255) {
       throw Error("a phrase's words must be 1 to 255 bytes long");
     }
-    const uint64_t key = pair_key(id_of(ph.first, kFirst), id_of(ph.second, kSecond)) + 1;
-    size_t i = pair_home(detail::hash_bytes(ph.first), detail::hash_bytes(ph.second));
+    const uint64_t h1 = detail::hash_bytes(ph.first), h2 = detail::hash_bytes(ph.second);
+    const uint64_t key = pair_key(id_of(ph.first, h1, kFirst), id_of(ph.second, h2, kSecond)) + 1;
+    size_t i = pair_home(h1, h2);
     while (pairs_[i] != 0 && pairs_[i] != key) i = (i + 1) & mask_;
     pairs_[i] = key;
   }

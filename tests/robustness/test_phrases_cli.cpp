@@ -361,6 +361,10 @@ TEST_F(TrainPhrasesCli, JoinsTrainsAndKeepsThePhrases) {
   std::sort(run_files.begin(), run_files.end());
   EXPECT_EQ(run_files, (std::vector<std::string>{"checkpoints", "manifest.json", "phrases.tsv",
                                                  "run.json", "vectors.txt", "vocab.tsv"}));
+  // A run without phrases in its place takes the table away with the rest of the old set.
+  ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("run"), {"--overwrite"})));
+  EXPECT_FALSE(exists(dir_.file("run/phrases.tsv")));
+  EXPECT_EQ(read_file(dir_.file("run/vectors.txt")).find("\nnew_york "), std::string::npos);
 }
 
 TEST_F(TrainPhrasesCli, EqualsTrainingOnWhatPhrasesWrites) {
