@@ -106,6 +106,15 @@ void TrainingRun::encode_corpus() {
                                                : text.bytes();
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
   streamed = !ranks && corpus_bytes > corpus_memory;
+  if (streamed && out && (config.phrases > 0 || !config.phrases_from.empty())) {
+    // The stream reads the joined text from memory (run_phrases.cpp): said, since a streamed
+    // corpus is one too large to hold.
+    std::fprintf(out,
+                 "phrases: the joined text (%llu bytes) stays in memory while the corpus "
+                 "streams; to stream it from disk, write it with `pagedw2v phrases` and train on "
+                 "the file\n",
+                 static_cast<unsigned long long>(text.bytes()));
+  }
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
     for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
