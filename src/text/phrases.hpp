@@ -153,6 +153,30 @@ PhraseOutputStats apply_phrases(const PhraseText& text, const std::vector<Phrase
                                 const PhraseOptions& options,
                                 const std::function<void(std::string_view)>& write);
 
+/// apply_phrases() a round at a time, for a reader that pulls the joined text: each next()
+/// gives the text of one round (`options.threads` slices of about `options.slice_bytes`, cut
+/// between tokens or after a newline), in text order. `text`, `tables` and the text's inputs must
+/// outlive it.
+class PhraseRounds {
+ public:
+  PhraseRounds(const PhraseText& text, const std::vector<PhraseTable>& tables,
+               const PhraseOptions& options);
+  /// Replaces `out` with the next round's text; false (and `out` empty) once all is given.
+  bool next(std::string& out);
+  /// What the rounds given so far held.
+  const PhraseOutputStats& stats() const { return stats_; }
+
+ private:
+  PhraseText text_;
+  const std::vector<PhraseTable>& tables_;
+  PhraseOptions options_;
+  size_t threads_ = 1;
+  size_t part_ = 0, offset_ = 0;  ///< where the next round starts
+  std::vector<std::string> outputs_;
+  std::vector<PhraseOutputStats> thread_stats_;
+  PhraseOutputStats stats_;
+};
+
 /// apply_phrases() of one text into a string (one thread): for tests and small texts.
 std::string apply_phrases(std::string_view text, const std::vector<PhraseTable>& tables,
                           const PhraseOptions& options = {});
