@@ -275,7 +275,7 @@ std::vector<OptionSpec> make_train_options() {
       {"phrases",
        "join frequent word pairs with '_' before counting, as `pagedw2v phrases` does "
        "(word2vec's word2phrase): N passes over the corpus, each joining one more word at "
-       "most (2: up to 4-word tokens); the joined text is held in memory, not written; "
+       "most (2: up to 4-word tokens); the joined text is made in memory, never written; "
        "the phrases go to phrases.tsv beside the vectors. 0 = off",
        "0", false, true,
        [](C& c, V v) { c.phrases = static_cast<uint32_t>(parse_uint("phrases", v, 0, 16)); },

@@ -106,14 +106,15 @@ void TrainingRun::encode_corpus() {
                                                : text.bytes();
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
   streamed = !ranks && corpus_bytes > corpus_memory;
-  if (streamed && out && (config.phrases > 0 || !config.phrases_from.empty())) {
-    // The stream reads the joined text from memory (run_phrases.cpp): said, since a streamed
-    // corpus is one too large to hold.
-    std::fprintf(out,
-                 "phrases: the joined text (%llu bytes) stays in memory while the corpus "
-                 "streams; to stream it from disk, write it with `pagedw2v phrases` and train on "
-                 "the file\n",
-                 static_cast<unsigned long long>(text.bytes()));
+  if (config.phrases > 0 || !config.phrases_from.empty()) {
+    if (streamed) {
+      // Each pass joins the inputs' text anew, a round at a time: the joined text goes.
+      text = std::move(phrase_source);
+    } else {
+      // Encoded whole from the joined text: the inputs and the tables are read no more.
+      phrase_source = CorpusText();
+      std::vector<PhraseTable>().swap(phrase_tables);
+    }
   }
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
@@ -162,7 +163,10 @@ std::unique_ptr<BlockReader> TrainingRun::open_pass() {
   // Slices of text small beside the cap: a slice's tokens are held while it is cut.
   const size_t slice = static_cast<size_t>(
       std::clamp<uint64_t>(corpus_memory / 8, uint64_t{64} << 10, uint64_t{1} << 20));
-  std::unique_ptr<BlockReader> r = text_block_reader(text, *table, encode_options, slice);
+  std::unique_ptr<BlockReader> r = config.phrases == 0 && config.phrases_from.empty()
+                                       ? text_block_reader(text, *table, encode_options, slice)
+                                       : phrased_block_reader(text, phrase_tables, phrase_options,
+                                                              *table, encode_options, slice);
   if (cache_key) {
     r = caching_block_reader(std::move(r), cache_file, *cache_key);
     cache_checked = true;  // written by this run from the text

@@ -1,9 +1,10 @@
 /// @file run_phrases.cpp
 /// A run's phrases (--phrases N, --phrases-from FILE): word2phrase's passes learned over the
 /// corpus text as `pagedw2v phrases` learns them (text/phrases.hpp), or read from a phrase file,
-/// and applied to the text in memory before it is counted, so that the count, the encoder, the
-/// stream and a checkpoint's corpus check all read the joined text; nothing is written but the
-/// phrase table (phrases.tsv, with the export).
+/// and applied to the text in memory before it is counted, so that the count, the encoder and a
+/// checkpoint's corpus check read the joined text; a streamed corpus joins its text anew each
+/// pass (corpus_stream.hpp, phrased_block_reader). Nothing is written but the phrase table
+/// (phrases.tsv, with the export).
 
 #include <algorithm>
 #include <cstdio>
@@ -20,7 +21,7 @@ using run_steps::seconds_since;
 
 namespace {
 
-PhraseOptions phrase_options(const Config& config) {
+PhraseOptions phrase_options_of(const Config& config) {
   PhraseOptions po;
   po.threshold = config.phrase_threshold;
   po.min_count = config.phrase_min_count;
@@ -36,9 +37,10 @@ PhraseOptions phrase_options(const Config& config) {
 void TrainingRun::join_phrases() {
   if (config.phrases == 0 && config.phrases_from.empty()) return;
   t = Clock::now();
-  const PhraseOptions po = phrase_options(config);
+  phrase_options = phrase_options_of(config);
+  const PhraseOptions& po = phrase_options;
   const PhraseText source = PhraseText::of(text);
-  std::vector<PhraseTable> tables;
+  std::vector<PhraseTable>& tables = phrase_tables;
   if (!config.phrases_from.empty()) {
     tables = read_phrase_file(config.phrases_from);
     size_t n = 0;
@@ -65,14 +67,12 @@ void TrainingRun::join_phrases() {
       apply_phrases(source, tables, po, [&](std::string_view s) { joined.append(s); });
   phrase_summary.joined = written.joined;
   phrase_summary.file_text = phrase_file_text(tables);
-  tables.clear();
-  text = CorpusText();
-  release_free_heap();
+  // The inputs and the tables stay until the run knows whether it streams (encode_corpus).
+  phrase_source = std::move(text);
   text = CorpusText::of_text(std::move(joined), "the corpus with its phrases joined");
   times.phrases = seconds_since(t);
   if (out) {
-    std::fprintf(out,
-                 "phrases: %llu of %llu tokens joined, text held in memory: %llu bytes (%.2f s)\n",
+    std::fprintf(out, "phrases: %llu of %llu tokens joined, %llu bytes of text (%.2f s)\n",
                  static_cast<unsigned long long>(written.joined),
                  static_cast<unsigned long long>(written.tokens),
                  static_cast<unsigned long long>(written.bytes), times.phrases);

@@ -34,6 +34,7 @@
 #include "io/export.hpp"
 #include "io/output_claim.hpp"
 #include "io/output_set.hpp"
+#include "text/phrases.hpp"
 #include "text/text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -145,9 +146,13 @@ class TrainingRun {
   std::optional<OutputLock> lock;
   Clock::time_point t;
   CorpusText text;
-  // --phrases: what the passes did, kept once the text is joined (the tables go then, and their
-  // file's text stays for phrases.tsv and the cache key).
+  // --phrases: what the passes did (their file's text for phrases.tsv and the cache key). The
+  // count reads the joined text in `text`; a streamed run then joins each pass anew from the
+  // inputs (`phrase_source`) with the tables, which go, with the inputs, from a run held whole.
   PhraseSummary phrase_summary;
+  CorpusText phrase_source;
+  std::vector<PhraseTable> phrase_tables;
+  PhraseOptions phrase_options;
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   uint64_t corpus_memory = 0;
