@@ -233,6 +233,43 @@ TEST(Config, WhatACheckpointFixes) {
   EXPECT_FALSE(model["gpu-memory"]);
 }
 
+// --phrases and its settings: fixed by a checkpoint (they make the corpus the run trained on),
+// given only with --phrases, and learned or read but not both.
+TEST(Config, PhraseSettings) {
+  Config c;
+  c.corpus = "x.txt";
+  c.output = "out";
+  EXPECT_EQ(option_value(c, "phrases"), "0");
+  EXPECT_EQ(option_value(c, "phrase-threshold"), "100");
+  EXPECT_EQ(option_value(c, "phrase-min-count"), "5");
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name.rfind("phrase", 0) == 0) {
+      EXPECT_TRUE(spec.is_model) << spec.name;
+    }
+  }
+  auto refused = [&](const Config& config, const std::string& fragment) {
+    try {
+      validate(config);
+      ADD_FAILURE() << "accepted; expected '" << fragment << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  Config t = c;
+  apply_option(t, "phrase-threshold", "50");
+  t.given.insert("phrase-threshold");
+  refused(t, "--phrase-threshold applies to --phrases");
+  apply_option(t, "phrases", "2");
+  EXPECT_NO_THROW(validate(t));
+  EXPECT_EQ(t.phrases, 2u);
+  EXPECT_EQ(t.phrase_threshold, 50.0);
+  apply_option(t, "phrases-from", "p.tsv");
+  refused(t, "give one");
+  EXPECT_THROW(apply_option(c, "phrases", "17"), UsageError);
+  EXPECT_THROW(apply_option(c, "phrase-min-count", "0"), UsageError);
+  EXPECT_THROW(apply_option(c, "phrase-threshold", "-1"), UsageError);
+}
+
 TEST(Config, TrainDataCarriesPoolAndSuperBatch) {
   std::string text;
   for (int i = 0; i < 3000; ++i) text += "w" + std::to_string(i % 37) + (i % 10 == 9 ? "\n" : " ");

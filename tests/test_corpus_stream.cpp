@@ -13,6 +13,7 @@
 #include "corpus/corpus_stream.hpp"
 #include "model/params.hpp"
 #include "test_util.hpp"
+#include "text/phrases.hpp"
 #include "text/text_source.hpp"
 
 namespace pagedw2v {
@@ -113,6 +114,60 @@ TEST_P(StreamedEncoding, GivesTheWholeEncodingAndItsBlocks) {
 INSTANTIATE_TEST_SUITE_P(SliceBytes, StreamedEncoding,
                          ::testing::Values(size_t{1}, size_t{7}, size_t{5000}, size_t{60000},
                                            size_t{1} << 24));
+
+// A streamed corpus with phrases: the inputs joined a round at a time give the blocks of the
+// joined text encoded whole, whatever the rounds' size and the threads that join them.
+TEST_P(StreamedEncoding, WithPhrasesGivesTheJoinedTextsEncoding) {
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  TempDir dir;
+  std::vector<std::string> files;
+  for (int f = 0; f < 3; ++f) {
+    files.push_back(dir.file("part" + std::to_string(f) + ".txt"));
+    std::string t = random_text(rng, 15000 + rng() % 15000);
+    // Collocations for the passes to join: w1 w2 often, w1 w2 w3 sometimes.
+    for (size_t at = t.find("w7 "); at != std::string::npos; at = t.find("w7 ", at + 12)) {
+      t.replace(at, 3, rng() % 3 == 0 ? "w1 w2 w3 " : "w1 w2 ");
+    }
+    if (f == 1) t.pop_back();  // no final newline
+    testing_util::write_file(files.back(), t);
+  }
+  const CorpusText text = CorpusText::open(files);
+  for (const uint32_t threads : {1u, 2u}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    PhraseOptions po;
+    po.threshold = 1;
+    po.min_count = 3;
+    po.passes = 2;
+    po.threads = threads;
+    po.min_bytes_per_thread = 1000;
+    const std::vector<PhraseTable> tables = learn_phrases(PhraseText::of(text), po);
+    ASSERT_GT(tables[0].size(), 0u);
+    std::string joined;
+    apply_phrases(PhraseText::of(text), tables, po, [&](std::string_view s) { joined.append(s); });
+    ASSERT_NE(joined.find("w1_w2"), std::string::npos);
+    std::vector<std::string> words;
+    std::vector<uint64_t> counts;
+    for (int i = 0; i < 60; ++i) {
+      words.push_back("w" + std::to_string(i));
+      counts.push_back(1000 - i);
+    }
+    words.insert(words.end(), {"w1_w2", "w1_w2_w3"});
+    counts.insert(counts.end(), {10, 9});
+    const Vocab vocab = Vocab::from_words(words, counts);
+    const EncodedCorpus expected = encode_corpus(joined, vocab);
+    const std::vector<uint64_t> expected_blocks = make_blocks(expected, kBlockWords);
+    const detail::ShardedWordTable table = detail::lookup_table(vocab, 1);
+    std::unique_ptr<BlockReader> r =
+        phrased_block_reader(text, tables, po, table, EncodeOptions{}, GetParam());
+    std::vector<uint64_t> bounds;
+    const EncodedCorpus got = gather(*r, &bounds);
+    EXPECT_EQ(got.tokens, expected.tokens);
+    EXPECT_EQ(got.sentence_starts, expected.sentence_starts);
+    EXPECT_EQ(bounds, expected_blocks);
+  }
+}
 
 TEST(CorpusHasher, DependsOnEveryTokenAndEverySentenceCut) {
   EncodedCorpus a;

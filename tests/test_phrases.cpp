@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "test_util.hpp"
+#include "text/phrase_file.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -172,6 +174,68 @@ TEST(Phrases, SecondPassJoinsPhrases) {
   EXPECT_EQ(apply_phrases(text, tables, two), want2);
   // Above pass 2's score, the second pass finds nothing.
   EXPECT_EQ(phrase_output(text, options_with(1.6, 1, 2)), want1);
+}
+
+TEST(PhraseFile, ReadsBackTheTablesThatJoinAsTheLearnedOnes) {
+  const uint64_t seed = test_seed();
+  std::mt19937_64 rng(seed);
+  std::string text;
+  for (int line = 0; line < 400; ++line) {
+    for (int i = 0, n = 2 + static_cast<int>(rng() % 12); i < n; ++i) {
+      text += rng() % 20 == 0 ? "new york times " : "w" + std::to_string(rng() % 40) + " ";
+    }
+    text += "\n";
+  }
+  const PhraseOptions o = options_with(2.0, 2, 3);
+  const std::vector<PhraseTable> tables = learn_phrases(PhraseText::of(text), o);
+  testing_util::TempDir dir;
+  const std::string written = phrase_file_text(tables);
+  testing_util::write_file(dir.file("p.tsv"), written);
+  const std::vector<PhraseTable> back = read_phrase_file(dir.file("p.tsv"));
+  // Passes after the last that found a phrase hold nothing to write.
+  size_t used = tables.size();
+  while (used > 0 && tables[used - 1].size() == 0) --used;
+  ASSERT_EQ(back.size(), used);
+  for (size_t k = 0; k < used; ++k) {
+    ASSERT_EQ(back[k].size(), tables[k].size()) << "pass " << k + 1;
+    for (size_t i = 0; i < back[k].size(); ++i) {
+      EXPECT_EQ(back[k].phrases()[i].first, tables[k].phrases()[i].first);
+      EXPECT_EQ(back[k].phrases()[i].second, tables[k].phrases()[i].second);
+      EXPECT_EQ(back[k].phrases()[i].count, tables[k].phrases()[i].count);
+      EXPECT_EQ(back[k].phrases()[i].score, tables[k].phrases()[i].score);
+    }
+  }
+  EXPECT_EQ(phrase_file_text(back), written);
+  EXPECT_EQ(apply_phrases(text, back, o), apply_phrases(text, tables, o));
+  EXPECT_NE(apply_phrases(text, back, o), apply_phrases(text, {}, o));
+}
+
+TEST(PhraseFile, RefusesABrokenLineByNumber) {
+  testing_util::TempDir dir;
+  const std::string head = "# pass\tfirst\tsecond\tcount\tscore\n1\ta\tb\t5\t10\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"2\tc\td\t5\t10\n1\te\tf\t5\t10\n", "line 4: pass 1 out of order"},
+      {"3\tc\td\t5\t10\n", "line 3: pass 3 out of order"},
+      {"1\ta\tb\t6\t11\n", "line 3: 'a b' twice"},
+      {"1\tc\td\t5\n", "line 3: expected"},
+      {"1\tc\td\tfive\t10\n", "line 3: the count"},
+      {"1\tc\td\t5\tnan\n", "line 3: the score"},
+      {"0\tc\td\t5\t10\n", "line 3: the pass"},
+      {"1\tc d\te\t5\t10\n", "line 3: a phrase's words"},
+      {"1\t" + std::string(60, 'x') + "\t" + std::string(60, 'y') + "\t5\t10\n",
+       "line 3: the joined"},
+  };
+  for (const auto& [body, fragment] : cases) {
+    testing_util::write_file(dir.file("bad.tsv"), head + body);
+    try {
+      read_phrase_file(dir.file("bad.tsv"));
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  }
+  testing_util::write_file(dir.file("empty.tsv"), "");
+  EXPECT_TRUE(read_phrase_file(dir.file("empty.tsv")).empty());
 }
 
 TEST(Phrases, TokensAreNormalisedAndPhrasesStayUnderTheWordCap) {

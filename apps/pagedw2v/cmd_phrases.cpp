@@ -19,6 +19,7 @@
 #include "base/error.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
+#include "text/phrase_file.hpp"
 #include "text/phrases.hpp"
 #include "text/text_source.hpp"
 
@@ -162,8 +163,15 @@ int cmd_phrases(int argc, char** argv) {
       "threads", "CPU threads; all = every core",
       cxxopts::value<std::string>()->default_value("all"))(
       "lowercase", "lower-case the words first (as train --lowercase)")(
-      "overwrite", "replace --output if it exists")("quiet", "print nothing but errors")(
-      "h,help", "print this help");
+      "save-phrases",
+      "also write the phrases found to this file (pass, words, count, score; tab-separated), "
+      "which --phrases-from and train --phrases-from read",
+      cxxopts::value<std::string>())(
+      "phrases-from",
+      "join the phrases of this file (--save-phrases, or a run's phrases.tsv) instead of "
+      "learning them",
+      cxxopts::value<std::string>())("overwrite", "replace --output if it exists")(
+      "quiet", "print nothing but errors")("h,help", "print this help");
 
   std::vector<std::string> arg_text = gather_corpus_inputs(argc, argv);
   std::vector<char*> arg_ptrs;
@@ -203,8 +211,32 @@ int cmd_phrases(int argc, char** argv) {
                                 : positive_count("--threads", threads);
   po.text.lowercase = args.count("lowercase") > 0;
   const bool quiet = args.count("quiet") > 0;
+  const std::string save_phrases =
+      args.count("save-phrases") ? args["save-phrases"].as<std::string>() : "";
+  const std::string phrases_from =
+      args.count("phrases-from") ? args["phrases-from"].as<std::string>() : "";
+  if (args.count("save-phrases") && save_phrases.empty()) {
+    throw UsageError("--save-phrases expects a file name, not an empty one");
+  }
+  if (args.count("phrases-from")) {
+    if (phrases_from.empty())
+      throw UsageError("--phrases-from expects a file name, not an empty one");
+    for (const char* learning : {"threshold", "min-count", "passes", "max-pairs"}) {
+      if (args.count(learning)) {
+        throw UsageError(std::string("--") + learning +
+                         " learns phrases; --phrases-from reads them (give one)");
+      }
+    }
+  }
 
   check_output(output, inputs, args.count("overwrite") > 0);
+  if (!save_phrases.empty()) {
+    if (save_phrases == output) throw UsageError("--save-phrases and --output name the same file");
+    check_output(save_phrases, inputs, args.count("overwrite") > 0);
+  }
+  // Read before the corpus: a bad file is said at once.
+  std::vector<PhraseTable> tables;
+  if (!phrases_from.empty()) tables = read_phrase_file(phrases_from);
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -217,27 +249,15 @@ int cmd_phrases(int argc, char** argv) {
   }
   started = Clock::now();
   const PhraseText phrase_text = PhraseText::of(text);
-  const std::vector<PhraseTable> tables = learn_phrases(
-      phrase_text, po, [&](uint32_t pass, const PhraseTable& table, const PhrasePassStats& s) {
-        if (quiet) return;
-        std::fprintf(stderr, "pass %u: %llu words, %llu distinct, %llu pairs counted", pass,
-                     static_cast<unsigned long long>(s.words),
-                     static_cast<unsigned long long>(s.distinct_words),
-                     static_cast<unsigned long long>(s.distinct_pairs));
-        if (s.pruned_below > 0) {
-          std::fprintf(stderr, " (pairs seen %llu times or fewer may have been dropped)",
-                       static_cast<unsigned long long>(s.pruned_below));
-        }
-        std::fprintf(stderr, ", %zu phrases", table.size());
-        const size_t shown = std::min<size_t>(table.size(), 5);
-        for (size_t i = 0; i < shown; ++i) {
-          const PhraseTable::Phrase& p = table.phrases()[i];
-          std::fprintf(stderr, "%s %s_%s", i == 0 ? ":" : ",", p.first.c_str(), p.second.c_str());
-        }
-        std::fprintf(stderr, "%s (%.2f s)\n", shown < table.size() ? ", ..." : "",
-                     seconds_since(started));
-        started = Clock::now();
-      });
+  if (phrases_from.empty()) {
+    tables = learn_phrases(
+        phrase_text, po, [&](uint32_t pass, const PhraseTable& table, const PhrasePassStats& s) {
+          if (quiet) return;
+          std::fprintf(stderr, "%s (%.2f s)\n", describe_pass(pass, table, s).c_str(),
+                       seconds_since(started));
+          started = Clock::now();
+        });
+  }
 
   const StopSignals stop;
   AtomicFile file(output);
@@ -247,6 +267,11 @@ int cmd_phrases(int argc, char** argv) {
     }
     file.write(s.data(), s.size());
   });
+  if (!save_phrases.empty()) {
+    AtomicFile saved(save_phrases);
+    saved.write(phrase_file_text(tables));
+    saved.commit();
+  }
   file.commit();
   if (!quiet) {
     std::fprintf(stderr, "wrote %s: %llu tokens, %llu of them phrases, %llu bytes (%.2f s)\n",

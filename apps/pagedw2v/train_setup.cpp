@@ -75,6 +75,12 @@ std::string settings_summary(const Config& config, const std::string& config_fil
                   option_value(config, "negative") + ", sample " + option_value(config, "sample") +
                   ", min-count " + option_value(config, "min-count");
   if (config.max_vocab > 0) s += ", max-vocab " + option_value(config, "max-vocab");
+  if (config.phrases > 0) {
+    s += ", phrases " + option_value(config, "phrases") + " (threshold " +
+         option_value(config, "phrase-threshold") + ", min-count " +
+         option_value(config, "phrase-min-count") + ")";
+  }
+  if (!config.phrases_from.empty()) s += ", phrases-from " + config.phrases_from;
   if (config.optimizer == OptimizerKind::kSgd) {
     char alpha[32];
     std::snprintf(alpha, sizeof alpha, "%g", static_cast<double>(config.effective_alpha()));
@@ -110,6 +116,8 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     }
     config.corpus = paths;
   }
+  // A checkpoint resumes from anywhere with the phrases it was trained on.
+  if (!config.phrases_from.empty()) config.phrases_from = absolute_path(config.phrases_from);
   check_device(config.device);
 
   Config shown = config;

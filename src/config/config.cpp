@@ -283,6 +283,41 @@ std::vector<OptionSpec> make_train_options() {
                "letters (false: case is kept)",
                "false", true, true, [](C& c, V v) { c.lowercase = parse_bool("lowercase", v); },
                [](const C& c) { return std::string(c.lowercase ? "true" : "false"); }});
+  o.push_back(
+      {"phrases",
+       "join frequent word pairs with '_' before counting, as `pagedw2v phrases` does "
+       "(word2vec's word2phrase): N passes over the corpus, each joining one more word at "
+       "most (2: up to 4-word tokens); the joined text is made in memory, never written; "
+       "the phrases go to phrases.tsv beside the vectors. 0 = off",
+       "0", false, true,
+       [](C& c, V v) { c.phrases = static_cast<uint32_t>(parse_uint("phrases", v, 0, 16)); },
+       [](const C& c) { return std::to_string(c.phrases); }});
+  o.push_back(
+      {"phrase-threshold",
+       "with --phrases: join a pair `a b` whose score (count(a b) - min) * N / (count(a) * "
+       "count(b)) is above this (word2phrase's -threshold)",
+       "100", false, true,
+       [](C& c, V v) { c.phrase_threshold = parse_double("phrase-threshold", v, 0, 1e300, false); },
+       [](const C& c) { return num(c.phrase_threshold); }});
+  o.push_back(
+      {"phrase-min-count",
+       "with --phrases: words and pairs seen fewer times never join (word2phrase's "
+       "-min-count)",
+       "5", false, true,
+       [](C& c, V v) { c.phrase_min_count = parse_uint("phrase-min-count", v, 1, UINT64_MAX); },
+       [](const C& c) { return std::to_string(c.phrase_min_count); }});
+  o.push_back(
+      {"phrase-max-pairs",
+       "with --phrases: distinct word pairs counted at once (16 to 32 bytes each); when "
+       "full, the rarest are dropped as word2phrase does",
+       "20000000", false, true,
+       [](C& c, V v) { c.phrase_max_pairs = parse_uint("phrase-max-pairs", v, 1, UINT64_MAX); },
+       [](const C& c) { return std::to_string(c.phrase_max_pairs); }});
+  o.push_back({"phrases-from",
+               "join the phrases of this file before counting (a phrases.tsv of an earlier run, "
+               "or `pagedw2v phrases --save-phrases`), learning none",
+               "", false, true, [](C& c, V v) { c.phrases_from = v; },
+               [](const C& c) { return c.phrases_from; }});
   o.push_back({"alpha", "starting learning rate; auto = 0.025 for skipgram, 0.05 for cbow", "auto",
                false, true,
                [](C& c, V v) {

@@ -46,7 +46,14 @@ struct Config {
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;
   bool lowercase = false;  ///< read words in lower case (tokenizer.hpp says which letters)
-  float alpha = 0.0f;      ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
+  /// --phrases: word2phrase's passes applied to the corpus before counting (0 = none), with
+  /// their score threshold, least count and pair table size (text/phrases.hpp).
+  uint32_t phrases = 0;
+  double phrase_threshold = 100;
+  uint64_t phrase_min_count = 5;
+  uint64_t phrase_max_pairs = 20'000'000;
+  std::string phrases_from;  ///< --phrases-from: apply these saved phrases instead
+  float alpha = 0.0f;        ///< 0 = the model's default (0.025 skip-gram, 0.05 CBOW)
   OptimizerKind optimizer = OptimizerKind::kSgd;
   /// Hyper-parameters of a non-sgd optimizer; unset = that optimizer's default (optimizer.hpp).
   std::optional<float> lr, beta1, beta2, eps, weight_decay, rho;
@@ -150,5 +157,8 @@ void validate(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);
+/// The part of validate that concerns --phrases: learned or read, not both, and its settings
+/// given only with it.
+void check_phrase_settings(const Config& config);
 
 }  // namespace pagedw2v

@@ -124,6 +124,20 @@ void validate(const Config& config) {
                      "auto)");
   }
   check_optimizer_settings(config);
+  check_phrase_settings(config);
+}
+
+void check_phrase_settings(const Config& config) {
+  if (config.phrases > 0 && !config.phrases_from.empty()) {
+    throw UsageError("--phrases learns phrases and --phrases-from reads them; give one");
+  }
+  if (config.phrases == 0) {
+    for (const char* name : {"phrase-threshold", "phrase-min-count", "phrase-max-pairs"}) {
+      if (config.given.count(name) > 0) {
+        throw UsageError(std::string("--") + name + " applies to --phrases N (N passes)");
+      }
+    }
+  }
 }
 
 void check_optimizer_settings(const Config& config) {

@@ -17,11 +17,14 @@ namespace pagedw2v {
 namespace {
 
 /// Encodes the text a slice at a time; sentence cuts and blocks are placed as the tokens come.
+/// The text is a CorpusText's parts, or the rounds of joined text that phrases make of one.
 class TextBlockReader final : public BlockReader {
  public:
   TextBlockReader(const CorpusText& text, const detail::ShardedWordTable& table,
-                  const EncodeOptions& options, size_t slice_bytes)
+                  const EncodeOptions& options, size_t slice_bytes,
+                  std::unique_ptr<PhraseRounds> rounds = nullptr)
       : text_(text),
+        rounds_(std::move(rounds)),
         table_(table),
         options_(options),
         slice_bytes_(std::max<size_t>(slice_bytes, 1)),
@@ -46,9 +49,26 @@ class TextBlockReader final : public BlockReader {
   }
 
  private:
+  /// Encodes the next round of joined text: rounds end between tokens or after a newline, and
+  /// the joined text ends every part with a newline, so only the last round ends the text.
+  void encode_round() {
+    scratch_tokens_.clear();
+    scratch_ends_.clear();
+    const bool more = rounds_->next(round_);
+    if (!round_.empty()) {
+      const TextChunk chunk{{round_, false}};
+      detail::encode_chunk(chunk, table_, options_.text, scratch_tokens_, scratch_ends_);
+    }
+    take_encoded(!more);
+  }
+
   /// Encodes the next slice of text: whole parts while they are short, else a run of one part
   /// cut just before a space byte, so that no word is split.
   void encode_slice() {
+    if (rounds_) {
+      encode_round();
+      return;
+    }
     const std::vector<std::string_view>& parts = text_.parts();
     TextChunk chunk;
     std::vector<size_t> chunk_parts;
@@ -87,6 +107,12 @@ class TextBlockReader final : public BlockReader {
       const size_t begin = static_cast<size_t>(chunk[k].text.data() - parts[i].data());
       text_.release(i, begin, begin + chunk[k].text.size());
     }
+    take_encoded(part_ == parts.size());
+  }
+
+  /// Appends the tokens and line ends just encoded (scratch_*) to those waiting for a block;
+  /// `done`: the text has ended.
+  void take_encoded(bool done) {
     // Drop what earlier blocks took before the pending tokens grow.
     if (pending_head_ > 0 && pending_head_ * 2 >= pending_.size()) {
       pending_.erase(pending_.begin(), pending_.begin() + static_cast<ptrdiff_t>(pending_head_));
@@ -102,7 +128,7 @@ class TextBlockReader final : public BlockReader {
     for (const uint64_t e : scratch_ends_) cutter_.line_end(base + e, ends_);
     encoded_ += scratch_tokens_.size();
     cutter_.cut_full(encoded_, ends_);
-    if (part_ == parts.size()) {
+    if (done) {
       cutter_.line_end(encoded_, ends_);
       text_done_ = true;
     }
@@ -125,6 +151,8 @@ class TextBlockReader final : public BlockReader {
   }
 
   const CorpusText& text_;
+  std::unique_ptr<PhraseRounds> rounds_;  // with phrases: where the text comes from
+  std::string round_;
   const detail::ShardedWordTable& table_;
   EncodeOptions options_;
   size_t slice_bytes_;
@@ -317,6 +345,20 @@ std::unique_ptr<BlockReader> text_block_reader(const CorpusText& text,
                                                const detail::ShardedWordTable& table,
                                                const EncodeOptions& options, size_t slice_bytes) {
   return std::make_unique<TextBlockReader>(text, table, options, slice_bytes);
+}
+
+std::unique_ptr<BlockReader> phrased_block_reader(const CorpusText& text,
+                                                  const std::vector<PhraseTable>& tables,
+                                                  const PhraseOptions& phrase_options,
+                                                  const detail::ShardedWordTable& table,
+                                                  const EncodeOptions& options,
+                                                  size_t slice_bytes) {
+  PhraseOptions po = phrase_options;
+  // A round holds a slice a thread: about slice_bytes in all.
+  po.slice_bytes = std::max<size_t>(slice_bytes / std::max<uint32_t>(po.threads, 1), 1);
+  return std::make_unique<TextBlockReader>(
+      text, table, options, slice_bytes,
+      std::make_unique<PhraseRounds>(PhraseText::of(text), tables, po));
 }
 
 std::optional<uint64_t> encoding_key(const std::vector<std::string>& inputs, const Vocab& vocab,

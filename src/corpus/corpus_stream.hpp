@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "corpus/corpus.hpp"
+#include "text/phrases.hpp"
 #include "text/text_source.hpp"
 #include "vocab/vocab.hpp"
 
@@ -56,6 +57,17 @@ std::unique_ptr<BlockReader> text_block_reader(const CorpusText& text,
                                                const detail::ShardedWordTable& table,
                                                const EncodeOptions& options,
                                                size_t slice_bytes = size_t{1} << 20);
+
+/// text_block_reader() of the text that `tables` (the passes of text/phrases.hpp, applied with
+/// `phrase_options`) make of `text`, joined a round at a time on phrase_options.threads threads,
+/// about `slice_bytes` a round: the blocks of the joined text, which is never held whole. `text`,
+/// `tables` and `table` must outlive the reader.
+std::unique_ptr<BlockReader> phrased_block_reader(const CorpusText& text,
+                                                  const std::vector<PhraseTable>& tables,
+                                                  const PhraseOptions& phrase_options,
+                                                  const detail::ShardedWordTable& table,
+                                                  const EncodeOptions& options,
+                                                  size_t slice_bytes = size_t{1} << 20);
 
 /// What an encoded cache file depends on, as one number: the inputs (names, sizes, modification
 /// times), the vocabulary (words and counts), the text options, the sentence cap and the block

@@ -23,6 +23,7 @@ namespace pagedw2v {
 
 const char* const kManifestName = "manifest.json";
 const char* const kRunRecordName = "run.json";
+const char* const kPhraseFileName = "phrases.tsv";
 
 namespace {
 
@@ -102,6 +103,7 @@ const std::vector<std::string>& output_set_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n = export_file_names();
     n.push_back(kRunRecordName);
+    n.push_back(kPhraseFileName);
     n.push_back(kManifestName);
     return n;
   }();

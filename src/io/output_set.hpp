@@ -20,6 +20,8 @@ namespace pagedw2v {
 extern const char* const kManifestName;
 /// The run record's name (a training run's set holds it beside the export files).
 extern const char* const kRunRecordName;
+/// The phrase table's name in a run's set (train --phrases; text/phrase_file.hpp).
+extern const char* const kPhraseFileName;
 
 /// Every name a set may hold in its directory: the export files (export_file_names()), the run
 /// record and the manifest.

@@ -44,7 +44,7 @@ class JoinStage {
     const uint32_t id = table_->find(in.word, in.hash);
     if (holding_) {
       if (held_id_ != PhraseTable::kNone && id != PhraseTable::kNone &&
-          table_->joins(held_id_, id)) {
+          table_->joins(held_id_, id, held_hash_, in.hash)) {
         out_.assign(held_);
         out_ += '_';
         out_.append(in.word);
@@ -92,11 +92,17 @@ class Pipeline {
     for (const PhraseTable& t : tables) stages_.emplace_back(t);
   }
 
-  void prefetch(uint64_t h) const {
+  /// Called for each token in text order, ahead of token(): brings in the first pass's slots of
+  /// the word and of its pair with the word before (a wasted load where a newline or a join
+  /// came between).
+  void prefetch(uint64_t h) {
     if (stages_.empty()) {
       sink_.prefetch(h);
     } else {
-      stages_.front().table().prefetch(h);
+      const PhraseTable& first = stages_.front().table();
+      first.prefetch(h);
+      first.prefetch_pair(last_hash_, h);
+      last_hash_ = h;
     }
   }
   void token(Token t) { feed(0, t); }
@@ -126,6 +132,7 @@ class Pipeline {
 
   std::vector<JoinStage> stages_;
   Sink& sink_;
+  uint64_t last_hash_ = 0;
 };
 
 /// A place in the text: a part and an offset in it. A place at a part's end is written as the

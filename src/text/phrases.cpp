@@ -230,8 +230,8 @@ PhraseTable::PhraseTable(std::vector<Phrase> phrases) : phrases_(std::move(phras
   while (capacity < phrases_.size() * 2) capacity <<= 1;
   pairs_.assign(capacity, 0);
   mask_ = capacity - 1;
-  auto id_of = [&](const std::string& w, uint8_t role) {
-    detail::WordTable::Slot& s = words_.insert(w, detail::hash_bytes(w));
+  auto id_of = [&](const std::string& w, uint64_t h, uint8_t role) {
+    detail::WordTable::Slot& s = words_.insert(w, h);
     if (s.id >= roles_.size()) roles_.resize(s.id + 1, 0);
     roles_[s.id] |= role;
     return s.id;
@@ -240,18 +240,20 @@ PhraseTable::PhraseTable(std::vector<Phrase> phrases) : phrases_(std::move(phras
     if (ph.first.empty() || ph.second.empty() || ph.first.size() > 255 || ph.second.size() > 255) {
       throw Error("a phrase's words must be 1 to 255 bytes long");
     }
-    const uint64_t key = pair_key(id_of(ph.first, kFirst), id_of(ph.second, kSecond)) + 1;
-    size_t i = mix64(key) & mask_;
+    const uint64_t h1 = detail::hash_bytes(ph.first), h2 = detail::hash_bytes(ph.second);
+    const uint64_t key = pair_key(id_of(ph.first, h1, kFirst), id_of(ph.second, h2, kSecond)) + 1;
+    size_t i = pair_home(h1, h2);
     while (pairs_[i] != 0 && pairs_[i] != key) i = (i + 1) & mask_;
     pairs_[i] = key;
   }
 }
 
-bool PhraseTable::joins(uint32_t first, uint32_t second) const {
+bool PhraseTable::joins(uint32_t first, uint32_t second, uint64_t h_first,
+                        uint64_t h_second) const {
   if (first == kNone || second == kNone || pairs_.empty()) return false;
   if ((roles_[first] & kFirst) == 0 || (roles_[second] & kSecond) == 0) return false;
   const uint64_t key = pair_key(first, second) + 1;
-  for (size_t i = mix64(key) & mask_;; i = (i + 1) & mask_) {
+  for (size_t i = pair_home(h_first, h_second);; i = (i + 1) & mask_) {
     if (pairs_[i] == key) return true;
     if (pairs_[i] == 0) return false;
   }
@@ -337,6 +339,24 @@ PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>
   return PhraseTable(std::move(phrases));
 }
 
+std::string describe_pass(uint32_t pass, const PhraseTable& table, const PhrasePassStats& s) {
+  std::string line = "pass " + std::to_string(pass) + ": " + std::to_string(s.words) + " words, " +
+                     std::to_string(s.distinct_words) + " distinct, " +
+                     std::to_string(s.distinct_pairs) + " pairs counted";
+  if (s.pruned_below > 0) {
+    line +=
+        " (pairs seen " + std::to_string(s.pruned_below) + " times or fewer may have been dropped)";
+  }
+  line += ", " + std::to_string(table.size()) + " phrases";
+  const size_t shown = std::min<size_t>(table.size(), 5);
+  for (size_t i = 0; i < shown; ++i) {
+    const PhraseTable::Phrase& p = table.phrases()[i];
+    line += (i == 0 ? ": " : ", ") + p.first + "_" + p.second;
+  }
+  if (shown < table.size()) line += ", ...";
+  return line;
+}
+
 std::vector<PhraseTable> learn_phrases(
     const PhraseText& text, const PhraseOptions& options,
     const std::function<void(uint32_t, const PhraseTable&, const PhrasePassStats&)>& on_pass) {
@@ -349,51 +369,66 @@ std::vector<PhraseTable> learn_phrases(
   return tables;
 }
 
+PhraseRounds::PhraseRounds(const PhraseText& text, const std::vector<PhraseTable>& tables,
+                           const PhraseOptions& options)
+    : text_(text), tables_(tables), options_(options) {
+  threads_ = threads_for(total_bytes(text_.parts), options_);
+  outputs_.resize(threads_);
+  thread_stats_.resize(threads_);
+}
+
+bool PhraseRounds::next(std::string& out) {
+  out.clear();
+  const std::vector<std::string_view>& parts = text_.parts;
+  const uint64_t total = total_bytes(parts);
+  const uint64_t slice = std::max<uint64_t>(options_.slice_bytes, 1);
+  const Pos end{parts.size(), 0};
+  const Pos at{part_, offset_};
+  if (!(at < end)) return false;
+  // A round: up to threads_ slices from `at`, each ending at a safe cut.
+  std::vector<Pos> cuts{at};
+  for (size_t k = 0; k < threads_ && cuts.back() < end; ++k) {
+    const uint64_t next = offset_of(parts, cuts.back()) + slice;
+    cuts.push_back(next >= total ? end
+                                 : std::max(cuts.back(), safe_cut(text_, place_of(parts, next),
+                                                                  tables_, options_.text)));
+  }
+  const size_t m = cuts.size() - 1;
+  std::vector<bool> line_start(m);
+  run_guarded(
+      [&] {
+        for (size_t k = 0; k < m; ++k) line_start[k] = at_line_start(text_, cuts[k]);
+      },
+      "a corpus file");
+  run_parallel(m, [&](size_t k) {
+    outputs_[k].clear();
+    Writer writer(outputs_[k], line_start[k]);
+    Pipeline<Writer> pipeline(tables_, writer);
+    read_range(text_, cuts[k], cuts[k + 1], options_.text, pipeline);
+    pipeline.flush();
+    thread_stats_[k] = writer.stats;
+  });
+  size_t bytes = 0;
+  for (size_t k = 0; k < m; ++k) bytes += outputs_[k].size();
+  out.reserve(bytes);
+  for (size_t k = 0; k < m; ++k) {
+    out += outputs_[k];
+    stats_.tokens += thread_stats_[k].tokens;
+    stats_.joined += thread_stats_[k].joined;
+    stats_.bytes += outputs_[k].size();
+  }
+  part_ = cuts.back().part;
+  offset_ = cuts.back().offset;
+  return true;
+}
+
 PhraseOutputStats apply_phrases(const PhraseText& text, const std::vector<PhraseTable>& tables,
                                 const PhraseOptions& options,
                                 const std::function<void(std::string_view)>& write) {
-  const std::vector<std::string_view>& parts = text.parts;
-  const uint64_t total = total_bytes(parts);
-  const size_t n = threads_for(total, options);
-  const uint64_t slice = std::max<uint64_t>(options.slice_bytes, 1);
-  const Pos end{parts.size(), 0};
-  std::vector<std::string> outputs(n);
-  std::vector<PhraseOutputStats> thread_stats(n);
-  PhraseOutputStats stats;
-  Pos at{0, 0};
-  while (at < end) {
-    // A round: n slices from `at`, each ending at a safe cut.
-    std::vector<Pos> cuts{at};
-    for (size_t k = 0; k < n && cuts.back() < end; ++k) {
-      const uint64_t next = offset_of(parts, cuts.back()) + slice;
-      cuts.push_back(next >= total ? end
-                                   : std::max(cuts.back(), safe_cut(text, place_of(parts, next),
-                                                                    tables, options.text)));
-    }
-    const size_t m = cuts.size() - 1;
-    std::vector<bool> line_start(m);
-    run_guarded(
-        [&] {
-          for (size_t k = 0; k < m; ++k) line_start[k] = at_line_start(text, cuts[k]);
-        },
-        "a corpus file");
-    run_parallel(m, [&](size_t k) {
-      outputs[k].clear();
-      Writer writer(outputs[k], line_start[k]);
-      Pipeline<Writer> pipeline(tables, writer);
-      read_range(text, cuts[k], cuts[k + 1], options.text, pipeline);
-      pipeline.flush();
-      thread_stats[k] = writer.stats;
-    });
-    for (size_t k = 0; k < m; ++k) {
-      write(outputs[k]);
-      stats.tokens += thread_stats[k].tokens;
-      stats.joined += thread_stats[k].joined;
-      stats.bytes += outputs[k].size();
-    }
-    at = cuts.back();
-  }
-  return stats;
+  PhraseRounds rounds(text, tables, options);
+  std::string round;
+  while (rounds.next(round)) write(round);
+  return rounds.stats();
 }
 
 std::string apply_phrases(std::string_view text, const std::vector<PhraseTable>& tables,

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/huge_pages.hpp"
 #include "text/text_source.hpp"
 #include "text/tokenizer.hpp"
 #include "text/word_table.hpp"
@@ -76,17 +77,31 @@ class PhraseTable {
   }
   /// Whether word `id` is the second word of a phrase (a token that may join to its left).
   bool joins_left(uint32_t id) const { return id != kNone && (roles_[id] & kSecond) != 0; }
-  /// Whether `first second` (ids of find()) is a phrase.
-  bool joins(uint32_t first, uint32_t second) const;
+  /// Whether `first second` (ids of find(), the words hashing to `h_first` and `h_second`) is a
+  /// phrase.
+  bool joins(uint32_t first, uint32_t second, uint64_t h_first, uint64_t h_second) const;
+  /// Brings in the slot where joins() of the words hashing to `h_first` and `h_second` looks
+  /// first: a pair's place follows from the words' hashes, known before their ids.
+  void prefetch_pair(uint64_t h_first, uint64_t h_second) const {
+    if (!pairs_.empty()) __builtin_prefetch(&pairs_[pair_home(h_first, h_second)]);
+  }
 
   const std::vector<Phrase>& phrases() const { return phrases_; }
   size_t size() const { return phrases_.size(); }
 
  private:
   static constexpr uint8_t kFirst = 1, kSecond = 2;
+  size_t pair_home(uint64_t h_first, uint64_t h_second) const {
+    uint64_t x = h_first * 0x9E3779B97F4A7C15ull ^ (h_second + 0x632BE59BD9B4E019ull);
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<size_t>(x ^ (x >> 32)) & mask_;
+  }
   detail::WordTable words_{64};
-  std::vector<uint8_t> roles_;   ///< by id: kFirst | kSecond
-  std::vector<uint64_t> pairs_;  ///< open addressing of first << 32 | second + 1; 0 = empty
+  std::vector<uint8_t> roles_;  ///< by id: kFirst | kSecond
+  /// Open addressing of first << 32 | second + 1 (0 = empty) from pair_home() of the words'
+  /// hashes; on huge pages, since every token of a text probes it.
+  std::vector<uint64_t, HugePageAllocator<uint64_t>> pairs_;
   size_t mask_ = 0;
   std::vector<Phrase> phrases_;  ///< sorted by score, highest first
 };
@@ -113,6 +128,10 @@ struct PhrasePassStats {
 PhraseTable count_phrases(const PhraseText& text, const std::vector<PhraseTable>& earlier,
                           const PhraseOptions& options, PhrasePassStats* stats = nullptr);
 
+/// One line (without its newline) that says what pass `pass` counted and which phrases it found
+/// (the first five): what `pagedw2v phrases` and `train --phrases` print after each pass.
+std::string describe_pass(uint32_t pass, const PhraseTable& table, const PhrasePassStats& stats);
+
 /// All `options.passes` passes; `on_pass(k, table, stats)` after each (k from 1).
 std::vector<PhraseTable> learn_phrases(
     const PhraseText& text, const PhraseOptions& options,
@@ -133,6 +152,30 @@ struct PhraseOutputStats {
 PhraseOutputStats apply_phrases(const PhraseText& text, const std::vector<PhraseTable>& tables,
                                 const PhraseOptions& options,
                                 const std::function<void(std::string_view)>& write);
+
+/// apply_phrases() a round at a time, for a reader that pulls the joined text: each next()
+/// gives the text of one round (`options.threads` slices of about `options.slice_bytes`, cut
+/// between tokens or after a newline), in text order. `text`, `tables` and the text's inputs must
+/// outlive it.
+class PhraseRounds {
+ public:
+  PhraseRounds(const PhraseText& text, const std::vector<PhraseTable>& tables,
+               const PhraseOptions& options);
+  /// Replaces `out` with the next round's text; false (and `out` empty) once all is given.
+  bool next(std::string& out);
+  /// What the rounds given so far held.
+  const PhraseOutputStats& stats() const { return stats_; }
+
+ private:
+  PhraseText text_;
+  const std::vector<PhraseTable>& tables_;
+  PhraseOptions options_;
+  size_t threads_ = 1;
+  size_t part_ = 0, offset_ = 0;  ///< where the next round starts
+  std::vector<std::string> outputs_;
+  std::vector<PhraseOutputStats> thread_stats_;
+  PhraseOutputStats stats_;
+};
 
 /// apply_phrases() of one text into a string (one thread): for tests and small texts.
 std::string apply_phrases(std::string_view text, const std::vector<PhraseTable>& tables,

@@ -194,6 +194,12 @@ CorpusText CorpusText::open(const std::vector<std::string>& paths) {
   return t;
 }
 
+CorpusText CorpusText::of_text(std::string text, const std::string& name) {
+  CorpusText corpus;
+  corpus.add_buffer(std::move(text), name);
+  return corpus;
+}
+
 void CorpusText::add_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {

@@ -28,6 +28,9 @@ class CorpusText {
 
   /// Reads every input of `paths` in order; throws Error naming the input on any problem.
   static CorpusText open(const std::vector<std::string>& paths);
+  /// A corpus of one part held in memory: `text` (made from other inputs, such as the text with
+  /// phrases joined), named `name` in errors. Refused as open() refuses an input that is not text.
+  static CorpusText of_text(std::string text, const std::string& name);
 
   /// The texts of the files, in corpus order (views into maps and buffers this object owns).
   const std::vector<std::string_view>& parts() const { return parts_; }

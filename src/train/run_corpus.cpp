@@ -57,6 +57,7 @@ void TrainingRun::read_corpus() {
   t = Clock::now();
   text = CorpusText::open(corpus_paths(config));
   times.read = seconds_since(t);
+  join_phrases();
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   corpus_memory = corpus_memory_cap(config);
@@ -105,6 +106,16 @@ void TrainingRun::encode_corpus() {
                                                : text.bytes();
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
   streamed = !ranks && corpus_bytes > corpus_memory;
+  if (config.phrases > 0 || !config.phrases_from.empty()) {
+    if (streamed) {
+      // Each pass joins the inputs' text anew, a round at a time: the joined text goes.
+      text = std::move(phrase_source);
+    } else {
+      // Encoded whole from the joined text: the inputs and the tables are read no more.
+      phrase_source = CorpusText();
+      std::vector<PhraseTable>().swap(phrase_tables);
+    }
+  }
   if (streamed) {
     // The count read every page of the mapped text; the stream reads it again slice by slice.
     for (size_t i = 0; i < text.parts().size(); ++i) text.release(i, 0, text.parts()[i].size());
@@ -152,7 +163,10 @@ std::unique_ptr<BlockReader> TrainingRun::open_pass() {
   // Slices of text small beside the cap: a slice's tokens are held while it is cut.
   const size_t slice = static_cast<size_t>(
       std::clamp<uint64_t>(corpus_memory / 8, uint64_t{64} << 10, uint64_t{1} << 20));
-  std::unique_ptr<BlockReader> r = text_block_reader(text, *table, encode_options, slice);
+  std::unique_ptr<BlockReader> r = config.phrases == 0 && config.phrases_from.empty()
+                                       ? text_block_reader(text, *table, encode_options, slice)
+                                       : phrased_block_reader(text, phrase_tables, phrase_options,
+                                                              *table, encode_options, slice);
   if (cache_key) {
     r = caching_block_reader(std::move(r), cache_file, *cache_key);
     cache_checked = true;  // written by this run from the text
@@ -170,6 +184,11 @@ void TrainingRun::prepare_stream() {
     if (!config.cache_dir.empty()) {
       prepare_output_dir(config.cache_dir);
       cache_key = encoding_key(corpus_paths(config), vocab, encode_options);
+      // The joined text depends on the phrases as well as on the inputs.
+      if (cache_key && (config.phrases > 0 || !config.phrases_from.empty())) {
+        *cache_key =
+            detail::hash_bytes(std::to_string(*cache_key) + '\n' + phrase_summary.file_text);
+      }
       if (cache_key) cache_file = cache_path(config.cache_dir, *cache_key);
     }
     if (counted_here) {

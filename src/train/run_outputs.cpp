@@ -131,10 +131,27 @@ nlohmann::ordered_json number(double v) {
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
 }
 
+/// run.json's record of --phrases: each pass's phrases and the words it counted, the tokens
+/// joined, and the file that holds the phrases; null without phrases.
+nlohmann::ordered_json phrases_record(const Config& config, const PhraseSummary& summary) {
+  using json = nlohmann::ordered_json;
+  if (config.phrases == 0 && config.phrases_from.empty()) return json();
+  json passes = json::array();
+  for (size_t k = 0; k < summary.phrases.size(); ++k) {
+    json pass = {{"pass", k + 1}, {"phrases", summary.phrases[k]}};
+    if (k < summary.words.size()) pass["words_counted"] = summary.words[k];
+    passes.push_back(pass);
+  }
+  return {{"learned", config.phrases_from.empty()},
+          {"passes", passes},
+          {"joined_tokens", summary.joined},
+          {"file", kPhraseFileName}};
+}
+
 /// The record of a finished run (run.json).
 std::string run_record(const Config& config, const TrainSummary& s, const std::string& backend,
                        uint32_t threads, const std::vector<std::string>& files,
-                       const std::string& set_id) {
+                       const std::string& set_id, const nlohmann::ordered_json& phrases) {
   using json = nlohmann::ordered_json;
   const json settings = settings_json(config);
   const StageTimes& t = s.times;
@@ -176,6 +193,7 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
       {"final_loss", number(s.final_loss)},
       {"seconds",
        {{"read", t.read},
+        {"phrases", t.phrases},
         {"vocabulary", t.vocabulary},
         {"encoding", t.encoding},
         {"setup", t.setup},
@@ -190,6 +208,7 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
       {"files", files},
       {"output_set", set_id},
   };
+  if (!phrases.is_null()) record["phrases"] = phrases;
   // Over ranks: what each rank held.
   if (!s.ranks.empty()) {
     json ranks = json::array();
@@ -324,6 +343,10 @@ void TrainingRun::record_run() {
   summary.train_seconds = times.training;
   summary.final_loss = progress->smoothed_loss();
   summary.device = device_name;
+  // The phrases the run joined, to read again with --phrases-from.
+  if (config.phrases > 0 || !config.phrases_from.empty()) {
+    staged->add(kPhraseFileName, phrase_summary.file_text);
+  }
   // run.json goes in with the export files; its own writing is not timed.
   std::vector<std::string> files;
   for (const std::string& n : staged->names()) files.push_back(staged->dir() + "/" + n);
@@ -331,8 +354,8 @@ void TrainingRun::record_run() {
   times.total = seconds_since(t0);
   summary.times = times;
   summary.total_seconds = times.total;
-  staged->add(kRunRecordName,
-              run_record(config, summary, backend_description, threads, files, staged->set_id()));
+  staged->add(kRunRecordName, run_record(config, summary, backend_description, threads, files,
+                                         staged->set_id(), phrases_record(config, phrase_summary)));
   summary.files = staged->commit(output_set_names());
 
   if (out) {
@@ -343,11 +366,12 @@ void TrainingRun::record_run() {
                  times.training > 0 ? static_cast<double>(trained) / times.training : 0.0,
                  times.total, summary.final_loss);
     std::fprintf(out,
-                 "time: read %.2f s, vocabulary %.2f s, encoding %.2f s, setup %.2f s, training "
-                 "%.2f s, checkpoints %.2f s (%.2f s written in the background), evaluation "
-                 "%.2f s, export %.2f s\n",
-                 times.read, times.vocabulary, times.encoding, times.setup, times.training,
-                 times.checkpoints, times.checkpoint_writing, times.evaluation, times.export_files);
+                 "time: read %.2f s, phrases %.2f s, vocabulary %.2f s, encoding %.2f s, setup "
+                 "%.2f s, training %.2f s, checkpoints %.2f s (%.2f s written in the background), "
+                 "evaluation %.2f s, export %.2f s\n",
+                 times.read, times.phrases, times.vocabulary, times.encoding, times.setup,
+                 times.training, times.checkpoints, times.checkpoint_writing, times.evaluation,
+                 times.export_files);
     if (words_at_start > 0) {
       std::fprintf(out, "resumed at word %llu: %llu words trained in all\n",
                    static_cast<unsigned long long>(words_at_start),

@@ -33,6 +33,7 @@ class Ranks;
 /// Where the time of a `train` command went, in seconds.
 struct StageTimes {
   double read = 0;         ///< opening and mapping the corpus (its pages are read while counting)
+  double phrases = 0;      ///< --phrases: learning the phrases and joining them into the text
   double vocabulary = 0;   ///< counting words (or loading the checkpoint's)
   double encoding = 0;     ///< the corpus as word ids, blocks and sampling tables
   double setup = 0;        ///< checkpoint loading, tables, initial values, backend (GPU upload)

@@ -8,6 +8,7 @@
 ///   read_corpus, encode_corpus, prepare_stream, report_vocabulary
 ///                           run_corpus.cpp     the corpus text, the vocabulary, the training
 ///                                              set held whole or streamed
+///     join_phrases          run_phrases.cpp    (from read_corpus) --phrases joined into the text
 ///   make_model_and_backend  trainer.cpp        the model, the backend, the checkpoint writer
 ///   plan_spans, train_epochs
 ///                           epoch_loop.cpp     spans, the epochs, checkpoints and evaluation
@@ -33,6 +34,7 @@
 #include "io/export.hpp"
 #include "io/output_claim.hpp"
 #include "io/output_set.hpp"
+#include "text/phrases.hpp"
 #include "text/text_source.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -46,6 +48,14 @@ namespace pagedw2v {
 namespace dist {
 class Ranks;
 }
+
+/// What a run's phrases were (--phrases, --phrases-from): the text of their file, the phrases
+/// and the words counted of each pass (none counted when read), and the tokens joined.
+struct PhraseSummary {
+  std::string file_text;
+  std::vector<uint64_t> phrases, words;
+  uint64_t joined = 0;
+};
 
 namespace run_steps {
 
@@ -106,6 +116,8 @@ class TrainingRun {
  private:
   using Clock = run_steps::Clock;
 
+  /// --phrases or --phrases-from: the text replaced by the text with the phrases joined.
+  void join_phrases();
   /// A pass over a streamed corpus: from the cache when it holds it, else from the text.
   std::unique_ptr<BlockReader> open_pass();
   /// What the backend reads: a streamed corpus is a window that each span refills.
@@ -134,6 +146,13 @@ class TrainingRun {
   std::optional<OutputLock> lock;
   Clock::time_point t;
   CorpusText text;
+  // --phrases: what the passes did (their file's text for phrases.tsv and the cache key). The
+  // count reads the joined text in `text`; a streamed run then joins each pass anew from the
+  // inputs (`phrase_source`) with the tables, which go, with the inputs, from a run held whole.
+  PhraseSummary phrase_summary;
+  CorpusText phrase_source;
+  std::vector<PhraseTable> phrase_tables;
+  PhraseOptions phrase_options;
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   uint64_t corpus_memory = 0;

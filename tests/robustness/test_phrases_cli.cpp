@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "run_binary.hpp"
@@ -320,6 +321,196 @@ void stop_while_writing(int sig) {
 
 TEST(PhrasesStop, SigintWhileWritingLeavesNoFile) { stop_while_writing(SIGINT); }
 TEST(PhrasesStop, SigtermWhileWritingLeavesNoFile) { stop_while_writing(SIGTERM); }
+
+// `train --phrases`: the phrases joined into the text as it is read, nothing written but the
+// phrase table; the run equals training on the file `phrases` writes.
+class TrainPhrasesCli : public PhrasesCli {
+ protected:
+  /// A deterministic CPU run on `corpus` into `out`, with `extra` flags.
+  Outcome train(const Args& corpus, const std::string& out, const Args& extra = {},
+                const std::string& stdin_path = "") {
+    Args args = {"train", "--corpus"};
+    args.insert(args.end(), corpus.begin(), corpus.end());
+    args.insert(args.end(), {"--output", out, "--epochs", "2", "--dim", "8", "--device", "cpu",
+                             "--deterministic", "--format", "txt", "--quiet"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(dir_, args, stdin_path);
+  }
+  /// What a run's vectors and vocabulary hold, to compare two runs by.
+  std::string result(const std::string& out) {
+    return read_file(out + "/vocab.tsv") + read_file(out + "/vectors.txt");
+  }
+};
+
+TEST_F(TrainPhrasesCli, JoinsTrainsAndKeepsThePhrases) {
+  ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("run"), {"--phrases", "1"})));
+  // The joined words have vectors.
+  const std::string vectors = read_file(dir_.file("run/vectors.txt"));
+  EXPECT_NE(vectors.find("\nnew_york "), std::string::npos);
+  EXPECT_NE(vectors.find("\nunited_states "), std::string::npos);
+  EXPECT_EQ(vectors.find("\nnew "), std::string::npos);
+  const std::string table = read_file(dir_.file("run/phrases.tsv"));
+  EXPECT_NE(table.find("\n1\tnew\tyork\t"), std::string::npos) << table;
+  const std::string record = read_file(dir_.file("run/run.json"));
+  EXPECT_NE(record.find("\"phrases\": 1,"), std::string::npos);
+  EXPECT_NE(record.find("\"joined_tokens\""), std::string::npos);
+  EXPECT_NE(record.find("\"phrases.tsv\""), std::string::npos);
+  // The input is left as it was, and no joined copy is written.
+  EXPECT_EQ(read_file(dir_.file("all.txt")), a_ + b_);
+  std::vector<std::string> run_files = files_in(dir_.file("run"));
+  std::sort(run_files.begin(), run_files.end());
+  EXPECT_EQ(run_files, (std::vector<std::string>{"checkpoints", "manifest.json", "phrases.tsv",
+                                                 "run.json", "vectors.txt", "vocab.tsv"}));
+  // A run without phrases in its place takes the table away with the rest of the old set.
+  ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("run"), {"--overwrite"})));
+  EXPECT_FALSE(exists(dir_.file("run/phrases.tsv")));
+  EXPECT_EQ(read_file(dir_.file("run/vectors.txt")).find("\nnew_york "), std::string::npos);
+}
+
+TEST_F(TrainPhrasesCli, EqualsTrainingOnWhatPhrasesWrites) {
+  struct Case {
+    Args phrases_flags, train_flags;
+  };
+  const std::vector<Case> cases = {
+      {{}, {"--phrases", "1"}},
+      {{"--passes", "2", "--threshold", "20", "--min-count", "3"},
+       {"--phrases", "2", "--phrase-threshold", "20", "--phrase-min-count", "3"}},
+  };
+  int k = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(k);
+    const std::string n = std::to_string(k++);
+    Args args = {"phrases",          "--corpus",       dir_.file("all.txt"), "--output",
+                 dir_.file("p" + n), "--save-phrases", dir_.file("s" + n),   "--quiet"};
+    args.insert(args.end(), c.phrases_flags.begin(), c.phrases_flags.end());
+    ASSERT_TRUE(succeeds(run(dir_, args)));
+    ASSERT_TRUE(succeeds(train({dir_.file("p" + n)}, dir_.file("file" + n))));
+    ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("joined" + n), c.train_flags)));
+    EXPECT_EQ(result(dir_.file("joined" + n)), result(dir_.file("file" + n)));
+    EXPECT_EQ(read_file(dir_.file("joined" + n + "/phrases.tsv")), read_file(dir_.file("s" + n)));
+    // The saved table joins as the learned one did, in train and in `phrases`.
+    ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("from" + n),
+                               {"--phrases-from", dir_.file("joined" + n + "/phrases.tsv")})));
+    EXPECT_EQ(result(dir_.file("from" + n)), result(dir_.file("file" + n)));
+    ASSERT_TRUE(succeeds(run(dir_, {"phrases", "--corpus", dir_.file("all.txt"), "--output",
+                                    dir_.file("q" + n), "--phrases-from", dir_.file("s" + n)})));
+    EXPECT_EQ(read_file(dir_.file("q" + n)), read_file(dir_.file("p" + n)));
+  }
+}
+
+TEST_F(TrainPhrasesCli, EveryInputKindAndCorpusPathTrainsTheSame) {
+  ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("ref"), {"--phrases", "2"})));
+  const std::string want = result(dir_.file("ref"));
+  write_gzip(dir_.file("all.txt.gz"), a_ + b_);
+  ASSERT_EQ(::mkdir(dir_.file("dir").c_str(), 0755), 0);
+  write_file(dir_.file("dir/1.txt"), a_);
+  write_gzip(dir_.file("dir/2.txt.gz"), b_);
+  struct Case {
+    std::string name;
+    Args corpus;
+    std::string stdin_path;
+    Args extra;
+  };
+  std::vector<Case> cases = {
+      {"gzip", {dir_.file("all.txt.gz")}, "", {}},
+      {"directory", {dir_.file("dir")}, "", {}},
+      {"two files", {dir_.file("a.txt"), dir_.file("b.txt")}, "", {}},
+      {"stdin", {"-"}, dir_.file("all.txt"), {}},
+      {"gzip on stdin", {"-"}, dir_.file("all.txt.gz"), {}},
+      // The encoded corpus streamed a slice at a time, written to a cache and read back.
+      {"streamed", {dir_.file("all.txt")}, "", {"--max-corpus-memory", "64KiB"}},
+      {"streamed, cached",
+       {dir_.file("all.txt")},
+       "",
+       {"--max-corpus-memory", "64KiB", "--cache-dir", dir_.file("cache")}},
+      {"streamed, from the cache",
+       {dir_.file("all.txt")},
+       "",
+       {"--max-corpus-memory", "64KiB", "--cache-dir", dir_.file("cache")}},
+      // A vocabulary read from a file (the joined words among its words).
+      {"--vocab", {dir_.file("all.txt")}, "", {"--vocab", dir_.file("ref/vocab.tsv")}},
+  };
+#ifdef PAGEDW2V_HAVE_ZSTD
+  write_zstd(dir_.file("all.txt.zst"), a_ + b_);
+  cases.push_back({"zstd", {dir_.file("all.txt.zst")}, "", {}});
+#endif
+  int k = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string out = dir_.file("out" + std::to_string(k++));
+    Args extra = {"--phrases", "2"};
+    extra.insert(extra.end(), c.extra.begin(), c.extra.end());
+    ASSERT_TRUE(succeeds(train(c.corpus, out, extra, c.stdin_path)));
+    EXPECT_EQ(result(out), want);
+  }
+  // One cache file: the same phrases give the same encoding. Other phrases (here none) make
+  // another.
+  EXPECT_EQ(files_in(dir_.file("cache")).size(), 1u);
+  ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("other"),
+                             {"--phrases", "1", "--phrase-threshold", "1e12", "--max-corpus-memory",
+                              "64KiB", "--cache-dir", dir_.file("cache")})));
+  EXPECT_EQ(files_in(dir_.file("cache")).size(), 2u);
+  EXPECT_NE(result(dir_.file("other")), want);
+}
+
+TEST_F(TrainPhrasesCli, ResumesExactlyAndKeepsThePhraseSettings) {
+  const Args phrases = {"--phrases", "2", "--phrase-threshold", "50"};
+  ASSERT_TRUE(succeeds(train({dir_.file("all.txt")}, dir_.file("whole"), phrases)));
+  // From the first epoch's checkpoint of the same run: the same end, the phrases rebuilt from
+  // the checkpoint's settings.
+  ASSERT_TRUE(succeeds(run(dir_, {"train", "--output", dir_.file("resumed"), "--resume",
+                                  dir_.file("whole/checkpoints/epoch-1.h5"), "--quiet"})));
+  EXPECT_EQ(result(dir_.file("resumed")), result(dir_.file("whole")));
+  EXPECT_EQ(read_file(dir_.file("resumed/phrases.tsv")), read_file(dir_.file("whole/phrases.tsv")));
+  const std::string ck = dir_.file("whole/checkpoints/epoch-1.h5");
+  EXPECT_TRUE(fails_cleanly(run(dir_, {"train", "--output", dir_.file("r2"), "--resume", ck,
+                                       "--phrase-threshold", "60", "--quiet"}),
+                            2, "--phrase-threshold cannot change"));
+  EXPECT_TRUE(fails_cleanly(run(dir_, {"train", "--output", dir_.file("r3"), "--resume", ck,
+                                       "--phrases", "0", "--quiet"}),
+                            2, "--phrases cannot change"));
+  // Another corpus is refused.
+  EXPECT_TRUE(fails_cleanly(run(dir_, {"train", "--output", dir_.file("r4"), "--resume", ck,
+                                       "--corpus", dir_.file("b.txt"), "--quiet"}),
+                            1, "corpus"));
+}
+
+TEST_F(TrainPhrasesCli, BadPhraseFlagsAndFilesAreOneLine) {
+  const std::string in = dir_.file("all.txt"), out = dir_.file("bad");
+  const Args base = {"train", "--corpus", in, "--output", out, "--device", "cpu", "--quiet"};
+  auto plus = [&](const Args& extra) {
+    Args a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  write_file(dir_.file("bad.tsv"), "1\tnew\tyork\t5\t1e3\n3\tunited\tstates\t5\t1e3\n");
+  write_file(dir_.file("short.tsv"), "1\tnew york\t5\n");
+  const std::vector<std::tuple<Args, int, std::string>> cases = {
+      {plus({"--phrases", "17"}), 2, "--phrases"},
+      {plus({"--phrases", "-1"}), 2, "--phrases"},
+      {plus({"--phrase-threshold", "50"}), 2, "--phrase-threshold applies to --phrases"},
+      {plus({"--phrase-min-count", "2"}), 2, "--phrase-min-count applies to --phrases"},
+      {plus({"--phrases", "1", "--phrase-threshold", "x"}), 2, "--phrase-threshold"},
+      {plus({"--phrases", "1", "--phrase-min-count", "0"}), 2, "--phrase-min-count"},
+      {plus({"--phrases", "1", "--phrases-from", dir_.file("bad.tsv")}), 2, "give one"},
+      {plus({"--phrases-from", dir_.file("missing.tsv")}), 1, "missing.tsv"},
+      {plus({"--phrases-from", dir_.file("bad.tsv")}), 1, "line 2: pass 3 out of order"},
+      {plus({"--phrases-from", dir_.file("short.tsv")}), 1, "line 1"},
+      {{"phrases", "--corpus", in, "--output", dir_.file("x.txt"), "--phrases-from",
+        dir_.file("bad.tsv"), "--threshold", "5"},
+       2,
+       "--threshold"},
+      {{"phrases", "--corpus", in, "--output", dir_.file("x.txt"), "--phrases-from",
+        dir_.file("short.tsv")},
+       1,
+       "line 1"},
+  };
+  for (const auto& [args, code, fragment] : cases) {
+    EXPECT_TRUE(fails_cleanly(run(dir_, args), code, fragment));
+    EXPECT_FALSE(exists(out + "/vocab.tsv"));
+    EXPECT_FALSE(exists(dir_.file("x.txt")));
+  }
+}
 
 }  // namespace
 }  // namespace pagedw2v
