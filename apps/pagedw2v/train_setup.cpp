@@ -15,6 +15,7 @@
 #include "io/hdf5_io.hpp"
 #include "io/isolated_call.hpp"
 #include "train/backend_factory.hpp"
+#include "train/continue_from.hpp"
 
 namespace pagedw2v::app {
 namespace {
@@ -161,6 +162,23 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     }
   }
 
+  if (!config.continue_from.empty() && config.resume.empty()) {
+    // Absolute, as run.json and the checkpoints record it; the settings shown are the run's.
+    config.continue_from = absolute_path(config.continue_from);
+    const std::string checkpoint = continue_checkpoint(config.continue_from);
+    std::vector<Attribute> recorded;
+    try {
+      recorded = recorded_options(H5Source(checkpoint));
+    } catch (const DamagedFile&) {
+      throw;
+    } catch (const Error&) {
+      // Not readable as a checkpoint: the trainer says so with its own message.
+    }
+    Config saved;
+    apply_recorded(saved, recorded);
+    if (!recorded.empty()) shown = merge_for_continue(saved, shown);
+  }
+
   const unsigned cores = std::thread::hardware_concurrency();
   if (config.threads > 0 && cores > 0 && config.threads > cores) {
     std::fprintf(stderr,
@@ -171,7 +189,10 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   // The settings are printed only when they make a run (the trainer validates them again).
   validate(shown);
   if (!config.quiet && log != nullptr) {
-    std::fprintf(log, "%s\n", settings_summary(shown, config_file, !config.resume.empty()).c_str());
+    std::fprintf(log, "%s\n",
+                 settings_summary(shown, config_file,
+                                  !config.resume.empty() || !config.continue_from.empty())
+                     .c_str());
     std::fflush(log);
   }
 }
