@@ -112,6 +112,8 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     config.corpus = paths;
   }
   check_device(config.device);
+  // Before a checkpoint is opened: what --continue-from cannot go with.
+  check_continue_settings(config);
 
   Config shown = config;
   if (!config.resume.empty()) {

@@ -167,6 +167,10 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
+/// The part of validate that concerns --continue-from: not with --resume nor --vocab, and
+/// --continue-count only with it (checked on what was given: a resumed continued run has it
+/// from its checkpoint).
+void check_continue_settings(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);

@@ -143,6 +143,7 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
 }
 
 void TrainingRun::settle_settings() {
+  check_continue_settings(requested);
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
     // The tables' layout follows the placement the merged settings resolve to.
