@@ -52,6 +52,8 @@ TEST(GrowVocabulary, KeepsEveryOldWordAddsNewOnesReachingMinCountOrdersByCount) 
   }
   // Beyond the new text's counts of the kept words: the old counts.
   EXPECT_EQ(g.counted_before, 50u + 9 + 4 + 2);
+  EXPECT_EQ(g.left_out, 1u);  // "ant"
+  EXPECT_EQ(g.left_out_tokens, 2u);
 }
 
 TEST(GrowVocabulary, MergedCountsAddTheEarlierCorpusForNewWords) {
@@ -65,13 +67,19 @@ TEST(GrowVocabulary, MergedCountsAddTheEarlierCorpusForNewWords) {
   EXPECT_EQ(entries(merged.vocab), (Entries{{"the", 50}, {"cat", 9}, {"dog", 8}, {"ant", 5}}));
   EXPECT_EQ(merged.added, 2u);
   EXPECT_EQ(merged.counted_before, 50u + 9 + 3);
+  EXPECT_EQ(alone.left_out, 2u);
+  EXPECT_EQ(alone.left_out_tokens, 3u);
+  EXPECT_EQ(merged.left_out, 1u);  // "bee"
+  EXPECT_EQ(merged.left_out_tokens, 1u);
 }
 
 TEST(GrowVocabulary, MaxVocabCapsTheAddedWordsNeverTheOldOnes) {
   const Vocab old = vocab_of({{"a", 10}, {"b", 9}, {"c", 8}});
   const Vocab fresh = vocab_of({{"x", 30}, {"y", 20}, {"z", 6}});
-  EXPECT_EQ(entries(grow_vocabulary(old, fresh, nullptr, 1, 4).vocab),
-            (Entries{{"x", 30}, {"a", 10}, {"b", 9}, {"c", 8}}));
+  const GrownVocab capped = grow_vocabulary(old, fresh, nullptr, 1, 4);
+  EXPECT_EQ(entries(capped.vocab), (Entries{{"x", 30}, {"a", 10}, {"b", 9}, {"c", 8}}));
+  EXPECT_EQ(capped.left_out, 2u);
+  EXPECT_EQ(capped.left_out_tokens, 26u);
   // Fewer than the old words: none is added, none dropped.
   EXPECT_EQ(grow_vocabulary(old, fresh, nullptr, 1, 2).vocab.size(), 3u);
   EXPECT_EQ(grow_vocabulary(old, fresh, nullptr, 1, 0).vocab.size(), 6u);

@@ -26,14 +26,17 @@ namespace pagedw2v {
 class H5Source;  // io/hdf5_read.hpp
 
 /// The run a continued run (--continue-from) started from: the checkpoint it read, the id of
-/// that run's output set when its run.json gives one, the words it had and those added, and the
-/// sum of its words' counts (part of the continued run's counts).
+/// that run's output set when its run.json gives one, the words it had and those added, the sum
+/// of its words' counts (part of the continued run's counts), and what the new text lost.
 struct ContinueOrigin {
   std::string checkpoint;
   std::string output_set;
   uint64_t words_kept = 0;
   uint64_t words_added = 0;
   uint64_t counted_before = 0;
+  /// The new text's words not added, and their tokens in it.
+  uint64_t words_left_out = 0;
+  uint64_t tokens_left_out = 0;
 };
 
 struct Config {

@@ -30,6 +30,8 @@ inline constexpr const char* kContinuedSet = "continued_from.output_set";
 inline constexpr const char* kContinuedKept = "continued_from.words_kept";
 inline constexpr const char* kContinuedAdded = "continued_from.words_added";
 inline constexpr const char* kContinuedCounted = "continued_from.counted_before";
+inline constexpr const char* kContinuedLeftOut = "continued_from.new_words_left_out";
+inline constexpr const char* kContinuedTokensLeftOut = "continued_from.new_tokens_left_out";
 
 /// The dataset of state table `k` of the input or output table.
 inline std::string state_dataset(const char* table, uint32_t k) {

@@ -78,7 +78,8 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
   }
   for (const char* name : {checkpoint_file::kContinuedCheckpoint, checkpoint_file::kContinuedSet,
                            checkpoint_file::kContinuedKept, checkpoint_file::kContinuedAdded,
-                           checkpoint_file::kContinuedCounted}) {
+                           checkpoint_file::kContinuedCounted, checkpoint_file::kContinuedLeftOut,
+                           checkpoint_file::kContinuedTokensLeftOut}) {
     names.push_back(name);
   }
   // One parse of the file (in a child process, hdf5_read.hpp) finds every part; the tables'
@@ -125,6 +126,9 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
     c.words_kept = bounded_attr(attrs, checkpoint_file::kContinuedKept, kMaxCount, path);
     c.words_added = bounded_attr(attrs, checkpoint_file::kContinuedAdded, kMaxCount, path);
     c.counted_before = bounded_attr(attrs, checkpoint_file::kContinuedCounted, kMaxCount, path);
+    c.words_left_out = bounded_attr(attrs, checkpoint_file::kContinuedLeftOut, kMaxCount, path);
+    c.tokens_left_out =
+        bounded_attr(attrs, checkpoint_file::kContinuedTokensLeftOut, kMaxCount, path);
     for (auto [name, field] : {std::pair{checkpoint_file::kContinuedCheckpoint, &c.checkpoint},
                                std::pair{checkpoint_file::kContinuedSet, &c.output_set}}) {
       const Attribute* a = find(attrs, name);

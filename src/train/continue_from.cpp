@@ -115,10 +115,20 @@ GrownVocab grow_vocabulary(const Vocab& old, const Vocab& fresh, const Vocab* ea
   // --max-vocab keeps the most frequent of the added words (the old ones stay whatever it says).
   std::stable_sort(added.begin(), added.end(),
                    [](const Entry& a, const Entry& b) { return a.count > b.count; });
-  if (max_vocab > 0)
+  if (max_vocab > 0) {
     added.resize(
         std::min<uint64_t>(added.size(), max_vocab > old.size() ? max_vocab - old.size() : 0));
+  }
   g.added = added.size();
+  // What the new text trains without: its words neither old nor added.
+  for (uint32_t r = 0; r < fresh.size(); ++r) {
+    if (old.find(fresh.word(r)) < 0) {
+      ++g.left_out;
+      g.left_out_tokens += fresh.count(r);
+    }
+  }
+  g.left_out -= g.added;
+  for (const Entry& e : added) g.left_out_tokens -= fresh.count(e.fresh_row);
   for (const Entry& e : added) {
     g.counted_before += e.count - fresh.count(e.fresh_row);
     entries.push_back(e);

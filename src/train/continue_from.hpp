@@ -50,6 +50,10 @@ struct GrownVocab {
   Vocab vocab;
   std::vector<uint32_t> row_of_old;  ///< by the old vocabulary's row: the word's row in `vocab`
   uint64_t added = 0;                ///< words the old vocabulary did not have
+  /// Words of the new text that were not added (below --min-count, past --max-vocab), and their
+  /// tokens in it: what the new text trains without.
+  uint64_t left_out = 0;
+  uint64_t left_out_tokens = 0;
   /// What the counts hold beyond the new text's words: the old counts, and with an `earlier`
   /// count, the added words' counts in it.
   uint64_t counted_before = 0;

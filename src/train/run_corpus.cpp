@@ -80,6 +80,8 @@ void TrainingRun::read_corpus() {
     GrownVocab grown = grow_from_run(*start, text, config);
     config.continued.words_added = grown.added;
     config.continued.counted_before = grown.counted_before;
+    config.continued.words_left_out = grown.left_out;
+    config.continued.tokens_left_out = grown.left_out_tokens;
     row_of_old = std::move(grown.row_of_old);
     counted = std::move(grown.vocab);
   } else if (!config.vocab_file.empty()) {
@@ -234,13 +236,16 @@ void TrainingRun::report_vocabulary() {
       const ContinueOrigin& c = config.continued;
       std::fprintf(out,
                    "continued from %s: its %llu words kept, %llu added from the new text (their "
-                   "count %s reaching --min-count %llu)\n",
+                   "count %s reaching --min-count %llu); %llu of the new text's words left out "
+                   "(%llu tokens)\n",
                    c.checkpoint.c_str(), static_cast<unsigned long long>(c.words_kept),
                    static_cast<unsigned long long>(c.words_added),
                    config.continue_count == ContinueCount::kMerged
                        ? "in the run's corpus and the new text"
                        : "in the new text",
-                   static_cast<unsigned long long>(config.min_count));
+                   static_cast<unsigned long long>(config.min_count),
+                   static_cast<unsigned long long>(c.words_left_out),
+                   static_cast<unsigned long long>(c.tokens_left_out));
     }
     // What --min-count and --max-vocab left out, as gensim's build_vocab reports it.
     const uint64_t distinct = vocab.distinct_words(), tokens = vocab.corpus_tokens();

@@ -199,6 +199,8 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
                                 {"output_set", c.output_set.empty() ? json() : json(c.output_set)},
                                 {"words_kept", c.words_kept},
                                 {"words_added", c.words_added},
+                                {"new_words_left_out", c.words_left_out},
+                                {"new_tokens_left_out", c.tokens_left_out},
                                 {"count", to_string(config.continue_count)}};
   }
   // Over ranks: what each rank held.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -156,6 +157,9 @@ class ContinueCli : public ::testing::Test {
     EXPECT_EQ(from["path"], dir_.file("r1"));
     EXPECT_EQ(from["words_kept"], before.size());
     EXPECT_EQ(from["words_added"], 60u);
+    // Every word of b.txt is in it at least twice (--min-count 2): none left out.
+    EXPECT_EQ(from["new_words_left_out"], 0u);
+    EXPECT_EQ(from["new_tokens_left_out"], 0u);
     EXPECT_EQ(from["output_set"], json_of(dir_.file("r1/run.json"))["output_set"]);
     EXPECT_TRUE(contains(from["checkpoint"].get<std::string>(), "/r1/checkpoints/epoch-1.h5"));
     EXPECT_EQ(record["settings"]["continue-from"], dir_.file("r1"));
@@ -203,6 +207,25 @@ TEST_F(ContinueCli, DeterministicRerunGivesTheSameBytes) {
   EXPECT_EQ(read_file(dir_.file("r2/vocab.tsv")), read_file(dir_.file("r2b/vocab.tsv")));
 }
 
+// A new text streamed (more than --max-corpus-memory) trains the same bytes as one held whole; a
+// continued run continues again.
+TEST_F(ContinueCli, StreamedTextAndAContinuedRunContinuedAgain) {
+  ASSERT_NO_FATAL_FAILURE(ok(train("a.txt", "r1")));
+  ASSERT_NO_FATAL_FAILURE(ok(cont("r1", "r2")));
+  Args streamed = cont("r1", "r2s", {"--max-corpus-memory", "64KiB"});
+  streamed.erase(std::find(streamed.begin(), streamed.end(), "--quiet"));
+  const RunResult s = run(dir_, streamed);
+  ASSERT_TRUE(s.exited && s.code == 0) << describe(s);
+  EXPECT_TRUE(contains(s.err, "streamed")) << s.err;
+  expect_same_bits(dir_.file("r2/vectors.npy"), dir_.file("r2s/vectors.npy"));
+  Args again = train("a.txt", "r3");
+  again.insert(again.end(), {"--continue-from", dir_.file("r2")});
+  ASSERT_NO_FATAL_FAILURE(ok(again));
+  const nlohmann::json from = json_of(dir_.file("r3/run.json"))["continued_from"];
+  EXPECT_EQ(from["words_kept"], vectors_of(dir_.file("r2")).size());
+  EXPECT_EQ(from["words_added"], 0u);
+}
+
 TEST_F(ContinueCli, ContinuesFromACheckpointFile) {
   ASSERT_NO_FATAL_FAILURE(ok(train("a.txt", "r1")));
   const Args from_dir = cont("r1", "r2");
@@ -229,6 +252,8 @@ TEST_F(ContinueCli, AResumeOfTheContinuedRunIsExact) {
   const nlohmann::json record = json_of(dir_.file("r3/run.json"));
   EXPECT_EQ(record["continued_from"]["path"], dir_.file("r1"));
   EXPECT_EQ(record["continued_from"]["words_added"], 60u);
+  EXPECT_EQ(record["continued_from"]["output_set"],
+            json_of(dir_.file("r2/run.json"))["continued_from"]["output_set"]);
   // Another corpus is still refused.
   const RunResult other =
       run(dir_, {"train", "--resume", dir_.file("r2/checkpoints/epoch-1.h5"), "--corpus",
