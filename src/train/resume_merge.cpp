@@ -159,8 +159,10 @@ void TrainingRun::settle_settings() {
                                : load_checkpoint(requested.resume, paged, rows);
   }
   if (!requested.continue_from.empty() && requested.resume.empty()) {
-    // Said before the run's tables are read: what the request alone shows.
-    validate(requested);
+    // Said before the run's tables are read: what the request alone shows (its settings are
+    // checked once merged with the run's: --lr, say, is right for the run's optimizer).
+    if (requested.corpus.empty()) throw UsageError("--corpus is required with --continue-from");
+    if (requested.output.empty()) throw UsageError("--output is required");
     if (ranks) throw UsageError("--continue-from trains in one process: run it without mpirun");
     const std::string path = continue_checkpoint(requested.continue_from);
     // Read with its tables apart: this run's plan decides the layout of the grown tables.

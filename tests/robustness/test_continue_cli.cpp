@@ -172,7 +172,8 @@ class ContinueCli : public ::testing::Test {
 TEST_F(ContinueCli, KeepsEveryWordAddsTheNewTextsAndTrains) { checks_a_then_b({}, {}); }
 
 TEST_F(ContinueCli, CarriesAdamState) {
-  checks_a_then_b({"--optimizer", "adam"}, {});
+  // --lr is the rate of the run's optimizer, given without --optimizer.
+  checks_a_then_b({"--optimizer", "adam"}, {"--lr", "0.02"});
   // The a words' state, untouched by the new text's steps, is the run's; the others moved on.
   const Checkpoint r1 = load_checkpoint(dir_.file("r1/checkpoints/latest.h5"));
   const Checkpoint r2 = load_checkpoint(dir_.file("r2/checkpoints/latest.h5"));
@@ -281,6 +282,11 @@ TEST_F(ContinueCli, RefusalsAreOneLine) {
                             "--dim cannot change when continuing a run (the run has 16)"));
   EXPECT_TRUE(fails_cleanly(run(dir_, cont("r1", "x2", {"--optimizer", "adam"})), 2,
                             "--optimizer cannot change"));
+  // The run's optimizer is sgd: --lr is not its rate.
+  EXPECT_TRUE(fails_cleanly(run(dir_, cont("r1", "x11", {"--lr", "0.1"})), 2, "--lr applies"));
+  Args no_corpus = cont("r1", "x12");
+  no_corpus.erase(no_corpus.begin() + 1, no_corpus.begin() + 3);
+  EXPECT_TRUE(fails_cleanly(run(dir_, no_corpus), 2, "--corpus is required"));
   EXPECT_TRUE(fails_cleanly(run(dir_, cont("missing", "x3")), 1, "--continue-from"));
   ASSERT_EQ(::mkdir(dir_.file("empty").c_str(), 0755), 0);
   EXPECT_TRUE(fails_cleanly(run(dir_, cont("empty", "x4")), 1, "neither a run directory"));
@@ -297,7 +303,8 @@ TEST_F(ContinueCli, RefusalsAreOneLine) {
   EXPECT_TRUE(fails_cleanly(run(dir_, cont("r1", "x10", {"--continue-count", "both"})), 2,
                             "--continue-count"));
   // Nothing was written for a refused run.
-  for (const char* out : {"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10"}) {
+  for (const char* out :
+       {"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12"}) {
     EXPECT_FALSE(testing_util::exists(dir_.file(std::string(out) + "/run.json"))) << out;
   }
 }
