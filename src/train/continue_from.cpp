@@ -174,22 +174,21 @@ GrownVocab grow_from_run(const Checkpoint& run, CorpusText& text, const Config& 
                          config.max_vocab);
 }
 
-Model continued_model(const Model& old, const std::vector<uint32_t>& row_of_old, uint64_t rows,
-                      const Config& config, bool interleaved) {
-  if (old.input.dim() != config.dim || old.input.storage() != config.storage ||
-      old.input_state.size() != state_tables(config.optimizer) ||
-      row_of_old.size() != old.input.rows()) {
+void carry_rows(const Model& old, const std::vector<uint32_t>& row_of_old, Model& model,
+                uint64_t first_word, uint64_t word_step) {
+  if (old.input.dim() != model.input.dim() || old.input.storage() != model.input.storage() ||
+      old.input_state.size() != model.input_state.size() || row_of_old.size() != old.input.rows()) {
     throw Error("the tables to continue from do not match the run's settings");
   }
-  Model model = allocate_model(rows, config.dim, config.optimizer, interleaved,
-                               "lower --dim, or --min-count fewer new words", config.storage);
-  // Every row as a fresh run of this vocabulary has it (new words keyed by their rows), then the
-  // old words' rows as the run left them: raw values, so 16-bit storage is copied as it is.
-  init_model(model, config.seed, config.effective_threads());
-  const size_t row_bytes = static_cast<size_t>(config.dim) * old.input.value_bytes();
+  // Raw values, so 16-bit storage is copied as it is.
+  const size_t row_bytes = static_cast<size_t>(old.input.dim()) * old.input.value_bytes();
   const auto carry = [&](const HostTable& from, HostTable& to) {
     for (uint64_t r = 0; r < row_of_old.size(); ++r) {
-      std::memcpy(to.raw_row(row_of_old[r]), from.raw_row(r), row_bytes);
+      const uint64_t word = row_of_old[r];
+      if (word < first_word || (word - first_word) % word_step != 0) continue;
+      const uint64_t row = (word - first_word) / word_step;
+      if (row >= to.rows()) throw Error("a word to continue from lies past the tables");
+      std::memcpy(to.raw_row(row), from.raw_row(r), row_bytes);
     }
   };
   carry(old.input, model.input);
@@ -198,6 +197,20 @@ Model continued_model(const Model& old, const std::vector<uint32_t>& row_of_old,
     carry(old.input_state[k], model.input_state[k]);
     carry(old.output_state[k], model.output_state[k]);
   }
+}
+
+Model continued_model(const Model& old, const std::vector<uint32_t>& row_of_old, uint64_t rows,
+                      const Config& config, bool interleaved) {
+  if (old.input.dim() != config.dim || old.input.storage() != config.storage ||
+      old.input_state.size() != state_tables(config.optimizer)) {
+    throw Error("the tables to continue from do not match the run's settings");
+  }
+  Model model = allocate_model(rows, config.dim, config.optimizer, interleaved,
+                               "lower --dim, or --min-count fewer new words", config.storage);
+  // Every row as a fresh run of this vocabulary has it (new words keyed by their rows), then the
+  // old words' rows as the run left them.
+  init_model(model, config.seed, config.effective_threads());
+  carry_rows(old, row_of_old, model);
   return model;
 }
 

@@ -84,4 +84,11 @@ GrownVocab grow_from_run(const Checkpoint& run, CorpusText& text, const Config& 
 Model continued_model(const Model& old, const std::vector<uint32_t>& row_of_old, uint64_t rows,
                       const Config& config, bool interleaved);
 
+/// Copies each old word's rows — input, output and optimizer state — from `old` into `model`
+/// bit for bit, where `model` holds them: its row r holds word `first_word + r·word_step` (every
+/// word by default; one rank's owned rows over ranks, dist/owned_rows.hpp). Both must have the
+/// same dimension, storage and state tables.
+void carry_rows(const Model& old, const std::vector<uint32_t>& row_of_old, Model& model,
+                uint64_t first_word = 0, uint64_t word_step = 1);
+
 }  // namespace pagedw2v

@@ -163,9 +163,9 @@ void TrainingRun::settle_settings() {
     // checked once merged with the run's: --lr, say, is right for the run's optimizer).
     if (requested.corpus.empty()) throw UsageError("--corpus is required with --continue-from");
     if (requested.output.empty()) throw UsageError("--output is required");
-    if (ranks) throw UsageError("--continue-from trains in one process: run it without mpirun");
     const std::string path = continue_checkpoint(requested.continue_from);
-    // Read with its tables apart: this run's plan decides the layout of the grown tables.
+    // Read whole, its tables apart: this run's plan decides the layout of the grown tables (over
+    // ranks, each rank takes the rows it owns).
     start = load_checkpoint(path);
     config = merge_for_continue(start->config, requested);
     config.continued = ContinueOrigin{path, run_output_set(path), start->vocab.size(), 0, 0};

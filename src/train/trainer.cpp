@@ -64,6 +64,10 @@ void TrainingRun::make_model_and_backend() {
     if (owned_rows_only) {
       model = ranks->allocate_owned_rows(vocab.size(), config.dim, config.optimizer, config.seed,
                                          config.effective_threads(), hint);
+      if (start) {
+        carry_rows(start->model, row_of_old, model, ranks->rank(), ranks->size());
+        start.reset();
+      }
     } else if (start) {
       model = continued_model(start->model, row_of_old, vocab.size(), config,
                               gpu->placement == Placement::kPaged);
