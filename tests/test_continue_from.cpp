@@ -14,8 +14,11 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "support/random_data.hpp"
 #include "support/seed.hpp"
 #include "test_util.hpp"
+#include "train/trainer.hpp"
+#include "train/training_set.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -222,6 +225,64 @@ TEST(ContinuedModel, RefusesTablesOfAnotherShape) {
   Config config;
   config.dim = 16;
   EXPECT_THROW(continued_model(old, std::vector<uint32_t>(10, 0), 20, config, false), Error);
+}
+
+// The steps a continued run takes, on a real run's checkpoint and a real new text: the run's
+// directory found, its checkpoint read, the new text counted and the vocabulary grown, the
+// tables built. At the start every old word's rows and adam state are the run's, bit for bit,
+// and its count is the run's plus the new text's; each new word's rows are a fresh run's.
+TEST(ContinueFromRun, StartingTablesHoldTheRunsRowsForEveryOldWord) {
+  const uint64_t seed = testing_util::fresh_seed();
+  testing_util::TempDir dir;
+  testing_util::write_file(dir.file("corpus.txt"), testing_util::zipf_text(20000, 500, seed));
+  testing_util::write_file(dir.file("new.txt"), testing_util::zipf_text(15000, 800, seed + 1));
+  Config first = testing_util::small_cpu_config(dir, "r1", 16, 2);
+  apply_option(first, "optimizer", "adam");
+  run_training(first);
+
+  const Checkpoint run = load_checkpoint(continue_checkpoint(dir.file("r1")));
+  Config requested = testing_util::small_cpu_config(dir, "r2", 16, 1);
+  requested.corpus = dir.file("new.txt");
+  requested.continue_from = dir.file("r1");
+  requested.given = {"corpus", "continue-from", "epochs"};
+  const Config config = merge_for_continue(run.config, requested);
+  ASSERT_EQ(config.optimizer, OptimizerKind::kAdam);
+  CorpusText text = CorpusText::open({dir.file("new.txt")});
+  const GrownVocab g = grow_from_run(run, text, config);
+  Config every = config;
+  every.min_count = 1;
+  const Vocab fresh_counts =
+      count_vocabulary(CorpusText::open({dir.file("new.txt")}).parts(), every);
+  for (const bool interleaved : {false, true}) {
+    const Model m = continued_model(run.model, g.row_of_old, g.vocab.size(), config, interleaved);
+    ASSERT_EQ(m.input_state.size(), 2u);
+    for (uint32_t r = 0; r < run.vocab.size(); ++r) {
+      const int64_t at = g.vocab.find(run.vocab.word(r));
+      ASSERT_GE(at, 0) << run.vocab.word(r) << " seed " << seed;
+      const uint64_t to = static_cast<uint64_t>(at);
+      ASSERT_EQ(to, g.row_of_old[r]);
+      ASSERT_EQ(row_bytes(m.input, to), row_bytes(run.model.input, r)) << run.vocab.word(r);
+      ASSERT_EQ(row_bytes(m.output, to), row_bytes(run.model.output, r)) << run.vocab.word(r);
+      for (size_t k = 0; k < 2; ++k) {
+        ASSERT_EQ(row_bytes(m.input_state[k], to), row_bytes(run.model.input_state[k], r));
+        ASSERT_EQ(row_bytes(m.output_state[k], to), row_bytes(run.model.output_state[k], r));
+      }
+      const int64_t f = fresh_counts.find(run.vocab.word(r));
+      const uint64_t added = f >= 0 ? fresh_counts.count(static_cast<uint32_t>(f)) : 0;
+      ASSERT_EQ(g.vocab.count(static_cast<uint32_t>(to)), run.vocab.count(r) + added);
+    }
+    Model fresh = allocate_model(g.vocab.size(), 16, OptimizerKind::kAdam, false, "");
+    init_model(fresh, config.seed);
+    size_t added = 0;
+    for (uint32_t w = 0; w < g.vocab.size(); ++w) {
+      if (run.vocab.find(g.vocab.word(w)) >= 0) continue;
+      ++added;
+      ASSERT_EQ(row_bytes(m.input, w), row_bytes(fresh.input, w)) << g.vocab.word(w);
+      ASSERT_EQ(row_bytes(m.output, w), row_bytes(fresh.output, w)) << g.vocab.word(w);
+    }
+    EXPECT_EQ(added, g.added);
+    EXPECT_GT(added, 100u) << "seed " << seed;
+  }
 }
 
 TEST(ContinueCheckpoint, FindsARunsLastCheckpointOrRefusesWithOneLine) {
