@@ -302,6 +302,14 @@ TEST_F(ContinueCli, RefusalsAreOneLine) {
                             "--vocab cannot be given with --continue-from"));
   EXPECT_TRUE(fails_cleanly(run(dir_, cont("r1", "x10", {"--continue-count", "both"})), 2,
                             "--continue-count"));
+  // The run's own directory as the output: its checkpoint would be replaced.
+  const std::string before = read_file(dir_.file("r1/vectors.npy"));
+  Args into_run = cont("r1", "r1");
+  EXPECT_TRUE(fails_cleanly(run(dir_, into_run), 1, "a file this run replaces"));
+  into_run.push_back("--overwrite");
+  EXPECT_TRUE(fails_cleanly(run(dir_, into_run), 1, "a file this run replaces"));
+  EXPECT_EQ(read_file(dir_.file("r1/vectors.npy")), before);
+  EXPECT_FALSE(json_of(dir_.file("r1/run.json")).contains("continued_from"));
   // Nothing was written for a refused run.
   for (const char* out :
        {"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12"}) {
