@@ -210,8 +210,9 @@ std::map<std::string, std::vector<float>> rows_by_word(const std::string& run_di
   return rows;
 }
 
-// A finished GPU run continued on new text on the GPU, resident and paged (a budget smaller than
-// the grown tables, 16-bit storage): every word of the run is kept, and a word the new text lacks
+// A finished run continued on new text on the GPU: a GPU run resident, one paged (a budget
+// smaller than the grown tables, 16-bit storage), and a CPU run continued paged on the GPU. Every
+// word of the run is kept, and a word the new text lacks
 // keeps the input row the run left it (no step trains it: so the rows started as the run's); the
 // new words get finite rows; the words of both texts train; and a deterministic rerun repeats the
 // bytes.
@@ -219,11 +220,17 @@ TEST_F(CliGpu, ContinuedRunKeepsTheRunsRowsAndRepeatsItsBytes) {
   write_file(dir_.file("new.txt"), continued_corpus(seed_ + 1, 12000, 6000, 200000));
   struct Case {
     std::string name;
-    Args options;
+    Args first;   ///< the device and tables of the run continued from
+    Args second;  ///< those of the continued run
   };
-  const std::vector<Case> cases = {
-      {"resident", {"--placement", "resident"}},
-      {"paged", {"--placement", "paged", "--gpu-memory", "24MiB", "--storage", "bf16"}}};
+  const Args paged = {"--device", "cuda", "--placement", "paged", "--gpu-memory", "24MiB"};
+  Args paged_bf16 = paged;
+  paged_bf16.insert(paged_bf16.end(), {"--storage", "bf16"});
+  const Args resident = {"--device", "cuda", "--placement", "resident"};
+  const std::vector<Case> cases = {{"resident", resident, resident},
+                                   {"paged", paged_bf16, paged_bf16},
+                                   // A CPU run continued on the GPU, paged.
+                                   {"cpu-to-paged", {"--device", "cpu"}, paged}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name + ", seed " + std::to_string(seed_));
     const std::string r1 = "r1-" + c.name;
@@ -240,12 +247,10 @@ TEST_F(CliGpu, ContinuedRunKeepsTheRunsRowsAndRepeatsItsBytes) {
                   "npy",
                   "--seed",
                   std::to_string(seed_),
-                  "--device",
-                  "cuda",
                   "--deterministic",
                   "--epochs",
                   "1"};
-    first.insert(first.end(), c.options.begin(), c.options.end());
+    first.insert(first.end(), c.first.begin(), c.first.end());
     const RunResult a = run(dir_, first);
     ASSERT_TRUE(a.exited && a.code == 0) << a.command << "\n" << a.err;
     for (const std::string& out : {"r2-" + c.name, "r2b-" + c.name}) {
@@ -256,17 +261,15 @@ TEST_F(CliGpu, ContinuedRunKeepsTheRunsRowsAndRepeatsItsBytes) {
                    dir_.file("new.txt"),
                    "--output",
                    dir_.file(out),
-                   "--device",
-                   "cuda",
                    "--deterministic",
                    "--epochs",
                    "1",
                    "--format",
                    "npy"};
-      args.insert(args.end(), c.options.begin(), c.options.end());
+      args.insert(args.end(), c.second.begin(), c.second.end());
       const RunResult r = run(dir_, args);
       ASSERT_TRUE(r.exited && r.code == 0) << r.command << "\n" << r.err;
-      if (c.name == "paged") {
+      if (c.second == paged || c.second == paged_bf16) {
         EXPECT_TRUE(contains(r.err, "tables paged")) << r.err;
       }
       EXPECT_TRUE(contains(r.err, "6000 added from the new text")) << r.err;
