@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -927,6 +928,95 @@ void write_wide_corpus(const std::string& path, uint32_t words, uint32_t tokens,
 // rows much fewer than the vocabulary; each rank's peak memory is below one process's by most of
 // the half of the tables it does not hold. Rank 0 writes the export from the rows it gathers a
 // block at a time, without holding the tables.
+/// Each word's row of a run's vectors.npy, by the words of its vocab.tsv.
+std::map<std::string, std::vector<float>> rows_by_word(const std::string& run_dir) {
+  const NpyMatrix m = read_npy(run_dir + "/vectors.npy");
+  std::istringstream vocab(testing_util::read_file(run_dir + "/vocab.tsv"));
+  std::map<std::string, std::vector<float>> rows;
+  std::string line;
+  for (uint64_t r = 0; r < m.rows && std::getline(vocab, line); ++r) {
+    rows[line.substr(0, line.find('\t'))] =
+        std::vector<float>(m.data.begin() + r * m.cols, m.data.begin() + (r + 1) * m.cols);
+  }
+  return rows;
+}
+
+// A run of one process continued over two ranks on new text, sharded and replicated, sgd and
+// adam: every rank starts from the rows it owns of the grown tables. Every word of the run is
+// kept; a word the new text lacks (topics 10 to 19) keeps the input row the run left it (no step
+// trains it: its row started as the run's); the new words (topic 20) get rows; and a rerun with
+// the same ranks repeats the bytes.
+TEST_F(TwoRanks, ARunContinuedOverRanksStartsFromTheRunsRows) {
+  // The new text: the sentences of topics 0 to 9, and a topic of new words.
+  std::istringstream old_text(testing_util::read_file(corpus_));
+  std::string text, line;
+  uint32_t n = 0;
+  while (std::getline(old_text, line)) {
+    const size_t t = line.find('t');
+    if (t != std::string::npos && line[t + 2] == 'w' && line[t + 1] <= '9') text += line + "\n";
+    if (++n % 4 == 0) {
+      for (uint32_t k = 0; k < 12; ++k)
+        text += "t20w" + std::to_string((n / 4 * 7 + k * 3) % 40) + " ";
+      text += "common" + std::to_string(n % 30) + "\n";
+    }
+  }
+  testing_util::write_file(dir_.file("new.txt"), text);
+  for (const bool adam : {false, true}) {
+    SCOPED_TRACE(adam ? "adam" : "sgd");
+    const std::string one = dir_.file(adam ? "one-adam" : "one");
+    std::vector<std::string> first = train_args(one, 1);
+    if (adam) first.insert(first.end(), {"--optimizer", "adam"});
+    ASSERT_EQ(run(0, first, one + ".log"), 0) << testing_util::read_file(one + ".log");
+    const auto before = rows_by_word(one);
+    for (const std::string& tables : {std::string("sharded"), std::string("replicated")}) {
+      if (adam && tables == "replicated") continue;  // replicas train sgd
+      std::string out[2];
+      for (int k = 0; k < 2; ++k) {
+        out[k] = one + "-" + tables + (k ? "-again" : "");
+        const std::vector<std::string> args = {"train",
+                                               "--continue-from",
+                                               one,
+                                               "--corpus",
+                                               dir_.file("new.txt"),
+                                               "--output",
+                                               out[k],
+                                               "--epochs",
+                                               "2",
+                                               "--threads",
+                                               "1",
+                                               "--rank-tables",
+                                               tables,
+                                               "--device",
+                                               "cpu"};
+        ASSERT_EQ(run(2, args, out[k] + ".log"), 0) << testing_util::read_file(out[k] + ".log");
+      }
+      const std::string log = testing_util::read_file(out[0] + ".log");
+      EXPECT_NE(log.find("2 ranks"), std::string::npos) << log;
+      EXPECT_NE(log.find("40 added from the new text"), std::string::npos) << log;
+      EXPECT_EQ(testing_util::read_file(out[0] + "/vectors.npy"),
+                testing_util::read_file(out[1] + "/vectors.npy"));
+      const auto after = rows_by_word(out[0]);
+      size_t kept = 0, moved = 0;
+      for (const auto& [word, row] : before) {
+        ASSERT_TRUE(after.count(word)) << word;
+        const bool absent = word[0] == 't' && word[2] != 'w';  // t10w… to t19w…
+        if (absent) {
+          ++kept;
+          EXPECT_EQ(after.at(word), row) << word << ", " << tables;
+        } else {
+          moved += after.at(word) != row;
+        }
+      }
+      EXPECT_GT(kept, 300u);
+      EXPECT_GT(moved, 300u);
+      EXPECT_EQ(after.size(), before.size() + 40);
+      const nlohmann::json from = read_json(out[0] + "/run.json")["continued_from"];
+      EXPECT_EQ(from["words_kept"], before.size());
+      EXPECT_EQ(from["words_added"], 40u);
+    }
+  }
+}
+
 TEST_F(TwoRanks, EveryRankHoldsItsHalfOfTheTables) {
   const uint32_t words = 400000, dim = 128;
   const std::string corpus = dir_.file("wide.txt");

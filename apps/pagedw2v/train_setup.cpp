@@ -15,6 +15,7 @@
 #include "io/hdf5_io.hpp"
 #include "io/isolated_call.hpp"
 #include "train/backend_factory.hpp"
+#include "train/continue_from.hpp"
 
 namespace pagedw2v::app {
 namespace {
@@ -119,6 +120,8 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   // A checkpoint resumes from anywhere with the phrases it was trained on.
   if (!config.phrases_from.empty()) config.phrases_from = absolute_path(config.phrases_from);
   check_device(config.device);
+  // Before a checkpoint is opened: what --continue-from cannot go with.
+  check_continue_settings(config);
 
   Config shown = config;
   if (!config.resume.empty()) {
@@ -176,6 +179,23 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     }
   }
 
+  if (!config.continue_from.empty() && config.resume.empty()) {
+    // Absolute, as run.json and the checkpoints record it; the settings shown are the run's.
+    config.continue_from = absolute_path(config.continue_from);
+    const std::string checkpoint = continue_checkpoint(config.continue_from);
+    std::vector<Attribute> recorded;
+    try {
+      recorded = recorded_options(H5Source(checkpoint));
+    } catch (const DamagedFile&) {
+      throw;
+    } catch (const Error&) {
+      // Not readable as a checkpoint: the trainer says so with its own message.
+    }
+    Config saved;
+    apply_recorded(saved, recorded);
+    if (!recorded.empty()) shown = merge_for_continue(saved, shown);
+  }
+
   const unsigned cores = std::thread::hardware_concurrency();
   if (config.threads > 0 && cores > 0 && config.threads > cores) {
     std::fprintf(stderr,
@@ -186,7 +206,10 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   // The settings are printed only when they make a run (the trainer validates them again).
   validate(shown);
   if (!config.quiet && log != nullptr) {
-    std::fprintf(log, "%s\n", settings_summary(shown, config_file, !config.resume.empty()).c_str());
+    std::fprintf(log, "%s\n",
+                 settings_summary(shown, config_file,
+                                  !config.resume.empty() || !config.continue_from.empty())
+                     .c_str());
     std::fflush(log);
   }
 }

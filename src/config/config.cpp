@@ -491,6 +491,32 @@ std::vector<OptionSpec> make_train_options() {
                [](const C& c) { return std::string(c.save_context ? "true" : "false"); }});
   o.push_back({"resume", "continue training from this checkpoint", "", false, false,
                [](C& c, V v) { c.resume = v; }, [](const C& c) { return c.resume; }});
+  o.push_back({"continue-from",
+               "start from a finished run (its directory, whose last checkpoint is read, or a "
+               "checkpoint file) and train it on --corpus: every word of the run keeps its "
+               "vectors, words of the new text that reach --min-count are added (as a fresh run "
+               "would initialise them), the sampler is rebuilt from the counts of both, and the "
+               "learning rate decays anew from --alpha (--lr) over --epochs of the new text. "
+               "--model, --dim, --optimizer, --storage and --lowercase come from the run; its "
+               "other model options too unless given",
+               "", false, false, [](C& c, V v) { c.continue_from = v; },
+               [](const C& c) { return c.continue_from; }});
+  o.push_back({"continue-count",
+               "with --continue-from, which count adds a word the run does not have: new = its "
+               "count in the new text reaches --min-count (as gensim's build_vocab(update=True)), "
+               "merged = its count in the run's own corpus (counted again) and the new text "
+               "together does",
+               "new", false, false,
+               [](C& c, V v) {
+                 if (v == "new") {
+                   c.continue_count = ContinueCount::kNew;
+                 } else if (v == "merged") {
+                   c.continue_count = ContinueCount::kMerged;
+                 } else {
+                   bad_value("continue-count", "new or merged", v);
+                 }
+               },
+               [](const C& c) { return to_string(c.continue_count); }});
   o.push_back({"checkpoint-interval", "seconds between timed checkpoints (0 = epoch ends only)",
                "0", false, false,
                [](C& c, V v) {
@@ -537,6 +563,11 @@ std::vector<OptionSpec> make_train_options() {
                "--eval-analogies and --eval-similarity measure them",
                "false", true, false, [](C& c, V v) { c.quiet = parse_bool("quiet", v); },
                [](const C& c) { return std::string(c.quiet ? "true" : "false"); }});
+  // What the tables hold: a continued run cannot change it (continue_from.hpp).
+  for (OptionSpec& spec : o) {
+    spec.fixes_tables = spec.name == "model" || spec.name == "dim" || spec.name == "optimizer" ||
+                        spec.name == "storage" || spec.name == "lowercase";
+  }
   add_foreign_flags(o);
   return o;
 }

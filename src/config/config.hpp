@@ -25,6 +25,20 @@ namespace pagedw2v {
 
 class H5Source;  // io/hdf5_read.hpp
 
+/// The run a continued run (--continue-from) started from: the checkpoint it read, the id of
+/// that run's output set when its run.json gives one, the words it had and those added, the sum
+/// of its words' counts (part of the continued run's counts), and what the new text lost.
+struct ContinueOrigin {
+  std::string checkpoint;
+  std::string output_set;
+  uint64_t words_kept = 0;
+  uint64_t words_added = 0;
+  uint64_t counted_before = 0;
+  /// The new text's words not added, and their tokens in it.
+  uint64_t words_left_out = 0;
+  uint64_t tokens_left_out = 0;
+};
+
 struct Config {
   /// The corpus inputs: one path, or several separated by newlines (text_source.hpp says what
   /// each may be). corpus_paths() splits them.
@@ -80,6 +94,12 @@ struct Config {
   /// `resume` opened once, when it could be (prepare_training): every read of the checkpoint is
   /// of this open file, whatever the path names by then (hdf5_read.hpp).
   std::shared_ptr<const H5Source> resume_file;
+  /// --continue-from: a finished run's directory or a checkpoint whose tables this run starts
+  /// from, on a new corpus, its vocabulary grown (train/continue_from.hpp).
+  std::string continue_from;
+  ContinueCount continue_count = ContinueCount::kNew;  ///< --continue-count (options.hpp)
+  /// Where a continued run started, as its checkpoints and run.json record it (not an option).
+  ContinueOrigin continued;
   uint32_t checkpoint_interval = 0;  ///< seconds between timed checkpoints; 0 = epoch ends only
   /// 0 = no epoch or timed checkpoints.
   uint32_t keep_checkpoints = 3;
@@ -130,6 +150,10 @@ struct OptionSpec {
   /// The flags of word2vec.c and fastText read as this option, their value as it is
   /// (translate_foreign_flags).
   std::vector<ForeignFlag> foreign = {};
+  /// Fixes what the tables hold (their shape, storage, optimizer state, the words' spelling): a
+  /// run continued from another (--continue-from) takes it from there and cannot change it.
+  /// The other model options a continued run takes from the run unless given.
+  bool fixes_tables = false;
 };
 
 /// The corpus inputs of `config`, in order.
@@ -154,6 +178,10 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
+/// The part of validate that concerns --continue-from: not with --resume nor --vocab, and
+/// --continue-count only with it (checked on what was given: a resumed continued run has it
+/// from its checkpoint).
+void check_continue_settings(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);

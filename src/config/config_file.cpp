@@ -96,6 +96,7 @@ void validate(const Config& config) {
   if (config.lr_schedule != LrResume::kRejoin && config.resume.empty()) {
     throw UsageError("--lr-schedule applies to a resumed run (--resume CHECKPOINT)");
   }
+  check_continue_settings(config);
   // Left out, the pool of a paged run is chosen by the plan (gpu_plan.hpp); given as 0, it is
   // refused here.
   if (config.placement == Placement::kPaged && config.device != DeviceKind::kCpu &&
@@ -137,6 +138,25 @@ void check_phrase_settings(const Config& config) {
         throw UsageError(std::string("--") + name + " applies to --phrases N (N passes)");
       }
     }
+  }
+}
+
+void check_continue_settings(const Config& config) {
+  // Checked on what was given: a resumed run of a continued one has its --continue-from from the
+  // checkpoint.
+  const bool continues = config.given.count("continue-from") > 0 && !config.continue_from.empty();
+  if (continues && !config.resume.empty()) {
+    throw UsageError(
+        "--continue-from starts a new run from a finished one; --resume continues a stopped run: "
+        "give one of them");
+  }
+  if (config.given.count("continue-count") > 0 && !continues) {
+    throw UsageError("--continue-count applies to a continued run (--continue-from RUN)");
+  }
+  if (continues && !config.vocab_file.empty()) {
+    throw UsageError(
+        "--vocab cannot be given with --continue-from: the vocabulary is the run's, grown by "
+        "the words of --corpus");
   }
 }
 

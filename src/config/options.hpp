@@ -45,6 +45,15 @@ inline std::string to_string(RankTables tables) {
 /// new end; `restart`, from the starting rate again, linearly to the floor at the new end.
 enum class LrResume { kRejoin, kContinue, kRestart };
 
+/// Which count lets a word that a continued run (--continue-from) does not have join it
+/// (--continue-count): `new`, its count in the new text alone (gensim's build_vocab(update=True));
+/// `merged`, its count in the new text and in the corpus the run trained on, counted again.
+enum class ContinueCount { kNew, kMerged };
+
+inline std::string to_string(ContinueCount count) {
+  return count == ContinueCount::kMerged ? "merged" : "new";
+}
+
 /// Where the CUDA backend keeps the tables: `resident` holds both tables (and the optimizer
 /// state) in GPU memory; `paged` keeps them in pinned host memory and moves each super-batch's
 /// rows to the GPU, the most frequent rows cached there for the whole run; `auto` is resident

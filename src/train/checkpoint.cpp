@@ -109,6 +109,17 @@ std::vector<Attribute> run_attributes(const Config& config, const CorpusFingerpr
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) attrs.push_back({kOptionPrefix + spec.name, spec.get(config)});
   }
+  if (!config.continue_from.empty()) {
+    const ContinueOrigin& c = config.continued;
+    attrs.push_back({checkpoint_file::kContinuedCheckpoint, c.checkpoint});
+    attrs.push_back({checkpoint_file::kContinuedSet, c.output_set});
+    attrs.push_back({checkpoint_file::kContinuedKept, static_cast<int64_t>(c.words_kept)});
+    attrs.push_back({checkpoint_file::kContinuedAdded, static_cast<int64_t>(c.words_added)});
+    attrs.push_back({checkpoint_file::kContinuedCounted, static_cast<int64_t>(c.counted_before)});
+    attrs.push_back({checkpoint_file::kContinuedLeftOut, static_cast<int64_t>(c.words_left_out)});
+    attrs.push_back(
+        {checkpoint_file::kContinuedTokensLeftOut, static_cast<int64_t>(c.tokens_left_out)});
+  }
   return attrs;
 }
 

@@ -14,12 +14,13 @@
 /// hyper-parameters among them, as `option.optimizer`, `option.lr`, …), the thread count and
 /// --deterministic (a resumed run keeps them unless told otherwise), the corpus path and its
 /// fingerprint, and the position (`epoch`, `block` — the next work block of that epoch —
-/// `words_done`, `lr`). Every random draw is Philox keyed by (seed, token position, epoch), so the
-/// seed and the position are the complete random state of every thread and stream.
-/// Files are written to a temporary name, fsync'ed and renamed: a crash at any moment leaves the
-/// previous checkpoint intact. The last checkpoint of a run that ends normally is written under
-/// an FsyncScope(false) unless --fsync-outputs (like the export files): still atomic, not
-/// durable before the command returns.
+/// `words_done`, `lr`); a run continued from another (--continue-from) adds where it started
+/// (`continued_from.*`, checkpoint_file.hpp). Every random draw is Philox keyed by (seed, token
+/// position, epoch), so the seed and the position are the complete random state of every thread and
+/// stream. Files are written to a temporary name, fsync'ed and renamed: a crash at any moment
+/// leaves the previous checkpoint intact. The last checkpoint of a run that ends normally is
+/// written under an FsyncScope(false) unless --fsync-outputs (like the export files): still atomic,
+/// not durable before the command returns.
 
 #include <atomic>
 #include <chrono>

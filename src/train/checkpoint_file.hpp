@@ -19,8 +19,19 @@ inline constexpr const char* kOptionPrefix = "option.";
 inline bool recorded(const OptionSpec& spec) {
   return spec.is_model || spec.name == "corpus" || spec.name == "epochs" ||
          spec.name == "threads" || spec.name == "deterministic" || spec.name == "rank-tables" ||
-         spec.name == "device" || spec.name == "placement";
+         spec.name == "device" || spec.name == "placement" || spec.name == "continue-from" ||
+         spec.name == "continue-count";
 }
+
+/// The attributes of a continued run's checkpoints that record where it started
+/// (Config::continued), in ContinueOrigin's order.
+inline constexpr const char* kContinuedCheckpoint = "continued_from.checkpoint";
+inline constexpr const char* kContinuedSet = "continued_from.output_set";
+inline constexpr const char* kContinuedKept = "continued_from.words_kept";
+inline constexpr const char* kContinuedAdded = "continued_from.words_added";
+inline constexpr const char* kContinuedCounted = "continued_from.counted_before";
+inline constexpr const char* kContinuedLeftOut = "continued_from.new_words_left_out";
+inline constexpr const char* kContinuedTokensLeftOut = "continued_from.new_tokens_left_out";
 
 /// The dataset of state table `k` of the input or output table.
 inline std::string state_dataset(const char* table, uint32_t k) {

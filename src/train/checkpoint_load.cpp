@@ -76,6 +76,12 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
   for (const OptionSpec& spec : train_options()) {
     if (recorded(spec)) names.push_back(kOptionPrefix + spec.name);
   }
+  for (const char* name : {checkpoint_file::kContinuedCheckpoint, checkpoint_file::kContinuedSet,
+                           checkpoint_file::kContinuedKept, checkpoint_file::kContinuedAdded,
+                           checkpoint_file::kContinuedCounted, checkpoint_file::kContinuedLeftOut,
+                           checkpoint_file::kContinuedTokensLeftOut}) {
+    names.push_back(name);
+  }
   // One parse of the file (in a child process, hdf5_read.hpp) finds every part; the tables'
   // values are then read from the same open file.
   H5Request request;
@@ -112,6 +118,26 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
     check_optimizer_settings(ck.config);
   } catch (const UsageError& e) {
     throw Error("checkpoint '" + path + "' is damaged: " + e.what());
+  }
+  // A continued run: where it started (its words' counts are those of both corpora).
+  if (!ck.config.continue_from.empty()) {
+    ContinueOrigin& c = ck.config.continued;
+    constexpr uint64_t kMaxCount = std::numeric_limits<int64_t>::max();
+    c.words_kept = bounded_attr(attrs, checkpoint_file::kContinuedKept, kMaxCount, path);
+    c.words_added = bounded_attr(attrs, checkpoint_file::kContinuedAdded, kMaxCount, path);
+    c.counted_before = bounded_attr(attrs, checkpoint_file::kContinuedCounted, kMaxCount, path);
+    c.words_left_out = bounded_attr(attrs, checkpoint_file::kContinuedLeftOut, kMaxCount, path);
+    c.tokens_left_out =
+        bounded_attr(attrs, checkpoint_file::kContinuedTokensLeftOut, kMaxCount, path);
+    for (auto [name, field] : {std::pair{checkpoint_file::kContinuedCheckpoint, &c.checkpoint},
+                               std::pair{checkpoint_file::kContinuedSet, &c.output_set}}) {
+      const Attribute* a = find(attrs, name);
+      const auto* text = a ? std::get_if<std::string>(&a->value) : nullptr;
+      if (text == nullptr) {
+        throw Error("checkpoint '" + path + "' is damaged: no text '" + std::string(name) + "'");
+      }
+      *field = *text;
+    }
   }
   // Every position is checked against what the run could have reached: a damaged number must
   // not skip epochs or reach the output.
@@ -156,9 +182,14 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
   // damaged count must not size the corpus's buffers).
   unsigned __int128 counted = 0;
   for (const uint64_t c : e.counts) counted += c;
-  if (counted > ck.corpus.words) {
-    throw Error("checkpoint '" + path + "' is damaged: its word counts add up to more than the " +
-                std::to_string(ck.corpus.words) + " words of its corpus");
+  // A continued run's counts hold those of the run it started from too.
+  const unsigned __int128 most_counted =
+      static_cast<unsigned __int128>(ck.corpus.words) + ck.config.continued.counted_before;
+  if (counted > most_counted) {
+    throw Error(
+        "checkpoint '" + path + "' is damaged: its word counts add up to more than the " +
+        std::to_string(ck.corpus.words) + " words of its corpus" +
+        (ck.config.continued.counted_before > 0 ? " and those of the run it continued" : ""));
   }
   // Exports write one word per line and separate words with spaces: a word that holds neither
   // and is not empty is what the corpus reader makes.

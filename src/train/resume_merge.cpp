@@ -13,6 +13,7 @@
 #include "dist/ranks.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "model/sampler.hpp"
+#include "train/continue_from.hpp"
 #include "train/trainer.hpp"
 #include "train/training_run.hpp"
 
@@ -122,6 +123,9 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
                                       : " (read from '" + saved.vocab_file + "')"));
       }
       spec.set(merged, spec.get(saved));
+    } else if (spec.name == "continue-from" || spec.name == "continue-count") {
+      // A continued run resumes as the run it is: started from the same run.
+      spec.set(merged, spec.get(saved));
     } else if ((spec.name == "corpus" || spec.name == "epochs") && !given) {
       spec.set(merged, spec.get(saved));
     } else if ((spec.name == "threads" || spec.name == "deterministic") && !cpu_given) {
@@ -133,11 +137,13 @@ Config merge_for_resume(const Config& saved, const Config& requested) {
       spec.set(merged, spec.get(saved));
     }
   }
+  merged.continued = saved.continued;
   merged.given = requested.given;
   return merged;
 }
 
 void TrainingRun::settle_settings() {
+  check_continue_settings(requested);
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
     // The tables' layout follows the placement the merged settings resolve to.
@@ -152,7 +158,20 @@ void TrainingRun::settle_settings() {
     ck = requested.resume_file ? load_checkpoint(*requested.resume_file, paged, rows)
                                : load_checkpoint(requested.resume, paged, rows);
   }
-  config = ck ? merge_for_resume(ck->config, requested) : requested;
+  if (!requested.continue_from.empty() && requested.resume.empty()) {
+    // Said before the run's tables are read: what the request alone shows (its settings are
+    // checked once merged with the run's: --lr, say, is right for the run's optimizer).
+    if (requested.corpus.empty()) throw UsageError("--corpus is required with --continue-from");
+    if (requested.output.empty()) throw UsageError("--output is required");
+    const std::string path = continue_checkpoint(requested.continue_from);
+    // Read whole, its tables apart: this run's plan decides the layout of the grown tables (over
+    // ranks, each rank takes the rows it owns).
+    start = load_checkpoint(path);
+    config = merge_for_continue(start->config, requested);
+    config.continued = ContinueOrigin{path, run_output_set(path), start->vocab.size(), 0, 0};
+  } else {
+    config = ck ? merge_for_resume(ck->config, requested) : requested;
+  }
   validate(config);
   // Said before the corpus is read: a checkpoint that has trained every epoch asked for.
   if (ck && ck->position.epoch >= config.epochs) throw UsageError(finished_epochs(ck->position));

@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "base/free_heap.hpp"
 #include "dist/ranks.hpp"
+#include "train/continue_from.hpp"
 #include "train/run_setup.hpp"
 #include "train/training_run.hpp"
 
@@ -66,7 +67,9 @@ void TrainingRun::read_corpus() {
   warm_up.emplace(device);
   t = Clock::now();
   if (ck) {
-    if (requested.given.count("corpus")) {
+    // A continued run's vocabulary is not its corpus's alone: the corpus's fingerprint, checked
+    // once it is encoded, says whether it is the one the checkpoint trained on.
+    if (requested.given.count("corpus") && ck->config.continue_from.empty()) {
       if (!same_vocabulary(count_vocabulary(text.parts(), config), ck->vocab)) {
         throw Error("corpus '" + config.corpus +
                     "' does not give the vocabulary of the checkpoint; resume with the corpus it "
@@ -74,6 +77,14 @@ void TrainingRun::read_corpus() {
       }
     }
     counted = std::move(ck->vocab);
+  } else if (start) {
+    GrownVocab grown = grow_from_run(*start, text, config);
+    config.continued.words_added = grown.added;
+    config.continued.counted_before = grown.counted_before;
+    config.continued.words_left_out = grown.left_out;
+    config.continued.tokens_left_out = grown.left_out_tokens;
+    row_of_old = std::move(grown.row_of_old);
+    counted = std::move(grown.vocab);
   } else if (!config.vocab_file.empty()) {
     counted = read_vocabulary(config);
     // The counts are taken as given (a vocabulary counted on a larger corpus weighs the noise
@@ -239,6 +250,21 @@ void TrainingRun::report_vocabulary() {
                    vocab.size(), static_cast<unsigned long long>(config.min_count),
                    static_cast<unsigned long long>(set.corpus.size()),
                    static_cast<unsigned long long>(set.corpus.sentences()), seconds_since(t0));
+    }
+    if (!row_of_old.empty()) {
+      const ContinueOrigin& c = config.continued;
+      std::fprintf(out,
+                   "continued from %s: its %llu words kept, %llu added from the new text (their "
+                   "count %s reaching --min-count %llu); %llu of the new text's words left out "
+                   "(%llu tokens)\n",
+                   c.checkpoint.c_str(), static_cast<unsigned long long>(c.words_kept),
+                   static_cast<unsigned long long>(c.words_added),
+                   config.continue_count == ContinueCount::kMerged
+                       ? "in the run's corpus and the new text"
+                       : "in the new text",
+                   static_cast<unsigned long long>(config.min_count),
+                   static_cast<unsigned long long>(c.words_left_out),
+                   static_cast<unsigned long long>(c.tokens_left_out));
     }
     // What --min-count and --max-vocab left out, as gensim's build_vocab reports it.
     const uint64_t distinct = vocab.distinct_words(), tokens = vocab.corpus_tokens();

@@ -107,6 +107,7 @@ OutputLock claim_run_output(const Config& config, const std::string& resume_from
   claim.inputs.push_back({"--eval-analogies", config.eval_analogies});
   claim.inputs.push_back({"--eval-similarity", config.eval_similarity});
   if (!claim.continues) claim.inputs.push_back({"--resume", resume_from});
+  claim.inputs.push_back({"--continue-from", config.continued.checkpoint});
   claim.other_outputs.push_back({"--save-vocab", config.save_vocab});
   for (const std::string& n : entries(checkpoints, is_checkpoint_file)) {
     claim.earlier_files.push_back(checkpoints + "/" + n);
@@ -209,6 +210,18 @@ std::string run_record(const Config& config, const TrainSummary& s, const std::s
       {"output_set", set_id},
   };
   if (!phrases.is_null()) record["phrases"] = phrases;
+  // A run continued from another: which, and what it kept and added.
+  if (!config.continue_from.empty()) {
+    const ContinueOrigin& c = config.continued;
+    record["continued_from"] = {{"path", config.continue_from},
+                                {"checkpoint", c.checkpoint},
+                                {"output_set", c.output_set.empty() ? json() : json(c.output_set)},
+                                {"words_kept", c.words_kept},
+                                {"words_added", c.words_added},
+                                {"new_words_left_out", c.words_left_out},
+                                {"new_tokens_left_out", c.tokens_left_out},
+                                {"count", to_string(config.continue_count)}};
+  }
   // Over ranks: what each rank held.
   if (!s.ranks.empty()) {
     json ranks = json::array();

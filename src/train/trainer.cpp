@@ -8,6 +8,7 @@
 #include "dist/ranks.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "train/backend_factory.hpp"
+#include "train/continue_from.hpp"
 #include "train/run_setup.hpp"
 #include "train/training_run.hpp"
 
@@ -68,6 +69,14 @@ void TrainingRun::make_model_and_backend() {
     if (owned_rows_only) {
       model = ranks->allocate_owned_rows(vocab.size(), config.dim, config.optimizer, config.seed,
                                          config.effective_threads(), hint);
+      if (start) {
+        carry_rows(start->model, row_of_old, model, ranks->rank(), ranks->size());
+        start.reset();
+      }
+    } else if (start) {
+      model = continued_model(start->model, row_of_old, vocab.size(), config,
+                              gpu->placement == Placement::kPaged);
+      start.reset();
     } else {
       model = make_run_model(config, vocab.size(), *gpu);
     }

@@ -3,7 +3,8 @@
 /// One `train` run's state between its steps, and the steps themselves: run_training
 /// (trainer.cpp) makes a TrainingRun and calls its steps in order. Internal to the train layer.
 ///
-///   settle_settings         resume_merge.cpp   the checkpoint loaded, settings merged and
+///   settle_settings         resume_merge.cpp   the checkpoint loaded (of a resumed run, or of
+///                                              the run a run continues), settings merged and
 ///                                              checked, the output directory claimed
 ///   read_corpus, encode_corpus, prepare_stream, report_vocabulary
 ///                           run_corpus.cpp     the corpus text, the vocabulary, the training
@@ -136,6 +137,10 @@ class TrainingRun {
   const Clock::time_point t0 = Clock::now();
   StageTimes times;
   std::optional<Checkpoint> ck;
+  // A run continued from a finished one (continue_from.hpp): that run's checkpoint, until its
+  // tables are carried into the model; and where each of its words' rows goes.
+  std::optional<Checkpoint> start;
+  std::vector<uint32_t> row_of_old;
   // Placement and GPU budget, resolved once for the model's layout and the backend.
   std::optional<GpuOptions> gpu;
   // Over ranks, every rank holds only the rows it owns (dist/owned_rows.hpp), and reads only those

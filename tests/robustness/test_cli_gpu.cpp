@@ -1,11 +1,13 @@
 // The command line on the GPU: the real binary, shown the GPU, with the options that only reach
-// CUDA through it (--placement paged, --gpu-memory, --storage bf16) and a resume across devices.
+// CUDA through it (--placement paged, --gpu-memory, --storage bf16), a resume across devices and
+// a run continued on new text.
 // Skipped where the binary finds no usable GPU; with PAGEDW2V_REQUIRE_GPU set that fails instead.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -174,6 +176,131 @@ TEST_F(CliGpu, ResumeAcrossDevices) {
     EXPECT_EQ(a["words_trained"], b["words_trained"]) << a.dump() << "\n" << b.dump();
     const std::vector<float> v = read_npy(dir_.file(from + "-to-" + to + "/vectors.npy")).data;
     for (const float x : v) ASSERT_TRUE(std::isfinite(x));
+  }
+}
+
+/// Text over the words w0 … w(shared − 1) of the fixture's corpus and `fresh` words of its own,
+/// n0 … n(fresh − 1), Zipf(1) over both by rank, every word at least once.
+std::string continued_corpus(uint64_t seed, uint32_t shared, uint32_t fresh, uint32_t tokens) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::string> words;
+  std::vector<double> weights;
+  for (uint32_t r = 0; r < std::max(shared, fresh); ++r) {
+    if (r < shared) words.push_back("w" + std::to_string(r));
+    if (r < shared) weights.push_back(1.0 / (r + 1.0));
+    if (r < fresh) words.push_back("n" + std::to_string(r));
+    if (r < fresh) weights.push_back(1.0 / (r + 1.0));
+  }
+  std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+  std::string text;
+  for (uint32_t i = 0; i < tokens + words.size(); ++i) {
+    text += (i < words.size() ? words[i] : words[pick(rng)]) + (i % 17 == 16 ? "\n" : " ");
+  }
+  return text + "\n";
+}
+
+/// Each word's row of a run's vectors.npy (vocab.tsv gives the words in row order).
+std::map<std::string, std::vector<float>> rows_by_word(const std::string& run_dir) {
+  const NpyMatrix m = read_npy(run_dir + "/vectors.npy");
+  const std::string vocab = read_file(run_dir + "/vocab.tsv");
+  std::map<std::string, std::vector<float>> rows;
+  size_t at = 0;
+  for (uint64_t r = 0; r < m.rows && at < vocab.size(); ++r) {
+    const size_t tab = vocab.find('\t', at), end = vocab.find('\n', at);
+    rows[vocab.substr(at, tab - at)] =
+        std::vector<float>(m.data.begin() + r * m.cols, m.data.begin() + (r + 1) * m.cols);
+    at = end + 1;
+  }
+  return rows;
+}
+
+// A finished run continued on new text on the GPU: a GPU run resident, one paged (a budget
+// smaller than the grown tables, 16-bit storage), and a CPU run continued paged on the GPU. Every
+// word of the run is kept, and a word the new text lacks
+// keeps the input row the run left it (no step trains it: so the rows started as the run's); the
+// new words get finite rows; the words of both texts train; and a deterministic rerun repeats the
+// bytes.
+TEST_F(CliGpu, ContinuedRunKeepsTheRunsRowsAndRepeatsItsBytes) {
+  write_file(dir_.file("new.txt"), continued_corpus(seed_ + 1, 12000, 6000, 200000));
+  struct Case {
+    std::string name;
+    Args first;   ///< the device and tables of the run continued from
+    Args second;  ///< those of the continued run
+  };
+  const Args paged = {"--device", "cuda", "--placement", "paged", "--gpu-memory", "24MiB"};
+  Args paged_bf16 = paged;
+  paged_bf16.insert(paged_bf16.end(), {"--storage", "bf16"});
+  const Args resident = {"--device", "cuda", "--placement", "resident"};
+  const std::vector<Case> cases = {{"resident", resident, resident},
+                                   {"paged", paged_bf16, paged_bf16},
+                                   // A CPU run continued on the GPU, paged.
+                                   {"cpu-to-paged", {"--device", "cpu"}, paged}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name + ", seed " + std::to_string(seed_));
+    const std::string r1 = "r1-" + c.name;
+    Args first = {"train",
+                  "--corpus",
+                  dir_.file("corpus.txt"),
+                  "--output",
+                  dir_.file(r1),
+                  "--dim",
+                  "128",
+                  "--min-count",
+                  "1",
+                  "--format",
+                  "npy",
+                  "--seed",
+                  std::to_string(seed_),
+                  "--deterministic",
+                  "--epochs",
+                  "1"};
+    first.insert(first.end(), c.first.begin(), c.first.end());
+    const RunResult a = run(dir_, first);
+    ASSERT_TRUE(a.exited && a.code == 0) << a.command << "\n" << a.err;
+    for (const std::string& out : {"r2-" + c.name, "r2b-" + c.name}) {
+      Args args = {"train",
+                   "--continue-from",
+                   dir_.file(r1),
+                   "--corpus",
+                   dir_.file("new.txt"),
+                   "--output",
+                   dir_.file(out),
+                   "--deterministic",
+                   "--epochs",
+                   "1",
+                   "--format",
+                   "npy"};
+      args.insert(args.end(), c.second.begin(), c.second.end());
+      const RunResult r = run(dir_, args);
+      ASSERT_TRUE(r.exited && r.code == 0) << r.command << "\n" << r.err;
+      if (c.second == paged || c.second == paged_bf16) {
+        EXPECT_TRUE(contains(r.err, "tables paged")) << r.err;
+      }
+      EXPECT_TRUE(contains(r.err, "6000 added from the new text")) << r.err;
+    }
+    EXPECT_EQ(read_file(dir_.file("r2-" + c.name + "/vectors.npy")),
+              read_file(dir_.file("r2b-" + c.name + "/vectors.npy")));
+    const auto before = rows_by_word(dir_.file(r1));
+    const auto after = rows_by_word(dir_.file("r2-" + c.name));
+    size_t kept = 0, moved = 0, added = 0;
+    for (const auto& [word, row] : before) {
+      ASSERT_TRUE(after.count(word)) << word;
+      if (std::stoul(word.substr(1)) >= 12000) {
+        ++kept;
+        ASSERT_EQ(after.at(word), row) << word;
+      } else {
+        moved += after.at(word) != row;
+      }
+    }
+    for (const auto& [word, row] : after) {
+      if (before.count(word)) continue;
+      ++added;
+      ASSERT_EQ(word[0], 'n');
+      for (const float x : row) ASSERT_TRUE(std::isfinite(x)) << word;
+    }
+    EXPECT_EQ(kept, 8000u);
+    EXPECT_EQ(added, 6000u);
+    EXPECT_GT(moved, 6000u);
   }
 }
 
