@@ -46,7 +46,9 @@ TEST(Config, BadValuesNameTheFlag) {
                                                      {"dim", "1e3"},
                                                      {"dim", "99999999999999999999"},
                                                      {"window", "0"},
-                                                     {"negative", "0"},
+                                                     {"negative", "-1"},
+                                                     {"negative", "1001"},
+                                                     {"hs", "2"},
                                                      {"epochs", "0"},
                                                      {"epochs", "-1"},
                                                      {"sample", "-0.1"},
@@ -216,6 +218,57 @@ TEST(Config, RankTablesAndTheOptimizersReplicasTrain) {
   for (const OptionSpec& spec : train_options()) {
     if (spec.name == "rank-tables") {
       EXPECT_FALSE(spec.is_model);
+    }
+  }
+}
+
+/// The message validate(c) throws as a UsageError ("" when it accepts c).
+std::string usage_error(const Config& c) {
+  try {
+    validate(c);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --hs: hierarchical softmax, a model setting; --negative 0 only beside it; the CUDA backend
+// refused in one line (the CPU trains it).
+TEST(Config, HierarchicalSoftmaxAndNegativeZero) {
+  Config c;
+  c.corpus = "x.txt";
+  c.output = "out";
+  EXPECT_FALSE(c.hs);
+  EXPECT_EQ(option_value(c, "hs"), "false");
+  apply_option(c, "negative", "0");
+  EXPECT_NE(usage_error(c).find("--negative 0 leaves nothing to train"), std::string::npos)
+      << usage_error(c);
+  apply_option(c, "hs", "true");
+  EXPECT_TRUE(c.hs);
+  EXPECT_EQ(option_value(c, "hs"), "true");
+  EXPECT_EQ(usage_error(c), "");
+  apply_option(c, "device", "cuda");
+  EXPECT_EQ(usage_error(c), "--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
+  apply_option(c, "device", "auto");
+  EXPECT_EQ(usage_error(c), "");
+  TrainingSet set = make_training_set(std::string("a b c a b a\nc a b\n"), [] {
+    Config m;
+    m.min_count = 1;
+    m.hs = true;
+    return m;
+  }());
+  EXPECT_EQ(set.tree.words(), 3u);
+  Config d;
+  d.hs = true;
+  d.negative = 0;
+  const TrainData data = set.train_data(d);
+  EXPECT_TRUE(data.params.hs);
+  EXPECT_EQ(data.params.negative, 0u);
+  EXPECT_EQ(data.tree, &set.tree);
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == "hs") {
+      EXPECT_TRUE(spec.is_flag);
+      EXPECT_TRUE(spec.is_model);
     }
   }
 }

@@ -40,7 +40,11 @@ struct Config {
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;
   uint32_t window = 5;
+  /// Negative samples per example; 0 (with --hs only) trains hierarchical softmax alone.
   uint32_t negative = 5;
+  /// --hs: train hierarchical softmax (a Huffman tree's inner nodes, huffman.hpp), alone with
+  /// --negative 0 or beside negative sampling.
+  bool hs = false;
   double sample = 1e-3;
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;
@@ -146,6 +150,8 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
+/// The part of validate that concerns hierarchical softmax (--hs): the devices that train it.
+void check_hs_settings(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);

@@ -103,6 +103,12 @@ void validate(const Config& config) {
     require_pool_for_paging(config.negative_pool, "--placement paged with --negative-pool 0",
                             "; or leave --negative-pool out to have one chosen");
   }
+  if (config.negative == 0 && !config.hs) {
+    throw UsageError(
+        "--negative 0 leaves nothing to train the output layer; add --hs (hierarchical softmax) "
+        "or give --negative 1 or more");
+  }
+  if (config.hs) check_hs_settings(config);
   if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
     throw UsageError(storage_needs_cuda(config.storage));
   }
@@ -119,6 +125,19 @@ void validate(const Config& config) {
                      "auto)");
   }
   check_optimizer_settings(config);
+}
+
+void check_hs_settings(const Config& config) {
+  // The CUDA kernels train negative sampling only: a run that asks for the GPU is refused rather
+  // than trained without its output layer; --device auto trains on the CPU (hs_device).
+  if (config.device == DeviceKind::kCuda) {
+    throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
+  }
+  if (config.negative > 0) {
+    throw UsageError("--hs (hierarchical softmax) beside negative sampling (--negative " +
+                     std::to_string(config.negative) +
+                     ") is not supported: add --negative 0 for hierarchical softmax alone");
+  }
 }
 
 void check_optimizer_settings(const Config& config) {

@@ -26,7 +26,10 @@ struct TrainParams {
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;
   uint32_t window = 5;
-  uint32_t negative = 5;
+  uint32_t negative = 5;  ///< 0: no negative sampling (hierarchical softmax alone)
+  /// Hierarchical softmax (TrainData::tree): its inner nodes are rows of the output table
+  /// (huffman.hpp's inner_node_row), which negative sampling then leaves alone (negative 0).
+  bool hs = false;
   uint32_t epochs = 5;
   uint64_t seed = 1;
   float alpha = 0.025f;           ///< starting learning rate

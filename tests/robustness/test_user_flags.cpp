@@ -192,7 +192,7 @@ TEST(UserFlags, FastTextFlagsAreReadAsOursWithANote) {
   // What has no counterpart, and a single-dash name of neither tool, are one line each.
   const std::vector<std::pair<Args, std::string>> refused = {
       {{"train", "-input", "c.txt", "-output", "F", "-minn", "3"}, "character n-grams"},
-      {{"train", "-input", "c.txt", "-output", "F", "-loss", "hs"}, "negative sampling"},
+      {{"train", "-input", "c.txt", "-output", "F", "-loss", "softmax"}, "-loss softmax"},
       {{"train", "-input", "c.txt", "-output", "F", "-epochs", "3"}, "did you mean --epochs?"},
       {{"train", "-input", "c.txt", "-output", "F", "-pretrainedVectors", "x.vec"},
        "no counterpart"},

@@ -470,6 +470,7 @@ class CpuBackend final : public Backend {
     if (rank_rows != nullptr && data.optimizer.kind != OptimizerKind::kSgd) {
       throw Error("the CPU backend trains a rank's rows with sgd only");
     }
+    if (data.params.hs) throw Error("the CPU backend does not train --hs (hierarchical softmax)");
     const uint32_t n = state_tables(data.optimizer.kind);
     if (model.input_state.size() != n || model.output_state.size() != n) {
       throw Error("the model holds " + std::to_string(model.input_state.size()) +
