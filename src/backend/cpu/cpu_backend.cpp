@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/hs_cpu.hpp"
 #include "backend/cpu/sgns_cpu.hpp"
 #include "base/error.hpp"
 #include "base/worker_threads.hpp"
@@ -26,13 +27,16 @@ constexpr uint64_t kNoSuperBatch = ~uint64_t{0};
 
 /// Where the rows of a word lie: at its id in the whole tables (one process), or as a rank lays
 /// them out (RankRows). Every pass below is a template over this, so the whole-table path
-/// compiles as it did before ranks existed.
+/// compiles as it did before ranks existed. node(row) is the vector of a Huffman tree's inner
+/// node (hierarchical softmax): a row of the output table when negative sampling is off.
 struct IdRows {
   float* in;
   float* out;
+  float* nodes;
   uint32_t dim;
   float* input(uint32_t id) const { return in + static_cast<size_t>(id) * dim; }
   float* output(uint32_t id) const { return out + static_cast<size_t>(id) * dim; }
+  float* node(uint32_t row) const { return nodes + static_cast<size_t>(row) * dim; }
 };
 struct SplitRows {
   RankRows r;
@@ -47,12 +51,15 @@ struct SplitRows {
     return s < r.split ? r.owned_output + static_cast<size_t>(s) * dim
                        : r.copy_output + static_cast<size_t>(s - r.split) * dim;
   }
+  // Ranks train negative sampling only (the CPU backend refuses hierarchical softmax over them):
+  // were they to, the inner nodes would be the output rows of the same ids.
+  float* node(uint32_t row) const { return output(row); }
 };
 
 /// The whole tables of `model`, which a pass only reads when `model` is const.
 IdRows id_rows(const Model& model) {
-  return {const_cast<float*>(model.input.data()), const_cast<float*>(model.output.data()),
-          model.input.dim()};
+  float* out = const_cast<float*>(model.output.data());
+  return {const_cast<float*>(model.input.data()), out, out, model.input.dim()};
 }
 
 /// Per-thread buffers, reused across sentences.
@@ -179,13 +186,23 @@ void train_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uin
   const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
   const uint32_t dim = p.dim;
   const auto output_row = [&rows](uint32_t id) { return rows.output(id); };
+  const auto node_row = [&rows](uint32_t row) { return rows.node(row); };
+  const HuffmanTree* tree = p.hs ? data.tree : nullptr;
 
   collect_kept(data, epoch, first, last, s.kept, stats);
   for_each_example(data, epoch, rows, s, [&](const Example& e) {
     const float lr = schedule.at(epoch_base + e.centre->pos);
     s.err.setZero();
-    stats->loss +=
-        sgns_update_rows(e.h, s.err.data(), output_row, e.targets, e.n_targets, dim, lr, true);
+    // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
+    if (tree != nullptr) {
+      const uint32_t w = e.centre->id;
+      stats->loss += hs_update_rows(e.h, s.err.data(), node_row, tree->path_rows(w),
+                                    tree->path_codes(w), tree->length(w), dim, lr, true);
+    }
+    if (p.negative > 0) {
+      stats->loss +=
+          sgns_update_rows(e.h, s.err.data(), output_row, e.targets, e.n_targets, dim, lr, true);
+    }
     ++stats->loss_terms;
     for_each_context_row(e, s.kept, [&](uint32_t id) { VecMap(rows.input(id), dim) += s.err; });
   });
@@ -253,12 +270,20 @@ class RowGrads {
   std::vector<float> grads_;   ///< ids_.size() × dim_
 };
 
-/// One batch's gradients: input rows and output rows apart.
+/// One batch's gradients: input rows, output rows and inner-node rows apart (the nodes' are
+/// kept in `output` when they are output rows: hierarchical softmax without negative sampling).
 struct BatchGrads {
-  explicit BatchGrads(uint32_t dim) : input(dim), output(dim) {}
+  explicit BatchGrads(uint32_t dim) : input(dim), output(dim), nodes(dim) {}
   RowGrads input;
   RowGrads output;
+  RowGrads nodes;
 };
+
+/// Where the gradients of the inner nodes go: their own rows beside negative sampling, else the
+/// output rows they are.
+RowGrads& node_grads(const TrainParams& p, BatchGrads& g) {
+  return p.negative > 0 ? g.nodes : g.output;
+}
 
 /// The loss and gradient of one example against the tables as they are (read-only): for each
 /// target t with label y, f = h·out[t], s = σ(f) − y = ∂loss/∂f; out[t]'s gradient gains s·h and
@@ -285,12 +310,24 @@ inline double sgns_gradient(const float* h, float* err, const Rows& rows, const 
 template <class Rows>
 void accumulate_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uint64_t first,
                          uint64_t last, Scratch& s, BatchGrads& g, SpanStats* stats) {
-  const uint32_t dim = data.params.dim;
+  const TrainParams& p = data.params;
+  const uint32_t dim = p.dim;
+  const HuffmanTree* tree = p.hs ? data.tree : nullptr;
+  RowGrads& nodes = node_grads(p, g);
+  const auto node_row = [&rows](uint32_t row) { return rows.node(row); };
+  const auto node_grad = [&nodes](uint32_t row) { return nodes.row(row); };
 
   collect_kept(data, epoch, first, last, s.kept, stats);
   for_each_example(data, epoch, rows, s, [&](const Example& e) {
     s.err.setZero();
-    stats->loss += sgns_gradient(e.h, s.err.data(), rows, e.targets, e.n_targets, dim, g.output);
+    if (tree != nullptr) {
+      const uint32_t w = e.centre->id;
+      stats->loss += hs_gradient(e.h, s.err.data(), node_row, node_grad, tree->path_rows(w),
+                                 tree->path_codes(w), tree->length(w), dim);
+    }
+    if (p.negative > 0) {
+      stats->loss += sgns_gradient(e.h, s.err.data(), rows, e.targets, e.n_targets, dim, g.output);
+    }
     ++stats->loss_terms;
     // CBOW's h is the mean of the context rows: each row gets 1/count of h's gradient.
     if (e.count > 1) s.err /= static_cast<float>(e.count);
@@ -306,6 +343,7 @@ void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, ui
   const uint64_t* starts = sentence_starts(data);
   g.input.clear();
   g.output.clear();
+  g.nodes.clear();
   use_pool_of_block(data, epoch, b, s);
   for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
     accumulate_sentence(data, id_rows(model), epoch, starts[sent], starts[sent + 1], s, g, stats);
@@ -470,7 +508,15 @@ class CpuBackend final : public Backend {
     if (rank_rows != nullptr && data.optimizer.kind != OptimizerKind::kSgd) {
       throw Error("the CPU backend trains a rank's rows with sgd only");
     }
-    if (data.params.hs) throw Error("the CPU backend does not train --hs (hierarchical softmax)");
+    if (data.params.hs) {
+      if (rank_rows != nullptr) throw Error("the CPU backend trains a rank's rows without --hs");
+      if (data.tree == nullptr || data.tree->words() != model.input.rows()) {
+        throw Error("hierarchical softmax needs the Huffman tree of the model's " +
+                    std::to_string(model.input.rows()) + " words");
+      }
+    } else if (data.params.negative == 0) {
+      throw Error("--negative 0 trains nothing without --hs");
+    }
     const uint32_t n = state_tables(data.optimizer.kind);
     if (model.input_state.size() != n || model.output_state.size() != n) {
       throw Error("the model holds " + std::to_string(model.input_state.size()) +
