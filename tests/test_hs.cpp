@@ -14,11 +14,13 @@
 #include "backend/backend.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/hs_cpu.hpp"
+#include "base/error.hpp"
 #include "corpus/corpus.hpp"
 #include "model/huffman.hpp"
 #include "model/params.hpp"
 #include "support/seed.hpp"
 #include "test_util.hpp"
+#include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
 namespace pagedw2v {
@@ -342,6 +344,55 @@ TEST(HsRun, OneThreadIsBitIdenticalRunToRun) {
   other.seed = 2;
   run_training(other);
   EXPECT_NE(a, read_file(dir.file("c/vectors.npy")));
+}
+
+class HsResume : public ::testing::TestWithParam<std::pair<ModelKind, OptimizerKind>> {};
+
+// Two epochs straight, and one epoch then a resume from epoch-1.h5, give the same bits: the
+// checkpoint records --hs and --negative 0, the tree is rebuilt from its vocabulary's counts, and
+// the inner nodes' rows travel as rows of the output table (with their optimizer state).
+TEST_P(HsResume, FromAnEpochCheckpointIsExact) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(600, 7));
+  Config straight = hs_config(dir, "a");
+  straight.epochs = 2;
+  straight.model = GetParam().first;
+  straight.optimizer = GetParam().second;
+  run_training(straight);
+  const Checkpoint ck = load_checkpoint(dir.file("a/checkpoints/epoch-1.h5"));
+  EXPECT_TRUE(ck.config.hs);
+  EXPECT_EQ(ck.config.negative, 0u);
+  Config resumed =
+      testing_util::small_cpu_config(dir, "b", 0, 0, dir.file("a/checkpoints/epoch-1.h5"));
+  resumed.formats = {"npy"};
+  const TrainSummary s = run_training(resumed);
+  EXPECT_EQ(s.words, 2u * 600u * 12u);
+  const std::string a = read_file(dir.file("a/vectors.npy"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, read_file(dir.file("b/vectors.npy")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, HsResume,
+                         ::testing::Values(std::make_pair(ModelKind::kSkipGram,
+                                                          OptimizerKind::kSgd),
+                                           std::make_pair(ModelKind::kCbow, OptimizerKind::kSgd),
+                                           std::make_pair(ModelKind::kCbow, OptimizerKind::kAdam)));
+
+// --hs is part of the model a checkpoint fixes: a resumed run may not turn it off (nor on).
+TEST(HsResume, HsCannotChange) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(200, 8));
+  Config c = hs_config(dir, "a");
+  c.epochs = 2;
+  run_training(c);
+  Config r = testing_util::small_cpu_config(dir, "b", 0, 0, dir.file("a/checkpoints/epoch-1.h5"));
+  apply_option(r, "hs", "false");
+  try {
+    run_training(r);
+    FAIL() << "resumed with --hs turned off";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find("--hs cannot change when resuming"), 0u) << e.what();
+  }
 }
 
 }  // namespace
