@@ -126,6 +126,9 @@ TEST(HsGradient, IsTheUpdateOverMinusTheRate) {
 const std::vector<std::vector<uint32_t>> kPathRows = {{0, 1}, {0, 1}, {0, 2}, {0, 2, 3}, {0, 2, 3}};
 const std::vector<std::vector<int>> kPathCodes = {{1, 1}, {1, 0}, {0, 1}, {0, 0, 1}, {0, 0, 0}};
 
+/// The only word the noise of a fixture with negatives draws.
+constexpr uint32_t kNoise = 4;
+
 /// One sentence over the 5-word vocabulary: window 1, nothing subsampled, hierarchical softmax
 /// alone, the inner nodes' vectors random rows 0 … 3 of the output table.
 struct Fixture {
@@ -137,7 +140,7 @@ struct Fixture {
   TrainData data;
   Model model{HostTable(5, 1, "in", ""), HostTable(5, 1, "out", "")};
 
-  Fixture(std::vector<uint32_t> tokens, ModelKind kind, uint32_t dim) {
+  Fixture(std::vector<uint32_t> tokens, ModelKind kind, uint32_t dim, uint32_t negative = 0) {
     corpus.tokens = std::move(tokens);
     corpus.sentence_starts = {0, corpus.tokens.size()};
     data.corpus = &corpus;
@@ -148,16 +151,24 @@ struct Fixture {
     data.params.model = kind;
     data.params.dim = dim;
     data.params.window = 1;
-    data.params.negative = 0;
+    data.params.negative = negative;
     data.params.hs = true;
     data.params.alpha = kind == ModelKind::kCbow ? 0.05f : 0.025f;
     data.params.words_per_epoch = corpus.tokens.size();
     data.params.epochs = 1;
-    model = Model{HostTable(5, dim, "in", ""), HostTable(5, dim, "out", "")};
+    model = allocate_model(5, dim, OptimizerKind::kSgd, false, "", Storage::kFp32,
+                           needs_node_table(true, negative));
     init_model(model, 5);
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> u(-0.5f, 0.5f);
     for (uint64_t i = 0; i < 5 * dim; ++i) model.output.data()[i] = u(rng);
+    for (uint64_t i = 0; i < model.nodes.rows() * dim; ++i) model.nodes.data()[i] = u(rng);
+    if (negative > 0) {
+      // Every negative is word kNoise.
+      std::vector<double> weights(5, 0.0);
+      weights[kNoise] = 1.0;
+      noise = NoiseTable(weights);
+    }
   }
 };
 
@@ -240,6 +251,69 @@ TEST(HsSentence, CbowTrainsTheWindowMeanAgainstTheCentresPath) {
   expect_near(f.model.output, out, "output ");
 }
 
+/// word2vec.c's negative-sampling loop in double: the centre (label 1), then kNoise `negative`
+/// times (label 0), each against its output row; returns the error for the context rows.
+std::vector<double> reference_negatives(std::vector<double>& out, const std::vector<double>& h,
+                                        uint32_t centre, uint32_t negative, double lr,
+                                        uint32_t dim) {
+  std::vector<double> err(dim, 0.0);
+  std::vector<uint32_t> targets = {centre};
+  for (uint32_t k = 0; k < negative; ++k) targets.push_back(kNoise);
+  for (size_t k = 0; k < targets.size(); ++k) {
+    double* o = &out[size_t{targets[k]} * dim];
+    double f = 0;
+    for (uint32_t d = 0; d < dim; ++d) f += h[d] * o[d];
+    const double g = ((k == 0 ? 1.0 : 0.0) - sigmoid(f)) * lr;
+    for (uint32_t d = 0; d < dim; ++d) err[d] += g * o[d];
+    for (uint32_t d = 0; d < dim; ++d) o[d] += g * h[d];
+  }
+  return err;
+}
+
+// Beside negative sampling (word2vec's -hs 1 -negative N): the path trains the inner-node table,
+// the centre and its negatives train the output table, and both errors, summed, go to the
+// context row (the hierarchical softmax first, against the same h).
+TEST(HsSentence, BesideNegativeSamplingBothLossesTrainTheInputRow) {
+  const uint32_t dim = 7, negative = 2;
+  const std::vector<uint32_t> ids = {0, 2, 3, 1};  // kNoise is never a centre
+  for (const ModelKind kind : {ModelKind::kSkipGram, ModelKind::kCbow}) {
+    SCOPED_TRACE(to_string(kind));
+    Fixture f(ids, kind, dim, negative);
+    ASSERT_EQ(f.model.nodes.rows(), 5u);
+    std::vector<double> in(f.model.input.data(), f.model.input.data() + 5 * dim);
+    std::vector<double> out(f.model.output.data(), f.model.output.data() + 5 * dim);
+    std::vector<double> nodes(f.model.nodes.data(), f.model.nodes.data() + 5 * dim);
+    for (uint32_t i = 0; i < ids.size(); ++i) {
+      const double lr = f.data.params.alpha * (1.0 - i / (ids.size() + 1.0));
+      std::vector<uint32_t> context;
+      if (i > 0) context.push_back(ids[i - 1]);
+      if (i + 1 < ids.size()) context.push_back(ids[i + 1]);
+      const auto train = [&](const std::vector<uint32_t>& rows) {
+        std::vector<double> h(dim, 0.0);
+        for (uint32_t r : rows) {
+          for (uint32_t d = 0; d < dim; ++d) h[d] += in[size_t{r} * dim + d] / rows.size();
+        }
+        std::vector<double> err = reference_path(nodes, h, ids[i], lr, dim);
+        const std::vector<double> ns = reference_negatives(out, h, ids[i], negative, lr, dim);
+        for (uint32_t d = 0; d < dim; ++d) err[d] += ns[d];
+        for (uint32_t r : rows) {
+          for (uint32_t d = 0; d < dim; ++d) in[size_t{r} * dim + d] += err[d];
+        }
+      };
+      if (kind == ModelKind::kSkipGram) {
+        for (uint32_t r : context) train({r});
+      } else {
+        train(context);
+      }
+    }
+    SpanStats stats;
+    detail::train_sentence_cpu(f.data, f.model, 0, 0, ids.size(), &stats);
+    expect_near(f.model.input, in, "input ");
+    expect_near(f.model.output, out, "output ");
+    expect_near(f.model.nodes, nodes, "nodes ");
+  }
+}
+
 /// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
 std::string topic_corpus(int sentences, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -297,6 +371,7 @@ struct RunCase {
   ModelKind model;
   OptimizerKind optimizer;
   uint32_t threads;
+  uint32_t negative = 0;
 };
 
 class HsRun : public ::testing::TestWithParam<RunCase> {};
@@ -311,25 +386,29 @@ TEST_P(HsRun, LowersTheLossAndSeparatesTopics) {
   c.model = GetParam().model;
   c.optimizer = GetParam().optimizer;
   c.threads = GetParam().threads;
+  c.negative = GetParam().negative;
   const TrainSummary s = run_training(c);
   EXPECT_EQ(s.vocab_size, 40u);
   ASSERT_EQ(s.epoch_loss.size(), 4u);
   for (double l : s.epoch_loss) EXPECT_TRUE(std::isfinite(l));
   EXPECT_LT(s.epoch_loss.back(), s.epoch_loss.front());
-  // A word's path in a tree of 40 about equally frequent words is 5 or 6 nodes: a loss per
-  // example below 6·log 2 means the paths are learnt at all.
-  EXPECT_LT(s.epoch_loss.back(), 6 * std::log(2.0));
+  // A word's path in a tree of 40 about equally frequent words is 5 or 6 nodes, and negative
+  // sampling's loss starts at (1 + negative)·log 2: less than that at the end means they learn.
+  EXPECT_LT(s.epoch_loss.back(), (6 + 1 + GetParam().negative) * std::log(2.0));
   EXPECT_GT(topic_separation(dir.file("out/vectors.txt")), 0.3);
 }
 
-INSTANTIATE_TEST_SUITE_P(All, HsRun,
-                         ::testing::Values(RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 1},
-                                           RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 2},
-                                           RunCase{ModelKind::kCbow, OptimizerKind::kSgd, 1},
-                                           RunCase{ModelKind::kCbow, OptimizerKind::kSgd, 2},
-                                           RunCase{ModelKind::kSkipGram, OptimizerKind::kAdagrad,
-                                                   1},
-                                           RunCase{ModelKind::kCbow, OptimizerKind::kAdam, 1}));
+INSTANTIATE_TEST_SUITE_P(
+    All, HsRun,
+    ::testing::Values(RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 1},
+                      RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 2},
+                      RunCase{ModelKind::kCbow, OptimizerKind::kSgd, 1},
+                      RunCase{ModelKind::kCbow, OptimizerKind::kSgd, 2},
+                      RunCase{ModelKind::kSkipGram, OptimizerKind::kAdagrad, 1},
+                      RunCase{ModelKind::kCbow, OptimizerKind::kAdam, 1},
+                      RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 2, 5},
+                      RunCase{ModelKind::kCbow, OptimizerKind::kSgd, 1, 3},
+                      RunCase{ModelKind::kSkipGram, OptimizerKind::kAdagrad, 1, 5}));
 
 // One thread repeats a run bit for bit; another seed changes it.
 TEST(HsRun, OneThreadIsBitIdenticalRunToRun) {
@@ -346,7 +425,7 @@ TEST(HsRun, OneThreadIsBitIdenticalRunToRun) {
   EXPECT_NE(a, read_file(dir.file("c/vectors.npy")));
 }
 
-class HsResume : public ::testing::TestWithParam<std::pair<ModelKind, OptimizerKind>> {};
+class HsResume : public ::testing::TestWithParam<RunCase> {};
 
 // Two epochs straight, and one epoch then a resume from epoch-1.h5, give the same bits: the
 // checkpoint records --hs and --negative 0, the tree is rebuilt from its vocabulary's counts, and
@@ -356,12 +435,18 @@ TEST_P(HsResume, FromAnEpochCheckpointIsExact) {
   write_file(dir.file("corpus.txt"), topic_corpus(600, 7));
   Config straight = hs_config(dir, "a");
   straight.epochs = 2;
-  straight.model = GetParam().first;
-  straight.optimizer = GetParam().second;
+  straight.model = GetParam().model;
+  straight.optimizer = GetParam().optimizer;
+  straight.negative = GetParam().negative;
   run_training(straight);
   const Checkpoint ck = load_checkpoint(dir.file("a/checkpoints/epoch-1.h5"));
   EXPECT_TRUE(ck.config.hs);
-  EXPECT_EQ(ck.config.negative, 0u);
+  EXPECT_EQ(ck.config.negative, GetParam().negative);
+  // Beside negative sampling the inner nodes (and their optimizer state) have a table of their
+  // own in the checkpoint.
+  EXPECT_EQ(ck.model.nodes.rows(), GetParam().negative > 0 ? 40u : 0u);
+  EXPECT_EQ(ck.model.nodes_state.size(),
+            ck.model.nodes.rows() > 0 ? ck.model.input_state.size() : 0u);
   Config resumed =
       testing_util::small_cpu_config(dir, "b", 0, 0, dir.file("a/checkpoints/epoch-1.h5"));
   resumed.formats = {"npy"};
@@ -373,10 +458,11 @@ TEST_P(HsResume, FromAnEpochCheckpointIsExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, HsResume,
-                         ::testing::Values(std::make_pair(ModelKind::kSkipGram,
-                                                          OptimizerKind::kSgd),
-                                           std::make_pair(ModelKind::kCbow, OptimizerKind::kSgd),
-                                           std::make_pair(ModelKind::kCbow, OptimizerKind::kAdam)));
+                         ::testing::Values(RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 1},
+                                           RunCase{ModelKind::kCbow, OptimizerKind::kSgd, 1},
+                                           RunCase{ModelKind::kCbow, OptimizerKind::kAdam, 1},
+                                           RunCase{ModelKind::kSkipGram, OptimizerKind::kSgd, 1, 5},
+                                           RunCase{ModelKind::kCbow, OptimizerKind::kAdam, 1, 3}));
 
 // --hs is part of the model a checkpoint fixes: a resumed run may not turn it off (nor on).
 TEST(HsResume, HsCannotChange) {

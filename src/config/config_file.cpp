@@ -133,11 +133,6 @@ void check_hs_settings(const Config& config) {
   if (config.device == DeviceKind::kCuda) {
     throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
   }
-  if (config.negative > 0) {
-    throw UsageError("--hs (hierarchical softmax) beside negative sampling (--negative " +
-                     std::to_string(config.negative) +
-                     ") is not supported: add --negative 0 for hierarchical softmax alone");
-  }
 }
 
 void check_optimizer_settings(const Config& config) {

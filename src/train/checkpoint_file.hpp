@@ -22,7 +22,11 @@ inline bool recorded(const OptionSpec& spec) {
          spec.name == "device" || spec.name == "placement";
 }
 
-/// The dataset of state table `k` of the input or output table.
+/// The dataset of hierarchical softmax's inner-node table beside negative sampling
+/// (Model::nodes).
+inline constexpr const char* kNodesDataset = "hs_nodes";
+
+/// The dataset of state table `k` of the input, output or inner-node ("nodes") table.
 inline std::string state_dataset(const char* table, uint32_t k) {
   return std::string("optimizer/") + table + "_" + std::to_string(k);
 }

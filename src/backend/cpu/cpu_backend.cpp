@@ -28,7 +28,8 @@ constexpr uint64_t kNoSuperBatch = ~uint64_t{0};
 /// Where the rows of a word lie: at its id in the whole tables (one process), or as a rank lays
 /// them out (RankRows). Every pass below is a template over this, so the whole-table path
 /// compiles as it did before ranks existed. node(row) is the vector of a Huffman tree's inner
-/// node (hierarchical softmax): a row of the output table when negative sampling is off.
+/// node (hierarchical softmax): a row of the output table when negative sampling is off, of
+/// Model::nodes beside it.
 struct IdRows {
   float* in;
   float* out;
@@ -59,7 +60,8 @@ struct SplitRows {
 /// The whole tables of `model`, which a pass only reads when `model` is const.
 IdRows id_rows(const Model& model) {
   float* out = const_cast<float*>(model.output.data());
-  return {const_cast<float*>(model.input.data()), out, out, model.input.dim()};
+  float* nodes = model.nodes.rows() > 0 ? const_cast<float*>(model.nodes.data()) : out;
+  return {const_cast<float*>(model.input.data()), out, nodes, model.input.dim()};
 }
 
 /// Per-thread buffers, reused across sentences.
@@ -355,14 +357,20 @@ void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, ui
   const float lr = make_schedule(p, data.optimizer).at(epoch_base + starts[blocks[b]]);
   float* in_state[2] = {nullptr, nullptr};
   float* out_state[2] = {nullptr, nullptr};
+  float* node_state[2] = {nullptr, nullptr};
   for (size_t k = 0; k < model.input_state.size() && k < 2; ++k) {
     in_state[k] = model.input_state[k].data();
     out_state[k] = model.output_state[k].data();
+    if (k < model.nodes_state.size()) node_state[k] = model.nodes_state[k].data();
   }
   apply_sparse_step(data.optimizer, step, lr, g.input.ids().data(), g.input.ids().size(),
                     g.input.grads(), p.dim, model.input.data(), in_state);
   apply_sparse_step(data.optimizer, step, lr, g.output.ids().data(), g.output.ids().size(),
                     g.output.grads(), p.dim, model.output.data(), out_state);
+  if (model.nodes.rows() > 0) {
+    apply_sparse_step(data.optimizer, step, lr, g.nodes.ids().data(), g.nodes.ids().size(),
+                      g.nodes.grads(), p.dim, model.nodes.data(), node_state);
+  }
 }
 
 Scratch make_scratch(uint32_t dim) {
@@ -434,6 +442,9 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
                               float* input_grad, float* output_grad, uint8_t* touched_input,
                               uint8_t* touched_output, SpanStats* stats) {
   const uint32_t dim = data.params.dim;
+  if (needs_node_table(data.params.hs, data.params.negative)) {
+    throw Error("accumulate_gradients_cpu gives no inner-node gradients: --hs beside --negative");
+  }
   const uint64_t* starts = sentence_starts(data);
   Scratch s = make_scratch(dim);
   use_pool(data, epoch, super_batch, s);
@@ -501,9 +512,11 @@ class CpuBackend final : public Backend {
     if (model.input.storage() != Storage::kFp32) {
       throw UsageError(storage_needs_cuda(model.input.storage()));
     }
-    bool contiguous = model.input.contiguous() && model.output.contiguous();
+    bool contiguous =
+        model.input.contiguous() && model.output.contiguous() && model.nodes.contiguous();
     for (const HostTable& t : model.input_state) contiguous = contiguous && t.contiguous();
     for (const HostTable& t : model.output_state) contiguous = contiguous && t.contiguous();
+    for (const HostTable& t : model.nodes_state) contiguous = contiguous && t.contiguous();
     if (!contiguous) throw Error("the CPU backend needs tables allocated apart, not interleaved");
     if (rank_rows != nullptr && data.optimizer.kind != OptimizerKind::kSgd) {
       throw Error("the CPU backend trains a rank's rows with sgd only");
@@ -514,11 +527,18 @@ class CpuBackend final : public Backend {
         throw Error("hierarchical softmax needs the Huffman tree of the model's " +
                     std::to_string(model.input.rows()) + " words");
       }
+      const bool nodes = needs_node_table(true, data.params.negative);
+      if ((model.nodes.rows() > 0) != nodes ||
+          (nodes && model.nodes.rows() != model.input.rows())) {
+        throw Error(nodes ? "--hs beside --negative needs the model's inner-node table"
+                          : "--hs with --negative 0 keeps the inner nodes in the output table");
+      }
     } else if (data.params.negative == 0) {
       throw Error("--negative 0 trains nothing without --hs");
     }
     const uint32_t n = state_tables(data.optimizer.kind);
-    if (model.input_state.size() != n || model.output_state.size() != n) {
+    if (model.input_state.size() != n || model.output_state.size() != n ||
+        model.nodes_state.size() != (model.nodes.rows() > 0 ? n : 0)) {
       throw Error("the model holds " + std::to_string(model.input_state.size()) +
                   " state tables; optimizer " + to_string(data.optimizer.kind) + " needs " +
                   std::to_string(n));
