@@ -314,6 +314,41 @@ TEST(HsSentence, BesideNegativeSamplingBothLossesTrainTheInputRow) {
   }
 }
 
+// The inner-node table (hierarchical softmax beside negative sampling) and its state go after
+// every other table of an id when the tables are interleaved (paged), so the layout of the others
+// is the one a model without it has; without --hs beside --negative there is none.
+TEST(HsModel, TheInnerNodeTableInterleavesAfterTheOthers) {
+  const uint32_t dim = 3;
+  for (const OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam}) {
+    SCOPED_TRACE(to_string(kind));
+    const uint32_t n = state_tables(kind);
+    Model plain = allocate_model(7, dim, kind, true, "");
+    EXPECT_EQ(plain.nodes.rows(), 0u);
+    EXPECT_TRUE(plain.nodes_state.empty());
+    EXPECT_EQ(plain.input.stride(), uint64_t{2 + 2 * n} * dim);
+    Model m = allocate_model(7, dim, kind, true, "", Storage::kFp32, true);
+    ASSERT_EQ(m.nodes.rows(), 7u);
+    ASSERT_EQ(m.nodes_state.size(), n);
+    EXPECT_EQ(m.input.stride(), uint64_t{3 + 3 * n} * dim);
+    for (uint64_t r : {0u, 6u}) {
+      EXPECT_EQ(m.output.row(r) - m.input.row(r), dim);
+      for (uint32_t k = 0; k < n; ++k) {
+        EXPECT_EQ(m.input_state[k].row(r) - m.input.row(r), (2 + k) * dim);
+        EXPECT_EQ(m.output_state[k].row(r) - m.input.row(r), (2 + n + k) * dim);
+        EXPECT_EQ(m.nodes_state[k].row(r) - m.input.row(r), (3 + 2 * n + k) * dim);
+      }
+      EXPECT_EQ(m.nodes.row(r) - m.input.row(r), (2 + 2 * n) * dim);
+    }
+    // Apart, it is a table of its own, zeroed by init_model like the output table.
+    Model apart = allocate_model(7, dim, kind, false, "", Storage::kFp32, true);
+    apart.nodes.fill(1.0f);
+    init_model(apart, 3);
+    EXPECT_TRUE(apart.nodes.contiguous());
+    EXPECT_TRUE(apart.nodes.all_zero());
+    EXPECT_EQ(apart.nodes_state.size(), n);
+  }
+}
+
 /// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
 std::string topic_corpus(int sentences, uint64_t seed) {
   std::mt19937_64 rng(seed);
