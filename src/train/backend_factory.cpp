@@ -95,7 +95,7 @@ void settle_hs_device(Config& config, std::FILE* note) {
 
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
                                       uint32_t threads, const GpuOptions& gpu) {
-  if (data.params.hs && device != DeviceKind::kCpu) {
+  if (data.params.hs && resolve_device(device) != DeviceKind::kCpu) {
     throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
   }
 #ifdef PAGEDW2V_HAVE_CUDA
