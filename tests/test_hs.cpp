@@ -20,6 +20,7 @@
 #include "model/params.hpp"
 #include "support/seed.hpp"
 #include "test_util.hpp"
+#include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
@@ -312,6 +313,29 @@ TEST(HsSentence, BesideNegativeSamplingBothLossesTrainTheInputRow) {
     expect_near(f.model.output, out, "output ");
     expect_near(f.model.nodes, nodes, "nodes ");
   }
+}
+
+// --device auto with --hs takes the CPU (saying so only where a GPU was there to take); a run
+// without --hs, or one that names its device, is left as it is (--device cuda is refused by
+// validate()).
+TEST(HsDevice, AutoTakesTheCpu) {
+  std::FILE* note = std::tmpfile();
+  ASSERT_NE(note, nullptr);
+  Config c;
+  c.hs = true;
+  settle_hs_device(c, note);
+  EXPECT_EQ(c.device, DeviceKind::kCpu);
+  Config plain;
+  settle_hs_device(plain, note);
+  EXPECT_EQ(plain.device, DeviceKind::kAuto);
+  Config cuda;
+  cuda.hs = true;
+  cuda.device = DeviceKind::kCuda;
+  settle_hs_device(cuda, note);
+  EXPECT_EQ(cuda.device, DeviceKind::kCuda);
+  const long written = std::ftell(note);
+  std::fclose(note);
+  EXPECT_EQ(written > 0, resolve_device(DeviceKind::kAuto) == DeviceKind::kCuda);
 }
 
 // The inner-node table (hierarchical softmax beside negative sampling) and its state go after
