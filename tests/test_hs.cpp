@@ -484,6 +484,28 @@ TEST(HsRun, OneThreadIsBitIdenticalRunToRun) {
   EXPECT_NE(a, read_file(dir.file("c/vectors.npy")));
 }
 
+// A corpus streamed a window at a time (more than --max-corpus-memory encoded) trains the bits
+// of the same corpus held whole: the tree comes from the counts either way.
+TEST(HsRun, AStreamedCorpusTrainsTheSameBits) {
+  TempDir dir;
+  write_file(dir.file("corpus.txt"), topic_corpus(3000, 5));  // 36,000 words: 144 kB encoded
+  for (const uint32_t negative : {0u, 3u}) {
+    Config whole = hs_config(dir, "whole" + std::to_string(negative));
+    whole.negative = negative;
+    const TrainSummary a = run_training(whole);
+    Config streamed = hs_config(dir, "streamed" + std::to_string(negative));
+    streamed.negative = negative;
+    streamed.max_corpus_memory = 64 << 10;
+    const TrainSummary b = run_training(streamed);
+    EXPECT_EQ(a.words, b.words);
+    const std::string bits =
+        read_file(dir.file("whole" + std::to_string(negative) + "/vectors.npy"));
+    ASSERT_FALSE(bits.empty());
+    EXPECT_EQ(bits, read_file(dir.file("streamed" + std::to_string(negative) + "/vectors.npy")))
+        << "negative " << negative;
+  }
+}
+
 class HsResume : public ::testing::TestWithParam<RunCase> {};
 
 // Two epochs straight, and one epoch then a resume from epoch-1.h5, give the same bits: the
