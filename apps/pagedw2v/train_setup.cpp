@@ -74,6 +74,7 @@ std::string settings_summary(const Config& config, const std::string& config_fil
                   ", window " + option_value(config, "window") + ", negative " +
                   option_value(config, "negative") + ", sample " + option_value(config, "sample") +
                   ", min-count " + option_value(config, "min-count");
+  if (config.hs) s += ", hs (hierarchical softmax)";
   if (config.max_vocab > 0) s += ", max-vocab " + option_value(config, "max-vocab");
   if (config.optimizer == OptimizerKind::kSgd) {
     char alpha[32];

@@ -221,6 +221,8 @@ TEST(UserFlags, HierarchicalSoftmaxFlagsTrainAndRefusalsAreOneLine) {
                   "--device", "cpu",        "--format", "npy"});
     ASSERT_EQ(r.code, 0) << describe(r);
     EXPECT_TRUE(contains(r.err, "-hs 1 as --hs, -negative 0 as --negative 0")) << r.err;
+    EXPECT_TRUE(contains(r.err, "negative 0, sample 0.001, min-count 2, hs (hierarchical softmax)"))
+        << r.err;
     const nlohmann::json run_json = read_json(dir.file(out + "/run.json"));
     EXPECT_EQ(run_json["settings"]["hs"], true);
     EXPECT_EQ(run_json["settings"]["negative"], 0);
