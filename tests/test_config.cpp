@@ -46,7 +46,9 @@ TEST(Config, BadValuesNameTheFlag) {
                                                      {"dim", "1e3"},
                                                      {"dim", "99999999999999999999"},
                                                      {"window", "0"},
-                                                     {"negative", "0"},
+                                                     {"negative", "-1"},
+                                                     {"negative", "1001"},
+                                                     {"hs", "2"},
                                                      {"epochs", "0"},
                                                      {"epochs", "-1"},
                                                      {"sample", "-0.1"},
@@ -220,6 +222,57 @@ TEST(Config, RankTablesAndTheOptimizersReplicasTrain) {
   }
 }
 
+/// The message validate(c) throws as a UsageError ("" when it accepts c).
+std::string usage_error(const Config& c) {
+  try {
+    validate(c);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --hs: hierarchical softmax, a model setting; --negative 0 only beside it; the CUDA backend
+// refused in one line (the CPU trains it).
+TEST(Config, HierarchicalSoftmaxAndNegativeZero) {
+  Config c;
+  c.corpus = "x.txt";
+  c.output = "out";
+  EXPECT_FALSE(c.hs);
+  EXPECT_EQ(option_value(c, "hs"), "false");
+  apply_option(c, "negative", "0");
+  EXPECT_NE(usage_error(c).find("--negative 0 leaves nothing to train"), std::string::npos)
+      << usage_error(c);
+  apply_option(c, "hs", "true");
+  EXPECT_TRUE(c.hs);
+  EXPECT_EQ(option_value(c, "hs"), "true");
+  EXPECT_EQ(usage_error(c), "");
+  apply_option(c, "device", "cuda");
+  EXPECT_EQ(usage_error(c), "--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
+  apply_option(c, "device", "auto");
+  EXPECT_EQ(usage_error(c), "");
+  TrainingSet set = make_training_set(std::string("a b c a b a\nc a b\n"), [] {
+    Config m;
+    m.min_count = 1;
+    m.hs = true;
+    return m;
+  }());
+  EXPECT_EQ(set.tree.words(), 3u);
+  Config d;
+  d.hs = true;
+  d.negative = 0;
+  const TrainData data = set.train_data(d);
+  EXPECT_TRUE(data.params.hs);
+  EXPECT_EQ(data.params.negative, 0u);
+  EXPECT_EQ(data.tree, &set.tree);
+  for (const OptionSpec& spec : train_options()) {
+    if (spec.name == "hs") {
+      EXPECT_TRUE(spec.is_flag);
+      EXPECT_TRUE(spec.is_model);
+    }
+  }
+}
+
 TEST(Config, WhatACheckpointFixes) {
   std::map<std::string, bool> model;
   for (const OptionSpec& spec : train_options()) model[spec.name] = spec.is_model;
@@ -378,6 +431,24 @@ TEST(Config, ValidateNeedsCorpusAndOutput) {
   EXPECT_THROW(validate(c), UsageError);
   c.output = "out";
   EXPECT_NO_THROW(validate(c));
+}
+
+// Hierarchical softmax follows each word's own path: it goes with neither a window's shared
+// negatives nor a grown vocabulary (whose tree, and so every inner node's row, changes).
+TEST(Config, HierarchicalSoftmaxRefusesSharedNegativesAndContinuing) {
+  Config c;
+  c.corpus = "c.txt";
+  c.output = "out";
+  apply_option(c, "hs", "true");
+  apply_option(c, "device", "cpu");
+  EXPECT_NO_THROW(validate(c));
+  Config shared = c;
+  apply_option(shared, "kernel", "shared-negatives");
+  testing_util::expect_error_naming<UsageError>([&] { validate(shared); }, "hierarchical softmax");
+  Config grown = c;
+  apply_option(grown, "continue-from", "run1");
+  testing_util::expect_error_naming<UsageError>([&] { validate(grown); },
+                                                "cannot grow a run with --hs");
 }
 
 TEST(Config, PagedPlacementRefusesOnlyAGivenPoolOfZero) {

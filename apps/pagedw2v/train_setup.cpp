@@ -75,6 +75,7 @@ std::string settings_summary(const Config& config, const std::string& config_fil
                   ", window " + option_value(config, "window") + ", negative " +
                   option_value(config, "negative") + ", sample " + option_value(config, "sample") +
                   ", min-count " + option_value(config, "min-count");
+  if (config.hs) s += ", hs (hierarchical softmax)";
   if (config.max_vocab > 0) s += ", max-vocab " + option_value(config, "max-vocab");
   if (config.phrases > 0) {
     s += ", phrases " + option_value(config, "phrases") + " (threshold " +
@@ -119,6 +120,8 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   }
   // A checkpoint resumes from anywhere with the phrases it was trained on.
   if (!config.phrases_from.empty()) config.phrases_from = absolute_path(config.phrases_from);
+  // --hs with --device cuda is a usage error before it is a missing GPU.
+  if (config.hs) check_hs_settings(config);
   check_device(config.device);
   // Before a checkpoint is opened: what --continue-from cannot go with.
   check_continue_settings(config);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "corpus/corpus.hpp"
+#include "model/huffman.hpp"
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
 #include "model/params.hpp"
@@ -27,6 +28,8 @@ struct TrainData {
   const std::vector<uint64_t>* blocks = nullptr;  ///< block boundaries (sentence indices)
   const KeepTable* keep = nullptr;                ///< subsampling keep probability per word
   const NoiseTable* noise = nullptr;              ///< negative-sampling distribution
+  /// Hierarchical softmax (params.hs): every word's path of inner-node rows and codes.
+  const HuffmanTree* tree = nullptr;
   TrainParams params;
   OptimizerParams optimizer;  ///< sgd: word2vec's per-example update; else one step per block
   /// The corpus is streamed (corpus_stream.hpp): `corpus` is a window of it, with its bases
@@ -39,9 +42,12 @@ struct TrainData {
 
 /// What training a range of blocks did.
 struct SpanStats {
-  uint64_t words = 0;       ///< in-vocabulary tokens read (before subsampling), word2vec's count
-  uint64_t trained = 0;     ///< tokens kept after subsampling
-  double loss = 0.0;        ///< sum of SGNS losses (accumulated in double)
+  uint64_t words = 0;    ///< in-vocabulary tokens read (before subsampling), word2vec's count
+  uint64_t trained = 0;  ///< tokens kept after subsampling
+  /// Sum of the examples' losses (accumulated in double): negative sampling's −log σ terms of
+  /// the centre and the noise words, plus hierarchical softmax's −log σ(±h·node) over the
+  /// centre's path.
+  double loss = 0.0;
   uint64_t loss_terms = 0;  ///< number of (centre, context) examples the loss sums over
 
   SpanStats& operator+=(const SpanStats& o) {

@@ -224,8 +224,9 @@ std::vector<OptionSpec> make_train_options() {
        [](C& c, V v) { c.window = static_cast<uint32_t>(parse_uint("window", v, 1, 1000)); },
        [](const C& c) { return std::to_string(c.window); }});
   o.push_back(
-      {"negative", "negative samples per example", "5", false, true,
-       [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 1, 1000)); },
+      {"negative", "negative samples per example (0 = none: hierarchical softmax alone, --hs)", "5",
+       false, true,
+       [](C& c, V v) { c.negative = static_cast<uint32_t>(parse_uint("negative", v, 0, 1000)); },
        [](const C& c) { return std::to_string(c.negative); }});
   o.push_back({"kernel",
                "skip-gram's window update: per-pair (word2vec's: every context word with "
@@ -239,6 +240,14 @@ std::vector<OptionSpec> make_train_options() {
                  }
                },
                [](const C& c) { return to_string(c.kernel); }});
+  o.push_back({"hs",
+               "train hierarchical softmax, word2vec's other output layer: each word's path "
+               "through a Huffman tree of the vocabulary's counts, its inner nodes' vectors "
+               "trained as the output layer. Alone with --negative 0 (word2vec's -hs 1 "
+               "-negative 0), or beside negative sampling (--negative N: both losses train the "
+               "input vectors). The CPU backend trains it (--device cpu)",
+               "false", true, true, [](C& c, V v) { c.hs = parse_bool("hs", v); },
+               [](const C& c) { return std::string(c.hs ? "true" : "false"); }});
   o.push_back({"negative-pool",
                "draw negatives from a pool of N noise words shared by --pool-words words (0 = per "
                "example, as word2vec); paged placement needs one: left out, a paged run draws "
@@ -555,7 +564,9 @@ std::vector<OptionSpec> make_train_options() {
                "(redrawn in place on a terminal) with the epoch, words/s, the loss, the learning "
                "rate and the time left. The loss is that of one (centre, context) example: "
                "-log sigmoid(context.word) - sum of log sigmoid(-noise.word) over its --negative "
-               "noise words, taken as the example trains, its mean smoothed over about the last "
+               "noise words (with --hs the sum of -log sigmoid(+-context.node) over the word's "
+               "path is added, and is all of it with --negative 0), taken as the example trains, "
+               "its mean smoothed over about the last "
                "twentieth of the run (run.json: final_loss, the smoothed value at the end; "
                "loss_per_epoch, each epoch's plain mean, so the two differ). It is a training "
                "loss over fresh random noise words, not a held-out measure: in late epochs a "

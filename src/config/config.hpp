@@ -54,8 +54,12 @@ struct Config {
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;
   uint32_t window = 5;
+  /// Negative samples per example; 0 (with --hs only) trains hierarchical softmax alone.
   uint32_t negative = 5;
   SgnsKernel kernel = SgnsKernel::kPerPair;  ///< TrainParams::kernel
+  /// --hs: train hierarchical softmax (a Huffman tree's inner nodes, huffman.hpp), alone with
+  /// --negative 0 or beside negative sampling.
+  bool hs = false;
   double sample = 1e-3;
   uint64_t min_count = 5;
   uint64_t max_vocab = 0;
@@ -182,6 +186,8 @@ void validate(const Config& config);
 /// --continue-count only with it (checked on what was given: a resumed continued run has it
 /// from its checkpoint).
 void check_continue_settings(const Config& config);
+/// The part of validate that concerns hierarchical softmax (--hs): the devices that train it.
+void check_hs_settings(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);

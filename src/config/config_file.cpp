@@ -104,8 +104,25 @@ void validate(const Config& config) {
     require_pool_for_paging(config.negative_pool, "--placement paged with --negative-pool 0",
                             "; or leave --negative-pool out to have one chosen");
   }
+  if (config.negative == 0 && !config.hs) {
+    throw UsageError(
+        "--negative 0 leaves nothing to train the output layer; add --hs (hierarchical softmax) "
+        "or give --negative 1 or more");
+  }
+  if (config.hs) check_hs_settings(config);
   if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
     throw UsageError(storage_needs_cuda(config.storage));
+  }
+  if (config.hs && config.kernel == SgnsKernel::kSharedNegatives) {
+    throw UsageError(
+        "--kernel shared-negatives shares negative samples across a window; hierarchical "
+        "softmax (--hs) follows each word's own path: leave --kernel out");
+  }
+  if (config.hs && config.given.count("continue-from") > 0 && !config.continue_from.empty()) {
+    throw UsageError(
+        "--continue-from cannot grow a run with --hs: its Huffman tree, and so every inner "
+        "node's row, changes with the vocabulary (train the run with negative sampling to "
+        "continue it)");
   }
   if (config.kernel == SgnsKernel::kSharedNegatives && config.model != ModelKind::kSkipGram) {
     throw UsageError(
@@ -157,6 +174,14 @@ void check_continue_settings(const Config& config) {
     throw UsageError(
         "--vocab cannot be given with --continue-from: the vocabulary is the run's, grown by "
         "the words of --corpus");
+  }
+}
+
+void check_hs_settings(const Config& config) {
+  // The CUDA kernels train negative sampling only: a run that asks for the GPU is refused rather
+  // than trained without its output layer; --device auto trains on the CPU (hs_device).
+  if (config.device == DeviceKind::kCuda) {
+    throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
   }
 }
 

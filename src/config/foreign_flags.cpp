@@ -135,12 +135,12 @@ const std::vector<SpecialFlag>& special_flags() {
        }},
       {"word2vec", "-hs", true,
        [](const std::string& v, std::string* ours) {
-         if (v != "0") {
-           throw UsageError("word2vec's -hs " + v +
-                            " (hierarchical softmax) is not supported: pagedw2v trains with "
-                            "negative sampling (--negative)");
+         if (v != "0" && v != "1") throw UsageError("word2vec's -hs takes 0 or 1");
+         if (v == "1") {
+           *ours = "--hs";
+           return Args{"--hs"};
          }
-         *ours = "(nothing: negative sampling only)";
+         *ours = "(nothing: no hierarchical softmax)";
          return Args{};
        }},
       {"word2vec", "-binary", true,
@@ -172,10 +172,15 @@ const std::vector<SpecialFlag>& special_flags() {
        }},
       {"fastText", "-loss", true,
        [](const std::string& v, std::string* ours) {
+         // fastText's hs trains hierarchical softmax alone (its -neg is not read then).
+         if (v == "hs") {
+           *ours = "--hs --negative 0";
+           return Args{"--hs", "--negative", "0"};
+         }
          if (v != "ns") {
            throw UsageError("fastText's -loss " + v +
-                            " is not supported: pagedw2v trains with negative sampling "
-                            "(-loss ns, --negative)");
+                            " is not supported: pagedw2v trains negative sampling (-loss ns, "
+                            "--negative) or hierarchical softmax (-loss hs, --hs)");
          }
          *ours = "(nothing: negative sampling)";
          return Args{};

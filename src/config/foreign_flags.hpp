@@ -18,12 +18,12 @@ std::string suggest_option(const std::string& given, const std::vector<std::stri
 /// `pagedw2v train`'s arguments as its parser takes them:
 /// - the single-dash flags of word2vec.c (`-train`, `-size`, `-iter`, `-cbow`, `-save-vocab`,
 ///   `-read-vocab`, …) and of fastText (`-input`, `-dim`, `-epoch`, `-minCount`, `-ws`, `-neg`,
-///   `-lr`, `-thread`, `-t`, `-loss ns`, `-maxn 0`, …) rewritten as ours: the options' `foreign`
+///   `-lr`, `-thread`, `-t`, `-loss ns|hs`, `-maxn 0`, …) rewritten as ours: the options' `foreign`
 ///   names, and the few whose value changes; `*note` is set to one line saying what was read as
 ///   what, or left empty when nothing was;
 /// - corpus inputs that follow the options (`--output D a.txt b.txt`) moved to `--corpus`: paths
 ///   that exist, and `-`; any other word is left for the parser to refuse.
-/// Throws UsageError for a flag of theirs with no counterpart (`-hs 1`, `-minn 3`, `-cw`, …) and
+/// Throws UsageError for a flag of theirs with no counterpart (`-minn 3`, `-cw`, …) and
 /// for any other single-dash name (`-epochs`: did you mean --epochs?).
 std::vector<std::string> translate_foreign_flags(const std::vector<std::string>& args,
                                                  std::string* note);

@@ -50,8 +50,12 @@ struct TrainParams {
   ModelKind model = ModelKind::kSkipGram;
   uint32_t dim = 100;
   uint32_t window = 5;
-  uint32_t negative = 5;
+  uint32_t negative = 5;  ///< 0: no negative sampling (hierarchical softmax alone)
   SgnsKernel kernel = SgnsKernel::kPerPair;  ///< skip-gram's window update
+  /// Hierarchical softmax (TrainData::tree): with negative 0 its inner nodes are rows of the
+  /// output table (huffman.hpp's inner_node_row); beside negative sampling, rows of the model's
+  /// inner-node table (Model::nodes).
+  bool hs = false;
   uint32_t epochs = 5;
   uint64_t seed = 1;
   float alpha = 0.025f;           ///< starting learning rate

@@ -4,6 +4,7 @@
 /// says before the model is allocated whether the chosen one will page its tables.
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -53,6 +54,11 @@ class BackendWarmUp {
  private:
   std::thread thread_;
 };
+
+/// Hierarchical softmax (--hs) trains on the CPU backend only: with --device auto, `config`
+/// takes the CPU (and says so on `note`, when not null, if a GPU was there to be taken).
+/// --device cuda with --hs is refused by validate() (check_hs_settings).
+void settle_hs_device(Config& config, std::FILE* note);
 
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,

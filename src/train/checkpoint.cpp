@@ -32,6 +32,7 @@
 namespace pagedw2v {
 namespace {
 
+using checkpoint_file::kNodesDataset;
 using checkpoint_file::kOptionPrefix;
 using checkpoint_file::recorded;
 using checkpoint_file::state_dataset;
@@ -47,6 +48,8 @@ uint64_t model_bytes(const Model& model) {
   uint64_t bytes = model.input.bytes() + model.output.bytes();
   for (const HostTable& t : model.input_state) bytes += t.bytes();
   for (const HostTable& t : model.output_state) bytes += t.bytes();
+  bytes += model.nodes.bytes();
+  for (const HostTable& t : model.nodes_state) bytes += t.bytes();
   return bytes;
 }
 
@@ -140,10 +143,24 @@ std::vector<std::string> state_datasets(OptimizerKind kind) {
   return names;
 }
 
+/// The inner-node table of hierarchical softmax beside negative sampling (Model::nodes) and its
+/// state tables' datasets, in the file's order; none when the run of `config` has no such table.
+std::vector<std::string> node_datasets(const Config& config) {
+  if (!needs_node_table(config.hs, config.negative)) return {};
+  std::vector<std::string> names = {kNodesDataset};
+  for (uint32_t k = 0; k < state_tables(config.optimizer); ++k) {
+    names.push_back(state_dataset("nodes", k));
+  }
+  return names;
+}
+
 // The tables of a checkpoint, in the order the file holds them.
-std::vector<TableShape> checkpoint_shapes(uint64_t rows, uint32_t dim, OptimizerKind optimizer) {
+std::vector<TableShape> checkpoint_shapes(uint64_t rows, uint32_t dim, const Config& config) {
   std::vector<TableShape> shapes = {{"vectors", rows, dim}, {"context_vectors", rows, dim}};
-  for (const std::string& name : state_datasets(optimizer)) shapes.push_back({name, rows, dim});
+  for (const std::string& name : state_datasets(config.optimizer)) {
+    shapes.push_back({name, rows, dim});
+  }
+  for (const std::string& name : node_datasets(config)) shapes.push_back({name, rows, dim});
   return shapes;
 }
 
@@ -160,7 +177,7 @@ uint32_t checkpoint_tables(OptimizerKind kind) { return 2 + 2 * state_tables(kin
 
 bool prepared_fits(const PreparedH5& file, const Config& config, const Model& model) {
   const std::vector<TableShape> want =
-      checkpoint_shapes(model.input.rows(), model.input.dim(), config.optimizer);
+      checkpoint_shapes(model.input.rows(), model.input.dim(), config);
   const std::vector<TableShape>& have = file.tables();
   if (want.size() != have.size()) return false;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -172,7 +189,7 @@ bool prepared_fits(const PreparedH5& file, const Config& config, const Model& mo
 
 PreparedH5 prepare_checkpoint(const std::string& path, const Config& config, const Vocab& vocab,
                               uint64_t rows, uint32_t dim, const CorpusFingerprint& corpus) {
-  return prepare_embeddings_h5(path, vocab, checkpoint_shapes(rows, dim, config.optimizer),
+  return prepare_embeddings_h5(path, vocab, checkpoint_shapes(rows, dim, config),
                                run_attributes(config, corpus));
 }
 
@@ -188,10 +205,21 @@ void finish_checkpoint(PreparedH5& file, const Config& config, const Model& mode
     throw Error("cannot write '" + file.path() + "': the model does not hold the state tables of " +
                 to_string(config.optimizer));
   }
+  const std::vector<std::string> nodes = node_datasets(config);
+  const bool with_nodes = !nodes.empty();
+  if ((model.nodes.rows() > 0) != with_nodes ||
+      (with_nodes && model.nodes_state.size() != nstate)) {
+    throw Error("cannot write '" + file.path() +
+                "': the model's inner-node table does not match --hs and --negative");
+  }
   std::vector<NamedTable> tables = {{"vectors", &model.input}, {"context_vectors", &model.output}};
   for (uint32_t k = 0; k < nstate; ++k) {
     tables.push_back({state_dataset("input", k), &model.input_state[k]});
     tables.push_back({state_dataset("output", k), &model.output_state[k]});
+  }
+  if (!nodes.empty()) {
+    tables.push_back({nodes[0], &model.nodes});
+    for (uint32_t k = 0; k < nstate; ++k) tables.push_back({nodes[1 + k], &model.nodes_state[k]});
   }
   finish_embeddings_h5(file, tables, position_attributes(position, lr));
 }
@@ -451,8 +479,9 @@ void CheckpointWriter::write_snapshot(bool end_of_epoch, const Model& model,
       return;
     }
     try {
-      snapshot_ = allocate_model(model.input.rows(), model.input.dim(), config_.optimizer, false,
-                                 "the checkpoint snapshot", model.input.storage());
+      snapshot_ =
+          allocate_model(model.input.rows(), model.input.dim(), config_.optimizer, false,
+                         "the checkpoint snapshot", model.input.storage(), model.nodes.rows() > 0);
     } catch (const Error&) {
       // Not enough memory for a copy: this checkpoint is written from the tables, here.
       caller_seconds_ += seconds_since(t);
@@ -465,6 +494,10 @@ void CheckpointWriter::write_snapshot(bool end_of_epoch, const Model& model,
   for (size_t k = 0; k < model.input_state.size(); ++k) {
     model.input_state[k].copy_values_to(snapshot_.input_state[k]);
     model.output_state[k].copy_values_to(snapshot_.output_state[k]);
+  }
+  if (model.nodes.rows() > 0) model.nodes.copy_values_to(snapshot_.nodes);
+  for (size_t k = 0; k < model.nodes_state.size(); ++k) {
+    model.nodes_state[k].copy_values_to(snapshot_.nodes_state[k]);
   }
   caller_seconds_ += seconds_since(t);
   start(end_of_epoch, snapshot_, position, lr);

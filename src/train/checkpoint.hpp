@@ -10,6 +10,10 @@
 ///                        [V, D] float32   state table K of each table (K < state_tables(kind);
 ///                                         none for sgd), in the order optimizer.hpp lists them
 ///
+/// With hierarchical softmax alone (--hs --negative 0) /context_vectors holds the Huffman tree's
+/// inner nodes (row V − 2 − i is word2vec's inner node i, huffman.hpp; the last row is unused):
+/// the tree itself is not stored, it is rebuilt from /vocab/counts, which fix it exactly.
+///
 /// and root attributes: `format_version`, every training parameter (the optimizer's kind and
 /// hyper-parameters among them, as `option.optimizer`, `option.lr`, …), the thread count and
 /// --deterministic (a resumed run keeps them unless told otherwise), the corpus path and its

@@ -33,7 +33,11 @@ inline constexpr const char* kContinuedCounted = "continued_from.counted_before"
 inline constexpr const char* kContinuedLeftOut = "continued_from.new_words_left_out";
 inline constexpr const char* kContinuedTokensLeftOut = "continued_from.new_tokens_left_out";
 
-/// The dataset of state table `k` of the input or output table.
+/// The dataset of hierarchical softmax's inner-node table beside negative sampling
+/// (Model::nodes).
+inline constexpr const char* kNodesDataset = "hs_nodes";
+
+/// The dataset of state table `k` of the input, output or inner-node ("nodes") table.
 inline std::string state_dataset(const char* table, uint32_t k) {
   return std::string("optimizer/") + table + "_" + std::to_string(k);
 }

@@ -20,6 +20,7 @@
 namespace pagedw2v {
 namespace {
 
+using checkpoint_file::kNodesDataset;
 using checkpoint_file::kOptionPrefix;
 using checkpoint_file::recorded;
 using checkpoint_file::state_dataset;
@@ -61,6 +62,7 @@ std::vector<std::string> any_state_datasets() {
   for (uint32_t k = 0; k < most; ++k) {
     names.push_back(state_dataset("input", k));
     names.push_back(state_dataset("output", k));
+    names.push_back(state_dataset("nodes", k));
   }
   return names;
 }
@@ -86,7 +88,7 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
   // values are then read from the same open file.
   H5Request request;
   request.attributes = names;
-  request.tables = {"vectors", "context_vectors"};
+  request.tables = {"vectors", "context_vectors", kNodesDataset};
   for (const std::string& name : any_state_datasets()) request.tables.push_back(name);
   request.vocabulary = true;
   H5Contents contents = file.parse(request);
@@ -205,8 +207,10 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
   ck.vocab = Vocab::from_words(std::move(e.words), std::move(e.counts));
   const std::string hint = "this checkpoint needs more memory than is free";
   const OptimizerKind kind = ck.config.optimizer;
-  ck.model = allocate_model(rows.count(e.rows), e.dim, kind,
-                            interleave && interleave(e.rows, ck.config), hint, ck.config.storage);
+  const bool nodes = needs_node_table(ck.config.hs, ck.config.negative);
+  ck.model =
+      allocate_model(rows.count(e.rows), e.dim, kind, interleave && interleave(e.rows, ck.config),
+                     hint, ck.config.storage, nodes);
   file.read_table(vectors, ck.model.input, rows);
   file.read_table(require_table(contents, "context_vectors", path), ck.model.output, rows);
   for (uint32_t k = 0; k < ck.model.input_state.size(); ++k) {
@@ -214,6 +218,13 @@ Checkpoint load_checkpoint(const H5Source& file, const TableLayoutChoice& interl
                     ck.model.input_state[k], rows);
     file.read_table(require_table(contents, state_dataset("output", k), path),
                     ck.model.output_state[k], rows);
+  }
+  if (nodes) {
+    file.read_table(require_table(contents, kNodesDataset, path), ck.model.nodes, rows);
+    for (uint32_t k = 0; k < ck.model.nodes_state.size(); ++k) {
+      file.read_table(require_table(contents, state_dataset("nodes", k), path),
+                      ck.model.nodes_state[k], rows);
+    }
   }
   return ck;
 }

@@ -148,7 +148,8 @@ void TrainingRun::settle_settings() {
     if (requested.output.empty()) throw UsageError("--output is required");
     // The tables' layout follows the placement the merged settings resolve to.
     const auto paged = [&](uint64_t rows, const Config& recorded) {
-      const Config merged = merge_for_resume(recorded, requested);
+      Config merged = merge_for_resume(recorded, requested);
+      settle_hs_device(merged, nullptr);
       gpu = resolve_gpu_options(merged.device, rows, merged.dim, merged.optimizer,
                                 merged.gpu_options());
       return gpu->placement == Placement::kPaged;
@@ -173,12 +174,16 @@ void TrainingRun::settle_settings() {
     config = ck ? merge_for_resume(ck->config, requested) : requested;
   }
   validate(config);
+  if (config.hs && ranks != nullptr) {
+    throw UsageError("--hs (hierarchical softmax) trains in one process, not over MPI ranks");
+  }
   // Said before the corpus is read: a checkpoint that has trained every epoch asked for.
   if (ck && ck->position.epoch >= config.epochs) throw UsageError(finished_epochs(ck->position));
   if (config.keep_checkpoints == 0 && config.checkpoint_interval > 0) {
     throw UsageError("--checkpoint-interval needs --keep-checkpoints 1 or more");
   }
   out = config.quiet || !writes_files ? nullptr : log;
+  settle_hs_device(config, out);
   if (writes_files) lock.emplace(claim_run_output(config, requested.resume));
   if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);

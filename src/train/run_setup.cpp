@@ -34,9 +34,9 @@ GpuOptions plan_placement(Config& config, const TrainingSet& set,
 }
 
 Model make_run_model(const Config& config, uint64_t rows, const GpuOptions& gpu) {
-  Model model =
-      allocate_model(rows, config.dim, config.optimizer, gpu.placement == Placement::kPaged,
-                     "lower --dim or --max-vocab", config.storage);
+  Model model = allocate_model(rows, config.dim, config.optimizer,
+                               gpu.placement == Placement::kPaged, "lower --dim or --max-vocab",
+                               config.storage, needs_node_table(config.hs, config.negative));
   init_model(model, config.seed, config.effective_threads());
   return model;
 }

@@ -16,12 +16,14 @@ TrainData TrainingSet::train_data(const Config& config) const {
   data.blocks = &blocks;
   data.keep = &keep;
   data.noise = &noise;
+  data.tree = config.hs ? &tree : nullptr;
   TrainParams& p = data.params;
   p.model = config.model;
   p.dim = config.dim;
   p.window = config.window;
   p.negative = config.negative;
   p.kernel = config.kernel;
+  p.hs = config.hs;
   p.epochs = config.epochs;
   p.seed = config.seed;
   p.alpha = config.effective_alpha();
@@ -83,15 +85,15 @@ TrainingSet make_training_set(const std::vector<std::string_view>& parts, const 
   Samplers samplers;
   std::future<void> making;
   try {
-    making =
-        std::async(std::launch::async, [&] { samplers = make_samplers(vocab, config.sample); });
+    making = std::async(std::launch::async,
+                        [&] { samplers = make_samplers(vocab, config.sample, config.hs); });
   } catch (const std::system_error&) {
   }
   EncodedCorpus corpus = encode_corpus(parts, vocab, options);
   if (making.valid()) {
     making.get();
   } else {
-    samplers = make_samplers(vocab, config.sample);
+    samplers = make_samplers(vocab, config.sample, config.hs);
   }
   vocab.drop_lookup();
   return make_training_set(std::move(vocab), std::move(corpus), std::move(samplers));
@@ -101,10 +103,11 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
   return make_training_set(std::vector<std::string_view>{text}, config, std::move(vocab));
 }
 
-Samplers make_samplers(const Vocab& vocab, double sample) {
+Samplers make_samplers(const Vocab& vocab, double sample, bool hs) {
   Samplers s;
   s.keep = keep_probabilities(vocab.counts(), vocab.total_count(), sample);
   s.noise = NoiseTable::of_counts(vocab.counts());
+  if (hs) s.tree = build_huffman_tree(vocab.counts());
   return s;
 }
 
@@ -118,6 +121,7 @@ TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, Samplers sample
   set.blocks = make_blocks(set.corpus, kBlockWords);
   set.keep = std::move(samplers.keep);
   set.noise = std::move(samplers.noise);
+  set.tree = std::move(samplers.tree);
   // What the count, the encoder and the samplers freed on their threads goes back to the
   // system before the tables are allocated beside the set.
   release_free_heap();
@@ -125,7 +129,7 @@ TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, Samplers sample
 }
 
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config) {
-  Samplers samplers = make_samplers(vocab, config.sample);
+  Samplers samplers = make_samplers(vocab, config.sample, config.hs);
   return make_training_set(std::move(vocab), std::move(corpus), std::move(samplers));
 }
 

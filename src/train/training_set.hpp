@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "config/config.hpp"
 #include "corpus/corpus.hpp"
+#include "model/huffman.hpp"
 #include "model/sampler.hpp"
 #include "vocab/vocab.hpp"
 
@@ -22,6 +23,8 @@ struct TrainingSet {
   std::vector<uint64_t> blocks;
   KeepTable keep;
   NoiseTable noise;
+  /// Hierarchical softmax's tree of the vocabulary's counts (--hs; empty without it).
+  HuffmanTree tree;
 
   uint64_t block_count() const { return blocks.size() - 1; }
   /// The backend's view of this set with `config`'s model parameters. Points into this object:
@@ -54,12 +57,15 @@ TrainingSet make_training_set(std::string_view text, const Config& config, Vocab
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, const Config& config);
 
 /// What the samplers of a vocabulary are: the subsampling keep probability of each word (with
-/// --sample `sample`) and the negative-sampling table. They depend on the counts only.
+/// --sample `sample`), the negative-sampling table, and with `hs` the Huffman tree of
+/// hierarchical softmax. They depend on the counts only: a resumed run rebuilds them exactly
+/// from its checkpoint's vocabulary.
 struct Samplers {
   KeepTable keep;
   NoiseTable noise;
+  HuffmanTree tree;
 };
-Samplers make_samplers(const Vocab& vocab, double sample);
+Samplers make_samplers(const Vocab& vocab, double sample, bool hs = false);
 
 /// The set of `vocab`, `corpus` and the samplers made of them (make_samplers).
 TrainingSet make_training_set(Vocab vocab, EncodedCorpus corpus, Samplers samplers);

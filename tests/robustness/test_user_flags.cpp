@@ -192,7 +192,7 @@ TEST(UserFlags, FastTextFlagsAreReadAsOursWithANote) {
   // What has no counterpart, and a single-dash name of neither tool, are one line each.
   const std::vector<std::pair<Args, std::string>> refused = {
       {{"train", "-input", "c.txt", "-output", "F", "-minn", "3"}, "character n-grams"},
-      {{"train", "-input", "c.txt", "-output", "F", "-loss", "hs"}, "negative sampling"},
+      {{"train", "-input", "c.txt", "-output", "F", "-loss", "softmax"}, "-loss softmax"},
       {{"train", "-input", "c.txt", "-output", "F", "-epochs", "3"}, "did you mean --epochs?"},
       {{"train", "-input", "c.txt", "-output", "F", "-pretrainedVectors", "x.vec"},
        "no counterpart"},
@@ -203,6 +203,60 @@ TEST(UserFlags, FastTextFlagsAreReadAsOursWithANote) {
     EXPECT_TRUE(fails_cleanly(f, 2, needle)) << needle;
   }
   EXPECT_FALSE(exists(dir.file("F")));
+}
+
+// word2vec's -hs 1 -negative 0 and fastText's -loss hs train hierarchical softmax alone, on the
+// CPU; what cannot train is refused in one line before anything is written.
+TEST(UserFlags, HierarchicalSoftmaxFlagsTrainAndRefusalsAreOneLine) {
+  const TempDir dir;
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  write_file(dir.file("c.txt"), random_corpus(seed, 40, 300));
+  for (const char* cbow : {"0", "1"}) {
+    const std::string out = std::string("W") + cbow;
+    const RunResult r =
+        run(dir, {"train",    "-train",     "c.txt",    "-output", out,         "-size",    "8",
+                  "-window",  "3",          "-hs",      "1",       "-negative", "0",        "-cbow",
+                  cbow,       "-min-count", "2",        "-iter",   "2",         "-threads", "2",
+                  "--device", "cpu",        "--format", "npy"});
+    ASSERT_EQ(r.code, 0) << describe(r);
+    EXPECT_TRUE(contains(r.err, "-hs 1 as --hs, -negative 0 as --negative 0")) << r.err;
+    EXPECT_TRUE(contains(r.err, "negative 0, sample 0.001, min-count 2, hs (hierarchical softmax)"))
+        << r.err;
+    const nlohmann::json run_json = read_json(dir.file(out + "/run.json"));
+    EXPECT_EQ(run_json["settings"]["hs"], true);
+    EXPECT_EQ(run_json["settings"]["negative"], 0);
+    ASSERT_EQ(run_json["loss_per_epoch"].size(), 2u);
+    // Words drawn uniformly have nothing to learn: the loss is the paths' (test_hs.cpp shows
+    // it falling on topics); 40 words' paths are 5 or 6 nodes of about log 2 each.
+    for (const auto& loss : run_json["loss_per_epoch"]) {
+      EXPECT_GT(loss.get<double>(), 2.0);
+      EXPECT_LT(loss.get<double>(), 6.0);
+    }
+    const NpyMatrix v = read_npy(dir.file(out + "/vectors.npy"));
+    EXPECT_EQ(v.cols, 8u);
+    for (const float x : v.data) ASSERT_TRUE(std::isfinite(x));
+  }
+  const RunResult ft =
+      run(dir, {"train", "-input", "c.txt", "-output", "FT", "-dim", "8", "-epoch", "1",
+                "-minCount", "2", "-loss", "hs", "--device", "cpu", "--format", "npy"});
+  ASSERT_EQ(ft.code, 0) << describe(ft);
+  EXPECT_TRUE(contains(ft.err, "-loss hs as --hs --negative 0")) << ft.err;
+  EXPECT_EQ(read_json(dir.file("FT/run.json"))["settings"]["hs"], true);
+
+  const std::vector<std::pair<Args, std::string>> refused = {
+      {{"train", "--corpus", "c.txt", "--output", "R", "--negative", "0"},
+       "--negative 0 leaves nothing to train the output layer; add --hs"},
+      {{"train", "--corpus", "c.txt", "--output", "R", "--hs", "--negative", "0", "--device",
+        "cuda"},
+       "--hs (hierarchical softmax) trains on the CPU only: use --device cpu"},
+      {{"train", "-train", "c.txt", "-output", "R", "-hs", "2"}, "word2vec's -hs takes 0 or 1"},
+  };
+  for (const auto& [bad, needle] : refused) {
+    const RunResult f = run(dir, bad);
+    EXPECT_TRUE(fails_cleanly(f, 2, needle)) << needle << "\n" << describe(f);
+  }
+  EXPECT_FALSE(exists(dir.file("R")));
 }
 
 // ---------------------------------------------------------------------------------------------

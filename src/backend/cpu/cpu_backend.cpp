@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/hs_cpu.hpp"
 #include "backend/cpu/sgns_cpu.hpp"
 #include "base/error.hpp"
 #include "base/worker_threads.hpp"
@@ -26,13 +27,17 @@ constexpr uint64_t kNoSuperBatch = ~uint64_t{0};
 
 /// Where the rows of a word lie: at its id in the whole tables (one process), or as a rank lays
 /// them out (RankRows). Every pass below is a template over this, so the whole-table path
-/// compiles as it did before ranks existed.
+/// compiles as it did before ranks existed. node(row) is the vector of a Huffman tree's inner
+/// node (hierarchical softmax): a row of the output table when negative sampling is off, of
+/// Model::nodes beside it.
 struct IdRows {
   float* in;
   float* out;
+  float* nodes;
   uint32_t dim;
   float* input(uint32_t id) const { return in + static_cast<size_t>(id) * dim; }
   float* output(uint32_t id) const { return out + static_cast<size_t>(id) * dim; }
+  float* node(uint32_t row) const { return nodes + static_cast<size_t>(row) * dim; }
 };
 struct SplitRows {
   RankRows r;
@@ -47,12 +52,16 @@ struct SplitRows {
     return s < r.split ? r.owned_output + static_cast<size_t>(s) * dim
                        : r.copy_output + static_cast<size_t>(s - r.split) * dim;
   }
+  // Ranks train negative sampling only (the CPU backend refuses hierarchical softmax over them):
+  // were they to, the inner nodes would be the output rows of the same ids.
+  float* node(uint32_t row) const { return output(row); }
 };
 
 /// The whole tables of `model`, which a pass only reads when `model` is const.
 IdRows id_rows(const Model& model) {
-  return {const_cast<float*>(model.input.data()), const_cast<float*>(model.output.data()),
-          model.input.dim()};
+  float* out = const_cast<float*>(model.output.data());
+  float* nodes = model.nodes.rows() > 0 ? const_cast<float*>(model.nodes.data()) : out;
+  return {const_cast<float*>(model.input.data()), out, nodes, model.input.dim()};
 }
 
 /// Per-thread buffers, reused across sentences.
@@ -226,6 +235,8 @@ void train_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uin
   const uint64_t epoch_base = static_cast<uint64_t>(epoch) * p.words_per_epoch;
   const uint32_t dim = p.dim;
   const auto output_row = [&rows](uint32_t id) { return rows.output(id); };
+  const auto node_row = [&rows](uint32_t row) { return rows.node(row); };
+  const HuffmanTree* tree = p.hs ? data.tree : nullptr;
 
   collect_kept(data, epoch, first, last, s.kept, stats);
   if (shares_negatives(p)) {
@@ -248,8 +259,16 @@ void train_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uin
   for_each_example(data, epoch, rows, s, [&](const Example& e) {
     const float lr = schedule.at(epoch_base + e.centre->pos);
     s.err.setZero();
-    stats->loss +=
-        sgns_update_rows(e.h, s.err.data(), output_row, e.targets, e.n_targets, dim, lr, true);
+    // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
+    if (tree != nullptr) {
+      const uint32_t w = e.centre->id;
+      stats->loss += hs_update_rows(e.h, s.err.data(), node_row, tree->path_rows(w),
+                                    tree->path_codes(w), tree->length(w), dim, lr, true);
+    }
+    if (p.negative > 0) {
+      stats->loss +=
+          sgns_update_rows(e.h, s.err.data(), output_row, e.targets, e.n_targets, dim, lr, true);
+    }
     ++stats->loss_terms;
     for_each_context_row(e, s.kept, [&](uint32_t id) { VecMap(rows.input(id), dim) += s.err; });
   });
@@ -317,12 +336,20 @@ class RowGrads {
   std::vector<float> grads_;   ///< ids_.size() × dim_
 };
 
-/// One batch's gradients: input rows and output rows apart.
+/// One batch's gradients: input rows, output rows and inner-node rows apart (the nodes' are
+/// kept in `output` when they are output rows: hierarchical softmax without negative sampling).
 struct BatchGrads {
-  explicit BatchGrads(uint32_t dim) : input(dim), output(dim) {}
+  explicit BatchGrads(uint32_t dim) : input(dim), output(dim), nodes(dim) {}
   RowGrads input;
   RowGrads output;
+  RowGrads nodes;
 };
+
+/// Where the gradients of the inner nodes go: their own rows beside negative sampling, else the
+/// output rows they are.
+RowGrads& node_grads(const TrainParams& p, BatchGrads& g) {
+  return p.negative > 0 ? g.nodes : g.output;
+}
 
 /// The loss and gradient of one example against the tables as they are (read-only): for each
 /// target t with label y, f = h·out[t], s = σ(f) − y = ∂loss/∂f; out[t]'s gradient gains s·h and
@@ -380,7 +407,12 @@ double shared_window_gradient(const Rows& rows, const Window& w, const std::vect
 template <class Rows>
 void accumulate_sentence(const TrainData& data, const Rows& rows, uint32_t epoch, uint64_t first,
                          uint64_t last, Scratch& s, BatchGrads& g, SpanStats* stats) {
-  const uint32_t dim = data.params.dim;
+  const TrainParams& p = data.params;
+  const uint32_t dim = p.dim;
+  const HuffmanTree* tree = p.hs ? data.tree : nullptr;
+  RowGrads& nodes = node_grads(p, g);
+  const auto node_row = [&rows](uint32_t row) { return rows.node(row); };
+  const auto node_grad = [&nodes](uint32_t row) { return nodes.row(row); };
 
   collect_kept(data, epoch, first, last, s.kept, stats);
   if (shares_negatives(data.params)) {
@@ -394,7 +426,14 @@ void accumulate_sentence(const TrainData& data, const Rows& rows, uint32_t epoch
   }
   for_each_example(data, epoch, rows, s, [&](const Example& e) {
     s.err.setZero();
-    stats->loss += sgns_gradient(e.h, s.err.data(), rows, e.targets, e.n_targets, dim, g.output);
+    if (tree != nullptr) {
+      const uint32_t w = e.centre->id;
+      stats->loss += hs_gradient(e.h, s.err.data(), node_row, node_grad, tree->path_rows(w),
+                                 tree->path_codes(w), tree->length(w), dim);
+    }
+    if (p.negative > 0) {
+      stats->loss += sgns_gradient(e.h, s.err.data(), rows, e.targets, e.n_targets, dim, g.output);
+    }
     ++stats->loss_terms;
     // CBOW's h is the mean of the context rows: each row gets 1/count of h's gradient.
     if (e.count > 1) s.err /= static_cast<float>(e.count);
@@ -410,6 +449,7 @@ void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, ui
   const uint64_t* starts = sentence_starts(data);
   g.input.clear();
   g.output.clear();
+  g.nodes.clear();
   use_pool_of_block(data, epoch, b, s);
   for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
     accumulate_sentence(data, id_rows(model), epoch, starts[sent], starts[sent + 1], s, g, stats);
@@ -421,14 +461,20 @@ void train_block_batched(const TrainData& data, Model& model, uint32_t epoch, ui
   const float lr = make_schedule(p, data.optimizer).at(epoch_base + starts[blocks[b]]);
   float* in_state[2] = {nullptr, nullptr};
   float* out_state[2] = {nullptr, nullptr};
+  float* node_state[2] = {nullptr, nullptr};
   for (size_t k = 0; k < model.input_state.size() && k < 2; ++k) {
     in_state[k] = model.input_state[k].data();
     out_state[k] = model.output_state[k].data();
+    if (k < model.nodes_state.size()) node_state[k] = model.nodes_state[k].data();
   }
   apply_sparse_step(data.optimizer, step, lr, g.input.ids().data(), g.input.ids().size(),
                     g.input.grads(), p.dim, model.input.data(), in_state);
   apply_sparse_step(data.optimizer, step, lr, g.output.ids().data(), g.output.ids().size(),
                     g.output.grads(), p.dim, model.output.data(), out_state);
+  if (model.nodes.rows() > 0) {
+    apply_sparse_step(data.optimizer, step, lr, g.nodes.ids().data(), g.nodes.ids().size(),
+                      g.nodes.grads(), p.dim, model.nodes.data(), node_state);
+  }
 }
 
 Scratch make_scratch(uint32_t dim) {
@@ -500,6 +546,9 @@ void accumulate_gradients_cpu(const TrainData& data, const Model& model, uint32_
                               float* input_grad, float* output_grad, uint8_t* touched_input,
                               uint8_t* touched_output, SpanStats* stats) {
   const uint32_t dim = data.params.dim;
+  if (needs_node_table(data.params.hs, data.params.negative)) {
+    throw Error("accumulate_gradients_cpu gives no inner-node gradients: --hs beside --negative");
+  }
   const uint64_t* starts = sentence_starts(data);
   Scratch s = make_scratch(dim);
   use_pool(data, epoch, super_batch, s);
@@ -567,15 +616,33 @@ class CpuBackend final : public Backend {
     if (model.input.storage() != Storage::kFp32) {
       throw UsageError(storage_needs_cuda(model.input.storage()));
     }
-    bool contiguous = model.input.contiguous() && model.output.contiguous();
+    bool contiguous =
+        model.input.contiguous() && model.output.contiguous() && model.nodes.contiguous();
     for (const HostTable& t : model.input_state) contiguous = contiguous && t.contiguous();
     for (const HostTable& t : model.output_state) contiguous = contiguous && t.contiguous();
+    for (const HostTable& t : model.nodes_state) contiguous = contiguous && t.contiguous();
     if (!contiguous) throw Error("the CPU backend needs tables allocated apart, not interleaved");
     if (rank_rows != nullptr && data.optimizer.kind != OptimizerKind::kSgd) {
       throw Error("the CPU backend trains a rank's rows with sgd only");
     }
+    if (data.params.hs) {
+      if (rank_rows != nullptr) throw Error("the CPU backend trains a rank's rows without --hs");
+      if (data.tree == nullptr || data.tree->words() != model.input.rows()) {
+        throw Error("hierarchical softmax needs the Huffman tree of the model's " +
+                    std::to_string(model.input.rows()) + " words");
+      }
+      const bool nodes = needs_node_table(true, data.params.negative);
+      if ((model.nodes.rows() > 0) != nodes ||
+          (nodes && model.nodes.rows() != model.input.rows())) {
+        throw Error(nodes ? "--hs beside --negative needs the model's inner-node table"
+                          : "--hs with --negative 0 keeps the inner nodes in the output table");
+      }
+    } else if (data.params.negative == 0) {
+      throw Error("--negative 0 trains nothing without --hs");
+    }
     const uint32_t n = state_tables(data.optimizer.kind);
-    if (model.input_state.size() != n || model.output_state.size() != n) {
+    if (model.input_state.size() != n || model.output_state.size() != n ||
+        model.nodes_state.size() != (model.nodes.rows() > 0 ? n : 0)) {
       throw Error("the model holds " + std::to_string(model.input_state.size()) +
                   " state tables; optimizer " + to_string(data.optimizer.kind) + " needs " +
                   std::to_string(n));
