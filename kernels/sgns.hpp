@@ -116,6 +116,20 @@ struct SgnsArgs {
   uint8_t* touched_input = nullptr;
   uint8_t* touched_output = nullptr;
 
+  /// Hierarchical softmax (TrainParams::hs, model/huffman.hpp's HuffmanTree): when hs_offsets is
+  /// set, every example first trains its input vector against the inner nodes of the centre
+  /// word's path (hs_cpu.hpp's arithmetic: a node with |h·node| ≥ 6 is skipped), then against
+  /// the centre and its negatives when `negative` > 0, both into one error of the input rows.
+  /// The inner nodes are rows of `output` (the layout of --hs with --negative 0, model.hpp):
+  /// inner-node row r of the tree is table row r, or hs_node_rows[r] when that is set (paged
+  /// tables: the rows the launch's paths reach, mapped by the paged pipeline). Their changes
+  /// (gradients) go where the output rows' go. The word's id indexes the paths.
+  const uint64_t* hs_offsets =
+      nullptr;  ///< vocab + 1: word w's path is entries [offsets[w], offsets[w + 1])
+  const uint32_t* hs_rows = nullptr;  ///< the paths' inner-node rows, root first
+  const uint8_t* hs_codes = nullptr;  ///< the paths' branches, 0 or 1
+  const uint32_t* hs_node_rows = nullptr;
+
   /// At most this many warps train (0: fill the GPU). 1: one block of one warp trains the
   /// sentences strictly in order, so a launch is deterministic (no races, atomics in a fixed
   /// order) and follows the CPU reference run over the same sentences in order: what the

@@ -128,10 +128,14 @@ void validate(const Config& config) {
 }
 
 void check_hs_settings(const Config& config) {
-  // The CUDA kernels train negative sampling only: a run that asks for the GPU is refused rather
-  // than trained without its output layer; --device auto trains on the CPU (hs_device).
-  if (config.device == DeviceKind::kCuda) {
-    throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
+  // The CUDA kernels train hierarchical softmax alone (its inner nodes in the output table), not
+  // beside negative sampling (a third table): a run that asks for the GPU with both is refused
+  // rather than trained without one of its output layers; --device auto takes the CPU for it
+  // (settle_hs_device).
+  if (config.device == DeviceKind::kCuda && config.negative > 0) {
+    throw UsageError(
+        "--hs beside --negative trains on the CPU only: use --device cpu, or "
+        "--negative 0 for hierarchical softmax alone on the GPU");
   }
 }
 

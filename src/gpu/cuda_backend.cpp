@@ -71,6 +71,8 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.piece_cutting = options.piece_cutting;
   in.keep = data.keep;
   in.noise = data.noise;
+  in.hs = p.hs;
+  in.hs_path_entries = p.hs && data.tree != nullptr ? data.tree->rows.size() : 0;
   // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
   in.streamed = data.streamed;
   if (!data.streamed) {

@@ -277,7 +277,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   const uint64_t table_row = in.row_bytes > 0 ? in.row_bytes : uint64_t{in.row_stride} * 4;
   l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
   l.pool_entries = plan.max_pools * plan.negative_pool;
-  plan.max_list = std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
+  plan.max_list = in.hs ? rows : std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
   if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed) {
     // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
     // ids of one, counted, and every pool entry. Counting stops past the rows the budget
@@ -291,7 +291,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
                                                 plan.batch_blocks, rows, any_fit));
       it = counted.end() - 1;
     }
-    plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
+    if (!in.hs) plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
   }
   const uint32_t key_bits = order_key_bits(rows);
   // Beside the stages: the second key and slot lists of the slot order, and scratch for the
@@ -300,7 +300,8 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             kPagedStages * stage_bytes(plan, l.pool_entries) + plan.max_list * 8 +
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
-            paged_margin(plan.budget, in.table_gap_bytes);
+            paged_margin(plan.budget, in.table_gap_bytes) +
+            (in.hs ? kPagedStages * rows * 4 + (rows + 1) * 8 + in.hs_path_entries * 5 : 0);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =
@@ -553,10 +554,11 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                                   : std::min<uint64_t>(rows, layout.rows_fit - plan.cache_rows);
   plan.device_rows = plan.hot_rows + plan.cache_rows;
   if (plan.device_rows >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
-  plan.host_cuts = !optimizer && (in.piece_cutting == PieceCutting::kHost ||
-                                  (in.piece_cutting == PieceCutting::kAuto &&
-                                   (plan.cache_rows <= kHostCutMaxSlots ||
-                                    cache_cuts_pieces(plan.piece_cold_rows, plan.cache_rows))));
+  plan.host_cuts = !optimizer && !in.hs &&
+                   (in.piece_cutting == PieceCutting::kHost ||
+                    (in.piece_cutting == PieceCutting::kAuto &&
+                     (plan.cache_rows <= kHostCutMaxSlots ||
+                      cache_cuts_pieces(plan.piece_cold_rows, plan.cache_rows))));
   if (plan.host_cuts) {
     // A piece cut on the host lists at most a share of the slots (a half at the least depth),
     // or one sentence and its pool; the cache needs no marks, selects or slot order. What

@@ -113,6 +113,12 @@ struct GpuPlanInput {
   /// hot rows), one super-batch still with every entry; null = every entry for both. Its
   /// columns lie on the GPU in both placements.
   const NoiseTable* noise = nullptr;
+  /// Hierarchical softmax (TrainParams::hs): a piece also reads the inner-node rows of its
+  /// words' paths, which may be more distinct rows than its tokens, so its row lists are sized
+  /// for every row, its pieces are cut on the device, and each stage maps the nodes in a table
+  /// of one entry per row.
+  bool hs = false;
+  uint64_t hs_path_entries = 0;  ///< the tree's path entries (HuffmanTree::rows), on the device
 };
 
 /// What the backend allocates and how it trains.

@@ -62,6 +62,12 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     s.fresh_rows = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
     s.pool_rows = DeviceBuffer<uint32_t>(pool_entries, "the negative pool rows");
     s.next_sentence = DeviceBuffer<unsigned long long>(1, "a work counter");
+    if (data.params.hs) {
+      // Pieces cut on the host list no inner nodes: the plan cuts them on the device (gpu_plan).
+      if (plan.host_cuts) throw Error("paged tables: --hs pieces are cut on the device");
+      s.node_rows = DeviceBuffer<uint32_t>(rows_, "the inner-node rows of a piece");
+      bytes_ += s.node_rows.bytes();
+    }
     bytes_ += s.rows.bytes() + s.fresh.bytes() * 3 + s.pool_rows.bytes();
     // The corpus is copied a piece at a time through pinned staging, so the copies are
     // asynchronous (the corpus itself stays pageable: registering part of a page of the heap
@@ -249,6 +255,7 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     a.sentence_pool = s.d_sentence_pool;
     a.reserved_sms = options_.paging_sms;
     a.next_sentence = s.next_sentence.data();
+    if (data_.params.hs) a.hs_node_rows = s.node_rows.data();
     launcher_.train_piece(a, epoch, s.super_batch, s.token_base, cs);
     s.trained.record(cs);
     s.trained_recorded = true;
