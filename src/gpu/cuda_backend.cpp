@@ -72,7 +72,15 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.keep = data.keep;
   in.noise = data.noise;
   in.hs = p.hs;
-  in.hs_path_entries = p.hs && data.tree != nullptr ? data.tree->rows.size() : 0;
+  if (p.hs && data.tree != nullptr) {
+    in.hs_path_entries = data.tree->rows.size();
+    // A streamed corpus is not at hand: any sentence with every word's longest path.
+    in.hs_sentence_rows =
+        data.streamed
+            ? std::min<uint64_t>(in.rows,
+                                 uint64_t{kMaxSentenceLength} * (1 + data.tree->max_length))
+            : hs_sentence_rows(data.corpus->tokens, data.corpus->sentence_starts, *data.tree);
+  }
   // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
   in.streamed = data.streamed;
   if (!data.streamed) {

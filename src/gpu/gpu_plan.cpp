@@ -83,6 +83,32 @@ uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
 
 }  // namespace
 
+uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                          const HuffmanTree& tree) {
+  // seen[r] = 1 + the last sentence that read row r: each row is counted once a sentence
+  // without clearing anything between sentences.
+  std::vector<uint64_t> seen(tree.words(), 0);
+  uint64_t most = 0;
+  for (size_t s = 0; s + 1 < starts.size(); ++s) {
+    uint64_t n = 0;
+    const auto count = [&](uint32_t r) {
+      if (r < seen.size() && seen[r] != s + 1) {
+        seen[r] = s + 1;
+        ++n;
+      }
+    };
+    for (uint64_t p = starts[s]; p < starts[s + 1]; ++p) {
+      const uint32_t w = tokens[p];
+      count(w);
+      if (w >= tree.words()) continue;
+      const uint32_t* path = tree.path_rows(w);
+      for (uint32_t d = 0, len = tree.length(w); d < len; ++d) count(path[d]);
+    }
+    most = std::max(most, n);
+  }
+  return most;
+}
+
 uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind) {
   const bool optimizer = kind != OptimizerKind::kSgd;
   return table_row_bytes * (2 + 2 * state_tables(kind) + (optimizer ? 2 : 0)) +
@@ -306,7 +332,8 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =
       in.streamed ? uint64_t{kMaxSentenceLength} : longest_sentence(*in.sentence_starts);
-  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest);
+  const uint64_t sentence_rows = in.hs ? std::max(in.hs_sentence_rows, longest) : longest;
+  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + sentence_rows);
   return l;
 }
 

@@ -19,6 +19,7 @@
 
 #include "config/options.hpp"
 #include "corpus/corpus.hpp"
+#include "model/huffman.hpp"
 #include "model/optimizer.hpp"
 
 namespace pagedw2v {
@@ -119,7 +120,16 @@ struct GpuPlanInput {
   /// of one entry per row.
   bool hs = false;
   uint64_t hs_path_entries = 0;  ///< the tree's path entries (HuffmanTree::rows), on the device
+  /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
+  /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
+  uint64_t hs_sentence_rows = 0;
 };
+
+/// The most distinct rows any one sentence of `tokens` (sentence s is [starts[s], starts[s + 1]))
+/// reads under hierarchical softmax: its words' ids and the inner-node rows of their paths in
+/// `tree` (the same id space, model.hpp). A pure pass over the corpus, for the plan's reserve.
+uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                          const HuffmanTree& tree);
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {

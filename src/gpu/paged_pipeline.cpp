@@ -256,6 +256,11 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     a.reserved_sms = options_.paging_sms;
     a.next_sentence = s.next_sentence.data();
     if (data_.params.hs) a.hs_node_rows = s.node_rows.data();
+    if (data_.params.negative == 0) {
+      a.pool = nullptr;
+      a.pool_rows = nullptr;
+      a.sentence_pool = nullptr;
+    }
     launcher_.train_piece(a, epoch, s.super_batch, s.token_base, cs);
     s.trained.record(cs);
     s.trained_recorded = true;

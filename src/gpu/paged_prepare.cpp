@@ -85,8 +85,13 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
       cache_.mark_cold_paths(s.tokens.data(), piece_tokens, launcher_.hs_offsets(),
                              launcher_.hs_rows(), st);
     }
-    launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
-    cache_.mark_cold(s.pool.data(), s.pools * pool_size_, st);
+    // Without negatives (hierarchical softmax alone) no pool is drawn: its rows would only
+    // take slots.
+    s.pools = 0;
+    if (data_.params.negative > 0) {
+      launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
+      cache_.mark_cold(s.pool.data(), s.pools * pool_size_, st);
+    }
     cache_.find(s.list.data(), s.fresh.data(), counts, number, depth, st);
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(host_counts, counts, 12, cudaMemcpyDeviceToHost, st));
     const auto wait_start = std::chrono::steady_clock::now();
