@@ -1022,3 +1022,48 @@ TEST(GpuPlan, RowMovesTakeMoreBlocksOnlyForPiecesThatBringManyRows) {
 
 }  // namespace
 }  // namespace pagedw2v
+
+namespace pagedw2v {
+namespace {
+
+// Hierarchical softmax: a sentence reads its words' rows and the inner-node rows of their paths
+// (one id space, model.hpp), each counted once however often the sentence reads it.
+TEST(GpuPlanHs, SentenceRowsCountWordsAndTheirPathsOnce) {
+  HuffmanTree tree;
+  // Four words; paths of inner-node rows 0 (the root), 1, 2.
+  tree.offsets = {0, 1, 3, 6, 9};
+  tree.rows = {0, 0, 1, 0, 1, 2, 0, 1, 2};
+  tree.codes = {0, 1, 0, 1, 1, 0, 1, 1, 1};
+  tree.max_length = 3;
+  // {1} ∪ {0, 1} = 2 rows; {3, 3} ∪ {0, 1, 2} = 4; {0} ∪ {0} = 1.
+  const std::vector<uint32_t> tokens = {1, 3, 3, 0};
+  EXPECT_EQ(hs_sentence_rows(tokens, {0, 1, 3, 4}, tree), 4u);
+  EXPECT_EQ(hs_sentence_rows(tokens, {0, 1}, tree), 2u);
+  EXPECT_EQ(hs_sentence_rows({0, 0, 0}, {0, 3}, tree), 1u);
+}
+
+// Paged hierarchical softmax: pieces cut on the device (the host's cuts list no inner nodes),
+// row lists for every row, and a cache that takes two sentences with their paths and pools.
+TEST(GpuPlanHs, PagesWithListsForEveryRowAndAReserveForPaths) {
+  const uint64_t rows = 30000;
+  const Shape s = make_shape(rows, 80000, 20, 7);
+  GpuPlanInput in = input(s, rows, 32, OptimizerKind::kSgd, 128, 64, Placement::kPaged);
+  const uint64_t budget = resident_bytes(rows, in.row_stride, OptimizerKind::kSgd) * 6 / 10;
+  const GpuPlan ns = plan_gpu(in, facts(budget));
+  ASSERT_TRUE(ns.paged);
+  EXPECT_LT(ns.max_list, rows);
+  in.hs = true;
+  in.hs_path_entries = rows * 15;
+  in.hs_sentence_rows = 300;
+  const GpuPlan hs = plan_gpu(in, facts(budget));
+  ASSERT_TRUE(hs.paged);
+  EXPECT_FALSE(hs.host_cuts);
+  EXPECT_EQ(hs.max_list, rows);
+  EXPECT_GE(hs.cache_rows, 2u * (128 + 300));
+  // The tree and the pieces' node maps take budget: fewer rows on the device.
+  EXPECT_LT(hs.device_rows, ns.device_rows);
+  EXPECT_LT(hs.device_rows, rows);
+}
+
+}  // namespace
+}  // namespace pagedw2v
