@@ -1042,6 +1042,29 @@ TEST(GpuPlanHs, SentenceRowsCountWordsAndTheirPathsOnce) {
   EXPECT_EQ(hs_sentence_rows({0, 0, 0}, {0, 3}, tree), 1u);
 }
 
+// The walk that stops at the first node a sentence has read counts what a set of every row
+// counts, on a word2vec tree of Zipf counts and Zipf sentences.
+TEST(GpuPlanHs, SentenceRowsEqualTheSetOfEveryRowRead) {
+  const uint64_t rows = 3000;
+  const Shape s = make_shape(rows, 40000, 60, 11);
+  std::vector<uint64_t> counts(rows, 1);
+  for (const uint32_t id : s.tokens) ++counts[id];
+  std::sort(counts.begin(), counts.end(), std::greater<uint64_t>());
+  const HuffmanTree tree = build_huffman_tree(CountList(counts));
+  ASSERT_GT(tree.max_length, 8u);
+  uint64_t want = 0;
+  for (size_t k = 0; k + 1 < s.starts.size(); ++k) {
+    std::set<uint32_t> read;
+    for (uint64_t p = s.starts[k]; p < s.starts[k + 1]; ++p) {
+      const uint32_t w = s.tokens[p];
+      read.insert(w);
+      read.insert(tree.path_rows(w), tree.path_rows(w) + tree.length(w));
+    }
+    want = std::max<uint64_t>(want, read.size());
+  }
+  EXPECT_EQ(hs_sentence_rows(s.tokens, s.starts, tree), want);
+}
+
 // Paged hierarchical softmax: pieces cut on the device (the host's cuts list no inner nodes),
 // row lists for every row, and a cache that takes two sentences with their paths and pools.
 TEST(GpuPlanHs, PagesWithListsForEveryRowAndAReserveForPaths) {

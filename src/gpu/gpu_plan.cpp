@@ -85,26 +85,35 @@ uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
 
 uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
                           const HuffmanTree& tree) {
-  // seen[r] = 1 + the last sentence that read row r: each row is counted once a sentence
-  // without clearing anything between sentences.
-  std::vector<uint64_t> seen(tree.words(), 0);
+  // word[r], node[r] = 1 + the last sentence that read row r as a word, as an inner node: each
+  // row is counted once a sentence without clearing anything between sentences. A node's
+  // ancestors are the same on every path through it, so a path is walked from its deepest node
+  // up to the first one the sentence has read already: the pass costs about a token and a new
+  // node each, not a whole path per token.
+  const size_t n_rows = tree.words();
+  std::vector<uint64_t> word(n_rows, 0), node(n_rows, 0);
   uint64_t most = 0;
+  std::vector<uint32_t> rows;
   for (size_t s = 0; s + 1 < starts.size(); ++s) {
-    uint64_t n = 0;
-    const auto count = [&](uint32_t r) {
-      if (r < seen.size() && seen[r] != s + 1) {
-        seen[r] = s + 1;
-        ++n;
-      }
-    };
+    const uint64_t mark = s + 1;
+    rows.clear();
     for (uint64_t p = starts[s]; p < starts[s + 1]; ++p) {
       const uint32_t w = tokens[p];
-      count(w);
-      if (w >= tree.words()) continue;
+      if (w >= n_rows) continue;
+      if (word[w] != mark) {
+        word[w] = mark;
+        rows.push_back(w);
+      }
       const uint32_t* path = tree.path_rows(w);
-      for (uint32_t d = 0, len = tree.length(w); d < len; ++d) count(path[d]);
+      for (uint32_t d = tree.length(w); d-- > 0;) {
+        if (node[path[d]] == mark) break;
+        node[path[d]] = mark;
+        rows.push_back(path[d]);
+      }
     }
-    most = std::max(most, n);
+    // A row read both as a word and as a node is one row (one id, model.hpp).
+    std::sort(rows.begin(), rows.end());
+    most = std::max<uint64_t>(most, std::unique(rows.begin(), rows.end()) - rows.begin());
   }
   return most;
 }
