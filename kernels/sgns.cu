@@ -245,7 +245,7 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
       axpy(g, o[k], err);
       scale(g, h, o[k]);
       add_to_row(o[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
-      if (kGrad) touch(a.touched_output, row[k], lane);
+      if (kGrad) touch(a.touched_nodes, row[k], lane);
     }
   }
 }
@@ -261,17 +261,17 @@ constexpr int path_batch() {
 /// vector `h` against the inner nodes of word `word`'s path, root first; for each node d,
 /// f = h·node[d], its loss term (every node), and when |f| < kMaxExp, g = (1 − code − σ(f))·lr,
 /// err += g·node[d], node[d] += g·h (an atomic add of this warp's change to its row of
-/// a.output). The nodes of one path are distinct rows, so loading kH of them together and then
+/// a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them together and then
 /// updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr = −1 makes g
 /// = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row of
-/// a.output_grad, marked in a.touched_output. The loss is counted by lane 0 only (the caller
+/// a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
 /// sums the lanes).
 template <int kV, bool kGrad>
 __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
                                            uint32_t word, float lr, int lane, int nq, float& loss) {
   constexpr int kH = path_batch<kV>();
   const uint64_t first = __ldg(a.hs_offsets + word), last = __ldg(a.hs_offsets + word + 1);
-  float* const dst = kGrad ? a.output_grad : a.output;
+  float* const dst = kGrad ? a.hs_nodes_grad : a.hs_nodes;
   for (uint64_t d0 = first; d0 < last; d0 += kH) {
     Slice<kV> node[kH];
     uint32_t row[kH];
@@ -285,7 +285,7 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
         row[k] = __ldg(a.hs_rows + d0 + k);
         if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
         code[k] = static_cast<float>(__ldg(a.hs_codes + d0 + k));
-        load_slice<kGrad>(node[k], a.output + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+        load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       } else {
         zero_slice(node[k]);
       }
@@ -842,10 +842,11 @@ void launch_sgns(const SgnsArgs& args, cudaStream_t stream) {
     throw Error("partitioned tables train skip-gram sgd without a pool or row maps");
   }
   if (a.hs_offsets != nullptr &&
-      (a.hs_rows == nullptr || a.hs_codes == nullptr || a.negative > 0 || a.parts > 1)) {
+      (a.hs_rows == nullptr || a.hs_codes == nullptr || a.hs_nodes == nullptr || a.parts > 1 ||
+       (a.input_grad != nullptr && (a.hs_nodes_grad == nullptr || a.touched_nodes == nullptr)))) {
     throw Error(
-        "sgns: hierarchical softmax keeps its inner nodes in the output table: "
-        "its paths, whole tables and no negatives");
+        "sgns: hierarchical softmax needs its paths, its node table (and gradients) and "
+        "whole tables");
   }
   if (a.sentences == 0) return;
   const uint32_t nq = a.stride / 4;

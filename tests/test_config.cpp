@@ -232,8 +232,7 @@ std::string usage_error(const Config& c) {
   return "";
 }
 
-// --hs: hierarchical softmax, a model setting; --negative 0 only beside it; the CUDA backend
-// refused in one line beside negative sampling (the CPU trains both at once).
+// --hs: hierarchical softmax, a model setting; --negative 0 only beside it; any device.
 TEST(Config, HierarchicalSoftmaxAndNegativeZero) {
   Config c;
   c.corpus = "x.txt";
@@ -247,13 +246,11 @@ TEST(Config, HierarchicalSoftmaxAndNegativeZero) {
   EXPECT_TRUE(c.hs);
   EXPECT_EQ(option_value(c, "hs"), "true");
   EXPECT_EQ(usage_error(c), "");
-  // Alone it trains on the GPU too; beside negative sampling, on the CPU only.
+  // Both backends train it, alone and beside negative sampling.
   apply_option(c, "device", "cuda");
   EXPECT_EQ(usage_error(c), "");
   apply_option(c, "negative", "5");
-  EXPECT_EQ(usage_error(c),
-            "--hs beside --negative trains on the CPU only: use --device cpu, or --negative 0 for "
-            "hierarchical softmax alone on the GPU");
+  EXPECT_EQ(usage_error(c), "");
   apply_option(c, "negative", "0");
   apply_option(c, "device", "auto");
   EXPECT_EQ(usage_error(c), "");

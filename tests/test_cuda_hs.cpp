@@ -1,10 +1,11 @@
-// Hierarchical softmax (--hs --negative 0) on the CUDA backend, compared by value with the CPU
-// reference (backend/cpu/hs_cpu.hpp) and with itself across placements:
+// Hierarchical softmax (--hs) on the CUDA backend, alone (--negative 0: the inner nodes are
+// output rows) and beside negative sampling (a table of their own), compared by value with the
+// CPU reference (backend/cpu/hs_cpu.hpp) and with itself across placements:
 // - single-warp launches (CudaBackendOptions::serial) train the sentences in the CPU's order, so
 //   the GPU follows the CPU backend example by example, to float rounding (the kernel's σ and
 //   its dot products' order): tables, loss, trained words and examples, for skip-gram and CBOW,
 //   sgd and the optimizers' gradient mode, row widths that take one and several float4s a lane;
-// - whole runs of `train --hs --negative 0 --deterministic`, through run_training as the command
+// - whole runs of `train --hs --deterministic`, through run_training as the command
 //   runs them: paged tables (the inner nodes collected, cached and mapped with the words) give
 //   the bytes of resident tables, and the GPU follows the CPU within the share of the tables'
 //   movement that the negative-sampling whole runs allow (test_cuda_whole_run.cpp).
@@ -80,11 +81,12 @@ struct SerialCase {
   ModelKind model;
   uint32_t dim;
   OptimizerKind optimizer;
+  uint32_t negative = 0;
 };
 
 std::string serial_name(const ::testing::TestParamInfo<SerialCase>& info) {
   return name_of(info.param.model) + "_d" + std::to_string(info.param.dim) + "_" +
-         to_string(info.param.optimizer);
+         to_string(info.param.optimizer) + "_n" + std::to_string(info.param.negative);
 }
 
 /// A training set of a small Zipf corpus with the Huffman tree, and the backends' view of it.
@@ -99,7 +101,7 @@ HsProblem make_problem(const SerialCase& c, uint64_t seed) {
   Config& cfg = p.config;
   cfg.min_count = 1;
   cfg.hs = true;
-  cfg.negative = 0;
+  cfg.negative = c.negative;
   cfg.model = c.model;
   cfg.dim = c.dim;
   cfg.window = 4;
@@ -119,11 +121,12 @@ HsProblem make_problem(const SerialCase& c, uint64_t seed) {
 }
 
 /// The model of `p` with its input rows spread (a tenth of them 12 times wider, so that some
-/// h·node pass ±6 and are skipped) and random inner nodes, so every term of the update works
-/// from the first example.
+/// h·node pass ±6 and are skipped), random output rows and random inner nodes (in their own
+/// table beside negative sampling), so every term of the update works from the first example.
 Model make_model(const HsProblem& p, uint64_t seed) {
   const uint64_t rows = p.set->vocab.size();
-  Model m = allocate_model(rows, p.config.dim, p.data.optimizer.kind, false, "");
+  Model m = allocate_model(rows, p.config.dim, p.data.optimizer.kind, false, "", Storage::kFp32,
+                           needs_node_table(true, p.config.negative));
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-0.5f, 0.5f);
   for (uint64_t r = 0; r < rows; ++r) {
@@ -131,14 +134,10 @@ Model make_model(const HsProblem& p, uint64_t seed) {
     for (uint32_t d = 0; d < p.config.dim; ++d) {
       m.input.row(r)[d] = u(rng) * wide / std::sqrt(float(p.config.dim));
       m.output.row(r)[d] = u(rng);
+      if (m.nodes.rows() > 0) m.nodes.row(r)[d] = u(rng);
     }
   }
   return m;
-}
-
-void copy_tables(const Model& from, Model& to) {
-  std::copy_n(from.input.data(), from.input.rows() * from.input.dim(), to.input.data());
-  std::copy_n(from.output.data(), from.output.rows() * from.output.dim(), to.output.data());
 }
 
 SpanStats train_all(Backend& backend, const HsProblem& p) {
@@ -172,6 +171,9 @@ TEST_P(CudaHsSerialVsCpu, FollowsTheCpuExampleByExample) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::fill_n(gpu_model.input.data(), gpu_model.input.rows() * gpu_model.input.dim(), nan);
   std::fill_n(gpu_model.output.data(), gpu_model.output.rows() * gpu_model.output.dim(), nan);
+  if (gpu_model.nodes.rows() > 0) {
+    std::fill_n(gpu_model.nodes.data(), gpu_model.nodes.rows() * gpu_model.nodes.dim(), nan);
+  }
   gpu->sync_to_host();
 
   EXPECT_EQ(got.words, want.words);
@@ -179,17 +181,24 @@ TEST_P(CudaHsSerialVsCpu, FollowsTheCpuExampleByExample) {
   EXPECT_EQ(got.loss_terms, want.loss_terms);
   EXPECT_GT(want.loss_terms, 1000u);
   EXPECT_NEAR(got.loss, want.loss, 1e-4 * want.loss + 1e-3);
-  // The inner nodes are rows of the output table (model.hpp): row V − 1 is none, and stays as
-  // it was on both.
+  // Alone, the inner nodes are rows of the output table (model.hpp; row V − 1 is none, and
+  // stays as it was on both); beside negative sampling, of their own table.
   const uint64_t n = cpu_model.input.rows() * cpu_model.input.dim();
   expect_values_near(gpu_model.input.data(), cpu_model.input.data(), n, "input", 1e-4, 1e-3);
-  expect_values_near(gpu_model.output.data(), cpu_model.output.data(), n, "inner nodes", 1e-4,
-                     1e-3);
+  expect_values_near(gpu_model.output.data(), cpu_model.output.data(), n, "output", 1e-4, 1e-3);
+  const bool node_table = c.negative > 0;
+  ASSERT_EQ(gpu_model.nodes.rows() > 0, node_table);
+  if (node_table) {
+    expect_values_near(gpu_model.nodes.data(), cpu_model.nodes.data(), n, "inner nodes", 1e-4,
+                       1e-3);
+  }
   // Training moved the nodes by far more than the tolerance: the comparison can fail.
-  Model start = make_model(p, seed + 1);
+  const Model start = make_model(p, seed + 1);
+  const HostTable& nodes = node_table ? cpu_model.nodes : cpu_model.output;
+  const HostTable& nodes0 = node_table ? start.nodes : start.output;
   double moved = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    moved = std::max<double>(moved, std::fabs(cpu_model.output.data()[i] - start.output.data()[i]));
+    moved = std::max<double>(moved, std::fabs(nodes.data()[i] - nodes0.data()[i]));
   }
   EXPECT_GT(moved, 1e-2);
 }
@@ -202,7 +211,11 @@ INSTANTIATE_TEST_SUITE_P(
                       SerialCase{ModelKind::kCbow, 33, OptimizerKind::kSgd},
                       SerialCase{ModelKind::kCbow, 128, OptimizerKind::kSgd},
                       SerialCase{ModelKind::kSkipGram, 64, OptimizerKind::kAdam},
-                      SerialCase{ModelKind::kCbow, 64, OptimizerKind::kAdagrad}),
+                      SerialCase{ModelKind::kCbow, 64, OptimizerKind::kAdagrad},
+                      SerialCase{ModelKind::kSkipGram, 100, OptimizerKind::kSgd, 5},
+                      SerialCase{ModelKind::kCbow, 33, OptimizerKind::kSgd, 5},
+                      SerialCase{ModelKind::kSkipGram, 64, OptimizerKind::kAdam, 5},
+                      SerialCase{ModelKind::kCbow, 128, OptimizerKind::kAdagrad, 5}),
     serial_name);
 
 // ---------------------------------------------------------------------------------------------
@@ -218,6 +231,7 @@ constexpr uint32_t kShortestSentence = 3;
 
 struct RunOptions {
   ModelKind model = ModelKind::kSkipGram;
+  uint32_t negative = 0;  ///< beside hierarchical softmax
   OptimizerKind optimizer = OptimizerKind::kSgd;
   std::string device = "cuda";
   Placement placement = Placement::kResident;
@@ -231,7 +245,8 @@ struct RunOptions {
 struct Trained {
   TrainSummary summary;
   std::string log;
-  std::vector<float> input, output;  ///< vectors.npy, context_vectors.npy (the inner nodes)
+  /// vectors.npy, context_vectors.npy (the inner nodes alone; negative sampling's beside it)
+  std::vector<float> input, output;
 };
 
 Config run_config(const std::string& corpus, const RunOptions& o, const std::string& out) {
@@ -239,7 +254,7 @@ Config run_config(const std::string& corpus, const RunOptions& o, const std::str
   apply_option(c, "corpus", corpus);
   apply_option(c, "output", out);
   apply_option(c, "hs", "true");
-  apply_option(c, "negative", "0");
+  apply_option(c, "negative", std::to_string(o.negative));
   apply_option(c, "model", to_string(o.model));
   apply_option(c, "optimizer", to_string(o.optimizer));
   apply_option(c, "dim", std::to_string(kDim));
@@ -276,8 +291,10 @@ Trained train(const std::string& corpus, const RunOptions& o, const std::string&
 /// A --gpu-memory budget with room for `room` rows beyond the fixed part of a paged plan of
 /// hierarchical softmax for this corpus (test_cuda_whole_run.cpp's estimate, with the row lists
 /// sized for every row and the tree's paths and the pieces' node maps on the device), the fixed
-/// part estimated a little high.
-uint64_t paged_budget(const std::string& corpus, OptimizerKind optimizer, uint64_t room) {
+/// part estimated a little high. Beside negative sampling the inner nodes are a third table of
+/// every kind (vectors, state, gradients).
+uint64_t paged_budget(const std::string& corpus, OptimizerKind optimizer, uint64_t room,
+                      uint32_t negative) {
   Config c;
   c.min_count = 1;
   c.hs = true;
@@ -285,8 +302,10 @@ uint64_t paged_budget(const std::string& corpus, OptimizerKind optimizer, uint64
   const uint64_t entries = set.tree.rows.size();
   const uint64_t stride = (kDim + 3) & ~3u;
   const bool stateful = optimizer != OptimizerKind::kSgd;
-  const uint64_t row =
-      stride * sizeof(float) * (2 + 2 * state_tables(optimizer) + (stateful ? 2 : 0)) + 16;
+  const uint64_t row = stride * sizeof(float) *
+                           (2 + 2 * state_tables(optimizer) + (stateful ? 2 : 0)) *
+                           (negative > 0 ? 3 : 2) / 2 +
+                       16;
   const uint64_t tokens = kBatchWords + 2 * kLongestSentence;
   const uint64_t pools = kBatchWords / kPoolWords * kPool;
   const uint64_t piece =
@@ -314,20 +333,21 @@ double share_off(const std::vector<float>& got, const std::vector<float>& want,
   return std::sqrt(off) / std::max(std::sqrt(moved), 1e-30);
 }
 
-using PagedCase = std::tuple<ModelKind, OptimizerKind>;
+using PagedCase = std::tuple<ModelKind, OptimizerKind, uint32_t>;
 class WholeRunHsPagedEqualsResident : public ::testing::TestWithParam<PagedCase> {};
 
 // The inner nodes page with the words' rows: where a node's row lives (hot, cached, evicted and
 // read again) must not change a bit of a deterministic run.
 TEST_P(WholeRunHsPagedEqualsResident, SameBytes) {
   PAGEDW2V_REQUIRE_GPU();
-  const auto [model, optimizer] = GetParam();
+  const auto [model, optimizer, negative] = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 36000, kLongestSentence));
   RunOptions o;
   o.model = model;
+  o.negative = negative;
   o.optimizer = optimizer;
   o.seed = seed;
   const Trained resident = train(dir.file("corpus.txt"), o, dir.file("resident"));
@@ -337,7 +357,7 @@ TEST_P(WholeRunHsPagedEqualsResident, SameBytes) {
   for (const uint64_t room : {base_room, base_room + base_room / 4}) {
     SCOPED_TRACE("room for " + std::to_string(room) + " rows");
     o.placement = Placement::kPaged;
-    o.budget = paged_budget(dir.file("corpus.txt"), optimizer, room);
+    o.budget = paged_budget(dir.file("corpus.txt"), optimizer, room, negative);
     const Trained paged =
         train(dir.file("corpus.txt"), o, dir.file("paged-" + std::to_string(room)));
     const int64_t hot = testing_util::hot_rows(paged.log);
@@ -345,34 +365,37 @@ TEST_P(WholeRunHsPagedEqualsResident, SameBytes) {
     EXPECT_LT(hot, int64_t{kVocab}) << paged.log;
     EXPECT_EQ(paged.summary.words, resident.summary.words);
     EXPECT_EQ(bits_differ(paged.input, resident.input), 0u) << "input";
-    EXPECT_EQ(bits_differ(paged.output, resident.output), 0u) << "inner nodes";
+    EXPECT_EQ(bits_differ(paged.output, resident.output), 0u) << "output";
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     All, WholeRunHsPagedEqualsResident,
     ::testing::Combine(::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow),
-                       ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam)),
+                       ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdam),
+                       ::testing::Values(0u, 5u)),
     [](const auto& info) {
-      return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param));
+      return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_n" +
+             std::to_string(std::get<2>(info.param));
     });
 
 /// test_cuda_whole_run.cpp's kFollowShare: at --alpha 0.0025 the order of the updates moves a
 /// table by about a hundredth of its movement; a wrong gradient, by a tenth or more.
 constexpr double kFollowShare = 0.03;
 
-using FollowCase = std::tuple<ModelKind, OptimizerKind, Placement>;
+using FollowCase = std::tuple<ModelKind, OptimizerKind, Placement, uint32_t>;
 class WholeRunHsGpuFollowsCpu : public ::testing::TestWithParam<FollowCase> {};
 
 TEST_P(WholeRunHsGpuFollowsCpu, RowByRow) {
   PAGEDW2V_REQUIRE_GPU();
-  const auto [model, optimizer, placement] = GetParam();
+  const auto [model, optimizer, placement, negative] = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 36000, kLongestSentence));
   RunOptions o;
   o.model = model;
+  o.negative = negative;
   o.optimizer = optimizer;
   o.seed = seed;
   o.epochs = 1;
@@ -383,14 +406,14 @@ TEST_P(WholeRunHsGpuFollowsCpu, RowByRow) {
   o.device = "cuda";
   o.placement = placement;
   o.budget = paged_budget(dir.file("corpus.txt"), optimizer,
-                          optimizer == OptimizerKind::kSgd ? kVocab / 2 : kVocab);
+                          optimizer == OptimizerKind::kSgd ? kVocab / 2 : kVocab, negative);
   const Trained gpu = train(dir.file("corpus.txt"), o, dir.file("gpu"));
   EXPECT_EQ(gpu.summary.device, "cuda");
   EXPECT_EQ(gpu.summary.words, cpu.summary.words);
   if (placement == Placement::kPaged) {
     EXPECT_GE(testing_util::hot_rows(gpu.log), 0) << gpu.log;
   }
-  // The untrained tables: input as init_model draws it, the inner nodes zero.
+  // The untrained tables: input as init_model draws it, the output rows zero.
   Model start = allocate_model(kVocab, kDim, optimizer, false, "");
   init_model(start, seed);
   std::vector<float> in0(start.input.rows() * start.input.dim());
@@ -400,7 +423,7 @@ TEST_P(WholeRunHsGpuFollowsCpu, RowByRow) {
   ASSERT_EQ(out0.size(), cpu.output.size());
   const double in_off = share_off(gpu.input, cpu.input, in0);
   const double out_off = share_off(gpu.output, cpu.output, out0);
-  std::printf("GPU against CPU: input %.5f, inner nodes %.5f of the CPU's movement apart\n", in_off,
+  std::printf("GPU against CPU: input %.5f, output %.5f of the CPU's movement apart\n", in_off,
               out_off);
   EXPECT_LT(in_off, kFollowShare);
   EXPECT_LT(out_off, kFollowShare);
@@ -416,10 +439,11 @@ INSTANTIATE_TEST_SUITE_P(
     All, WholeRunHsGpuFollowsCpu,
     ::testing::Combine(::testing::Values(ModelKind::kSkipGram, ModelKind::kCbow),
                        ::testing::Values(OptimizerKind::kSgd, OptimizerKind::kAdagrad),
-                       ::testing::Values(Placement::kResident, Placement::kPaged)),
+                       ::testing::Values(Placement::kResident, Placement::kPaged),
+                       ::testing::Values(0u, 5u)),
     [](const auto& info) {
       return name_of(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param)) + "_" +
-             to_string(std::get<2>(info.param));
+             to_string(std::get<2>(info.param)) + "_n" + std::to_string(std::get<3>(info.param));
     });
 
 // Hogwild (the default launch mode): every value finite, and the loss of each epoch within a
@@ -440,7 +464,7 @@ TEST_P(WholeRunHsHogwild, LossAsTheCpus) {
   const Trained cpu = train(dir.file("corpus.txt"), o, dir.file("cpu"));
   o.device = "cuda";
   o.placement = placement;
-  o.budget = paged_budget(dir.file("corpus.txt"), OptimizerKind::kSgd, kVocab / 2);
+  o.budget = paged_budget(dir.file("corpus.txt"), OptimizerKind::kSgd, kVocab / 2, 0);
   Config c = run_config(dir.file("corpus.txt"), o, dir.file("gpu"));
   apply_option(c, "deterministic", "false");
   Log log;

@@ -110,8 +110,6 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     }
     config.corpus = paths;
   }
-  // --hs with --device cuda is a usage error before it is a missing GPU.
-  if (config.hs) check_hs_settings(config);
   check_device(config.device);
 
   Config shown = config;

@@ -150,8 +150,6 @@ bool toml_configs_supported();
 
 /// Checks combinations that no single option can (e.g. a corpus is required).
 void validate(const Config& config);
-/// The part of validate that concerns hierarchical softmax (--hs): the devices that train it.
-void check_hs_settings(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);

@@ -108,7 +108,6 @@ void validate(const Config& config) {
         "--negative 0 leaves nothing to train the output layer; add --hs (hierarchical softmax) "
         "or give --negative 1 or more");
   }
-  if (config.hs) check_hs_settings(config);
   if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
     throw UsageError(storage_needs_cuda(config.storage));
   }
@@ -125,18 +124,6 @@ void validate(const Config& config) {
                      "auto)");
   }
   check_optimizer_settings(config);
-}
-
-void check_hs_settings(const Config& config) {
-  // The CUDA kernels train hierarchical softmax alone (its inner nodes in the output table), not
-  // beside negative sampling (a third table): a run that asks for the GPU with both is refused
-  // rather than trained without one of its output layers; --device auto takes the CPU for it
-  // (settle_hs_device).
-  if (config.device == DeviceKind::kCuda && config.negative > 0) {
-    throw UsageError(
-        "--hs beside --negative trains on the CPU only: use --device cpu, or "
-        "--negative 0 for hierarchical softmax alone on the GPU");
-  }
 }
 
 void check_optimizer_settings(const Config& config) {

@@ -41,8 +41,11 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
       compute_(compute),
       cache_(rows_, plan.hot_rows, plan.cache_rows, plan.max_list, plan.scratch_bytes,
              plan.host_cuts, compute.get()) {
-  move_entry_bytes_ = uint64_t{data.params.dim} * tables.host_value_bytes() *
-                      (2 + 2 * state_tables(data.optimizer.kind));
+  // Every table of an id: input, output, their state (and the inner nodes' and theirs).
+  const uint64_t tables_per_id = (2 + 2 * state_tables(data.optimizer.kind)) *
+                                 (needs_node_table(data.params.hs, data.params.negative) ? 3 : 2) /
+                                 2;
+  move_entry_bytes_ = uint64_t{data.params.dim} * tables.host_value_bytes() * tables_per_id;
   move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
   bytes_ = cache_.bytes() + move_claims_.bytes();
   const uint64_t max_list = plan.max_list, pool_entries = plan.max_pools * pool_size_;
@@ -373,8 +376,9 @@ void PagedPipeline::report_span() {
   report_.rows_to_host = c.to_host;
   if (cuts_) report_.rows_from_host = c.fresh;
   const uint32_t nstate = state_tables(data_.optimizer.kind);
-  const uint64_t row_bytes =
-      uint64_t{data_.params.dim} * tables_.host_value_bytes() * (2 + 2 * nstate);
+  const uint64_t row_bytes = uint64_t{data_.params.dim} * tables_.host_value_bytes() *
+                             (2 + 2 * nstate) *
+                             (needs_node_table(data_.params.hs, data_.params.negative) ? 3 : 2) / 2;
   report_.pcie_bytes = (report_.rows_from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
 }
 

@@ -41,9 +41,6 @@ void SgnsLauncher::upload_tree(cudaStream_t stream) {
   if (tree == nullptr || tree->words() != data_.keep->words()) {
     throw Error("CUDA backend: hierarchical softmax needs the Huffman tree of the vocabulary");
   }
-  if (data_.params.negative > 0) {
-    throw Error("CUDA backend: --hs beside --negative is not trained on the GPU");
-  }
   // Paths of (V − 1) inner nodes hold at most 40 entries per word: a few hundred MiB at most
   // for tens of millions of words, on the device in both placements.
   hs_offsets_ = DeviceBuffer<uint64_t>(tree->offsets.size(), "the Huffman tree's path offsets");
@@ -94,6 +91,7 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
     a.hs_offsets = hs_offsets_.data();
     a.hs_rows = hs_rows_.data();
     a.hs_codes = hs_codes_.data();
+    a.hs_nodes = tables_.nodes();
   }
   a.max_warps = single_warp_ ? 1 : 0;
   a.item_tokens = item_tokens_;

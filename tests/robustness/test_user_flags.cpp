@@ -245,10 +245,6 @@ TEST(UserFlags, HierarchicalSoftmaxFlagsTrainAndRefusalsAreOneLine) {
   const std::vector<std::pair<Args, std::string>> refused = {
       {{"train", "--corpus", "c.txt", "--output", "R", "--negative", "0"},
        "--negative 0 leaves nothing to train the output layer; add --hs"},
-      {{"train", "--corpus", "c.txt", "--output", "R", "--hs", "--negative", "5", "--device",
-        "cuda"},
-       "--hs beside --negative trains on the CPU only: use --device cpu, or --negative 0 for "
-       "hierarchical softmax alone on the GPU"},
       {{"train", "-train", "c.txt", "-output", "R", "-hs", "2"}, "word2vec's -hs takes 0 or 1"},
   };
   for (const auto& [bad, needle] : refused) {
