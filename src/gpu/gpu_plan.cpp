@@ -313,20 +313,33 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
   l.pool_entries = plan.max_pools * plan.negative_pool;
   plan.max_list = in.hs ? rows : std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
-  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed) {
+  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed &&
+      (!in.hs || in.hs_tree != nullptr)) {
     // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
     // ids of one, counted, and every pool entry. Counting stops past the rows the budget
-    // could hold at all (a super-batch that large fits nowhere).
+    // could hold at all (a super-batch that large fits nowhere). With hierarchical softmax
+    // the ids are the words' and their paths' inner nodes, counted whole.
     auto it = std::find_if(counted.begin(), counted.end(),
                            [&](const auto& c) { return c.first == plan.batch_blocks; });
     if (it == counted.end()) {
       const uint64_t any_fit = plan.budget / l.slot_bytes + 1;
-      counted.emplace_back(plan.batch_blocks,
-                           max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks,
-                                                plan.batch_blocks, rows, any_fit));
+      uint64_t most = 0;
+      if (in.hs) {
+        const std::vector<uint64_t>& blocks = *in.blocks;
+        std::vector<uint64_t> bounds;
+        for (uint64_t b = 0; b + 1 < blocks.size(); b += plan.batch_blocks) {
+          bounds.push_back((*in.sentence_starts)[blocks[b]]);
+        }
+        bounds.push_back((*in.sentence_starts)[blocks.back()]);
+        most = hs_sentence_rows(*in.tokens, bounds, *in.hs_tree);
+      } else {
+        most = max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, plan.batch_blocks,
+                                    rows, any_fit);
+      }
+      counted.emplace_back(plan.batch_blocks, most);
       it = counted.end() - 1;
     }
-    if (!in.hs) plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
+    plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
   }
   const uint32_t key_bits = order_key_bits(rows);
   // Beside the stages: the second key and slot lists of the slot order, and scratch for the

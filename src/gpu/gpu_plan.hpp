@@ -123,11 +123,15 @@ struct GpuPlanInput {
   /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
   /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
   uint64_t hs_sentence_rows = 0;
+  /// Hierarchical softmax with an optimizer: the tree whose paths a super-batch's rows include
+  /// (counted as hs_sentence_rows counts a sentence's); null = every row.
+  const HuffmanTree* hs_tree = nullptr;
 };
 
-/// The most distinct rows any one sentence of `tokens` (sentence s is [starts[s], starts[s + 1]))
-/// reads under hierarchical softmax: its words' ids and the inner-node rows of their paths in
-/// `tree` (the same id space, model.hpp). A pure pass over the corpus, for the plan's reserve.
+/// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
+/// sentence, or a super-batch) reads under hierarchical softmax: its words' ids and the
+/// inner-node rows of their paths in `tree` (the same id space, model.hpp). A pure pass over
+/// the corpus, for the plan's reserve and an optimizer's super-batch rows.
 uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
                           const HuffmanTree& tree);
 
