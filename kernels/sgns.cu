@@ -245,7 +245,7 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
       axpy(g, o[k], err);
       scale(g, h, o[k]);
       add_to_row(o[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
-      if (kGrad) touch(a.touched_nodes, row[k], lane);
+      if (kGrad) touch(a.touched_output, row[k], lane);
     }
   }
 }
@@ -307,7 +307,7 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       axpy(g, node[k], err);
       scale(g, h, node[k]);
       add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
-      if (kGrad) touch(a.touched_output, row[k], lane);
+      if (kGrad) touch(a.touched_nodes, row[k], lane);
     }
   }
 }
