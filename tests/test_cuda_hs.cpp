@@ -344,7 +344,7 @@ TEST_P(WholeRunHsPagedEqualsResident, SameBytes) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
-  write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 36000, kLongestSentence));
+  write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 24000, kLongestSentence));
   RunOptions o;
   o.model = model;
   o.negative = negative;
@@ -392,7 +392,7 @@ TEST_P(WholeRunHsGpuFollowsCpu, RowByRow) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
-  write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 36000, kLongestSentence));
+  write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 24000, kLongestSentence));
   RunOptions o;
   o.model = model;
   o.negative = negative;
@@ -456,7 +456,7 @@ TEST_P(WholeRunHsHogwild, LossAsTheCpus) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
-  write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 36000, kLongestSentence));
+  write_file(dir.file("corpus.txt"), zipf_corpus(seed, kVocab, 24000, kLongestSentence));
   RunOptions o;
   o.model = model;
   o.seed = seed;
