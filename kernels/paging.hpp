@@ -164,7 +164,9 @@ struct PagedTable {
   float* device = nullptr;
 };
 
-inline constexpr int kMaxPagedTables = 6;
+/// Input and output vectors and two state tables of each (Adam), and with hierarchical softmax
+/// beside negative sampling the inner nodes' vectors and their two state tables.
+inline constexpr int kMaxPagedTables = 9;
 
 enum class MoveKind {
   kToDevice,  ///< device[dev_row(k)] = host[host_rows[k]]

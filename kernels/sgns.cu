@@ -254,6 +254,68 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
   }
 }
 
+/// Nodes of one path a warp trains at once (their rows loaded and their dot products reduced
+/// together): as many as the registers allow for the row width.
+template <int kV>
+constexpr int path_batch() {
+  return kV <= 1 ? 4 : (kV <= 2 ? 2 : 1);
+}
+
+/// Hierarchical softmax of one example (hs_cpu.hpp's hs_update_rows and hs_gradient): input
+/// vector `h` against the inner nodes of word `word`'s path, root first; for each node d,
+/// f = h·node[d], its loss term (every node), and when |f| < kMaxExp, g = (1 − code − σ(f))·lr,
+/// err += g·node[d], node[d] += g·h (an atomic add of this warp's change to its row of
+/// a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them together and then
+/// updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr = −1 makes g
+/// = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row of
+/// a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
+/// sums the lanes).
+template <int kV, bool kGrad>
+__device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
+                                           uint32_t word, float lr, int lane, int nq, float& loss) {
+  constexpr int kH = path_batch<kV>();
+  const uint64_t first = __ldg(a.hs_offsets + word), last = __ldg(a.hs_offsets + word + 1);
+  float* const dst = kGrad ? a.hs_nodes_grad : a.hs_nodes;
+  for (uint64_t d0 = first; d0 < last; d0 += kH) {
+    Slice<kV> node[kH];
+    uint32_t row[kH];
+    float code[kH], f[kH];
+#pragma unroll
+    for (int k = 0; k < kH; ++k) {
+      const bool in = d0 + k < last;
+      row[k] = 0;
+      code[k] = 0.f;
+      if (in) {
+        row[k] = __ldg(a.hs_rows + d0 + k);
+        if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
+        code[k] = static_cast<float>(__ldg(a.hs_codes + d0 + k));
+        load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+      } else {
+        zero_slice(node[k]);
+      }
+      f[k] = partial_dot(h, node[k]);
+    }
+#pragma unroll
+    for (int m = kWarp / 2; m >= 1; m /= 2) {
+#pragma unroll
+      for (int k = 0; k < kH; ++k) f[k] += __shfl_xor_sync(kFull, f[k], m);
+    }
+#pragma unroll
+    for (int k = 0; k < kH; ++k) {
+      if (d0 + k >= last) break;
+      if (lane == 0) loss += example_loss(f[k], code[k] == 0.f);
+      // Every lane holds the same f (a butterfly sum adds the same pairs on each lane), so the
+      // branch is uniform.
+      if (!(f[k] > -kMaxExp && f[k] < kMaxExp)) continue;
+      const float g = (1.0f - code[k] - clipped_sigmoid(f[k])) * lr;
+      axpy(g, node[k], err);
+      scale(g, h, node[k]);
+      add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+      if (kGrad) touch(a.touched_nodes, row[k], lane);
+    }
+  }
+}
+
 /// The context slot of example `sr` of centre `i` whose window starts at kept index `lo` (the
 /// centre itself is skipped); 0 for CBOW.
 __device__ __forceinline__ uint32_t slot_of(const SgnsArgs& a, int i, int lo, bool skip_gram,
@@ -363,17 +425,18 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
   draw_negatives<!kGrad, kParts>(a, c, ring, ring_mask, i, lo, hi, true, negs, dup, lane, pool_off);
 
   const size_t centre_off = static_cast<size_t>(rows[i & ring_mask]) * a.pitch;
+  const int nn = static_cast<int>(a.negative);
+  // Without negatives (hierarchical softmax alone) the centre's output row takes no part.
   Slice<kV> oc, gc;
-  load_slice<kGrad>(oc, a.output + centre_off, lane, nq);
-  if (kGrad) {
-    zero_slice(gc);
-  } else {
+  zero_slice(oc);
+  zero_slice(gc);
+  if (nn > 0) load_slice<kGrad>(oc, a.output + centre_off, lane, nq);
+  if (!kGrad && nn > 0) {
 #pragma unroll
     for (int v = 0; v < kV; ++v) {
       if (lane + kWarp * v < nq) centre0[lane + kWarp * v] = oc.x[v];
     }
   }
-  const int nn = static_cast<int>(a.negative);
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     // Partitioned tables: a context outside the input part trains on the rank that holds it.
@@ -385,10 +448,12 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
     load_slice<kGrad>(h, a.input + ctx_off, lane, nq);
     zero_slice(err);
     const uint32_t* ids = negs + slot * a.negative;
-    if (!kGrad && dup[slot]) {
+    // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
+    if (a.hs_offsets != nullptr) train_path<kV, kGrad>(a, h, err, c.id, lr, lane, nq, loss);
+    if (nn > 0 && !kGrad && dup[slot]) {
       train_example<kV, 1, kGrad>(a, h, err, oc, kGrad ? gc : oc, true, ids, nn, lr, lane, nq,
                                   loss);
-    } else {
+    } else if (nn > 0) {
       train_example<kV, kB, kGrad>(a, h, err, oc, kGrad ? gc : oc, true, ids, nn, lr, lane, nq,
                                    loss);
     }
@@ -396,10 +461,10 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
     if (kGrad) touch(a.touched_input, ctx, lane);
     ++terms;
   }
-  if (kGrad) {
+  if (nn > 0 && kGrad) {
     add_to_row(gc, a.output_grad + centre_off, lane, nq);
     touch(a.touched_output, rows[i & ring_mask], lane);
-  } else {
+  } else if (nn > 0) {
     // The centre row was private to this warp for the window; other warps' changes to it
     // meanwhile survive because only this warp's own change is added.
     Slice<kV> oc0;
@@ -596,17 +661,23 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   }
   const uint32_t centre = rows[i & ring_mask];
   const size_t centre_off = static_cast<size_t>(centre) * a.pitch;
+  const int nn = static_cast<int>(a.negative);
   Slice<kV> oc, oc0, err;
-  load_slice<kGrad>(oc0, a.output + centre_off, lane, nq);
+  zero_slice(oc0);
+  // Without negatives (hierarchical softmax alone) the centre's output row takes no part.
+  if (nn > 0) load_slice<kGrad>(oc0, a.output + centre_off, lane, nq);
   oc = oc0;
   zero_slice(err);
-  const int nn = static_cast<int>(a.negative);
+  // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
+  if (a.hs_offsets != nullptr) train_path<kV, kGrad>(a, h, err, c.id, lr, lane, nq, loss);
   if (kGrad) {
-    // oc0 becomes the centre's gradient; oc stays as loaded.
-    zero_slice(oc0);
-    train_example<kV, kB, kGrad>(a, h, err, oc, oc0, true, negs, nn, lr, lane, nq, loss);
-    add_to_row(oc0, a.output_grad + centre_off, lane, nq);
-    touch(a.touched_output, centre, lane);
+    if (nn > 0) {
+      // oc0 becomes the centre's gradient; oc stays as loaded.
+      zero_slice(oc0);
+      train_example<kV, kB, kGrad>(a, h, err, oc, oc0, true, negs, nn, lr, lane, nq, loss);
+      add_to_row(oc0, a.output_grad + centre_off, lane, nq);
+      touch(a.touched_output, centre, lane);
+    }
 #pragma unroll
     for (int v = 0; v < kV; ++v) {
       err.x[v].x /= cw;
@@ -614,7 +685,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
       err.x[v].z /= cw;
       err.x[v].w /= cw;
     }
-  } else {
+  } else if (nn > 0) {
     if (dup[0]) {
       train_example<kV, 1, kGrad>(a, h, err, oc, oc, true, negs, nn, lr, lane, nq, loss);
     } else {
@@ -759,7 +830,9 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 /// row loads), and dot products are warp butterfly reductions. The 32 lanes also subsample 32
 /// tokens at a time into a shared-memory ring (with each token's table row beside it), and draw a
 /// centre's negatives in parallel (one Philox call per lane). The centre's output row stays in
-/// registers across its window (skip-gram).
+/// registers across its window (skip-gram). Hierarchical softmax (SgnsArgs::hs_offsets) adds
+/// no mapping of its own: the warp that trains an example walks its centre's path, the lanes
+/// splitting each inner node's row as any other row, a few nodes loaded at once (train_path).
 /// Ids decide subsampling, Philox keys and equality with the centre; rows (SgnsArgs::token_rows,
 /// pool_rows, or the ids) address the tables. Table rows are looked up once per token as it
 /// enters the ring, so the training loop reads a row index from shared memory either way; the
@@ -928,6 +1001,13 @@ void launch_sgns(const SgnsArgs& args, cudaStream_t stream) {
   if (a.kernel == SgnsKernel::kSharedNegatives &&
       (a.model != ModelKind::kSkipGram || a.parts > 1)) {
     throw Error("shared negatives train skip-gram on whole tables");
+  }
+  if (a.hs_offsets != nullptr &&
+      (a.hs_rows == nullptr || a.hs_codes == nullptr || a.hs_nodes == nullptr || a.parts > 1 ||
+       (a.input_grad != nullptr && (a.hs_nodes_grad == nullptr || a.touched_nodes == nullptr)))) {
+    throw Error(
+        "sgns: hierarchical softmax needs its paths, its node table (and gradients) and "
+        "whole tables");
   }
   if (a.sentences == 0) return;
   const uint32_t nq = a.stride / 4;

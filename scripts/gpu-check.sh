@@ -83,7 +83,7 @@ fi
 
 # Seconds each GPU test binary may run as a whole (H100/H200): far above what each takes, to end
 # a hang; a binary not listed gets 300.
-declare -A TEST_LIMIT=([test_cuda_sgns]=600 [test_cuda_paged]=600 [test_cuda_resume]=600
+declare -A TEST_LIMIT=([test_cuda_sgns]=600 [test_cuda_paged]=600 [test_cuda_resume]=600 [test_cuda_hs]=600
   [test_distributed]=900 [test_cuda_stream_corpus]=600)
 
 if has_step test; then

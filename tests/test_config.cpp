@@ -232,8 +232,7 @@ std::string usage_error(const Config& c) {
   return "";
 }
 
-// --hs: hierarchical softmax, a model setting; --negative 0 only beside it; the CUDA backend
-// refused in one line (the CPU trains it).
+// --hs: hierarchical softmax, a model setting; --negative 0 only beside it; any device.
 TEST(Config, HierarchicalSoftmaxAndNegativeZero) {
   Config c;
   c.corpus = "x.txt";
@@ -247,8 +246,12 @@ TEST(Config, HierarchicalSoftmaxAndNegativeZero) {
   EXPECT_TRUE(c.hs);
   EXPECT_EQ(option_value(c, "hs"), "true");
   EXPECT_EQ(usage_error(c), "");
+  // Both backends train it, alone and beside negative sampling.
   apply_option(c, "device", "cuda");
-  EXPECT_EQ(usage_error(c), "--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
+  EXPECT_EQ(usage_error(c), "");
+  apply_option(c, "negative", "5");
+  EXPECT_EQ(usage_error(c), "");
+  apply_option(c, "negative", "0");
   apply_option(c, "device", "auto");
   EXPECT_EQ(usage_error(c), "");
   TrainingSet set = make_training_set(std::string("a b c a b a\nc a b\n"), [] {

@@ -1022,3 +1022,98 @@ TEST(GpuPlan, RowMovesTakeMoreBlocksOnlyForPiecesThatBringManyRows) {
 
 }  // namespace
 }  // namespace pagedw2v
+
+namespace pagedw2v {
+namespace {
+
+// Hierarchical softmax: a sentence reads its words' rows and the inner-node rows of their paths
+// (one id space, model.hpp), each counted once however often the sentence reads it.
+TEST(GpuPlanHs, SentenceRowsCountWordsAndTheirPathsOnce) {
+  HuffmanTree tree;
+  // Four words; paths of inner-node rows 0 (the root), 1, 2.
+  tree.offsets = {0, 1, 3, 6, 9};
+  tree.rows = {0, 0, 1, 0, 1, 2, 0, 1, 2};
+  tree.codes = {0, 1, 0, 1, 1, 0, 1, 1, 1};
+  tree.max_length = 3;
+  // {1} ∪ {0, 1} = 2 rows; {3, 3} ∪ {0, 1, 2} = 4; {0} ∪ {0} = 1.
+  const std::vector<uint32_t> tokens = {1, 3, 3, 0};
+  EXPECT_EQ(hs_sentence_rows(tokens, {0, 1, 3, 4}, tree), 4u);
+  EXPECT_EQ(hs_sentence_rows(tokens, {0, 1}, tree), 2u);
+  EXPECT_EQ(hs_sentence_rows({0, 0, 0}, {0, 3}, tree), 1u);
+}
+
+// The walk that stops at the first node a sentence has read counts what a set of every row
+// counts, on a word2vec tree of Zipf counts and Zipf sentences.
+TEST(GpuPlanHs, SentenceRowsEqualTheSetOfEveryRowRead) {
+  const uint64_t rows = 3000;
+  const Shape s = make_shape(rows, 40000, 60, 11);
+  std::vector<uint64_t> counts(rows, 1);
+  for (const uint32_t id : s.tokens) ++counts[id];
+  std::sort(counts.begin(), counts.end(), std::greater<uint64_t>());
+  const HuffmanTree tree = build_huffman_tree(CountList(counts));
+  ASSERT_GT(tree.max_length, 8u);
+  uint64_t want = 0;
+  for (size_t k = 0; k + 1 < s.starts.size(); ++k) {
+    std::set<uint32_t> read;
+    for (uint64_t p = s.starts[k]; p < s.starts[k + 1]; ++p) {
+      const uint32_t w = s.tokens[p];
+      read.insert(w);
+      read.insert(tree.path_rows(w), tree.path_rows(w) + tree.length(w));
+    }
+    want = std::max<uint64_t>(want, read.size());
+  }
+  EXPECT_EQ(hs_sentence_rows(s.tokens, s.starts, tree), want);
+}
+
+// With an optimizer, a super-batch's rows are counted with its paths' inner nodes: the lists
+// hold that many (and the pool), not every row.
+TEST(GpuPlanHs, OptimizerListsHoldASuperBatchsWordsAndPaths) {
+  const uint64_t rows = 30000;
+  const Shape s = make_shape(rows, 80000, 20, 8);
+  std::vector<uint64_t> counts(rows, 1);
+  for (const uint32_t id : s.tokens) ++counts[id];
+  std::sort(counts.begin(), counts.end(), std::greater<uint64_t>());
+  const HuffmanTree tree = build_huffman_tree(CountList(counts));
+  GpuPlanInput in = input(s, rows, 32, OptimizerKind::kAdam, 128, 2, Placement::kPaged);
+  in.hs = true;
+  in.hs_tree = &tree;
+  in.hs_path_entries = tree.rows.size();
+  in.hs_sentence_rows = hs_sentence_rows(s.tokens, s.starts, tree);
+  const GpuPlan p = plan_gpu(in, facts(resident_bytes(rows, in.row_stride, in.optimizer) / 2));
+  ASSERT_TRUE(p.paged);
+  std::vector<uint64_t> bounds;
+  for (uint64_t b = 0; b + 1 < s.blocks.size(); b += p.batch_blocks) {
+    bounds.push_back(s.starts[s.blocks[b]]);
+  }
+  bounds.push_back(s.starts[s.blocks.back()]);
+  const uint64_t batch_rows = hs_sentence_rows(s.tokens, bounds, tree);
+  EXPECT_GT(batch_rows, brute_max_rows(s, p.batch_blocks));  // the paths add rows
+  EXPECT_EQ(p.max_list, std::min(rows, batch_rows + p.max_pools * 128));
+  EXPECT_LT(p.max_list, rows);
+}
+
+// Paged hierarchical softmax: pieces cut on the device (the host's cuts list no inner nodes),
+// row lists for every row, and a cache that takes two sentences with their paths and pools.
+TEST(GpuPlanHs, PagesWithListsForEveryRowAndAReserveForPaths) {
+  const uint64_t rows = 30000;
+  const Shape s = make_shape(rows, 80000, 20, 7);
+  GpuPlanInput in = input(s, rows, 32, OptimizerKind::kSgd, 128, 64, Placement::kPaged);
+  const uint64_t budget = resident_bytes(rows, in.row_stride, OptimizerKind::kSgd) * 6 / 10;
+  const GpuPlan ns = plan_gpu(in, facts(budget));
+  ASSERT_TRUE(ns.paged);
+  EXPECT_LT(ns.max_list, rows);
+  in.hs = true;
+  in.hs_path_entries = rows * 15;
+  in.hs_sentence_rows = 300;
+  const GpuPlan hs = plan_gpu(in, facts(budget));
+  ASSERT_TRUE(hs.paged);
+  EXPECT_FALSE(hs.host_cuts);
+  EXPECT_EQ(hs.max_list, rows);
+  EXPECT_GE(hs.cache_rows, 2u * (128 + 300));
+  // The tree and the pieces' node maps take budget: fewer rows on the device.
+  EXPECT_LT(hs.device_rows, ns.device_rows);
+  EXPECT_LT(hs.device_rows, rows);
+}
+
+}  // namespace
+}  // namespace pagedw2v

@@ -315,29 +315,6 @@ TEST(HsSentence, BesideNegativeSamplingBothLossesTrainTheInputRow) {
   }
 }
 
-// --device auto with --hs takes the CPU (saying so only where a GPU was there to take); a run
-// without --hs, or one that names its device, is left as it is (--device cuda is refused by
-// validate()).
-TEST(HsDevice, AutoTakesTheCpu) {
-  std::FILE* note = std::tmpfile();
-  ASSERT_NE(note, nullptr);
-  Config c;
-  c.hs = true;
-  settle_hs_device(c, note);
-  EXPECT_EQ(c.device, DeviceKind::kCpu);
-  Config plain;
-  settle_hs_device(plain, note);
-  EXPECT_EQ(plain.device, DeviceKind::kAuto);
-  Config cuda;
-  cuda.hs = true;
-  cuda.device = DeviceKind::kCuda;
-  settle_hs_device(cuda, note);
-  EXPECT_EQ(cuda.device, DeviceKind::kCuda);
-  const long written = std::ftell(note);
-  std::fclose(note);
-  EXPECT_EQ(written > 0, resolve_device(DeviceKind::kAuto) == DeviceKind::kCuda);
-}
-
 // The inner-node table (hierarchical softmax beside negative sampling) and its state go after
 // every other table of an id when the tables are interleaved (paged), so the layout of the others
 // is the one a model without it has; without --hs beside --negative there is none.

@@ -120,8 +120,6 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   }
   // A checkpoint resumes from anywhere with the phrases it was trained on.
   if (!config.phrases_from.empty()) config.phrases_from = absolute_path(config.phrases_from);
-  // --hs with --device cuda is a usage error before it is a missing GPU.
-  if (config.hs) check_hs_settings(config);
   check_device(config.device);
   // Before a checkpoint is opened: what --continue-from cannot go with.
   check_continue_settings(config);

@@ -186,8 +186,6 @@ void validate(const Config& config);
 /// --continue-count only with it (checked on what was given: a resumed continued run has it
 /// from its checkpoint).
 void check_continue_settings(const Config& config);
-/// The part of validate that concerns hierarchical softmax (--hs): the devices that train it.
-void check_hs_settings(const Config& config);
 /// The part of validate that concerns the optimizer: its rate and hyperparameters given only to
 /// the optimizer that uses them (a checkpoint's recorded settings must pass it too).
 void check_optimizer_settings(const Config& config);

@@ -109,7 +109,6 @@ void validate(const Config& config) {
         "--negative 0 leaves nothing to train the output layer; add --hs (hierarchical softmax) "
         "or give --negative 1 or more");
   }
-  if (config.hs) check_hs_settings(config);
   if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
     throw UsageError(storage_needs_cuda(config.storage));
   }
@@ -174,14 +173,6 @@ void check_continue_settings(const Config& config) {
     throw UsageError(
         "--vocab cannot be given with --continue-from: the vocabulary is the run's, grown by "
         "the words of --corpus");
-  }
-}
-
-void check_hs_settings(const Config& config) {
-  // The CUDA kernels train negative sampling only: a run that asks for the GPU is refused rather
-  // than trained without its output layer; --device auto trains on the CPU (hs_device).
-  if (config.device == DeviceKind::kCuda) {
-    throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
   }
 }
 

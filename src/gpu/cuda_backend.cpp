@@ -58,6 +58,10 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.rows = data.keep->words();
   in.dim = p.dim;
   in.row_stride = sgns_row_stride(p.dim);
+  // Beside negative sampling, hierarchical softmax's inner nodes are a third table with its own
+  // state and gradients: every group of tables (vectors, each state, gradients) is half as large
+  // again, as if each of its two tables' rows were half a stride wider. The plan counts bytes only.
+  if (needs_node_table(p.hs, p.negative)) in.row_stride += in.row_stride / 2;
   in.optimizer = data.optimizer.kind;
   in.negative_pool = p.negative_pool;
   in.batch_blocks = std::max<uint32_t>(1, p.batch_blocks);
@@ -71,6 +75,17 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.piece_cutting = options.piece_cutting;
   in.keep = data.keep;
   in.noise = data.noise;
+  in.hs = p.hs;
+  if (p.hs && data.tree != nullptr) {
+    in.hs_path_entries = data.tree->rows.size();
+    in.hs_tree = data.tree;
+    // A streamed corpus is not at hand: any sentence with every word's longest path.
+    in.hs_sentence_rows =
+        data.streamed
+            ? std::min<uint64_t>(in.rows,
+                                 uint64_t{kMaxSentenceLength} * (1 + data.tree->max_length))
+            : hs_sentence_rows(data.corpus->tokens, data.corpus->sentence_starts, *data.tree);
+  }
   // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
   in.streamed = data.streamed;
   if (!data.streamed) {
@@ -116,6 +131,17 @@ class CudaBackend final : public Backend {
     bool shapes = same_shape(model.output);
     for (uint32_t k = 0; k < nstate; ++k) {
       shapes = shapes && same_shape(model.input_state[k]) && same_shape(model.output_state[k]);
+    }
+    // Hierarchical softmax beside negative sampling: the inner nodes' table and its state.
+    const bool node_table = needs_node_table(p.hs, p.negative);
+    if ((model.nodes.rows() > 0) != node_table ||
+        model.nodes_state.size() != (node_table ? nstate : 0)) {
+      throw Error(node_table ? "CUDA backend: --hs beside --negative needs the inner-node table"
+                             : "CUDA backend: the model has an inner-node table it does not train");
+    }
+    if (node_table) {
+      shapes = shapes && same_shape(model.nodes);
+      for (uint32_t k = 0; k < nstate; ++k) shapes = shapes && same_shape(model.nodes_state[k]);
     }
     if (!shapes || model.input.stride() > 0xFFFFFFFFull) {
       throw Error("CUDA backend: the host tables differ in shape or layout");

@@ -13,62 +13,81 @@ DeviceTables::DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, ui
     : model_(model),
       dim_(model.input.dim()),
       stride_(stride),
-      pitch_(layout == TableLayout::kInterleaved ? 2 * stride : stride),
       nstate_(state_tables(kind)),
       optimizer_(kind != OptimizerKind::kSgd),
       interleaved_(layout == TableLayout::kInterleaved),
+      node_table_(model.nodes.rows() > 0),
       device_rows_(device_rows) {
+  pitch_ = interleaved_ ? vector_tables() * stride : stride;
   const std::string shape =
       " (" + std::to_string(device_rows_) + " × " + std::to_string(dim_) + ")";
+  const std::string vectors =
+      node_table_ ? "the input, output and inner-node vectors" : "the input and output vectors";
   const size_t table = static_cast<size_t>(device_rows_) * stride_;
   if (interleaved_) {
     output_offset_ = stride_;
-    pair_ = DeviceBuffer<float>(2 * table, "the input and output vectors" + shape);
+    nodes_offset_ = 2 * stride_;
+    pair_ = DeviceBuffer<float>(vector_tables() * table, vectors + shape);
   } else {
-    // Both in one allocation, the output vectors `skew` floats past the end of the input vectors.
+    // In one allocation, the output vectors `skew` floats past the end of the input vectors,
+    // the inner nodes right after them.
     const size_t skew = (skew_bytes / sizeof(float) + 3) & ~size_t{3};
     output_offset_ = table + skew;
-    pair_ = DeviceBuffer<float>(output_offset_ + table, "the input and output vectors" + shape);
+    nodes_offset_ = output_offset_ + table;
+    pair_ = DeviceBuffer<float>(output_offset_ + (vector_tables() - 1) * table, vectors + shape);
   }
   zero_async(pair_, stream);
   for (uint32_t k = 0; k < nstate_; ++k) {
-    const auto [in, out] = allocate_pair("optimizer state of the vectors" + shape, stream);
-    input_state_.push_back(in);
-    output_state_.push_back(out);
+    const std::array<float*, 3> t =
+        allocate_group("optimizer state of the vectors" + shape, stream);
+    input_state_.push_back(t[0]);
+    output_state_.push_back(t[1]);
+    if (node_table_) nodes_state_.push_back(t[2]);
   }
   if (optimizer_) {
-    std::tie(input_grad_, output_grad_) = allocate_pair("gradients" + shape, stream);
+    const std::array<float*, 3> g = allocate_group("gradients" + shape, stream);
+    input_grad_ = g[0];
+    output_grad_ = g[1];
+    nodes_grad_ = g[2];
     touched_input_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
     touched_output_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
-    step_rows_[0] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
-    step_rows_[1] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
-    step_count_ = DeviceBuffer<uint32_t>(2, "optimizer step counts");
+    if (node_table_) touched_nodes_ = DeviceBuffer<uint8_t>(device_rows_, "touched rows");
+    for (uint32_t t = 0; t < vector_tables(); ++t) {
+      step_rows_[t] = DeviceBuffer<uint32_t>(device_rows_, "optimizer step lists");
+    }
+    step_count_ = DeviceBuffer<uint32_t>(3, "optimizer step counts");
     step_temp_bytes_ = select_marked_ids_temp_bytes(device_rows_);
     step_temp_ = DeviceBuffer<unsigned char>(std::max<size_t>(step_temp_bytes_, 1), "scratch");
     zero_async(touched_input_, stream);
     zero_async(touched_output_, stream);
+    zero_async(touched_nodes_, stream);
   }
 }
 
-std::pair<float*, float*> DeviceTables::allocate_pair(const std::string& what,
-                                                      cudaStream_t stream) {
+std::array<float*, 3> DeviceTables::allocate_group(const std::string& what, cudaStream_t stream) {
   const size_t table = static_cast<size_t>(device_rows_) * stride_;
+  const uint32_t n = vector_tables();
+  std::array<float*, 3> first = {nullptr, nullptr, nullptr};
   if (interleaved_) {
-    buffers_.emplace_back(2 * table, what);
+    buffers_.emplace_back(n * table, what);
     zero_async(buffers_.back(), stream);
-    return {buffers_.back().data(), buffers_.back().data() + stride_};
+    for (uint32_t t = 0; t < n; ++t) first[t] = buffers_.back().data() + t * stride_;
+    return first;
   }
-  buffers_.emplace_back(table, what);
-  zero_async(buffers_.back(), stream);
-  buffers_.emplace_back(table, what);
-  zero_async(buffers_.back(), stream);
-  return {buffers_[buffers_.size() - 2].data(), buffers_.back().data()};
+  for (uint32_t t = 0; t < n; ++t) {
+    buffers_.emplace_back(table, what);
+    zero_async(buffers_.back(), stream);
+    first[t] = buffers_.back().data();
+  }
+  return first;
 }
 
 size_t DeviceTables::bytes() const {
   size_t b = pair_.bytes();
   for (const auto& t : buffers_) b += t.bytes();
-  if (optimizer_) b += touched_input_.bytes() * 2 + step_rows_[0].bytes() * 2 + step_temp_.bytes();
+  if (optimizer_) {
+    b += (touched_input_.bytes() + step_rows_[0].bytes()) * vector_tables() + step_temp_.bytes();
+  }
   return b;
 }
 
@@ -78,6 +97,8 @@ void DeviceTables::set_gradient_args(SgnsArgs& a) {
   a.output_grad = output_grad_;
   a.touched_input = touched_input_.data();
   a.touched_output = touched_output_.data();
+  a.hs_nodes_grad = node_table_ ? nodes_grad_ : output_grad_;
+  a.touched_nodes = node_table_ ? touched_nodes_.data() : touched_output_.data();
 }
 
 void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
@@ -87,6 +108,12 @@ void DeviceTables::copy_all(cudaMemcpyKind kind, cudaStream_t stream) {
   for (uint32_t k = 0; k < nstate_; ++k) {
     copy_rows(model_.input_state[k], input_state_[k], 2 + 2 * k, kind, stream);
     copy_rows(model_.output_state[k], output_state_[k], 3 + 2 * k, kind, stream);
+  }
+  if (node_table_) {
+    copy_rows(model_.nodes, nodes(), 2 + 2 * nstate_, kind, stream);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      copy_rows(model_.nodes_state[k], nodes_state_[k], 3 + 2 * nstate_ + k, kind, stream);
+    }
   }
   staging_ = DeviceBuffer<uint16_t>();  // held only while copying
 }
@@ -102,6 +129,12 @@ void DeviceTables::upload_initial(cudaStream_t stream) {
   for (uint32_t k = 0; k < nstate_; ++k) {
     copy(model_.input_state[k], input_state_[k], 2 + 2 * k);
     copy(model_.output_state[k], output_state_[k], 3 + 2 * k);
+  }
+  if (node_table_) {
+    copy(model_.nodes, nodes(), 2 + 2 * nstate_);
+    for (uint32_t k = 0; k < nstate_; ++k) {
+      copy(model_.nodes_state[k], nodes_state_[k], 3 + 2 * nstate_ + k);
+    }
   }
   PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
   staging_ = DeviceBuffer<uint16_t>();  // held only while copying
@@ -184,6 +217,10 @@ void DeviceTables::round_to_storage(uint64_t rows, cudaStream_t stream) {
     round(input_state_[k], 2 + 2 * k);
     round(output_state_[k], 3 + 2 * k);
   }
+  if (node_table_) {
+    round(nodes(), 2 + 2 * nstate_);
+    for (uint32_t k = 0; k < nstate_; ++k) round(nodes_state_[k], 3 + 2 * nstate_ + k);
+  }
 }
 
 void DeviceTables::pin_host() {
@@ -202,6 +239,10 @@ void DeviceTables::pin_host() {
     pin(model_.input_state[k], "optimizer state");
     pin(model_.output_state[k], "optimizer state");
   }
+  if (node_table_) {
+    pin(model_.nodes, "inner-node vectors");
+    for (uint32_t k = 0; k < nstate_; ++k) pin(model_.nodes_state[k], "optimizer state");
+  }
 }
 
 MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_rows, uint32_t n,
@@ -215,6 +256,10 @@ MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_
   for (uint32_t k = 0; k < nstate_; ++k) {
     add(model_.input_state[k], input_state_[k]);
     add(model_.output_state[k], output_state_[k]);
+  }
+  if (node_table_) {
+    add(model_.nodes, nodes());
+    for (uint32_t k = 0; k < nstate_; ++k) add(model_.nodes_state[k], nodes_state_[k]);
   }
   m.dim = dim_;
   m.stride = pitch_;
@@ -230,19 +275,22 @@ MoveArgs DeviceTables::move_args(const uint32_t* host_rows, const uint32_t* dev_
 
 void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t step, float lr,
                                   cudaStream_t stream) {
-  for (int t = 0; t < 2; ++t) {
-    uint8_t* touched = t == 0 ? touched_input_.data() : touched_output_.data();
+  // Input, output and (with their own table) the inner nodes; index t as in move_args.
+  for (uint32_t t = 0; t < vector_tables(); ++t) {
+    uint8_t* touched = t == 0   ? touched_input_.data()
+                       : t == 1 ? touched_output_.data()
+                                : touched_nodes_.data();
     launch_select_marked_ids(touched, device_rows_, step_rows_[t].data(), step_count_.data() + t,
                              step_temp_.data(), step_temp_bytes_, stream);
     OptimizerStepArgs s;
-    s.table = t == 0 ? input() : output();
+    s.table = t == 0 ? input() : t == 1 ? output() : nodes();
     for (uint32_t k = 0; k < nstate_; ++k) {
-      s.state[k] = t == 0 ? input_state_[k] : output_state_[k];
+      s.state[k] = t == 0 ? input_state_[k] : t == 1 ? output_state_[k] : nodes_state_[k];
     }
     s.stride = pitch_;
     s.dim = dim_;
     s.rows = step_rows_[t].data();
-    s.grads = t == 0 ? input_grad_ : output_grad_;
+    s.grads = t == 0 ? input_grad_ : t == 1 ? output_grad_ : nodes_grad_;
     s.grad_stride = pitch_;
     s.count = device_rows_;
     s.d_count = step_count_.data() + t;
@@ -256,10 +304,12 @@ void DeviceTables::step_optimizer(const OptimizerParams& optimizer, uint64_t ste
       // key: a row that gets the same small update from the same value at every step still
       // moves by it on average instead of rounding back the same way each time.
       const uint64_t key = kRoundSeed + (step + 1) * 0x9E3779B97F4A7C15ull;
-      launch_round_rows(host_storage(), key, t, s.table, pitch_, dim_, step_rows_[t].data(),
+      const uint32_t index = t < 2 ? t : 2 + 2 * nstate_;
+      launch_round_rows(host_storage(), key, index, s.table, pitch_, dim_, step_rows_[t].data(),
                         step_count_.data() + t, device_rows_, stream);
       for (uint32_t k = 0; k < nstate_; ++k) {
-        launch_round_rows(host_storage(), key, 2 + 2 * k + t, s.state[k], pitch_, dim_,
+        const uint32_t state_index = t < 2 ? 2 + 2 * k + t : 3 + 2 * nstate_ + k;
+        launch_round_rows(host_storage(), key, state_index, s.state[k], pitch_, dim_,
                           step_rows_[t].data(), step_count_.data() + t, device_rows_, stream);
       }
     }

@@ -1,6 +1,7 @@
 #pragma once
 /// @file device_tables.hpp
-/// The model's tables on the GPU: input and output vectors, optimizer state and, for the dense
+/// The model's tables on the GPU: input and output vectors (and, when the model has them,
+/// hierarchical softmax's inner-node vectors, Model::nodes), optimizer state and, for the dense
 /// optimizers, gradient rows, touched flags and the step lists, `device_rows` rows each (every
 /// row when resident, hot rows and cache slots when paged). Owns their allocation, the copies
 /// of whole tables to and from the host, the pinning of the host tables that paged moves read,
@@ -36,7 +37,8 @@ class DeviceTables {
   /// Allocates every table of `device_rows` rows (row stride `stride`) and zeroes them on
   /// `stream`: padding columns stay zero for the whole run, adding nothing to any dot product.
   /// Apart, the output vectors start `skew_bytes` (rounded up to 16) after the end of the input
-  /// vectors (CudaBackendOptions::table_skew_bytes); interleaved, the skew is not used.
+  /// vectors (CudaBackendOptions::table_skew_bytes), the inner nodes right after them;
+  /// interleaved, the skew is not used and a row holds one row of each (pitch 2 or 3 strides).
   DeviceTables(Model& model, OptimizerKind kind, uint32_t stride, uint64_t device_rows,
                TableLayout layout, size_t skew_bytes, cudaStream_t stream);
 
@@ -47,6 +49,9 @@ class DeviceTables {
   void set_gradient_args(SgnsArgs& a);
   float* input() { return pair_.data(); }
   float* output() { return pair_.data() + output_offset_; }
+  /// The inner-node vectors of hierarchical softmax: their own table when the model has one
+  /// (beside negative sampling), else the output table, whose rows they are (model.hpp).
+  float* nodes() { return node_table_ ? pair_.data() + nodes_offset_ : output(); }
   /// Floats from one row to the next in every device table (SgnsArgs::pitch, MoveArgs::stride).
   uint32_t pitch() const { return pitch_; }
 
@@ -85,11 +90,15 @@ class DeviceTables {
                       cudaStream_t stream);
 
  private:
-  /// Allocates and zeroes one pair of tables in the layout; returns their first rows.
-  std::pair<float*, float*> allocate_pair(const std::string& what, cudaStream_t stream);
+  /// Allocates and zeroes one table for each of input, output (and inner nodes) in the layout;
+  /// returns their first rows (the third null without a node table).
+  std::array<float*, 3> allocate_group(const std::string& what, cudaStream_t stream);
+  /// Tables of vectors: 2, or 3 with the inner nodes.
+  uint32_t vector_tables() const { return node_table_ ? 3 : 2; }
   /// Copies all rows of one table between its host layout (any row stride, pageable) and the
   /// device layout (rows `pitch_` floats apart).
-  /// `index` is the table's place in move_args (input 0, output 1, state k 2 + 2k and 3 + 2k).
+  /// `index` is the table's place in move_args (input 0, output 1, state k 2 + 2k and 3 + 2k,
+  /// inner nodes 2 + 2·states, their state k 3 + 2·states + k).
   void copy_rows(HostTable& host, float* dev, uint32_t index, cudaMemcpyKind kind,
                  cudaStream_t stream);
   /// copy_rows for a host table of 16-bit storage.
@@ -100,16 +109,19 @@ class DeviceTables {
   uint32_t dim_ = 0, stride_ = 0, pitch_ = 0, nstate_ = 0;
   bool optimizer_ = false;
   bool interleaved_ = false;
+  bool node_table_ = false;  ///< Model::nodes is a table of its own
   uint64_t device_rows_ = 0;
   /// The vectors: apart, the input vectors, a gap, the output vectors; interleaved, rows of both.
   DeviceBuffer<float> pair_;
   size_t output_offset_ = 0;  ///< floats from the input vectors to the output vectors
+  size_t nodes_offset_ = 0;   ///< floats from the input vectors to the inner-node vectors
   std::vector<DeviceBuffer<float>> buffers_;  ///< the optimizer state and gradient tables
   float* input_grad_ = nullptr;
   float* output_grad_ = nullptr;
-  std::vector<float*> input_state_, output_state_;
-  DeviceBuffer<uint8_t> touched_input_, touched_output_;
-  std::array<DeviceBuffer<uint32_t>, 2> step_rows_;
+  float* nodes_grad_ = nullptr;
+  std::vector<float*> input_state_, output_state_, nodes_state_;
+  DeviceBuffer<uint8_t> touched_input_, touched_output_, touched_nodes_;
+  std::array<DeviceBuffer<uint32_t>, 3> step_rows_;
   DeviceBuffer<uint32_t> step_count_;
   DeviceBuffer<unsigned char> step_temp_;
   size_t step_temp_bytes_ = 0;

@@ -83,6 +83,41 @@ uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
 
 }  // namespace
 
+uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                          const HuffmanTree& tree) {
+  // word[r], node[r] = 1 + the last sentence that read row r as a word, as an inner node: each
+  // row is counted once a sentence without clearing anything between sentences. A node's
+  // ancestors are the same on every path through it, so a path is walked from its deepest node
+  // up to the first one the sentence has read already: the pass costs about a token and a new
+  // node each, not a whole path per token.
+  const size_t n_rows = tree.words();
+  std::vector<uint64_t> word(n_rows, 0), node(n_rows, 0);
+  uint64_t most = 0;
+  std::vector<uint32_t> rows;
+  for (size_t s = 0; s + 1 < starts.size(); ++s) {
+    const uint64_t mark = s + 1;
+    rows.clear();
+    for (uint64_t p = starts[s]; p < starts[s + 1]; ++p) {
+      const uint32_t w = tokens[p];
+      if (w >= n_rows) continue;
+      if (word[w] != mark) {
+        word[w] = mark;
+        rows.push_back(w);
+      }
+      const uint32_t* path = tree.path_rows(w);
+      for (uint32_t d = tree.length(w); d-- > 0;) {
+        if (node[path[d]] == mark) break;
+        node[path[d]] = mark;
+        rows.push_back(path[d]);
+      }
+    }
+    // A row read both as a word and as a node is one row (one id, model.hpp).
+    std::sort(rows.begin(), rows.end());
+    most = std::max<uint64_t>(most, std::unique(rows.begin(), rows.end()) - rows.begin());
+  }
+  return most;
+}
+
 uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind) {
   const bool optimizer = kind != OptimizerKind::kSgd;
   return table_row_bytes * (2 + 2 * state_tables(kind) + (optimizer ? 2 : 0)) +
@@ -277,18 +312,31 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   const uint64_t table_row = in.row_bytes > 0 ? in.row_bytes : uint64_t{in.row_stride} * 4;
   l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
   l.pool_entries = plan.max_pools * plan.negative_pool;
-  plan.max_list = std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
-  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed) {
+  plan.max_list = in.hs ? rows : std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
+  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed &&
+      (!in.hs || in.hs_tree != nullptr)) {
     // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
     // ids of one, counted, and every pool entry. Counting stops past the rows the budget
-    // could hold at all (a super-batch that large fits nowhere).
+    // could hold at all (a super-batch that large fits nowhere). With hierarchical softmax
+    // the ids are the words' and their paths' inner nodes, counted whole.
     auto it = std::find_if(counted.begin(), counted.end(),
                            [&](const auto& c) { return c.first == plan.batch_blocks; });
     if (it == counted.end()) {
       const uint64_t any_fit = plan.budget / l.slot_bytes + 1;
-      counted.emplace_back(plan.batch_blocks,
-                           max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks,
-                                                plan.batch_blocks, rows, any_fit));
+      uint64_t most = 0;
+      if (in.hs) {
+        const std::vector<uint64_t>& blocks = *in.blocks;
+        std::vector<uint64_t> bounds;
+        for (uint64_t b = 0; b + 1 < blocks.size(); b += plan.batch_blocks) {
+          bounds.push_back((*in.sentence_starts)[blocks[b]]);
+        }
+        bounds.push_back((*in.sentence_starts)[blocks.back()]);
+        most = hs_sentence_rows(*in.tokens, bounds, *in.hs_tree);
+      } else {
+        most = max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, plan.batch_blocks,
+                                    rows, any_fit);
+      }
+      counted.emplace_back(plan.batch_blocks, most);
       it = counted.end() - 1;
     }
     plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
@@ -300,12 +348,14 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             kPagedStages * stage_bytes(plan, l.pool_entries) + plan.max_list * 8 +
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
-            paged_margin(plan.budget, in.table_gap_bytes);
+            paged_margin(plan.budget, in.table_gap_bytes) +
+            (in.hs ? kPagedStages * rows * 4 + (rows + 1) * 8 + in.hs_path_entries * 5 : 0);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =
       in.streamed ? uint64_t{kMaxSentenceLength} : longest_sentence(*in.sentence_starts);
-  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + longest);
+  const uint64_t sentence_rows = in.hs ? std::max(in.hs_sentence_rows, longest) : longest;
+  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + sentence_rows);
   return l;
 }
 
@@ -553,10 +603,11 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                                   : std::min<uint64_t>(rows, layout.rows_fit - plan.cache_rows);
   plan.device_rows = plan.hot_rows + plan.cache_rows;
   if (plan.device_rows >= 0xFFFFFFF0ull) throw Error("paged tables: too many device rows");
-  plan.host_cuts = !optimizer && (in.piece_cutting == PieceCutting::kHost ||
-                                  (in.piece_cutting == PieceCutting::kAuto &&
-                                   (plan.cache_rows <= kHostCutMaxSlots ||
-                                    cache_cuts_pieces(plan.piece_cold_rows, plan.cache_rows))));
+  plan.host_cuts = !optimizer && !in.hs &&
+                   (in.piece_cutting == PieceCutting::kHost ||
+                    (in.piece_cutting == PieceCutting::kAuto &&
+                     (plan.cache_rows <= kHostCutMaxSlots ||
+                      cache_cuts_pieces(plan.piece_cold_rows, plan.cache_rows))));
   if (plan.host_cuts) {
     // A piece cut on the host lists at most a share of the slots (a half at the least depth),
     // or one sentence and its pool; the cache needs no marks, selects or slot order. What

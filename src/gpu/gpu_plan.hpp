@@ -19,6 +19,7 @@
 
 #include "config/options.hpp"
 #include "corpus/corpus.hpp"
+#include "model/huffman.hpp"
 #include "model/optimizer.hpp"
 
 namespace pagedw2v {
@@ -113,7 +114,26 @@ struct GpuPlanInput {
   /// hot rows), one super-batch still with every entry; null = every entry for both. Its
   /// columns lie on the GPU in both placements.
   const NoiseTable* noise = nullptr;
+  /// Hierarchical softmax (TrainParams::hs): a piece also reads the inner-node rows of its
+  /// words' paths, which may be more distinct rows than its tokens, so its row lists are sized
+  /// for every row, its pieces are cut on the device, and each stage maps the nodes in a table
+  /// of one entry per row.
+  bool hs = false;
+  uint64_t hs_path_entries = 0;  ///< the tree's path entries (HuffmanTree::rows), on the device
+  /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
+  /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
+  uint64_t hs_sentence_rows = 0;
+  /// Hierarchical softmax with an optimizer: the tree whose paths a super-batch's rows include
+  /// (counted as hs_sentence_rows counts a sentence's); null = every row.
+  const HuffmanTree* hs_tree = nullptr;
 };
+
+/// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
+/// sentence, or a super-batch) reads under hierarchical softmax: its words' ids and the
+/// inner-node rows of their paths in `tree` (the same id space, model.hpp). A pure pass over
+/// the corpus, for the plan's reserve and an optimizer's super-batch rows.
+uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                          const HuffmanTree& tree);
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {

@@ -41,8 +41,11 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
       compute_(compute),
       cache_(rows_, plan.hot_rows, plan.cache_rows, plan.max_list, plan.scratch_bytes,
              plan.host_cuts, compute.get()) {
-  move_entry_bytes_ = uint64_t{data.params.dim} * tables.host_value_bytes() *
-                      (2 + 2 * state_tables(data.optimizer.kind));
+  // Every table of an id: input, output, their state (and the inner nodes' and theirs).
+  const uint64_t tables_per_id = (2 + 2 * state_tables(data.optimizer.kind)) *
+                                 (needs_node_table(data.params.hs, data.params.negative) ? 3 : 2) /
+                                 2;
+  move_entry_bytes_ = uint64_t{data.params.dim} * tables.host_value_bytes() * tables_per_id;
   move_claims_ = DeviceBuffer<unsigned long long>(kMoveStreams, "the moves' claim counters");
   bytes_ = cache_.bytes() + move_claims_.bytes();
   const uint64_t max_list = plan.max_list, pool_entries = plan.max_pools * pool_size_;
@@ -62,6 +65,12 @@ PagedPipeline::PagedPipeline(const TrainData& data, const GpuPlan& plan,
     s.fresh_rows = DeviceBuffer<uint32_t>(max_list, "super-batch row lists");
     s.pool_rows = DeviceBuffer<uint32_t>(pool_entries, "the negative pool rows");
     s.next_sentence = DeviceBuffer<unsigned long long>(1, "a work counter");
+    if (data.params.hs) {
+      // Pieces cut on the host list no inner nodes: the plan cuts them on the device (gpu_plan).
+      if (plan.host_cuts) throw Error("paged tables: --hs pieces are cut on the device");
+      s.node_rows = DeviceBuffer<uint32_t>(rows_, "the inner-node rows of a piece");
+      bytes_ += s.node_rows.bytes();
+    }
     bytes_ += s.rows.bytes() + s.fresh.bytes() * 3 + s.pool_rows.bytes();
     // The corpus is copied a piece at a time through pinned staging, so the copies are
     // asynchronous (the corpus itself stays pageable: registering part of a page of the heap
@@ -249,6 +258,12 @@ void PagedPipeline::train_span(uint32_t epoch, uint64_t first_block, uint64_t la
     a.sentence_pool = s.d_sentence_pool;
     a.reserved_sms = options_.paging_sms;
     a.next_sentence = s.next_sentence.data();
+    if (data_.params.hs) a.hs_node_rows = s.node_rows.data();
+    if (data_.params.negative == 0) {
+      a.pool = nullptr;
+      a.pool_rows = nullptr;
+      a.sentence_pool = nullptr;
+    }
     launcher_.train_piece(a, epoch, s.super_batch, s.token_base, cs);
     s.trained.record(cs);
     s.trained_recorded = true;
@@ -361,8 +376,9 @@ void PagedPipeline::report_span() {
   report_.rows_to_host = c.to_host;
   if (cuts_) report_.rows_from_host = c.fresh;
   const uint32_t nstate = state_tables(data_.optimizer.kind);
-  const uint64_t row_bytes =
-      uint64_t{data_.params.dim} * tables_.host_value_bytes() * (2 + 2 * nstate);
+  const uint64_t row_bytes = uint64_t{data_.params.dim} * tables_.host_value_bytes() *
+                             (2 + 2 * nstate) *
+                             (needs_node_table(data_.params.hs, data_.params.negative) ? 3 : 2) / 2;
   report_.pcie_bytes = (report_.rows_from_host + c.to_host) * row_bytes + pcie_corpus_bytes_;
 }
 

@@ -78,6 +78,9 @@ class PagedPipeline {
   /// The buffers of one piece in flight; pieces rotate through kPagedStages of them.
   struct Stage : PoolBuffers {
     DeviceBuffer<uint32_t> tokens, rows, list, fresh, evicted, fresh_rows, pool_rows, counts;
+    /// Hierarchical softmax: the device row of each inner-node row the piece's paths reach, at
+    /// its node row (one entry per vocabulary row; SgnsArgs::hs_node_rows).
+    DeviceBuffer<uint32_t> node_rows;
     DeviceBuffer<unsigned long long> next_sentence;  ///< the launch's work counter
     PinnedBuffer<uint32_t> host_tokens;
     PinnedBuffer<uint64_t> host_starts;

@@ -81,8 +81,17 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
     stage_tokens(s, cursor_, piece_end, st);
     const uint64_t piece_tokens = s.tokens_n, piece_sentences = piece_end - cursor_;
     cache_.mark_cold(s.tokens.data(), piece_tokens, st);
-    launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
-    cache_.mark_cold(s.pool.data(), s.pools * pool_size_, st);
+    if (data_.params.hs) {
+      cache_.mark_cold_paths(s.tokens.data(), piece_tokens, launcher_.hs_offsets(),
+                             launcher_.hs_rows(), st);
+    }
+    // Without negatives (hierarchical softmax alone) no pool is drawn: its rows would only
+    // take slots.
+    s.pools = 0;
+    if (data_.params.negative > 0) {
+      launcher_.draw_pools(epoch, cursor_, piece_end, s, st);
+      cache_.mark_cold(s.pool.data(), s.pools * pool_size_, st);
+    }
     cache_.find(s.list.data(), s.fresh.data(), counts, number, depth, st);
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(host_counts, counts, 12, cudaMemcpyDeviceToHost, st));
     const auto wait_start = std::chrono::steady_clock::now();
@@ -147,6 +156,10 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
   cache_.take(s.fresh.data(), s.fresh_n, s.list.data(), s.cold, number, s.evicted.data(),
               s.fresh_rows.data(), st);
   cache_.map(s.tokens.data(), s.tokens_n, s.rows.data(), st);
+  if (data_.params.hs) {
+    cache_.map_paths(s.tokens.data(), s.tokens_n, launcher_.hs_offsets(), launcher_.hs_rows(),
+                     s.node_rows.data(), st);
+  }
   cache_.map(s.pool.data(), s.pools * pool_size_, s.pool_rows.data(), st);
   s.prepped.record(st);
   times.prep1.record(st);

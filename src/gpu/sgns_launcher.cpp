@@ -33,6 +33,33 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
     PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(noise_.data(), columns.data(), noise_.bytes(),
                                       cudaMemcpyHostToDevice, stream));
   }
+  if (data_.params.hs) upload_tree(stream);
+}
+
+void SgnsLauncher::upload_tree(cudaStream_t stream) {
+  const HuffmanTree* tree = data_.tree;
+  if (tree == nullptr || tree->words() != data_.keep->words()) {
+    throw Error("CUDA backend: hierarchical softmax needs the Huffman tree of the vocabulary");
+  }
+  // Paths of (V − 1) inner nodes hold at most 40 entries per word: a few hundred MiB at most
+  // for tens of millions of words, on the device in both placements.
+  hs_offsets_ = DeviceBuffer<uint64_t>(tree->offsets.size(), "the Huffman tree's path offsets");
+  hs_rows_ =
+      DeviceBuffer<uint32_t>(std::max<size_t>(tree->rows.size(), 1), "the Huffman tree's paths");
+  hs_codes_ =
+      DeviceBuffer<uint8_t>(std::max<size_t>(tree->codes.size(), 1), "the Huffman tree's codes");
+  PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hs_offsets_.data(), tree->offsets.data(), hs_offsets_.bytes(),
+                                    cudaMemcpyHostToDevice, stream));
+  if (!tree->rows.empty()) {
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hs_rows_.data(), tree->rows.data(),
+                                      tree->rows.size() * sizeof(uint32_t), cudaMemcpyHostToDevice,
+                                      stream));
+    PAGEDW2V_CUDA_TRY(cudaMemcpyAsync(hs_codes_.data(), tree->codes.data(), tree->codes.size(),
+                                      cudaMemcpyHostToDevice, stream));
+  }
+  // The host tree outlives the copies (TrainData points into the training set), but the copies
+  // are waited for here so that nothing depends on that.
+  PAGEDW2V_CUDA_TRY(cudaStreamSynchronize(stream));
 }
 
 SgnsArgs run_args(const TrainData& data, uint32_t epoch, uint64_t keep_count) {
@@ -61,6 +88,12 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
   a.keep = keep_.data();
   a.noise = noise_.data();
   a.counters = counters_.data();
+  if (data_.params.hs) {
+    a.hs_offsets = hs_offsets_.data();
+    a.hs_rows = hs_rows_.data();
+    a.hs_codes = hs_codes_.data();
+    a.hs_nodes = tables_.nodes();
+  }
   a.max_warps = single_warp_ ? 1 : 0;
   a.item_tokens = item_tokens_;
   tables_.set_gradient_args(a);

@@ -1,7 +1,7 @@
 #pragma once
 /// @file sgns_launcher.hpp
 /// The training launches both placements share. Owns the samplers on the device (the
-/// subsampling table, the noise table), the training
+/// subsampling table, the noise table, hierarchical softmax's paths), the training
 /// counters, the launches' timing events, the arguments every launch starts from, the
 /// negative pools a piece draws, and the optimizer step after each super-batch.
 ///
@@ -55,7 +55,15 @@ class SgnsLauncher {
   SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, uint32_t item_tokens,
                DeviceTables& tables, cudaStream_t stream);
 
-  size_t bytes() const { return keep_.bytes() + noise_.bytes() + counters_.bytes(); }
+  size_t bytes() const {
+    return keep_.bytes() + noise_.bytes() + counters_.bytes() + hs_offsets_.bytes() +
+           hs_rows_.bytes() + hs_codes_.bytes();
+  }
+
+  /// Hierarchical softmax's paths on the device (uploaded once; empty without --hs): what the
+  /// paged pipeline reads to collect and map the inner-node rows of a piece.
+  const uint64_t* hs_offsets() const { return hs_offsets_.data(); }
+  const uint32_t* hs_rows() const { return hs_rows_.data(); }
 
   /// What every launch of `epoch` reads: tables, samplers, schedule, counters.
   SgnsArgs base_args(uint32_t epoch);
@@ -87,6 +95,9 @@ class SgnsLauncher {
   void clear_timing() { timing_n_ = 0; }
 
  private:
+  /// Uploads TrainData::tree's paths (--hs) on `stream` and waits.
+  void upload_tree(cudaStream_t stream);
+
   const TrainData& data_;
   DeviceTables& tables_;
   bool single_warp_ = false;
@@ -97,6 +108,10 @@ class SgnsLauncher {
   DeviceBuffer<float> keep_;
   DeviceBuffer<NoiseColumn> noise_;
   DeviceBuffer<SgnsCounters> counters_;
+  /// The Huffman tree's paths (TrainData::tree, SgnsArgs::hs_offsets): offsets, rows, codes.
+  DeviceBuffer<uint64_t> hs_offsets_;
+  DeviceBuffer<uint32_t> hs_rows_;
+  DeviceBuffer<uint8_t> hs_codes_;
   std::vector<std::pair<Event, Event>> timing_;  ///< the first timing_n_ are this span's
   size_t timing_n_ = 0;
 };

@@ -83,21 +83,8 @@ void BackendWarmUp::wait() {
   if (thread_.joinable()) thread_.join();
 }
 
-void settle_hs_device(Config& config, std::FILE* note) {
-  if (!config.hs || config.device != DeviceKind::kAuto) return;
-  config.device = DeviceKind::kCpu;
-  if (note != nullptr && resolve_device(DeviceKind::kAuto) == DeviceKind::kCuda) {
-    std::fprintf(note,
-                 "note: --hs (hierarchical softmax) trains on the CPU: --device auto takes the "
-                 "CPU for this run, not the GPU\n");
-  }
-}
-
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
                                       uint32_t threads, const GpuOptions& gpu) {
-  if (data.params.hs && resolve_device(device) != DeviceKind::kCpu) {
-    throw UsageError("--hs (hierarchical softmax) trains on the CPU only: use --device cpu");
-  }
 #ifdef PAGEDW2V_HAVE_CUDA
   if (device == DeviceKind::kCuda || device == DeviceKind::kAuto) {
     if (cuda_device_available()) {

@@ -55,11 +55,6 @@ class BackendWarmUp {
   std::thread thread_;
 };
 
-/// Hierarchical softmax (--hs) trains on the CPU backend only: with --device auto, `config`
-/// takes the CPU (and says so on `note`, when not null, if a GPU was there to be taken).
-/// --device cuda with --hs is refused by validate() (check_hs_settings).
-void settle_hs_device(Config& config, std::FILE* note);
-
 /// Creates the backend for `device`. Throws UsageError when CUDA is asked for and cannot be used.
 std::unique_ptr<Backend> make_backend(DeviceKind device, Model& model, const TrainData& data,
                                       uint32_t threads, const GpuOptions& gpu = {});

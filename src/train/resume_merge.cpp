@@ -149,7 +149,6 @@ void TrainingRun::settle_settings() {
     // The tables' layout follows the placement the merged settings resolve to.
     const auto paged = [&](uint64_t rows, const Config& recorded) {
       Config merged = merge_for_resume(recorded, requested);
-      settle_hs_device(merged, nullptr);
       gpu = resolve_gpu_options(merged.device, rows, merged.dim, merged.optimizer,
                                 merged.gpu_options());
       return gpu->placement == Placement::kPaged;
@@ -183,7 +182,6 @@ void TrainingRun::settle_settings() {
     throw UsageError("--checkpoint-interval needs --keep-checkpoints 1 or more");
   }
   out = config.quiet || !writes_files ? nullptr : log;
-  settle_hs_device(config, out);
   if (writes_files) lock.emplace(claim_run_output(config, requested.resume));
   if (!config.eval_analogies.empty()) MappedFile check(config.eval_analogies);
   if (!config.eval_similarity.empty()) MappedFile check(config.eval_similarity);

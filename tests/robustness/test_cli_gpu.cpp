@@ -155,6 +155,33 @@ TEST_F(CliGpu, DeterministicRunsRepeatTheirBytes) {
             read_file(dir_.file("paged-a/vectors.npy")));
 }
 
+// --hs trains on the GPU, alone (--negative 0, word2vec's -hs 1 -negative 0) and beside negative
+// sampling, resident and paged, and --device auto takes the GPU for it.
+TEST_F(CliGpu, HierarchicalSoftmaxTrainsResidentAndPaged) {
+  for (const std::string negative : {"0", "5"}) {
+    for (const std::string placement : {"resident", "paged", "auto"}) {
+      const std::string out = "hs-" + negative + "-" + placement;
+      Args args = train(out);
+      args.insert(args.end(), {"--hs", "--negative", negative, "--placement", placement});
+      if (placement == "auto") {
+        args.insert(args.end(), {"--device", "auto"});
+      } else {
+        args.insert(args.end(), {"--device", "cuda", "--gpu-memory", "24MiB"});
+      }
+      const RunResult r = run(dir_, args);
+      ASSERT_TRUE(r.exited && r.code == 0) << r.command << "\n" << r.err;
+      if (placement == "paged") EXPECT_TRUE(contains(r.err, "tables paged")) << r.err;
+      const nlohmann::json run_json =
+          nlohmann::json::parse(read_file(dir_.file(out + "/run.json")));
+      EXPECT_EQ(run_json["device"], "cuda") << out;
+      EXPECT_EQ(run_json["settings"]["hs"], true) << out;
+      const std::vector<float> v = read_npy(dir_.file(out + "/vectors.npy")).data;
+      ASSERT_FALSE(v.empty());
+      for (const float x : v) ASSERT_TRUE(std::isfinite(x));
+    }
+  }
+}
+
 // A checkpoint of a CPU run continues on the GPU, and one of a GPU run on the CPU, through the
 // binary: each finishes the run's words, and run.json names the device that finished it.
 TEST_F(CliGpu, ResumeAcrossDevices) {

@@ -247,9 +247,6 @@ TEST(UserFlags, HierarchicalSoftmaxFlagsTrainAndRefusalsAreOneLine) {
   const std::vector<std::pair<Args, std::string>> refused = {
       {{"train", "--corpus", "c.txt", "--output", "R", "--negative", "0"},
        "--negative 0 leaves nothing to train the output layer; add --hs"},
-      {{"train", "--corpus", "c.txt", "--output", "R", "--hs", "--negative", "0", "--device",
-        "cuda"},
-       "--hs (hierarchical softmax) trains on the CPU only: use --device cpu"},
       {{"train", "-train", "c.txt", "-output", "R", "-hs", "2"}, "word2vec's -hs takes 0 or 1"},
   };
   for (const auto& [bad, needle] : refused) {
