@@ -1065,31 +1065,41 @@ TEST(GpuPlanHs, SentenceRowsEqualTheSetOfEveryRowRead) {
   EXPECT_EQ(hs_sentence_rows(s.tokens, s.starts, tree), want);
 }
 
-// With an optimizer, a super-batch's rows are counted with its paths' inner nodes: the lists
-// hold that many (and the pool), not every row.
-TEST(GpuPlanHs, OptimizerListsHoldASuperBatchsWordsAndPaths) {
+// A piece's rows are counted with its paths' inner nodes (whole super-batches with an
+// optimizer, sgd's shorter pieces without): the lists hold that many and the pool, not every
+// row. Alone (no negatives), hierarchical softmax pages no pool.
+TEST(GpuPlanHs, ListsHoldAPiecesWordsAndPaths) {
   const uint64_t rows = 30000;
   const Shape s = make_shape(rows, 80000, 20, 8);
   std::vector<uint64_t> counts(rows, 1);
   for (const uint32_t id : s.tokens) ++counts[id];
   std::sort(counts.begin(), counts.end(), std::greater<uint64_t>());
   const HuffmanTree tree = build_huffman_tree(CountList(counts));
-  GpuPlanInput in = input(s, rows, 32, OptimizerKind::kAdam, 128, 2, Placement::kPaged);
-  in.hs = true;
-  in.hs_tree = &tree;
-  in.hs_path_entries = tree.rows.size();
-  in.hs_sentence_rows = hs_sentence_rows(s.tokens, s.starts, tree);
-  const GpuPlan p = plan_gpu(in, facts(resident_bytes(rows, in.row_stride, in.optimizer) / 2));
-  ASSERT_TRUE(p.paged);
-  std::vector<uint64_t> bounds;
-  for (uint64_t b = 0; b + 1 < s.blocks.size(); b += p.batch_blocks) {
-    bounds.push_back(s.starts[s.blocks[b]]);
+  for (const OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kSgd}) {
+    for (const bool alone : {false, true}) {
+      SCOPED_TRACE(to_string(kind) + (alone ? " alone" : " beside negatives"));
+      GpuPlanInput in = input(s, rows, 32, kind, 128, 2, Placement::kPaged);
+      in.sgd_piece_words = 2 * kBlockWords;
+      in.hs = true;
+      in.hs_alone = alone;
+      in.hs_tree = &tree;
+      in.hs_path_entries = tree.rows.size();
+      in.hs_sentence_rows = hs_sentence_rows(s.tokens, s.starts, tree);
+      const GpuPlan p = plan_gpu(in, facts(resident_bytes(rows, in.row_stride, kind) / 2));
+      ASSERT_TRUE(p.paged);
+      std::vector<uint64_t> bounds;
+      for (uint64_t b = 0; b + 1 < s.blocks.size(); b += p.batch_blocks) {
+        bounds.push_back(s.starts[s.blocks[b]]);
+      }
+      bounds.push_back(s.starts[s.blocks.back()]);
+      const uint64_t piece_rows = hs_sentence_rows(s.tokens, bounds, tree);
+      EXPECT_GT(piece_rows, brute_max_rows(s, p.batch_blocks));  // the paths add rows
+      const uint64_t pool = alone ? 0 : p.max_pools * 128;
+      EXPECT_EQ(p.max_list, std::min(rows, piece_rows + pool));
+      EXPECT_LT(p.max_list, rows);
+      EXPECT_GE(p.cache_rows, 2 * ((alone ? 0 : 128) + in.hs_sentence_rows));
+    }
   }
-  bounds.push_back(s.starts[s.blocks.back()]);
-  const uint64_t batch_rows = hs_sentence_rows(s.tokens, bounds, tree);
-  EXPECT_GT(batch_rows, brute_max_rows(s, p.batch_blocks));  // the paths add rows
-  EXPECT_EQ(p.max_list, std::min(rows, batch_rows + p.max_pools * 128));
-  EXPECT_LT(p.max_list, rows);
 }
 
 // Paged hierarchical softmax: pieces cut on the device (the host's cuts list no inner nodes),

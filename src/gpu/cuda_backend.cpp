@@ -76,6 +76,7 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.keep = data.keep;
   in.noise = data.noise;
   in.hs = p.hs;
+  in.hs_alone = p.hs && p.negative == 0;
   if (p.hs && data.tree != nullptr) {
     in.hs_path_entries = data.tree->rows.size();
     in.hs_tree = data.tree;

@@ -311,14 +311,15 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   // A cache slot: its row in every table, slot_id, slot_use, a flag and a free-list entry.
   const uint64_t table_row = in.row_bytes > 0 ? in.row_bytes : uint64_t{in.row_stride} * 4;
   l.slot_bytes = device_row_bytes_of(table_row, in.optimizer) + 13;
-  l.pool_entries = plan.max_pools * plan.negative_pool;
+  l.pool_entries = in.hs_alone ? 0 : plan.max_pools * plan.negative_pool;
   plan.max_list = in.hs ? rows : std::min<uint64_t>(rows, plan.max_piece_tokens + l.pool_entries);
-  if (in.optimizer != OptimizerKind::kSgd && in.tokens != nullptr && !in.streamed &&
+  if ((in.optimizer != OptimizerKind::kSgd || in.hs) && in.tokens != nullptr && !in.streamed &&
       (!in.hs || in.hs_tree != nullptr)) {
     // An optimizer's pieces are whole super-batches (or parts of one): at most the distinct
     // ids of one, counted, and every pool entry. Counting stops past the rows the budget
     // could hold at all (a super-batch that large fits nowhere). With hierarchical softmax
-    // the ids are the words' and their paths' inner nodes, counted whole.
+    // the ids are the words' and their paths' inner nodes, counted whole, for any piece (an
+    // sgd piece lies within one run of batch_blocks blocks too).
     auto it = std::find_if(counted.begin(), counted.end(),
                            [&](const auto& c) { return c.first == plan.batch_blocks; });
     if (it == counted.end()) {
@@ -355,7 +356,8 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
   const uint64_t longest =
       in.streamed ? uint64_t{kMaxSentenceLength} : longest_sentence(*in.sentence_starts);
   const uint64_t sentence_rows = in.hs ? std::max(in.hs_sentence_rows, longest) : longest;
-  l.reserve = std::min<uint64_t>(rows, plan.negative_pool + sentence_rows);
+  l.reserve =
+      std::min<uint64_t>(rows, (in.hs_alone ? 0 : uint64_t{plan.negative_pool}) + sentence_rows);
   return l;
 }
 

@@ -123,9 +123,12 @@ struct GpuPlanInput {
   /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
   /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
   uint64_t hs_sentence_rows = 0;
-  /// Hierarchical softmax with an optimizer: the tree whose paths a super-batch's rows include
-  /// (counted as hs_sentence_rows counts a sentence's); null = every row.
+  /// Hierarchical softmax: the tree whose paths a piece's rows include (counted over the pieces
+  /// as hs_sentence_rows counts a sentence's); null = every row.
   const HuffmanTree* hs_tree = nullptr;
+  /// Hierarchical softmax alone (--negative 0): no negative pool is drawn or paged, whatever
+  /// negative_pool says (the pieces' rows are their words' and paths').
+  bool hs_alone = false;
 };
 
 /// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
