@@ -4,6 +4,7 @@
 // does with every optimizer, bit-identical reruns, and resumes that keep the setting.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -207,24 +208,35 @@ Config topic_config(const TempDir& dir, const std::string& out, SgnsKernel kerne
 class SharedNegativesRuns : public ::testing::TestWithParam<OptimizerKind> {};
 
 // A whole run learns: the loss falls epoch after epoch, and the topics separate about as well as
-// with the per-pair update.
+// with the per-pair update. Three corpora of the seed's, compared by their medians: one tiny run
+// of Adagrad in some thirty separated its topics half as well as the others (0.25 against the
+// per-pair run's 0.74 on that corpus; 0.73–0.95 and 0.82–0.97 on a dozen others).
 TEST_P(SharedNegativesRuns, LearnAsThePerPairUpdate) {
   const uint64_t seed = testing_util::fresh_seed();
-  TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(1500, seed));
-  const TrainSummary shared =
-      run_training(topic_config(dir, "shared", SgnsKernel::kSharedNegatives, GetParam()));
-  const TrainSummary pairs =
-      run_training(topic_config(dir, "pairs", SgnsKernel::kPerPair, GetParam()));
-  ASSERT_EQ(shared.epoch_loss.size(), 4u);
-  for (size_t e = 0; e < shared.epoch_loss.size(); ++e) {
-    ASSERT_TRUE(std::isfinite(shared.epoch_loss[e])) << "seed " << seed;
-    if (e > 0) {
-      EXPECT_LT(shared.epoch_loss[e], shared.epoch_loss[e - 1]) << "seed " << seed;
+  std::vector<double> shared_sep, pairs_sep;
+  for (uint64_t k = 0; k < 3; ++k) {
+    TempDir dir;
+    write_file(dir.file("corpus.txt"), topic_corpus(1500, seed + k));
+    const TrainSummary shared =
+        run_training(topic_config(dir, "shared", SgnsKernel::kSharedNegatives, GetParam()));
+    const TrainSummary pairs =
+        run_training(topic_config(dir, "pairs", SgnsKernel::kPerPair, GetParam()));
+    ASSERT_EQ(shared.epoch_loss.size(), 4u);
+    for (size_t e = 0; e < shared.epoch_loss.size(); ++e) {
+      ASSERT_TRUE(std::isfinite(shared.epoch_loss[e])) << "seed " << seed + k;
+      if (e > 0) {
+        EXPECT_LT(shared.epoch_loss[e], shared.epoch_loss[e - 1]) << "seed " << seed + k;
+      }
     }
+    shared_sep.push_back(topic_separation(dir.file("shared/vectors.txt")));
+    pairs_sep.push_back(topic_separation(dir.file("pairs/vectors.txt")));
+    // Not the per-pair run under another name.
+    EXPECT_NE(read_file(dir.file("shared/vectors.npy")), read_file(dir.file("pairs/vectors.npy")));
   }
-  const double s = topic_separation(dir.file("shared/vectors.txt"));
-  const double p = topic_separation(dir.file("pairs/vectors.txt"));
+  std::sort(shared_sep.begin(), shared_sep.end());
+  std::sort(pairs_sep.begin(), pairs_sep.end());
+  const double s = shared_sep[1], p = pairs_sep[1];
+  std::printf("topic separation, median of 3: shared %.3f, per-pair %.3f\n", s, p);
   // Adam takes one step per 4096-word block, some twenty here: too few for either update to
   // separate the topics reliably (both end near 0 or near 0.12 from one seed to the next), so
   // there the falling loss is what is asserted. A window of 12-word sentences over 20-word topics
@@ -233,8 +245,6 @@ TEST_P(SharedNegativesRuns, LearnAsThePerPairUpdate) {
     EXPECT_GT(s, 0.3) << "per-pair " << p << ", seed " << seed;
     EXPECT_GT(s, 0.7 * p) << "per-pair " << p << ", seed " << seed;
   }
-  // Not the per-pair run under another name.
-  EXPECT_NE(read_file(dir.file("shared/vectors.npy")), read_file(dir.file("pairs/vectors.npy")));
 }
 
 // One thread: two runs give the same bits.
