@@ -480,7 +480,8 @@ TEST_P(WholeRunHsHogwild, LossAsTheCpus) {
     EXPECT_NEAR(gpu.epoch_loss[e], cpu.summary.epoch_loss[e], 0.10 * cpu.summary.epoch_loss[e])
         << "epoch " << e + 1;
   }
-  EXPECT_LT(gpu.epoch_loss.back(), gpu.epoch_loss.front());
+  // Not that the loss falls: on this small Zipf corpus the CPU's own hierarchical-softmax loss
+  // rose from the first epoch to the second (8.347 to 8.415 on an H100's host, 2026-12-07).
 }
 
 INSTANTIATE_TEST_SUITE_P(
