@@ -16,6 +16,7 @@
 #include "io/isolated_call.hpp"
 #include "train/backend_factory.hpp"
 #include "train/continue_from.hpp"
+#include "train/trainer.hpp"
 
 namespace pagedw2v::app {
 namespace {
@@ -47,25 +48,20 @@ std::vector<Attribute> recorded_options(const H5Source& file) {
   }
 }
 
-/// `config` as a resumed run will have it: the model's settings (and the corpus and epochs
-/// when not given) from the checkpoint.
-void apply_recorded(Config& config, const std::vector<Attribute>& recorded) {
+/// The settings checkpoint attributes `recorded` hold, as the trainer's load reads them; a value
+/// this version no longer accepts is left at its default (the trainer reports it).
+Config recorded_config(const std::vector<Attribute>& recorded) {
+  Config config;
   for (const Attribute& a : recorded) {
     const auto* value = std::get_if<std::string>(&a.value);
     if (value == nullptr || a.name.rfind(kOptionPrefix, 0) != 0) continue;
-    const std::string name = a.name.substr(std::strlen(kOptionPrefix));
-    for (const OptionSpec& spec : train_options()) {
-      if (spec.name != name) continue;
-      const bool keep_given = !spec.is_model && config.given.count(name) > 0;
-      if (keep_given || (!spec.is_model && name != "corpus" && name != "epochs")) break;
-      try {
-        spec.set(config, *value);
-      } catch (const UsageError&) {
-        // A value this version no longer accepts: the trainer reports it.
-      }
-      break;
+    try {
+      apply_option(config, a.name.substr(std::strlen(kOptionPrefix)), *value);
+    } catch (const UsageError&) {
     }
   }
+  config.given.clear();
+  return config;
 }
 
 }  // namespace
@@ -136,11 +132,11 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     }
     const std::vector<Attribute> recorded =
         config.resume_file ? recorded_options(*config.resume_file) : std::vector<Attribute>();
-    apply_recorded(shown, recorded);
     // What the checkpoint recorded must hold together on its own, as checkpoint.cpp checks when
     // the trainer loads it: a damaged file's settings are its fault, not a usage error.
-    Config recorded_alone;
-    apply_recorded(recorded_alone, recorded);
+    const Config recorded_alone = recorded_config(recorded);
+    // The settings shown are the run's: the trainer's one rule of what a resume keeps.
+    if (!recorded.empty()) shown = merge_for_resume(recorded_alone, config);
     try {
       check_optimizer_settings(recorded_alone);
     } catch (const UsageError& e) {
@@ -192,9 +188,7 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
     } catch (const Error&) {
       // Not readable as a checkpoint: the trainer says so with its own message.
     }
-    Config saved;
-    apply_recorded(saved, recorded);
-    if (!recorded.empty()) shown = merge_for_continue(saved, shown);
+    if (!recorded.empty()) shown = merge_for_continue(recorded_config(recorded), shown);
   }
 
   const unsigned cores = std::thread::hardware_concurrency();
