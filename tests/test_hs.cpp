@@ -19,6 +19,7 @@
 #include "model/huffman.hpp"
 #include "model/params.hpp"
 #include "support/seed.hpp"
+#include "support/topics.hpp"
 #include "test_util.hpp"
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
@@ -26,6 +27,9 @@
 
 namespace pagedw2v {
 namespace {
+
+using testing_util::topic_separation;
+using testing_util::two_topic_corpus;
 
 using testing_util::read_file;
 using testing_util::TempDir;
@@ -350,50 +354,6 @@ TEST(HsModel, TheInnerNodeTableInterleavesAfterTheOthers) {
   }
 }
 
-/// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
-std::string topic_corpus(int sentences, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string text;
-  for (int s = 0; s < sentences; ++s) {
-    const int topic = rng() % 2;
-    for (int i = 0; i < 12; ++i) text += (topic ? "t" : "u") + std::to_string(rng() % 20) + " ";
-    text += "\n";
-  }
-  return text;
-}
-
-/// Mean cosine within topics minus across topics of the exported text vectors.
-double topic_separation(const std::string& txt_path) {
-  std::istringstream in(read_file(txt_path));
-  size_t rows = 0, dim = 0;
-  in >> rows >> dim;
-  std::map<std::string, std::vector<double>> vecs;
-  for (size_t r = 0; r < rows; ++r) {
-    std::string w;
-    in >> w;
-    std::vector<double> v(dim);
-    double n = 0;
-    for (double& x : v) {
-      in >> x;
-      n += x * x;
-    }
-    for (double& x : v) x /= std::sqrt(n);
-    vecs[w] = v;
-  }
-  double same = 0, cross = 0;
-  int ns = 0, nc = 0;
-  for (const auto& [a, va] : vecs) {
-    for (const auto& [b, vb] : vecs) {
-      if (a >= b) continue;
-      double dot = 0;
-      for (size_t d = 0; d < va.size(); ++d) dot += va[d] * vb[d];
-      (a[0] == b[0] ? same : cross) += dot;
-      ++(a[0] == b[0] ? ns : nc);
-    }
-  }
-  return same / ns - cross / nc;
-}
-
 Config hs_config(const TempDir& dir, const std::string& out) {
   Config c = testing_util::small_cpu_config(dir, out, 16, 4);
   c.sample = 0;
@@ -417,7 +377,7 @@ class HsRun : public ::testing::TestWithParam<RunCase> {};
 TEST_P(HsRun, LowersTheLossAndSeparatesTopics) {
   const uint64_t seed = testing_util::fresh_seed();
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(1500, seed));
+  write_file(dir.file("corpus.txt"), two_topic_corpus(1500, seed));
   Config c = hs_config(dir, "out");
   c.model = GetParam().model;
   c.optimizer = GetParam().optimizer;
@@ -449,7 +409,7 @@ INSTANTIATE_TEST_SUITE_P(
 // One thread repeats a run bit for bit; another seed changes it.
 TEST(HsRun, OneThreadIsBitIdenticalRunToRun) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(400, 1));
+  write_file(dir.file("corpus.txt"), two_topic_corpus(400, 1));
   run_training(hs_config(dir, "a"));
   run_training(hs_config(dir, "b"));
   const std::string a = read_file(dir.file("a/vectors.npy"));
@@ -465,7 +425,7 @@ TEST(HsRun, OneThreadIsBitIdenticalRunToRun) {
 // of the same corpus held whole: the tree comes from the counts either way.
 TEST(HsRun, AStreamedCorpusTrainsTheSameBits) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(3000, 5));  // 36,000 words: 144 kB encoded
+  write_file(dir.file("corpus.txt"), two_topic_corpus(3000, 5));  // 36,000 words: 144 kB encoded
   for (const uint32_t negative : {0u, 3u}) {
     Config whole = hs_config(dir, "whole" + std::to_string(negative));
     whole.negative = negative;
@@ -490,7 +450,7 @@ class HsResume : public ::testing::TestWithParam<RunCase> {};
 // the inner nodes' rows travel as rows of the output table (with their optimizer state).
 TEST_P(HsResume, FromAnEpochCheckpointIsExact) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(600, 7));
+  write_file(dir.file("corpus.txt"), two_topic_corpus(600, 7));
   Config straight = hs_config(dir, "a");
   straight.epochs = 2;
   straight.model = GetParam().model;
@@ -525,7 +485,7 @@ INSTANTIATE_TEST_SUITE_P(Models, HsResume,
 // --hs is part of the model a checkpoint fixes: a resumed run may not turn it off (nor on).
 TEST(HsResume, HsCannotChange) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(200, 8));
+  write_file(dir.file("corpus.txt"), two_topic_corpus(200, 8));
   Config c = hs_config(dir, "a");
   c.epochs = 2;
   run_training(c);

@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "config/config.hpp"
 #include "model/optimizer.hpp"
+#include "support/topics.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
@@ -24,6 +25,8 @@
 
 namespace pagedw2v {
 namespace {
+
+using testing_util::two_topic_corpus;
 
 using testing_util::TempDir;
 using testing_util::write_file;
@@ -322,18 +325,6 @@ TEST(OptimizerOptions, FlagsSetTheParametersAndRefuseWhatDoesNotApply) {
   EXPECT_FLOAT_EQ(rms.optimizer_params().lr, default_optimizer_params(OptimizerKind::kRmsprop).lr);
 }
 
-/// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
-std::string topic_corpus(int sentences, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string text;
-  for (int s = 0; s < sentences; ++s) {
-    const int topic = rng() % 2;
-    for (int i = 0; i < 12; ++i) text += (topic ? "t" : "u") + std::to_string(rng() % 20) + " ";
-    text += "\n";
-  }
-  return text;
-}
-
 /// Mean cosine of input vectors within topics minus across topics.
 double topic_separation(const Vocab& vocab, const HostTable& table) {
   double same = 0, cross = 0;
@@ -376,7 +367,8 @@ TEST_P(BatchedTraining, LossFallsAndTopicsSeparate) {
   c.min_count = 1;
   c.sample = 0;
   c.optimizer = kind;
-  const std::string text = topic_corpus(8000, 2);  // 96 k words: 24 steps per epoch
+  const std::string text =
+      two_topic_corpus<std::mt19937>(8000, 2);  // 96 k words: 24 steps per epoch
   const TrainingSet set = make_training_set(text, c);
   TrainData data = set.train_data(c);
   data.optimizer = c.optimizer_params();
@@ -415,7 +407,7 @@ INSTANTIATE_TEST_SUITE_P(All, BatchedTraining,
 // up and never below zero.
 TEST(BatchedTraining, OneThreadIsBitIdenticalRunToRun) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(2000, 3));
+  write_file(dir.file("corpus.txt"), two_topic_corpus<std::mt19937>(2000, 3));
   auto run = [&](const std::string& out) {
     Config c = testing_util::small_cpu_config(dir, out, 8, 2);
     c.optimizer = OptimizerKind::kAdam;

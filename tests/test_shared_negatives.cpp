@@ -21,12 +21,16 @@
 #include "corpus/corpus.hpp"
 #include "model/params.hpp"
 #include "support/seed.hpp"
+#include "support/topics.hpp"
 #include "test_util.hpp"
 #include "train/checkpoint.hpp"
 #include "train/trainer.hpp"
 
 namespace pagedw2v {
 namespace {
+
+using testing_util::topic_separation;
+using testing_util::two_topic_corpus;
 
 using testing_util::read_file;
 using testing_util::TempDir;
@@ -151,50 +155,6 @@ TEST(SharedNegatives, DrawnOncePerCentreNeverTheCentre) {
   EXPECT_GT(differs, 300u) << "seed " << seed;
 }
 
-/// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
-std::string topic_corpus(int sentences, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::string text;
-  for (int s = 0; s < sentences; ++s) {
-    const int topic = static_cast<int>(rng() % 2);
-    for (int i = 0; i < 12; ++i) text += (topic ? "t" : "u") + std::to_string(rng() % 20) + " ";
-    text += "\n";
-  }
-  return text;
-}
-
-/// Mean cosine within topics minus across topics, from the exported text vectors.
-double topic_separation(const std::string& txt_path) {
-  std::istringstream in(read_file(txt_path));
-  size_t rows = 0, dim = 0;
-  in >> rows >> dim;
-  std::map<std::string, std::vector<double>> vecs;
-  for (size_t r = 0; r < rows; ++r) {
-    std::string w;
-    in >> w;
-    std::vector<double> v(dim);
-    double n = 0;
-    for (double& x : v) {
-      in >> x;
-      n += x * x;
-    }
-    for (double& x : v) x /= std::sqrt(n);
-    vecs[w] = v;
-  }
-  double same = 0, cross = 0;
-  int ns = 0, nc = 0;
-  for (const auto& [a, va] : vecs) {
-    for (const auto& [b, vb] : vecs) {
-      if (a >= b) continue;
-      double dot = 0;
-      for (size_t d = 0; d < va.size(); ++d) dot += va[d] * vb[d];
-      (a[0] == b[0] ? same : cross) += dot;
-      ++(a[0] == b[0] ? ns : nc);
-    }
-  }
-  return same / ns - cross / nc;
-}
-
 Config topic_config(const TempDir& dir, const std::string& out, SgnsKernel kernel,
                     OptimizerKind optimizer) {
   Config c = testing_util::small_cpu_config(dir, out, 16, 4);
@@ -216,7 +176,7 @@ TEST_P(SharedNegativesRuns, LearnAsThePerPairUpdate) {
   std::vector<double> shared_sep, pairs_sep;
   for (uint64_t k = 0; k < 3; ++k) {
     TempDir dir;
-    write_file(dir.file("corpus.txt"), topic_corpus(1500, seed + k));
+    write_file(dir.file("corpus.txt"), two_topic_corpus(1500, seed + k));
     const TrainSummary shared =
         run_training(topic_config(dir, "shared", SgnsKernel::kSharedNegatives, GetParam()));
     const TrainSummary pairs =
@@ -251,7 +211,7 @@ TEST_P(SharedNegativesRuns, LearnAsThePerPairUpdate) {
 TEST_P(SharedNegativesRuns, RerunsAreBitIdentical) {
   const uint64_t seed = testing_util::fresh_seed();
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(400, seed));
+  write_file(dir.file("corpus.txt"), two_topic_corpus(400, seed));
   run_training(topic_config(dir, "a", SgnsKernel::kSharedNegatives, GetParam()));
   run_training(topic_config(dir, "b", SgnsKernel::kSharedNegatives, GetParam()));
   const std::string a = read_file(dir.file("a/vectors.npy"));
@@ -265,7 +225,7 @@ TEST_P(SharedNegativesRuns, RerunsAreBitIdentical) {
 TEST_P(SharedNegativesRuns, ResumeKeepsTheKernel) {
   const uint64_t seed = testing_util::fresh_seed();
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(400, seed));
+  write_file(dir.file("corpus.txt"), two_topic_corpus(400, seed));
   run_training(topic_config(dir, "a", SgnsKernel::kSharedNegatives, GetParam()));
   const std::string checkpoint = dir.file("a/checkpoints/epoch-2.h5");
   EXPECT_TRUE(checkpoint_records("kernel"));

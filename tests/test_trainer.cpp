@@ -12,6 +12,7 @@
 #include "eval/analogy.hpp"
 #include "eval/similarity.hpp"
 #include "io/embeddings.hpp"
+#include "support/topics.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 #include "vocab/vocab.hpp"
@@ -19,23 +20,12 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::topic_separation;
+using testing_util::two_topic_corpus;
+
 using testing_util::read_file;
 using testing_util::TempDir;
 using testing_util::write_file;
-
-/// Sentences drawn from two disjoint topics of 20 words each: words of one topic share contexts.
-std::string topic_corpus(int sentences, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::string text;
-  for (int s = 0; s < sentences; ++s) {
-    const int topic = rng() % 2;
-    for (int i = 0; i < 12; ++i) {
-      text += (topic ? "t" : "u") + std::to_string(rng() % 20) + " ";
-    }
-    text += "\n";
-  }
-  return text;
-}
 
 Config small_config(const TempDir& dir, const std::string& out) {
   Config c = testing_util::small_cpu_config(dir, out, 16, 3);
@@ -58,7 +48,7 @@ std::string contents(std::FILE* f) {
 // last one gives what `pagedw2v eval` gives for the exported vectors.
 TEST(Trainer, EvaluatesAfterEveryEpoch) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(1000, 4));
+  write_file(dir.file("corpus.txt"), two_topic_corpus<std::mt19937>(1000, 4));
   write_file(dir.file("questions.txt"),
              ": topics\nt1 t2 u1 u2\nt3 t4 u3 u4\nu5 u6 t5 t6\nt1 t7 u1 nosuchword\n");
   write_file(dir.file("pairs.tsv"), "t1\tt2\t9\nt3\tu3\t1\nu4\tu5\t8\nt6\tu6\t2\nt8\tu9\t1.5\n");
@@ -94,7 +84,7 @@ TEST(Trainer, EvaluatesAfterEveryEpoch) {
 
 TEST(Trainer, OneThreadIsBitIdenticalRunToRun) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(400, 1));
+  write_file(dir.file("corpus.txt"), two_topic_corpus<std::mt19937>(400, 1));
   run_training(small_config(dir, "a"));
   run_training(small_config(dir, "b"));
   const std::string a = read_file(dir.file("a/vectors.npy"));
@@ -109,7 +99,7 @@ TEST(Trainer, OneThreadIsBitIdenticalRunToRun) {
 // --deterministic with every core available trains on one thread: the one-thread run's bits.
 TEST(Trainer, DeterministicIsTheOneThreadRun) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(2000, 3));
+  write_file(dir.file("corpus.txt"), two_topic_corpus<std::mt19937>(2000, 3));
   run_training(small_config(dir, "one"));
   Config c = small_config(dir, "det");
   c.threads = 0;
@@ -120,48 +110,11 @@ TEST(Trainer, DeterministicIsTheOneThreadRun) {
   EXPECT_EQ(one, read_file(dir.file("det/vectors.npy")));
 }
 
-/// Mean cosine within topics minus across topics, from the exported text vectors.
-double topic_separation(const std::string& txt_path) {
-  std::istringstream in(read_file(txt_path));
-  size_t rows, dim;
-  in >> rows >> dim;
-  std::map<std::string, std::vector<double>> vecs;
-  for (size_t r = 0; r < rows; ++r) {
-    std::string w;
-    in >> w;
-    std::vector<double> v(dim);
-    double n = 0;
-    for (double& x : v) {
-      in >> x;
-      n += x * x;
-    }
-    for (double& x : v) x /= std::sqrt(n);
-    vecs[w] = v;
-  }
-  double same = 0, cross = 0;
-  int ns = 0, nc = 0;
-  for (const auto& [a, va] : vecs) {
-    for (const auto& [b, vb] : vecs) {
-      if (a >= b) continue;
-      double dot = 0;
-      for (size_t d = 0; d < va.size(); ++d) dot += va[d] * vb[d];
-      if (a[0] == b[0]) {
-        same += dot;
-        ++ns;
-      } else {
-        cross += dot;
-        ++nc;
-      }
-    }
-  }
-  return same / ns - cross / nc;
-}
-
 class TrainerModels : public ::testing::TestWithParam<std::pair<ModelKind, uint32_t>> {};
 
 TEST_P(TrainerModels, LearnsTopicStructure) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(1500, 2));
+  write_file(dir.file("corpus.txt"), two_topic_corpus<std::mt19937>(1500, 2));
   Config c = small_config(dir, "out");
   c.model = GetParam().first;
   c.threads = GetParam().second;
@@ -197,7 +150,7 @@ TEST(Trainer, ClearErrorsForUnusableCorpora) {
 
 TEST(Trainer, OutputThatCannotBeCreatedFailsBeforeTraining) {
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(10, 3));
+  write_file(dir.file("corpus.txt"), two_topic_corpus<std::mt19937>(10, 3));
   write_file(dir.file("file"), "x");
   Config c = small_config(dir, "file/sub");
   EXPECT_THROW(run_training(c), Error);
