@@ -7,12 +7,314 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_draws.cuh"
 #include "kernels/device_limits.hpp"
-#include "kernels/sgns_shared_window.cuh"
-#include "kernels/sgns_targets.cuh"
-#include "kernels/sgns_warp.cuh"
 
 namespace pagedw2v {
 namespace {
+
+constexpr int kWarp = 32;
+constexpr int kMaxWarpsPerBlock = 8;
+constexpr unsigned kFull = 0xFFFFFFFFu;
+
+/// One kept token of the sentence a warp trains: a ring of these holds the window around the
+/// centre while the sentence is read 32 tokens at a time.
+struct RingEntry {
+  uint32_t id;
+  uint32_t shrink;
+  unsigned long long pos;
+};
+
+/// The part of a work item a warp trains: centres at positions [c0, c1) of sentence s, and where
+/// the item ends. Kept in shared memory, not registers, which the centre loop needs.
+struct WorkPart {
+  unsigned long long c0, c1, item_end, s;
+};
+
+/// Per-warp shared memory: the work part, the skip-gram centre row as it was loaded (one float4 per
+/// lane and vector slot; kept here rather than in registers), with shared negatives the window's
+/// output rows as loaded and their summed changes (window_rows rows each), the ring of kept tokens
+/// and beside it their table rows, then for each context slot of the current centre the rows of
+/// its negatives and whether a row repeats among them.
+struct WarpLayout {
+  uint32_t row_quads;    // float4s per row
+  uint32_t window_rows;  // shared negatives: 1 + negative; else 0
+  uint32_t ring_size;    // power of two ≥ 2·window + 32
+  uint32_t slots;        // 2·window + 1
+  uint32_t negative;
+  __host__ __device__ size_t bytes() const {
+    const size_t b = sizeof(WorkPart) + row_quads * sizeof(float4) +
+                     size_t{2} * window_rows * row_quads * sizeof(float4) +
+                     ring_size * sizeof(RingEntry) + ring_size * sizeof(uint32_t) +
+                     size_t{slots} * negative * sizeof(uint32_t) + slots * sizeof(uint32_t);
+    return (b + 15) & ~size_t{15};
+  }
+};
+
+WarpLayout make_layout(uint32_t stride, uint32_t window, uint32_t negative, bool shared) {
+  WarpLayout l;
+  l.row_quads = stride / 4;
+  l.window_rows = shared ? negative + 1 : 0;
+  l.ring_size = 32;
+  while (l.ring_size < 2 * window + 32) l.ring_size *= 2;
+  l.slots = 2 * window + 1;
+  l.negative = negative;
+  return l;
+}
+
+/// Table rows are read through L2 only (ld.cg): rows are updated by warps on every
+/// multiprocessor, and a row cached in one SM's L1 would go stale (Hogwild tolerates races, not
+/// a cache that never sees the other writers). In gradient mode (kReadOnly) nothing writes the
+/// tables during a launch, so L1 may keep them.
+template <bool kReadOnly>
+__device__ __forceinline__ float4 load_row4(const float* p) {
+  return kReadOnly ? __ldg(reinterpret_cast<const float4*>(p))
+                   : __ldcg(reinterpret_cast<const float4*>(p));
+}
+
+/// The slice of one row that a lane holds: float4 number lane + 32·v for v < kV.
+template <int kV>
+struct Slice {
+  float4 x[kV];
+};
+
+template <bool kReadOnly, int kV>
+__device__ __forceinline__ void load_slice(Slice<kV>& s, const float* row, int lane, int nq) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int q = lane + kWarp * v;
+    s.x[v] = q < nq ? load_row4<kReadOnly>(row + 4 * q) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+/// row += s, as atomic adds (16 bytes at a time on sm_90): a hot row (a frequent word drawn as a
+/// negative by thousands of warps at once) then loses no update, where plain Hogwild
+/// read-modify-write would keep only one of the concurrent writers' changes.
+template <int kV>
+__device__ __forceinline__ void add_to_row(const Slice<kV>& s, float* row, int lane, int nq) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    const int q = lane + kWarp * v;
+    if (q < nq) {
+      float* p = row + 4 * q;
+#if __CUDA_ARCH__ >= 900
+      // One 16-byte red (no return value): the warp does not wait for the L2 round trip.
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(s.x[v].x),
+                   "f"(s.x[v].y), "f"(s.x[v].z), "f"(s.x[v].w)
+                   : "memory");
+#else
+      atomicAdd(p, s.x[v].x);
+      atomicAdd(p + 1, s.x[v].y);
+      atomicAdd(p + 2, s.x[v].z);
+      atomicAdd(p + 3, s.x[v].w);
+#endif
+    }
+  }
+}
+
+/// y = g·x
+template <int kV>
+__device__ __forceinline__ void scale(float g, const Slice<kV>& x, Slice<kV>& y) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    y.x[v].x = g * x.x[v].x;
+    y.x[v].y = g * x.x[v].y;
+    y.x[v].z = g * x.x[v].z;
+    y.x[v].w = g * x.x[v].w;
+  }
+}
+
+/// y = a − b
+template <int kV>
+__device__ __forceinline__ void difference(const Slice<kV>& a, const Slice<kV>& b, Slice<kV>& y) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    y.x[v].x = a.x[v].x - b.x[v].x;
+    y.x[v].y = a.x[v].y - b.x[v].y;
+    y.x[v].z = a.x[v].z - b.x[v].z;
+    y.x[v].w = a.x[v].w - b.x[v].w;
+  }
+}
+
+template <int kV>
+__device__ __forceinline__ void zero_slice(Slice<kV>& s) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) s.x[v] = make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
+template <int kV>
+__device__ __forceinline__ float partial_dot(const Slice<kV>& a, const Slice<kV>& b) {
+  float d = 0.f;
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    d = fmaf(a.x[v].x, b.x[v].x, d);
+    d = fmaf(a.x[v].y, b.x[v].y, d);
+    d = fmaf(a.x[v].z, b.x[v].z, d);
+    d = fmaf(a.x[v].w, b.x[v].w, d);
+  }
+  return d;
+}
+
+/// y += g·x
+template <int kV>
+__device__ __forceinline__ void axpy(float g, const Slice<kV>& x, Slice<kV>& y) {
+#pragma unroll
+  for (int v = 0; v < kV; ++v) {
+    y.x[v].x = fmaf(g, x.x[v].x, y.x[v].x);
+    y.x[v].y = fmaf(g, x.x[v].y, y.x[v].y);
+    y.x[v].z = fmaf(g, x.x[v].z, y.x[v].z);
+    y.x[v].w = fmaf(g, x.x[v].w, y.x[v].w);
+  }
+}
+
+/// word2vec's sigmoid, 0/1 beyond ±kMaxExp.
+__device__ __forceinline__ float clipped_sigmoid(float f) {
+  if (f > kMaxExp) return 1.0f;
+  if (f < -kMaxExp) return 0.0f;
+  return __fdividef(1.0f, 1.0f + __expf(-f));
+}
+
+/// −log σ(±f) with f clipped to ±kMaxExp.
+__device__ __forceinline__ float example_loss(float f, bool positive) {
+  float x = positive ? f : -f;
+  x = fminf(fmaxf(x, -kMaxExp), kMaxExp);
+  return log1pf(__expf(-x));
+}
+
+/// Marks `row` of a touched table (gradient mode): one lane stores, every lane may call.
+__device__ __forceinline__ void touch(uint8_t* touched, uint32_t row, int lane) {
+  if (lane == 0) touched[row] = 1;
+}
+
+/// One negative-sampling example of input vector `h` (sgns_cpu.hpp's sgns_update): the centre
+/// (label 1, its output row `oc` held by the caller) when `with_centre`, then the `n` negatives
+/// whose table rows are `rows` (label 0; kSkippedNegative entries are not targets). Targets are
+/// taken kB at a time: their rows are loaded together, their dot products reduced together,
+/// then updated; rows within a group are distinct (the caller drops to kB = 1 otherwise), so
+/// this equals the CPU's one-target-at-a-time loop.
+/// SGD (kGrad false): `lr` is the learning rate; the centre's change goes to `oc` itself (the
+/// caller adds it to the table, and passes oc as `gc`), each negative's to its row of `output`.
+/// Gradient mode: the caller passes lr = −1, which makes g = σ(f) − label, the loss's derivative
+/// (the CPU's sgns_gradient); `oc` and the tables stay as they are, the centre's gradient g·h
+/// goes to `gc` and each negative's to its row of a.output_grad, marked in a.touched_output.
+template <int kV, int kB, bool kGrad>
+__device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
+                                              Slice<kV>& oc, Slice<kV>& gc, bool with_centre,
+                                              const uint32_t* rows, int n, float lr, int lane,
+                                              int nq, float& loss) {
+  for (int s = 0; s == 0 || s < n; s += kB) {
+    const bool centre = with_centre && s == 0;
+    Slice<kV> o[kB];
+    uint32_t row[kB];
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      row[k] = s + k < n ? rows[s + k] : detail::kSkippedNegative;
+      if (row[k] != detail::kSkippedNegative) {
+        load_slice<kGrad>(o[k], a.output + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+      } else {
+        zero_slice(o[k]);
+      }
+    }
+    float d[kB + 1];
+#pragma unroll
+    for (int k = 0; k < kB; ++k) d[k] = partial_dot(h, o[k]);
+    d[kB] = centre ? partial_dot(h, oc) : 0.f;
+#pragma unroll
+    for (int m = kWarp / 2; m >= 1; m /= 2) {
+#pragma unroll
+      for (int k = 0; k <= kB; ++k) d[k] += __shfl_xor_sync(kFull, d[k], m);
+    }
+    // Lane k takes value k (the centre is value kB): one sigmoid and one loss term per lane
+    // instead of every lane computing all of them; the gradients are broadcast back.
+    float mine = d[0];
+    bool valid = row[0] != detail::kSkippedNegative;
+#pragma unroll
+    for (int k = 1; k < kB; ++k) {
+      mine = lane == k ? d[k] : mine;
+      valid = lane == k ? row[k] != detail::kSkippedNegative : valid;
+    }
+    mine = lane == kB ? d[kB] : mine;
+    valid = lane == kB ? centre : (lane < kB && valid);
+    const bool positive = lane == kB;
+    const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;
+    if (valid) loss += example_loss(mine, positive);
+    if (centre) {
+      const float g = __shfl_sync(kFull, g_mine, kB);
+      axpy(g, oc, err);
+      axpy(g, h, kGrad ? gc : oc);
+    }
+    float* const dst = kGrad ? a.output_grad : a.output;
+#pragma unroll
+    for (int k = 0; k < kB; ++k) {
+      const float g = __shfl_sync(kFull, g_mine, k);
+      if (row[k] == detail::kSkippedNegative) continue;
+      axpy(g, o[k], err);
+      scale(g, h, o[k]);
+      add_to_row(o[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+      if (kGrad) touch(a.touched_output, row[k], lane);
+    }
+  }
+}
+
+/// Nodes of one path a warp trains at once (their rows loaded and their dot products reduced
+/// together): as many as the registers allow for the row width.
+template <int kV>
+constexpr int path_batch() {
+  return kV <= 1 ? 4 : (kV <= 2 ? 2 : 1);
+}
+
+/// Hierarchical softmax of one example (hs_cpu.hpp's hs_update_rows and hs_gradient): input
+/// vector `h` against the inner nodes of word `word`'s path, root first; for each node d,
+/// f = h·node[d], its loss term (every node), and when |f| < kMaxExp, g = (1 − code − σ(f))·lr,
+/// err += g·node[d], node[d] += g·h (an atomic add of this warp's change to its row of
+/// a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them together and then
+/// updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr = −1 makes g
+/// = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row of
+/// a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
+/// sums the lanes).
+template <int kV, bool kGrad>
+__device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
+                                           uint32_t word, float lr, int lane, int nq, float& loss) {
+  constexpr int kH = path_batch<kV>();
+  const uint64_t first = __ldg(a.hs_offsets + word), last = __ldg(a.hs_offsets + word + 1);
+  float* const dst = kGrad ? a.hs_nodes_grad : a.hs_nodes;
+  for (uint64_t d0 = first; d0 < last; d0 += kH) {
+    Slice<kV> node[kH];
+    uint32_t row[kH];
+    float code[kH], f[kH];
+#pragma unroll
+    for (int k = 0; k < kH; ++k) {
+      const bool in = d0 + k < last;
+      row[k] = 0;
+      code[k] = 0.f;
+      if (in) {
+        row[k] = __ldg(a.hs_rows + d0 + k);
+        if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
+        code[k] = static_cast<float>(__ldg(a.hs_codes + d0 + k));
+        load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+      } else {
+        zero_slice(node[k]);
+      }
+      f[k] = partial_dot(h, node[k]);
+    }
+#pragma unroll
+    for (int m = kWarp / 2; m >= 1; m /= 2) {
+#pragma unroll
+      for (int k = 0; k < kH; ++k) f[k] += __shfl_xor_sync(kFull, f[k], m);
+    }
+#pragma unroll
+    for (int k = 0; k < kH; ++k) {
+      if (d0 + k >= last) break;
+      if (lane == 0) loss += example_loss(f[k], code[k] == 0.f);
+      // Every lane holds the same f (a butterfly sum adds the same pairs on each lane), so the
+      // branch is uniform.
+      if (!(f[k] > -kMaxExp && f[k] < kMaxExp)) continue;
+      const float g = (1.0f - code[k] - clipped_sigmoid(f[k])) * lr;
+      axpy(g, node[k], err);
+      scale(g, h, node[k]);
+      add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+      if (kGrad) touch(a.touched_nodes, row[k], lane);
+    }
+  }
+}
 
 /// The context slot of example `sr` of centre `i` whose window starts at kept index `lo` (the
 /// centre itself is skipped); 0 for CBOW.
@@ -173,6 +475,146 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
     }
     difference(oc, oc0, oc);
     add_to_row(oc, a.output + centre_off, lane, nq);
+  }
+  __syncwarp();
+}
+
+/// Skip-gram for kept centre `i` with negatives shared by its window (SgnsKernel::
+/// kSharedNegatives; the CPU's shared_window_update, or shared_window_gradient in gradient mode).
+/// The window's 1 + negative output rows — the centre's (label 1), then the negatives drawn once
+/// for the centre — are loaded once into `wout` and their changes summed in `wdelta` (each lane
+/// keeps its own float4s of every row there, so no lane waits on another); each context row is
+/// then loaded once, its dot products with all of them taken kB + 1 at a time, its change added to
+/// its row at once, and the summed output changes are added once at the window's end. Bytes moved
+/// per window: (contexts + outputs) rows read and written, against contexts × (1 + outputs) for the
+/// per-pair update. Gradient mode: lr = −1 (train_example says why), gradients go to the grad
+/// tables and rows are marked touched.
+template <int kV, int kB, bool kGrad>
+__device__ __forceinline__ void train_centre_shared(const SgnsArgs& a, const RingEntry* ring,
+                                                    const uint32_t* rows, uint32_t ring_mask,
+                                                    uint32_t* negs, float4* wout, float4* wdelta,
+                                                    int i, int n, int lane, int nq, float& loss,
+                                                    unsigned& terms, uint32_t pool_off) {
+  constexpr int kG = kB + 1;  // targets per group: with negative 5, the whole window at once
+  const RingEntry c = ring[i & ring_mask];
+  const int w = static_cast<int>(a.window) - c.shrink;
+  const int lo = i - w > 0 ? i - w : 0;
+  const int hi = i + w < n - 1 ? i + w : n - 1;
+  if (hi <= lo) return;
+  const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
+  // The shared negatives, lane t drawing call t (negatives 2t and 2t + 1), as the CPU's
+  // draw_window_targets; a negative equal to the centre comes back as kSkippedNegative.
+  const int ncalls = static_cast<int>((a.negative + 1) / 2);
+  for (int t = lane; t < ncalls; t += kWarp) {
+    const Philox4 r = detail::device_draw(a.seed, c.pos, a.epoch, DrawKind::kWindowNegative,
+                                          static_cast<uint32_t>(t));
+    uint32_t x, y;
+    if (a.pool != nullptr) {
+      detail::pool_negatives(r, c.id, a.pool + pool_off, a.pool_size,
+                             a.pool_rows != nullptr ? a.pool_rows + pool_off : nullptr, &x, &y);
+    } else {
+      detail::noise_negatives(r, c.id, a.noise, a.noise_columns, &x, &y);
+    }
+    negs[2 * t] = x;
+    if (2 * t + 1 < static_cast<int>(a.negative)) negs[2 * t + 1] = y;
+  }
+  __syncwarp();
+  const int m_count = 1 + static_cast<int>(a.negative);
+  const uint32_t centre_row = rows[i & ring_mask];
+  const auto target_row = [&](int m) { return m == 0 ? centre_row : negs[m - 1]; };
+  for (int m = 0; m < m_count; ++m) {
+    const uint32_t row = target_row(m);
+    Slice<kV> o;
+    if (row != detail::kSkippedNegative) {
+      load_slice<kGrad>(o, a.output + static_cast<size_t>(row) * a.pitch, lane, nq);
+    } else {
+      zero_slice(o);
+    }
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      const int q = lane + kWarp * v;
+      if (q < nq) {
+        wout[m * nq + q] = o.x[v];
+        wdelta[m * nq + q] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+  }
+  float* const in_dst = kGrad ? a.input_grad : a.input;
+  for (int j = lo; j <= hi; ++j) {
+    if (j == i) continue;
+    const uint32_t ctx = rows[j & ring_mask];
+    const size_t ctx_off = static_cast<size_t>(ctx) * a.pitch;
+    Slice<kV> h, err;
+    load_slice<kGrad>(h, a.input + ctx_off, lane, nq);
+    zero_slice(err);
+    for (int s = 0; s < m_count; s += kG) {
+      Slice<kV> o[kG];
+      bool valid[kG];
+      float d[kG];
+#pragma unroll
+      for (int k = 0; k < kG; ++k) {
+        const int m = s + k;
+        valid[k] = m < m_count && target_row(m < m_count ? m : 0) != detail::kSkippedNegative;
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          const int q = lane + kWarp * v;
+          o[k].x[v] = valid[k] && q < nq ? wout[m * nq + q] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        d[k] = partial_dot(h, o[k]);
+      }
+#pragma unroll
+      for (int m = kWarp / 2; m >= 1; m /= 2) {
+#pragma unroll
+        for (int k = 0; k < kG; ++k) d[k] += __shfl_xor_sync(kFull, d[k], m);
+      }
+      // Lane k takes value k: one sigmoid and one loss term per lane; gradients broadcast back.
+      float mine = d[0];
+      bool mine_valid = valid[0];
+#pragma unroll
+      for (int k = 1; k < kG; ++k) {
+        mine = lane == k ? d[k] : mine;
+        mine_valid = lane == k ? valid[k] : mine_valid;
+      }
+      mine_valid = lane < kG && mine_valid;
+      const bool positive = s == 0 && lane == 0;
+      const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;
+      if (mine_valid) loss += example_loss(mine, positive);
+#pragma unroll
+      for (int k = 0; k < kG; ++k) {
+        const float g = __shfl_sync(kFull, g_mine, k);
+        if (!valid[k]) continue;
+        axpy(g, o[k], err);
+        const int m = s + k;
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          const int q = lane + kWarp * v;
+          if (q < nq) {
+            float4 dv = wdelta[m * nq + q];
+            dv.x = fmaf(g, h.x[v].x, dv.x);
+            dv.y = fmaf(g, h.x[v].y, dv.y);
+            dv.z = fmaf(g, h.x[v].z, dv.z);
+            dv.w = fmaf(g, h.x[v].w, dv.w);
+            wdelta[m * nq + q] = dv;
+          }
+        }
+      }
+    }
+    add_to_row(err, in_dst + ctx_off, lane, nq);
+    if (kGrad) touch(a.touched_input, ctx, lane);
+    ++terms;
+  }
+  float* const out_dst = kGrad ? a.output_grad : a.output;
+  for (int m = 0; m < m_count; ++m) {
+    const uint32_t row = target_row(m);
+    if (row == detail::kSkippedNegative) continue;
+    Slice<kV> dv;
+#pragma unroll
+    for (int v = 0; v < kV; ++v) {
+      const int q = lane + kWarp * v;
+      dv.x[v] = q < nq ? wdelta[m * nq + q] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    add_to_row(dv, out_dst + static_cast<size_t>(row) * a.pitch, lane, nq);
+    if (kGrad) touch(a.touched_output, row, lane);
   }
   __syncwarp();
 }
