@@ -10,6 +10,7 @@
 
 #include "backend/backend.hpp"
 #include "base/error.hpp"
+#include "base/seconds_since.hpp"
 #include "corpus/corpus.hpp"
 #include "model/sampler.hpp"
 #include "text/text_source.hpp"
@@ -34,10 +35,6 @@ namespace pagedw2v {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 #ifdef PAGEDW2V_HAVE_CUDA
 double mib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }

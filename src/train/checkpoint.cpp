@@ -24,6 +24,7 @@
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
 #include "base/free_heap.hpp"
+#include "base/seconds_since.hpp"
 #include "base/string_index.hpp"
 #include "io/hdf5_io.hpp"
 #include "text/tokenizer.hpp"
@@ -38,10 +39,6 @@ using checkpoint_file::recorded;
 using checkpoint_file::state_dataset;
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 /// Bytes of the tables and optimizer state of `model`.
 uint64_t model_bytes(const Model& model) {

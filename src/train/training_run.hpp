@@ -29,6 +29,7 @@
 
 #include "backend/backend.hpp"
 #include "base/atomic_file.hpp"
+#include "base/seconds_since.hpp"
 #include "config/config.hpp"
 #include "corpus/corpus.hpp"
 #include "corpus/corpus_stream.hpp"
@@ -62,9 +63,7 @@ namespace run_steps {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using pagedw2v::seconds_since;
 
 // A streamed corpus's share of --max-corpus-memory (docs/usage.md, host memory): half for the
 // blocks that wait, a quarter for the blocks being trained, a quarter for their sentence offsets
