@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/byte_size.hpp"
 #include "base/error.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/device_corpus.hpp"
@@ -29,12 +30,6 @@ size_t device_used_bytes() {
   size_t free_bytes = 0, total_bytes = 0;
   PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   return total_bytes - free_bytes;
-}
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1u << 30));
-  return buf;
 }
 
 /// What the plan needs of the current device under resolved settings `gpu`: no memory query,
@@ -193,7 +188,7 @@ class CudaBackend final : public Backend {
     const uint64_t piece = uint64_t{plan_.batch_blocks} * kBlockWords;
     return d + "tables paged: " + std::to_string(plan_.hot_rows) + " hot rows + a cache of " +
            std::to_string(plan_.cache_rows) + " rows on the GPU (" + pct + " of " +
-           std::to_string(rows_) + "), GPU memory budget " + gib(double(plan_.budget)) +
+           std::to_string(rows_) + "), GPU memory budget " + format_gib(plan_.budget) +
            "; negative pool " + std::to_string(plan_.negative_pool) + " per " +
            std::to_string(uint64_t{plan_.pool_blocks} * kBlockWords) + " words, super-batch " +
            std::to_string(super_batch) + " words" +

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <thread>
 
+#include "base/byte_size.hpp"
 #include "base/error.hpp"
 #include "model/negative_pool.hpp"
 #include "model/params.hpp"
@@ -14,12 +15,6 @@
 namespace pagedw2v {
 
 namespace {
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / double(1u << 30));
-  return buf;
-}
 
 /// The largest piece of `batch_blocks` blocks, in tokens, sentences and pool periods.
 void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_blocks,
@@ -453,8 +448,8 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     if (resident_need > plan.budget) {
       throw Error("--placement resident: the tables" +
                   std::string(optimizer ? " and optimizer state" : "") + " need " +
-                  gib(double(resident_need)) + " of GPU memory, more than the budget of " +
-                  gib(double(plan.budget)) + " on " + device.name +
+                  format_gib(resident_need) + " of GPU memory, more than the budget of " +
+                  format_gib(plan.budget) + " on " + device.name +
                   "; use --placement paged (or auto), or raise --gpu-memory");
     }
     plan.hot_rows = plan.device_rows = rows;
@@ -469,8 +464,8 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   }
   const uint32_t pool = plan.negative_pool;
   require_pool_for_paging(pool,
-                          "paging the tables (they need " + gib(double(resident_need)) +
-                              ", the GPU budget is " + gib(double(plan.budget)) + ")",
+                          "paging the tables (they need " + format_gib(resident_need) +
+                              ", the GPU budget is " + format_gib(plan.budget) + ")",
                           ", or raise --gpu-memory");
   if (!device.host_pointers) {
     throw Error(device.name +
@@ -515,13 +510,13 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
       const std::string what =
           in.choose_batch ? "a super-batch of " + words(plan.batch_blocks) + " words (the least)"
                           : "--batch-words " + words(plan.batch_blocks);
-      throw Error("--gpu-memory " + gib(double(plan.budget)) +
+      throw Error("--gpu-memory " + format_gib(plan.budget) +
                   " is too small for paged tables of dim " + std::to_string(in.dim) +
                   " with --optimizer " + to_string(in.optimizer) + ": " + what + " touches up to " +
                   std::to_string(plan.max_list) + " rows (its distinct words and " +
                   std::to_string(layout.pool_entries) + " pool entries), the budget holds " +
                   std::to_string(layout.rows_fit) + "; at least " +
-                  gib(double(layout.fixed + plan.max_list * layout.slot_bytes)) +
+                  format_gib(layout.fixed + plan.max_list * layout.slot_bytes) +
                   " is needed; raise --gpu-memory" +
                   (in.choose_batch ? std::string() : std::string(" or lower --batch-words")));
     }
@@ -589,15 +584,15 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   plan.cache_rows = std::max(plan.cache_rows, 2 * layout.reserve);
   if (in.hot_rows == 0 && in.cache_rows > 0 && plan.cache_rows > layout.rows_fit) {
     throw Error("--cache-rows " + std::to_string(in.cache_rows) + " does not fit in --gpu-memory " +
-                gib(double(plan.budget)) + " with paged tables of dim " + std::to_string(in.dim) +
+                format_gib(plan.budget) + " with paged tables of dim " + std::to_string(in.dim) +
                 " " + with_pool + ": it holds " + std::to_string(layout.rows_fit) +
                 " rows beside the fixed buffers");
   }
   if (in.hot_rows == 0 && plan.cache_rows > layout.rows_fit) {
-    throw Error("--gpu-memory " + gib(double(plan.budget)) +
+    throw Error("--gpu-memory " + format_gib(plan.budget) +
                 " is too small for paged tables of dim " + std::to_string(in.dim) + " " +
                 with_pool + ": at least " +
-                gib(double(layout.fixed + 2 * layout.reserve * layout.slot_bytes)) +
+                format_gib(layout.fixed + 2 * layout.reserve * layout.slot_bytes) +
                 " is needed; raise --gpu-memory" +
                 (in.choose_pool ? std::string() : std::string(" or lower --negative-pool")));
   }
