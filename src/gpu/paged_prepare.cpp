@@ -11,19 +11,12 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "base/seconds_since.hpp"
 #include "gpu/paged_pipeline.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/paging.hpp"
 
 namespace pagedw2v {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-}  // namespace
 
 void PagedPipeline::stage_tokens(Stage& s, uint64_t first, uint64_t end, cudaStream_t stream) {
   // The corpus may be a window of it (streamed): sentence s starts at starts[s], token p is
