@@ -18,6 +18,263 @@ namespace {
 /// millions of rows): one a thread and one more are cut ahead.
 constexpr uint64_t kAheadPerThread = 2;
 
+/// One unit's cutting (PieceCuts::cut_unit), its steps apart: the piece being cut (its cold rows
+/// as a list and as bits), the pieces before it that may still hold slots, and the unit's pools,
+/// each drawn once.
+class UnitCutter {
+ public:
+  UnitCutter(const PieceCutInput& in, uint32_t epoch, uint64_t first_block, uint64_t last_block,
+             const uint32_t* tokens, const uint64_t* starts, std::vector<uint64_t>& seen,
+             std::vector<std::vector<uint64_t>>& held)
+      : in_(in),
+        blocks_(*in.blocks),
+        b0_(first_block),
+        b1_(last_block),
+        epoch_(epoch),
+        hot_(static_cast<uint32_t>(in.hot)),
+        tokens_(tokens),
+        starts_(starts),
+        seen_(seen),
+        held_(held),
+        first_period_(first_block / in.pool_blocks),
+        pools_((last_block - 1) / in.pool_blocks - first_period_ + 1),
+        shared_(in.slots > 0),
+        // A unit's first pieces do not know all the pieces before them: a depth's share each.
+        first_share_(shared_
+                         ? std::min<uint64_t>(in.share, std::max<uint64_t>(1, in.slots / in.depth))
+                         : in.share) {}
+
+  /// The unit's pieces, in order; the bits are clear again after.
+  std::vector<PieceCut> cut() {
+    std::vector<PieceCut> cuts;
+    uint64_t block = b0_;
+    uint64_t t = blocks_[b0_];
+    const uint64_t end = blocks_[b1_];
+    while (t < end) {
+      PieceCut cut;
+      cut.first_sentence = t;
+      take_sentences(cut, t, block, end, cuts.size());
+      cut.last_sentence = t;
+      add_pools(cut, t);
+      if (shared_ && fits(cuts.size())) {
+        cut.fits_with = static_cast<uint32_t>(std::min<size_t>(cuts.size(), held_.size()));
+      }
+      cut.cold = ascending();
+      beyond_ = 0;
+      cuts.push_back(std::move(cut));
+      remember(cuts);
+    }
+    clear_held(cuts);
+    return cuts;
+  }
+
+ private:
+  static uint64_t bit_of(const std::vector<uint64_t>& set, uint64_t bit) {
+    return (set[bit >> 6] >> (bit & 63)) & 1;
+  }
+
+  /// The pool of `period`, drawn on its first use.
+  const std::vector<uint32_t>& pool_of(uint64_t period) {
+    std::vector<uint32_t>& p = pools_[period - first_period_];
+    if (p.size() != in_.pool_size) {
+      p.resize(in_.pool_size);
+      draw_pool(in_.seed, epoch_, period, in_.noise->columns().data(), in_.noise->column_count(),
+                in_.pool_size, p.data());
+    }
+    return p;
+  }
+
+  /// Whether a cold row is held by a piece before this one that may still hold slots.
+  bool held_before(uint64_t bit) const {
+    for (const auto& h : held_) {
+      if (bit_of(h, bit) != 0) return true;
+    }
+    return false;
+  }
+
+  /// Adds the cold rows among `ids` to the piece.
+  void add(const uint32_t* ids, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint32_t id = ids[i];
+      if (id < hot_) continue;
+      const uint64_t bit = id - hot_;
+      uint64_t& word = seen_[bit >> 6];
+      const uint64_t mask = uint64_t{1} << (bit & 63);
+      if ((word & mask) != 0) continue;
+      word |= mask;
+      list_.push_back(id);
+      if (shared_ && !held_before(bit)) ++beyond_;
+    }
+  }
+
+  /// Takes the rows added from list_[from] on out of the piece again.
+  void forget(size_t from) {
+    for (size_t k = from; k < list_.size(); ++k) {
+      const uint64_t bit = list_[k] - hot_;
+      seen_[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      if (shared_ && !held_before(bit)) --beyond_;
+    }
+    list_.resize(from);
+  }
+
+  /// The piece's cold rows in ascending order, their bits cleared: a sort of the list, or, when
+  /// the list is long beside the stretch of bits it spans (the large pieces of a large cache), a
+  /// scan of those bits, which gives them in order without comparing (a sort of 48 k ids took
+  /// most of a cut of the 2 M-word walks).
+  std::vector<uint32_t> ascending() {
+    std::vector<uint32_t>& ids = list_;
+    std::vector<uint32_t> out;
+    if (ids.empty()) return out;
+    const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
+    const uint64_t first_word = (*lo - hot_) >> 6, last_word = (*hi - hot_) >> 6;
+    if (last_word - first_word + 1 > ids.size() * 2) {
+      out = ids;
+      std::sort(out.begin(), out.end());
+      for (const uint32_t id : ids) {
+        const uint64_t bit = id - hot_;
+        seen_[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+      ids.clear();
+      return out;
+    }
+    out.reserve(ids.size());
+    for (uint64_t w = first_word; w <= last_word; ++w) {
+      for (uint64_t bits_left = seen_[w]; bits_left != 0; bits_left &= bits_left - 1) {
+        out.push_back(static_cast<uint32_t>(hot_ + (w << 6) +
+                                            static_cast<uint64_t>(__builtin_ctzll(bits_left))));
+      }
+      seen_[w] = 0;
+    }
+    ids.clear();
+    return out;
+  }
+
+  /// The block of the unit that holds `sentence`.
+  uint64_t block_of(uint64_t sentence) const {
+    return static_cast<uint64_t>(
+        std::upper_bound(blocks_.begin() + b0_, blocks_.begin() + b1_ + 1, sentence) -
+        blocks_.begin() - 1);
+  }
+
+  /// The pieces before the next one that may still hold slots: held[k] holds the cold rows of
+  /// cuts[cuts.size() − 1 − k]; the oldest set is cleared by its piece's list.
+  void remember(const std::vector<PieceCut>& cuts) {
+    if (!shared_ || held_.empty()) return;
+    std::vector<uint64_t> oldest = std::move(held_.back());
+    if (cuts.size() > held_.size()) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - held_.size()].cold) {
+        const uint64_t bit = id - hot_;
+        oldest[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+    }
+    held_.pop_back();
+    for (const uint32_t id : cuts.back().cold) {
+      const uint64_t bit = id - hot_;
+      oldest[bit >> 6] |= uint64_t{1} << (bit & 63);
+    }
+    held_.insert(held_.begin(), std::move(oldest));
+    // Their union, counted on the piece's bits (clear between pieces).
+    before_ = 0;
+    const size_t known = std::min(cuts.size(), held_.size());
+    for (size_t k = 0; k < known; ++k) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
+        const uint64_t bit = id - hot_;
+        uint64_t& word = seen_[bit >> 6];
+        const uint64_t mask = uint64_t{1} << (bit & 63);
+        before_ += (word & mask) == 0;
+        word |= mask;
+      }
+    }
+    for (size_t k = 0; k < known; ++k) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
+        const uint64_t bit = id - hot_;
+        seen_[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+    }
+  }
+
+  /// Whether the piece, with `pieces_before` pieces of the unit before it, fits.
+  bool fits(size_t pieces_before) const {
+    if (!shared_) return list_.size() <= in_.share;
+    // A piece whose predecessors are known brings at most a depth's share of rows they do not
+    // hold (as many rows to move as a share-cut piece), and with them needs at most the slots.
+    if (pieces_before < held_.size()) return list_.size() <= first_share_;
+    return list_.size() <= in_.share && beyond_ <= first_share_ && before_ + beyond_ <= in_.slots;
+  }
+
+  /// Adds sentences from `t` on to the piece while it fits and the stage buffers' bounds hold
+  /// (its first sentence always); `t` ends as its end, `block` as the block of its last one.
+  void take_sentences(PieceCut& cut, uint64_t& t, uint64_t& block, uint64_t end,
+                      size_t pieces_before) {
+    uint64_t last_period = UINT64_MAX, periods = 0;
+    for (; t < end; ++t) {
+      while (blocks_[block + 1] <= t) ++block;
+      const uint64_t period = block / in_.pool_blocks;
+      const uint64_t more_periods = periods + (period != last_period ? 1 : 0);
+      if (t > cut.first_sentence &&
+          ((in_.max_tokens > 0 && starts_[t + 1] - starts_[cut.first_sentence] > in_.max_tokens) ||
+           (in_.max_sentences > 0 && t + 1 - cut.first_sentence > in_.max_sentences) ||
+           (in_.max_periods > 0 && more_periods > in_.max_periods))) {
+        break;
+      }
+      const size_t at = list_.size();
+      if (period != last_period && in_.pool_size > 0) {
+        const std::vector<uint32_t>& pool = pool_of(period);
+        add(pool.data(), pool.size());
+      }
+      add(tokens_ + starts_[t], starts_[t + 1] - starts_[t]);
+      if (t > cut.first_sentence && !fits(pieces_before)) {
+        forget(at);
+        break;
+      }
+      last_period = period;
+      periods = more_periods;
+    }
+  }
+
+  /// The piece's pools: those of the periods from its first sentence's to its last's (`end`
+  /// its end).
+  void add_pools(PieceCut& cut, uint64_t end) {
+    cut.first_period = block_of(cut.first_sentence) / in_.pool_blocks;
+    const uint64_t last = block_of(end - 1) / in_.pool_blocks;
+    if (in_.pool_size > 0) {
+      cut.pools.reserve((last - cut.first_period + 1) * in_.pool_size);
+      for (uint64_t p = cut.first_period; p <= last; ++p) {
+        const std::vector<uint32_t>& pool = pool_of(p);
+        cut.pools.insert(cut.pools.end(), pool.begin(), pool.end());
+      }
+    }
+  }
+
+  /// The bits of the pieces still remembered, cleared for the thread's next unit.
+  void clear_held(const std::vector<PieceCut>& cuts) {
+    for (size_t k = 0; k < std::min(cuts.size(), held_.size()); ++k) {
+      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
+        const uint64_t bit = id - hot_;
+        for (auto& h : held_) h[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
+      }
+    }
+  }
+
+  const PieceCutInput& in_;
+  const std::vector<uint64_t>& blocks_;
+  const uint64_t b0_, b1_;  ///< the unit: blocks [b0_, b1_)
+  const uint32_t epoch_;
+  const uint32_t hot_;
+  const uint32_t* tokens_;
+  const uint64_t* starts_;
+  std::vector<uint64_t>& seen_;               ///< a bit per cold row of the piece being cut
+  std::vector<std::vector<uint64_t>>& held_;  ///< the rows of the pieces before it (a ring)
+  std::vector<uint32_t> list_;                ///< the piece's cold rows, in first-seen order
+  const uint64_t first_period_;
+  std::vector<std::vector<uint32_t>> pools_;  ///< the unit's periods' pools, from first_period_
+  const bool shared_;
+  const uint64_t first_share_;
+  /// The cold rows of the piece not held before it: with before_ (the union of those held) the
+  /// slots it needs with the pieces before it.
+  uint64_t beyond_ = 0, before_ = 0;
+};
+
 }  // namespace
 
 PieceCuts::PieceCuts(const PieceCutInput& in, uint32_t threads) : in_(in) {
@@ -194,200 +451,9 @@ void PieceCuts::work() {
 std::vector<PieceCut> PieceCuts::cut_unit(const Unit& unit, Bits& bits) const {
   // The corpus's pointers are read without the lock: start() changes them only once no thread
   // is busy (a reset).
-  const std::vector<uint64_t>& blocks = *in_.blocks;
-  const uint64_t b0 = unit.first_block, b1 = unit.last_block;
-  const uint32_t epoch = unit.epoch;
-  const uint64_t end = blocks[b1];
-  const uint32_t hot = static_cast<uint32_t>(in_.hot);
-  std::vector<uint64_t>& seen = bits.seen;
-  std::vector<std::vector<uint64_t>>& held = bits.held;
-  std::vector<uint32_t> list;
-  // The pools of the unit's periods, each drawn once.
-  const uint64_t first_period = b0 / in_.pool_blocks;
-  std::vector<std::vector<uint32_t>> pools((b1 - 1) / in_.pool_blocks - first_period + 1);
-  const auto pool_of = [&](uint64_t period) -> const std::vector<uint32_t>& {
-    std::vector<uint32_t>& p = pools[period - first_period];
-    if (p.size() != in_.pool_size) {
-      p.resize(in_.pool_size);
-      draw_pool(in_.seed, epoch, period, in_.noise->columns().data(), in_.noise->column_count(),
-                in_.pool_size, p.data());
-    }
-    return p;
-  };
-  const auto bit_of = [](const std::vector<uint64_t>& set, uint64_t bit) {
-    return (set[bit >> 6] >> (bit & 63)) & 1;
-  };
-  // Whether a cold row is held by a piece before this one that may still hold slots.
-  const auto held_before = [&](uint64_t bit) {
-    for (const auto& h : held) {
-      if (bit_of(h, bit) != 0) return true;
-    }
-    return false;
-  };
-  // The cold rows of the piece not held before it: with `before` (the union of those held) the
-  // slots it needs with the pieces before it.
-  uint64_t beyond = 0, before = 0;
-  const bool shared = in_.slots > 0;
-  const auto add = [&](const uint32_t* ids, uint64_t n) {
-    for (uint64_t i = 0; i < n; ++i) {
-      const uint32_t id = ids[i];
-      if (id < hot) continue;
-      const uint64_t bit = id - hot;
-      uint64_t& word = seen[bit >> 6];
-      const uint64_t mask = uint64_t{1} << (bit & 63);
-      if ((word & mask) != 0) continue;
-      word |= mask;
-      list.push_back(id);
-      if (shared && !held_before(bit)) ++beyond;
-    }
-  };
-  const auto forget = [&](size_t from) {
-    for (size_t k = from; k < list.size(); ++k) {
-      const uint64_t bit = list[k] - hot;
-      seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
-      if (shared && !held_before(bit)) --beyond;
-    }
-    list.resize(from);
-  };
-  // The piece's cold rows in ascending order, their bits cleared: a sort of the list, or, when
-  // the list is long beside the stretch of bits it spans (the large pieces of a large cache), a
-  // scan of those bits, which gives them in order without comparing (a sort of 48 k ids took
-  // most of a cut of the 2 M-word walks).
-  const auto ascending = [&](std::vector<uint32_t>& ids) {
-    std::vector<uint32_t> out;
-    if (ids.empty()) return out;
-    const auto [lo, hi] = std::minmax_element(ids.begin(), ids.end());
-    const uint64_t first_word = (*lo - hot) >> 6, last_word = (*hi - hot) >> 6;
-    if (last_word - first_word + 1 > ids.size() * 2) {
-      out = ids;
-      std::sort(out.begin(), out.end());
-      for (const uint32_t id : ids) {
-        const uint64_t bit = id - hot;
-        seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
-      }
-      ids.clear();
-      return out;
-    }
-    out.reserve(ids.size());
-    for (uint64_t w = first_word; w <= last_word; ++w) {
-      for (uint64_t bits_left = seen[w]; bits_left != 0; bits_left &= bits_left - 1) {
-        out.push_back(static_cast<uint32_t>(hot + (w << 6) +
-                                            static_cast<uint64_t>(__builtin_ctzll(bits_left))));
-      }
-      seen[w] = 0;
-    }
-    ids.clear();
-    return out;
-  };
-  const auto block_of = [&](uint64_t sentence) {
-    return static_cast<uint64_t>(
-        std::upper_bound(blocks.begin() + b0, blocks.begin() + b1 + 1, sentence) - blocks.begin() -
-        1);
-  };
-  // The pieces before the next one that may still hold slots: held[k] holds the cold rows of
-  // cuts[cuts.size() − 1 − k]; the oldest set is cleared by its piece's list.
-  const auto remember = [&](const std::vector<PieceCut>& cuts) {
-    if (!shared || held.empty()) return;
-    std::vector<uint64_t> oldest = std::move(held.back());
-    if (cuts.size() > held.size()) {
-      for (const uint32_t id : cuts[cuts.size() - 1 - held.size()].cold) {
-        const uint64_t bit = id - hot;
-        oldest[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
-      }
-    }
-    held.pop_back();
-    for (const uint32_t id : cuts.back().cold) {
-      const uint64_t bit = id - hot;
-      oldest[bit >> 6] |= uint64_t{1} << (bit & 63);
-    }
-    held.insert(held.begin(), std::move(oldest));
-    // Their union, counted on the piece's bits (clear between pieces).
-    before = 0;
-    const size_t known = std::min(cuts.size(), held.size());
-    for (size_t k = 0; k < known; ++k) {
-      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
-        const uint64_t bit = id - hot;
-        uint64_t& word = seen[bit >> 6];
-        const uint64_t mask = uint64_t{1} << (bit & 63);
-        before += (word & mask) == 0;
-        word |= mask;
-      }
-    }
-    for (size_t k = 0; k < known; ++k) {
-      for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
-        const uint64_t bit = id - hot;
-        seen[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
-      }
-    }
-  };
-  // A unit's first pieces do not know all the pieces before them: a depth's share each.
-  const uint64_t first_share =
-      shared ? std::min<uint64_t>(in_.share, std::max<uint64_t>(1, in_.slots / in_.depth))
-             : in_.share;
-  const auto fits = [&](size_t pieces_before) {
-    if (!shared) return list.size() <= in_.share;
-    // A piece whose predecessors are known brings at most a depth's share of rows they do not
-    // hold (as many rows to move as a share-cut piece), and with them needs at most the slots.
-    if (pieces_before < held.size()) return list.size() <= first_share;
-    return list.size() <= in_.share && beyond <= first_share && before + beyond <= in_.slots;
-  };
-  std::vector<PieceCut> cuts;
-  uint64_t block = b0;
-  uint64_t t = blocks[b0];
-  while (t < end) {
-    PieceCut cut;
-    cut.first_sentence = t;
-    uint64_t last_period = UINT64_MAX, periods = 0;
-    for (; t < end; ++t) {
-      while (blocks[block + 1] <= t) ++block;
-      const uint64_t period = block / in_.pool_blocks;
-      const uint64_t more_periods = periods + (period != last_period ? 1 : 0);
-      if (t > cut.first_sentence &&
-          ((in_.max_tokens > 0 && starts_[t + 1] - starts_[cut.first_sentence] > in_.max_tokens) ||
-           (in_.max_sentences > 0 && t + 1 - cut.first_sentence > in_.max_sentences) ||
-           (in_.max_periods > 0 && more_periods > in_.max_periods))) {
-        break;
-      }
-      const size_t at = list.size();
-      if (period != last_period && in_.pool_size > 0) {
-        const std::vector<uint32_t>& pool = pool_of(period);
-        add(pool.data(), pool.size());
-      }
-      add(tokens_ + starts_[t], starts_[t + 1] - starts_[t]);
-      if (t > cut.first_sentence && !fits(cuts.size())) {
-        forget(at);
-        break;
-      }
-      last_period = period;
-      periods = more_periods;
-    }
-    cut.last_sentence = t;
-    // Its pools: those of the periods from its first sentence's to its last's.
-    cut.first_period = block_of(cut.first_sentence) / in_.pool_blocks;
-    const uint64_t last = block_of(t - 1) / in_.pool_blocks;
-    if (in_.pool_size > 0) {
-      cut.pools.reserve((last - cut.first_period + 1) * in_.pool_size);
-      for (uint64_t p = cut.first_period; p <= last; ++p) {
-        const std::vector<uint32_t>& pool = pool_of(p);
-        cut.pools.insert(cut.pools.end(), pool.begin(), pool.end());
-      }
-    }
-    if (shared && fits(cuts.size())) {
-      cut.fits_with = static_cast<uint32_t>(std::min<size_t>(cuts.size(), held.size()));
-    }
-    cut.cold = ascending(list);
-    beyond = 0;
-    cuts.push_back(std::move(cut));
-    remember(cuts);
-  }
-  // The bits of the pieces still remembered, cleared for the thread's next unit.
-  for (size_t k = 0; k < std::min(cuts.size(), held.size()); ++k) {
-    for (const uint32_t id : cuts[cuts.size() - 1 - k].cold) {
-      const uint64_t bit = id - hot;
-      for (auto& h : held) h[bit >> 6] &= ~(uint64_t{1} << (bit & 63));
-    }
-  }
-  return cuts;
+  UnitCutter cutter(in_, unit.epoch, unit.first_block, unit.last_block, tokens_, starts_, bits.seen,
+                    bits.held);
+  return cutter.cut();
 }
 
 }  // namespace pagedw2v
