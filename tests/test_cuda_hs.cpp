@@ -33,8 +33,10 @@
 #include "io/npy.hpp"
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
+#include "support/compare.hpp"
 #include "support/random_data.hpp"
 #include "support/seed.hpp"
+#include "support/whole_run.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 #include "train/training_set.hpp"
@@ -42,36 +44,19 @@
 namespace pagedw2v {
 namespace {
 
+using testing_util::bits_differ;
+using testing_util::expect_values_near;
 using testing_util::Log;
+using testing_util::name_of;
+using testing_util::share_off;
 using testing_util::TempDir;
+using testing_util::Trained;
 using testing_util::write_file;
 
-std::string name_of(ModelKind m) { return m == ModelKind::kSkipGram ? "sg" : "cbow"; }
-
-/// Zipf(1) sentences of `vocab` words, every word at least once (min-count 1).
+/// Zipf(1) sentences of 3 … `longest` words over `vocab` words, every word at least once
+/// (min-count 1).
 std::string zipf_corpus(uint64_t seed, uint32_t vocab, uint32_t tokens, uint32_t longest) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint32_t> ids = testing_util::zipf_ids(vocab, tokens, rng);
-  for (uint32_t w = 0; w < vocab; ++w) ids.push_back(w);
-  std::shuffle(ids.end() - vocab, ids.end(), rng);
-  return testing_util::lines_of_words(ids, rng, 3, longest);
-}
-
-/// Element-wise comparison with an absolute and a relative tolerance; NaN or Inf never passes.
-void expect_values_near(const float* got, const float* want, size_t n, const char* what,
-                        double atol, double rtol) {
-  size_t bad = 0;
-  double max_err = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float g = got[i], w = want[i];
-    ASSERT_TRUE(std::isfinite(g)) << what << " element " << i << " is " << g;
-    const double err = std::fabs(static_cast<double>(g) - w);
-    max_err = std::max(max_err, err);
-    if (err > atol + rtol * std::fabs(w)) {
-      if (bad++ < 5) ADD_FAILURE() << what << " element " << i << ": gpu " << g << " cpu " << w;
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what << ": max abs error " << max_err;
+  return testing_util::zipf_corpus(seed, vocab, tokens, 3, longest);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,13 +227,6 @@ struct RunOptions {
   uint64_t batch_words = kBatchWords;
 };
 
-struct Trained {
-  TrainSummary summary;
-  std::string log;
-  /// vectors.npy, context_vectors.npy (the inner nodes alone; negative sampling's beside it)
-  std::vector<float> input, output;
-};
-
 Config run_config(const std::string& corpus, const RunOptions& o, const std::string& out) {
   Config c;
   apply_option(c, "corpus", corpus);
@@ -278,14 +256,7 @@ Config run_config(const std::string& corpus, const RunOptions& o, const std::str
 }
 
 Trained train(const std::string& corpus, const RunOptions& o, const std::string& out) {
-  const Config c = run_config(corpus, o, out);
-  Log log;
-  Trained r;
-  r.summary = run_training(c, log.get());
-  r.log = log.text();
-  r.input = read_npy(out + "/vectors.npy").data;
-  r.output = read_npy(out + "/context_vectors.npy").data;
-  return r;
+  return testing_util::run_and_read(run_config(corpus, o, out), out);
 }
 
 /// A --gpu-memory budget with room for `room` rows beyond the fixed part of a paged plan of
@@ -313,24 +284,6 @@ uint64_t paged_budget(const std::string& corpus, OptimizerKind optimizer, uint64
   const uint64_t tree = (uint64_t{kVocab} + 1) * 8 + entries * 5;
   const uint64_t fixed = uint64_t{kVocab} * (24 + 8 + 16) + 4 * piece + tree + (uint64_t{32} << 10);
   return testing_util::with_paged_margin(fixed + room * row);
-}
-
-size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::max(a.size(), b.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], 4) != 0;
-  return differ;
-}
-
-/// ‖got − want‖ / ‖want − start‖ over the whole table.
-double share_off(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::vector<float>& start) {
-  double off = 0, moved = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    off += double(got[i] - want[i]) * (got[i] - want[i]);
-    moved += double(want[i] - start[i]) * (want[i] - start[i]);
-  }
-  return std::sqrt(off) / std::max(std::sqrt(moved), 1e-30);
 }
 
 using PagedCase = std::tuple<ModelKind, OptimizerKind, uint32_t>;

@@ -37,11 +37,14 @@
 #include "model/negative_pool.hpp"
 #include "model/params.hpp"
 #include "model/sampler.hpp"
+#include "support/compare.hpp"
 
 namespace pagedw2v {
 namespace {
 
 using testing_util::download;
+using testing_util::expect_values_near;
+using testing_util::same_bits;
 using testing_util::upload;
 
 struct Shape {
@@ -234,23 +237,6 @@ Model copy_model(const Model& m) {
   std::copy_n(m.input.data(), m.input.rows() * m.input.dim(), c.input.data());
   std::copy_n(m.output.data(), m.output.rows() * m.output.dim(), c.output.data());
   return c;
-}
-
-/// Element-wise comparison with an absolute and a relative tolerance; NaN or Inf never passes.
-void expect_values_near(const float* got, const float* want, size_t n, const char* what,
-                        double atol = 2e-5, double rtol = 1e-4) {
-  size_t bad = 0;
-  double max_err = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float g = got[i], w = want[i];
-    ASSERT_TRUE(std::isfinite(g)) << what << " element " << i << " is " << g;
-    const double err = std::fabs(static_cast<double>(g) - w);
-    max_err = std::max(max_err, err);
-    if (err > atol + rtol * std::fabs(w)) {
-      if (bad++ < 5) ADD_FAILURE() << what << " element " << i << ": gpu " << g << " cpu " << w;
-    }
-  }
-  EXPECT_EQ(bad, 0u) << what << ": max abs error " << max_err;
 }
 
 void expect_tables_near(const HostTable& got, const HostTable& want, const char* what) {
@@ -655,15 +641,6 @@ class KernelHarness {
   DeviceBuffer<uint32_t> pool_, pool_rows_, token_rows_;
   DeviceBuffer<SgnsCounters> counters_;
 };
-
-bool same_bits(const float* a, const float* b, size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
-
-bool same_bits(const HostTable& a, const HostTable& b) {
-  return a.rows() == b.rows() && a.dim() == b.dim() &&
-         same_bits(a.data(), b.data(), a.rows() * a.dim());
-}
 
 void poison(Model& m) {
   const float nan = std::numeric_limits<float>::quiet_NaN();

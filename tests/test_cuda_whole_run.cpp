@@ -44,15 +44,20 @@
 #include "io/npy.hpp"
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
+#include "support/compare.hpp"
 #include "support/random_data.hpp"
+#include "support/whole_run.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 
 namespace pagedw2v {
 namespace {
 
-using testing_util::Log;
+using testing_util::bits_differ;
+using testing_util::name_of;
+using testing_util::share_off;
 using testing_util::TempDir;
+using testing_util::Trained;
 using testing_util::write_file;
 
 constexpr uint32_t kVocab = 12000;
@@ -66,11 +71,7 @@ constexpr uint32_t kLongestSentence = 30;
 /// Sentences of w0 … w(kVocab−1) drawn from Zipf(1), every word at least once (min-count 1),
 /// sentences of kShortestSentence … kLongestSentence tokens.
 std::string zipf_corpus(uint64_t seed, uint32_t tokens) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint32_t> ids = testing_util::zipf_ids(kVocab, tokens, rng);
-  for (uint32_t w = 0; w < kVocab; ++w) ids.push_back(w);
-  std::shuffle(ids.end() - kVocab, ids.end(), rng);
-  return testing_util::lines_of_words(ids, rng, kShortestSentence, kLongestSentence);
+  return testing_util::zipf_corpus(seed, kVocab, tokens, kShortestSentence, kLongestSentence);
 }
 
 /// Sentences about one of kTopics topics each, of words t<topic>_<j> drawn from that topic's
@@ -132,24 +133,6 @@ struct RunOptions {
   uint64_t batch_words = kBatchWords;
 };
 
-struct Trained {
-  TrainSummary summary;
-  std::string log;
-  std::vector<float> input, output;  ///< vectors.npy, context_vectors.npy
-  std::vector<std::string> words;    ///< vocab.tsv's words, in row order
-};
-
-std::vector<std::string> vocab_words(const std::string& path) {
-  std::vector<std::string> words;
-  std::istringstream in(testing_util::read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    words.push_back(line.substr(0, line.find('\t')));
-  }
-  return words;
-}
-
 Trained train(const std::string& corpus, const RunOptions& o, const std::string& out) {
   Config c;
   apply_option(c, "corpus", corpus);
@@ -175,33 +158,7 @@ Trained train(const std::string& corpus, const RunOptions& o, const std::string&
   }
   apply_option(c, "format", "npy");
   apply_option(c, "save-context", "true");
-  Log log;
-  Trained r;
-  r.summary = run_training(c, log.get());
-  r.log = log.text();
-  r.input = read_npy(out + "/vectors.npy").data;
-  r.output = read_npy(out + "/context_vectors.npy").data;
-  r.words = vocab_words(out + "/vocab.tsv");
-  return r;
-}
-
-size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::max(a.size(), b.size());
-  size_t differ = 0;
-  for (size_t i = 0; i < a.size(); ++i) differ += std::memcmp(&a[i], &b[i], 4) != 0;
-  return differ;
-}
-
-/// How far `got` is from `want` as a share of how far `want` moved from `start`, over the whole
-/// table: ‖got − want‖ / ‖want − start‖.
-double share_off(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::vector<float>& start) {
-  double off = 0, moved = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    off += double(got[i] - want[i]) * (got[i] - want[i]);
-    moved += double(want[i] - start[i]) * (want[i] - start[i]);
-  }
-  return std::sqrt(off) / std::max(std::sqrt(moved), 1e-30);
+  return testing_util::run_and_read(c, out);
 }
 
 /// How well the vectors separate the planted topics: the mean cosine of two words of one topic
@@ -233,8 +190,6 @@ double topic_separation(const Trained& r) {
   }
   return same / std::max<uint64_t>(same_n, 1) - other / std::max<uint64_t>(other_n, 1);
 }
-
-std::string name_of(ModelKind m) { return m == ModelKind::kSkipGram ? "sg" : "cbow"; }
 
 /// A model and its window update: skip-gram per pair, CBOW, and skip-gram with shared negatives.
 struct Update {

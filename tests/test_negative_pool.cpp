@@ -21,9 +21,12 @@
 #include "model/optimizer.hpp"
 #include "model/params.hpp"
 #include "model/sampler.hpp"
+#include "support/compare.hpp"
 
 namespace pagedw2v {
 namespace {
+
+using testing_util::same_bits;
 
 /// A chi-square statistic with `df` degrees of freedom passes below mean + 6 standard deviations.
 double chi_square_limit(double df) { return df + 6.0 * std::sqrt(2.0 * df); }
@@ -214,11 +217,6 @@ struct PoolProblem {
 
 std::vector<float> table_values(const HostTable& t) {
   return std::vector<float>(t.data(), t.data() + t.rows() * t.dim());
-}
-
-bool same_bits(const HostTable& a, const HostTable& b) {
-  return a.rows() == b.rows() && a.dim() == b.dim() &&
-         std::memcmp(a.data(), b.data(), a.rows() * a.dim() * sizeof(float)) == 0;
 }
 
 /// Trains every epoch of `p` on one CPU thread.

@@ -78,4 +78,16 @@ inline std::string zipf_text(uint64_t tokens, uint32_t vocab, uint64_t seed, uin
   return lines_of_words(ids, rng, shortest, longest);
 }
 
+/// Sentences of w0 … w(vocab − 1): `tokens` words drawn from Zipf(1), then every word once more
+/// (shuffled) so that each is in the vocabulary at min-count 1, in lines of `shortest` …
+/// `longest` words.
+inline std::string zipf_corpus(uint64_t seed, uint32_t vocab, uint32_t tokens, uint32_t shortest,
+                               uint32_t longest) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint32_t> ids = zipf_ids(vocab, tokens, rng);
+  for (uint32_t w = 0; w < vocab; ++w) ids.push_back(w);
+  std::shuffle(ids.end() - vocab, ids.end(), rng);
+  return lines_of_words(ids, rng, shortest, longest);
+}
+
 }  // namespace pagedw2v::testing_util
