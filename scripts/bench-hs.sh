@@ -26,59 +26,16 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build-gpu}
-OUT=${OUT:-$BUILD/bench-hs}
+BENCH=bench-hs
 LIMIT_S=${LIMIT_S:-300}
-JOBS=${JOBS:-16}
-mkdir -p "$OUT"
-SUMMARY="$OUT/summary.txt"
-RESULTS="$OUT/results.tsv"
-: >"$SUMMARY"
-printf 'model\tloss\tplacement\tbudget\twords_per_s\tanalogy_pct\twordsim353\tlog\n' >"$RESULTS"
-FAILURES=()
-
-note() { echo "$*" | tee -a "$SUMMARY"; }
-fail() { FAILURES+=("$1"); note "FAILED: $1"; }
+# shellcheck source=scripts/lib/bench-common.sh
+source "$ROOT/scripts/lib/bench-common.sh"
+bench_init model loss placement budget words_per_s analogy_pct wordsim353 log
 
 note "== bench-hs $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-note "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
-
-# --- build (not counted in LIMIT_S) ---------------------------------------------------------
-if [[ -z ${BIN:-} ]]; then
-  t0=$(date +%s)
-  if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DPAGEDW2V_CUDA=ON >"$OUT/configure.log" 2>&1 &&
-    cmake --build "$BUILD" -j"$JOBS" --target pagedw2v >"$OUT/build.log" 2>&1; then
-    note "build: $(($(date +%s) - t0)) s"
-  else
-    note "build FAILED (see $OUT/build.log)"
-    grep -E "error" "$OUT/build.log" | head -20 | tee -a "$SUMMARY"
-    exit 1
-  fi
-  BIN="$BUILD/bin"
-fi
-PW="$BIN/pagedw2v"
-[[ -x $PW ]] || { note "no pagedw2v at $PW"; exit 1; }
-
-# --- data -------------------------------------------------------------------------------------
-if [[ -z ${DATA:-} ]]; then
-  for d in "$ROOT/../shared/data" "$ROOT/shared/data" "$ROOT/.cache"; do
-    if [[ -f $d/mix5m.txt.gz || -f $d/mix5m.txt ]]; then DATA=$d; break; fi
-  done
-fi
-DATA=${DATA:-}
-# Corpora and trained runs stay out of $OUT, which keeps only logs and results.
-WORK=${WORK:-${TMPDIR:-/tmp}/bench-hs-work}
-mkdir -p "$WORK"
-MIX="$WORK/mix5m.txt"
-if [[ -n $DATA && -f $DATA/mix5m.txt ]]; then
-  MIX="$DATA/mix5m.txt"
-elif [[ -n $DATA && -f $DATA/mix5m.txt.gz ]]; then
-  gunzip -c "$DATA/mix5m.txt.gz" >"$MIX"
-fi
-QUESTIONS="$DATA/questions-words.txt"
-WORDSIM="$DATA/wordsim353.tsv"
+bench_machine
+bench_build
+bench_data
 note "data: ${DATA:-none}"
 if [[ ! -s $MIX ]]; then
   fail "no mix5m corpus (looked in ../shared/data, shared/data, .cache)"
@@ -87,19 +44,7 @@ fi
 [[ -s $QUESTIONS && -s $WORDSIM ]] ||
   fail "no questions-words.txt or wordsim353.tsv in ${DATA:-the data folder}: no quality figures"
 
-START=$(date +%s)
-in_time() {
-  if (($(date +%s) - START > LIMIT_S)); then
-    note "skipped (past ${LIMIT_S} s): $1"
-    FAILURES+=("$1 (skipped, time)")
-    return 1
-  fi
-}
-cap() {
-  local left=$((LIMIT_S + 60 - ($(date +%s) - START)))
-  ((left < 1)) && left=1
-  echo $(($1 < left ? $1 : left))
-}
+bench_start
 
 # word2vec's flags, as the command reads them (foreign flags), then ours.
 W2V=(-size 100 -window 5 -sample 1e-3 -min-count 5 -iter 2)
@@ -127,8 +72,7 @@ run_one() {
   wps=$(sed -n 's/^trained .*: \([0-9]*\) words\/s .*/\1/p' "$log" | tail -1)
   if [[ $RUN_RC -ne 0 || -z $wps ]]; then
     fail "$name train (rc=$RUN_RC): $(grep -v '^ ' "$log" | tail -1)"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$loss" "$label" "${budget:-all}" \
-      "failed:rc=$RUN_RC" "-" "-" "$log" >>"$RESULTS"
+    record "$model" "$loss" "$label" "${budget:-all}" "failed:rc=$RUN_RC" "-" "-" "$log"
     rm -rf "$run"
     return 0
   fi
@@ -141,8 +85,7 @@ run_one() {
       fail "$name eval (see $ev)"
     fi
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$model" "$loss" "$label" "${budget:-all}" "$wps" \
-    "${acc:--}" "${rho:--}" "$log" >>"$RESULTS"
+  record "$model" "$loss" "$label" "${budget:-all}" "$wps" "${acc:--}" "${rho:--}" "$log"
   rm -rf "$run"
 }
 

@@ -26,80 +26,23 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build-gpu}
-OUT=${OUT:-$BUILD/bench-kernels}
+BENCH=bench-kernels
 LIMIT_S=${LIMIT_S:-420}
-JOBS=${JOBS:-16}
 STEPS=${*:-speed quality paged dram}
-mkdir -p "$OUT"
-SUMMARY="$OUT/summary.txt"
-RESULTS="$OUT/results.tsv"
-: >"$SUMMARY"
-printf 'step\tkernel\tworkload\tvalue\tunit\tlog\n' >"$RESULTS"
-FAILURES=()
+# shellcheck source=scripts/lib/bench-common.sh
+source "$ROOT/scripts/lib/bench-common.sh"
+bench_init step kernel workload value unit log
 
-note() { echo "$*" | tee -a "$SUMMARY"; }
 has_step() { [[ " $STEPS " == *" $1 "* ]]; }
-fail() { FAILURES+=("$1"); note "FAILED: $1"; }
-record() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
 
 note "== bench-kernels $(date -u +%Y-%m-%dT%H:%M:%SZ) steps: $STEPS"
-note "commit: $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$SUMMARY"
-
-# --- build (not counted in LIMIT_S) ---------------------------------------------------------
-if [[ -z ${BIN:-} ]]; then
-  t0=$(date +%s)
-  if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DPAGEDW2V_CUDA=ON >"$OUT/configure.log" 2>&1 &&
-    cmake --build "$BUILD" -j"$JOBS" --target pagedw2v >"$OUT/build.log" 2>&1; then
-    note "build: $(($(date +%s) - t0)) s"
-  else
-    note "build FAILED (see $OUT/build.log)"
-    grep -E "error" "$OUT/build.log" | head -20 | tee -a "$SUMMARY"
-    exit 1
-  fi
-  BIN="$BUILD/bin"
-fi
-PW="$BIN/pagedw2v"
-[[ -x $PW ]] || { note "no pagedw2v at $PW"; exit 1; }
-
-# --- data -------------------------------------------------------------------------------------
-if [[ -z ${DATA:-} ]]; then
-  for d in "$ROOT/../shared/data" "$ROOT/shared/data" "$ROOT/.cache"; do
-    if [[ -f $d/mix5m.txt.gz || -f $d/mix5m.txt ]]; then DATA=$d; break; fi
-  done
-fi
-DATA=${DATA:-}
-# Corpora and trained runs stay out of $OUT, which keeps only logs and results.
-WORK=${WORK:-${TMPDIR:-/tmp}/bench-kernels-work}
-mkdir -p "$WORK"
-MIX="$WORK/mix5m.txt"
-if [[ -n $DATA && -f $DATA/mix5m.txt ]]; then
-  MIX="$DATA/mix5m.txt"
-elif [[ -n $DATA && -f $DATA/mix5m.txt.gz ]]; then
-  gunzip -c "$DATA/mix5m.txt.gz" >"$MIX"
-fi
-QUESTIONS="$DATA/questions-words.txt"
-WORDSIM="$DATA/wordsim353.tsv"
+bench_machine
+bench_build
+bench_data
 [[ -s $MIX ]] || fail "no mix5m corpus (looked in ../shared/data, shared/data, .cache)"
 note "data: ${DATA:-none}"
 
-START=$(date +%s)
-# in_time NAME: whether a step may still begin (LIMIT_S since the data was ready).
-in_time() {
-  if (($(date +%s) - START > LIMIT_S)); then
-    note "skipped (past ${LIMIT_S} s): $1"
-    FAILURES+=("$1 (skipped, time)")
-    return 1
-  fi
-}
-# cap SECONDS: SECONDS, or less so that a step ends by LIMIT_S + 60.
-cap() {
-  local left=$((LIMIT_S + 60 - ($(date +%s) - START)))
-  ((left < 1)) && left=1
-  echo $(($1 < left ? $1 : left))
-}
+bench_start
 
 KERNELS="per-pair shared-negatives"
 COMMON=(--device cuda --window 5 --negative 5 --sample 1e-3)
