@@ -7,8 +7,11 @@
 # In one call it
 #   1. builds word2vec C from the source file $W2V_C (gcc -O3 -march=native -funroll-loops);
 #   2. writes the walks and the graph's edge list (scripts/make_walks.cpp --edges): $NODES nodes,
-#      $WALKS walks of $LENGTH from each (defaults 100,000 × 5 × 40 = 20 M tokens, which word2vec C
-#      trains in well under 30 s an epoch with 16 threads);
+#      $WALKS walks of $LENGTH from each. The defaults, 100,000 × 5 × 40 = 20 M tokens and 3 epochs
+#      (60 M words), are sized for word2vec C to train within about 30 s with 16 threads at
+#      125 k words/s a thread; one epoch leaves the vectors far from converged (recall@10 well
+#      below its 3-epoch value), and at 3 epochs recall@10 is still well short of 1, so a worse
+#      update shows;
 #   3. for each seed of $SEEDS: trains word2vec C (-cbow 0 -size 128 -window 5 -negative 5
 #      -sample 1e-3 -min-count 1 -iter $EPOCHS -binary 1), then pagedw2v train with the same
 #      settings for each kernel of $KERNELS, and scores each vectors file. word2vec C has no seed
@@ -18,7 +21,8 @@
 #
 #   W2V_C=path/to/word2vec.c scripts/bench-walks-quality.sh
 #
-# Environment: W2V_C (word2vec.c; without it word2vec C's rows fail and the rest still runs),
+# Environment: W2V_C (word2vec.c, default .cache/w2vc/word2vec.c when it is there; without it
+# word2vec C's rows fail and the rest still runs),
 # PW (pagedw2v binary, default build/bin/pagedw2v), DEVICE (cuda), THREADS (16), EPOCHS (3),
 # KERNELS ("per-pair shared-negatives"), SEEDS ("1 2"), NODES (100000), WALKS (5), LENGTH (40),
 # GRAPH_SEED (1), OUT (logs and results, default build/bench-walks-quality), WORK (corpus, binaries
@@ -34,6 +38,7 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PW=${PW:-$ROOT/build/bin/pagedw2v}
 W2V_C=${W2V_C:-}
+[[ -z $W2V_C && -f $ROOT/.cache/w2vc/word2vec.c ]] && W2V_C=$ROOT/.cache/w2vc/word2vec.c
 DEVICE=${DEVICE:-cuda}
 THREADS=${THREADS:-16}
 EPOCHS=${EPOCHS:-3}
