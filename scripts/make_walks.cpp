@@ -7,6 +7,11 @@
 // Self-loops and repeated edges are kept; they change nothing that matters here. Node i is written
 // as the decimal number i, one walk per line. The output depends only on the arguments.
 //
+// With --edges FILE it also writes the graph the walks run on, one edge `u v` per line in the order
+// the stubs were paired (self-loops and repeated edges included), so that an embedding of the walks
+// can be scored against the graph (scripts/walks_quality.py). Writing it draws no random numbers:
+// the walks are the same with or without it.
+//
 // Build and run (scripts/make_walks.sh does both):
 //   g++ -O2 -std=c++17 -o make_walks scripts/make_walks.cpp
 //   ./make_walks --nodes 2000000 --walks 1 --length 40 --exponent 2.5 --seed 1 > walks.txt
@@ -37,7 +42,8 @@ struct Rng {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "make_walks: %s\nusage: make_walks [--nodes N] [--walks W] [--length L] "
-               "[--exponent A] [--min-degree K] [--max-degree K] [--seed S] [--output FILE]\n",
+               "[--exponent A] [--min-degree K] [--max-degree K] [--seed S] [--output FILE] "
+               "[--edges FILE]\n",
                why);
   std::exit(2);
 }
@@ -55,6 +61,7 @@ int main(int argc, char** argv) {
   uint64_t nodes = 2000000, walks = 1, length = 40, min_degree = 2, max_degree = 0, seed = 1;
   double exponent = 2.5;
   const char* output = nullptr;
+  const char* edges = nullptr;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
     if (i + 1 >= argc) usage((std::string("missing value for ") + a).c_str());
@@ -75,6 +82,8 @@ int main(int argc, char** argv) {
       exponent = std::atof(v);
     else if (!std::strcmp(a, "--output"))
       output = v;
+    else if (!std::strcmp(a, "--edges"))
+      edges = v;
     else
       usage((std::string("unknown flag ") + a).c_str());
   }
@@ -115,13 +124,29 @@ int main(int argc, char** argv) {
     adj[fill[stub[e]]++] = stub[e + 1];
     adj[fill[stub[e + 1]]++] = stub[e];
   }
-  std::vector<uint32_t>().swap(stub);
 
   FILE* out = output ? std::fopen(output, "wb") : stdout;
   if (!out) usage((std::string("cannot open ") + output).c_str());
   std::vector<char> buf;
   buf.reserve(1 << 20);
-  char num[16];
+  char num[32];
+  if (edges) {
+    FILE* ef = std::fopen(edges, "wb");
+    if (!ef) usage((std::string("cannot open ") + edges).c_str());
+    for (uint64_t e = 0; e + 1 < stubs; e += 2) {
+      const int n = std::snprintf(num, sizeof num, "%u %u\n", stub[e], stub[e + 1]);
+      buf.insert(buf.end(), num, num + n);
+      if (buf.size() > (1u << 20) - 512) {
+        if (std::fwrite(buf.data(), 1, buf.size(), ef) != buf.size()) usage("write failed");
+        buf.clear();
+      }
+    }
+    if (std::fwrite(buf.data(), 1, buf.size(), ef) != buf.size() || std::fclose(ef) != 0)
+      usage("write failed");
+    buf.clear();
+  }
+  std::vector<uint32_t>().swap(stub);
+
   for (uint64_t w = 0; w < walks; ++w) {
     for (uint64_t start = 0; start < nodes; ++start) {
       uint64_t v = start;
