@@ -133,10 +133,28 @@ struct GpuPlanInput {
 
 /// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
 /// sentence, or a super-batch) reads under hierarchical softmax: its words' ids and the
-/// inner-node rows of their paths in `tree` (the same id space, model.hpp). A pure pass over
-/// the corpus, for the plan's reserve and an optimizer's super-batch rows.
+/// inner-node rows of their paths in `tree` (the same id space, model.hpp), those at or above
+/// `first` (the rows that take cache slots beside `first` hot rows). A pure pass over the
+/// corpus, for the plan's reserve and an optimizer's super-batch rows.
 uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                          const HuffmanTree& tree);
+                          const HuffmanTree& tree, uint64_t first = 0);
+
+/// The most distinct rows at or above a first row that any one range of `tokens` reads under
+/// hierarchical softmax (hs_sentence_rows with that first row), for a ladder of first rows at
+/// once: the rows one sentence needs in the row cache, whatever hot rows the plan leaves (rows
+/// below them are on the GPU already, among them the inner nodes nearest the root).
+struct HsRowsFrom {
+  std::vector<uint64_t> firsts;  ///< ascending from 0, about an eighth apart
+  std::vector<uint64_t> most;    ///< most[k]: the most rows at or above firsts[k] of one range
+  /// At least the most rows at or above `first` of one range: exact where `first` is one of
+  /// `firsts`, else those of the largest below it.
+  uint64_t max_from(uint64_t first) const;
+};
+
+/// HsRowsFrom of the ranges [starts[s], starts[s + 1]) of `tokens` over the rows of `tree`'s
+/// words. One pass over the corpus, as hs_sentence_rows.
+HsRowsFrom hs_rows_from(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                        const HuffmanTree& tree);
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {
