@@ -138,14 +138,14 @@ uint64_t HsRowsFrom::max_from(uint64_t first) const {
 HsRowsFrom hs_rows_from(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
                         const HuffmanTree& tree) {
   HsRowsFrom r;
-  for (uint64_t f = 0; f < std::max<uint64_t>(1, tree.words()); f = std::max(f + 1, f + f / 8)) {
+  for (uint64_t f = 0; f < std::max<uint64_t>(1, tree.words()); f = std::max(f + 1, f + f / 16)) {
     r.firsts.push_back(f);
   }
   r.most.assign(r.firsts.size(), 0);
   for_each_hs_range(tokens, starts, tree, 0, [&](const std::vector<uint32_t>& rows) {
-    // Both ascending: the rows below each first are counted in one walk.
+    // Both ascending: the rows below each first are counted in one walk, up to the last row.
     size_t below = 0;
-    for (size_t k = 0; k < r.firsts.size(); ++k) {
+    for (size_t k = 0; k < r.firsts.size() && below < rows.size(); ++k) {
       while (below < rows.size() && rows[below] < r.firsts[k]) ++below;
       r.most[k] = std::max<uint64_t>(r.most[k], rows.size() - below);
     }
@@ -397,7 +397,7 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
             paged_margin(plan.budget, in.table_gap_bytes) +
-            (in.hs ? kPagedStages * rows * 4 + (rows + 1) * 8 + in.hs_path_entries * 5 : 0);
+            (in.hs ? kPagedStages * rows * 4 + hs_tree_bytes(rows) : 0);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =

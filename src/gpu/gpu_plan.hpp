@@ -119,7 +119,6 @@ struct GpuPlanInput {
   /// for every row, its pieces are cut on the device, and each stage maps the nodes in a table
   /// of one entry per row.
   bool hs = false;
-  uint64_t hs_path_entries = 0;  ///< the tree's path entries (HuffmanTree::rows), on the device
   /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
   /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
   uint64_t hs_sentence_rows = 0;
@@ -144,7 +143,7 @@ uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector
 /// once: the rows one sentence needs in the row cache, whatever hot rows the plan leaves (rows
 /// below them are on the GPU already, among them the inner nodes nearest the root).
 struct HsRowsFrom {
-  std::vector<uint64_t> firsts;  ///< ascending from 0, about an eighth apart
+  std::vector<uint64_t> firsts;  ///< ascending from 0, about a sixteenth apart
   std::vector<uint64_t> most;    ///< most[k]: the most rows at or above firsts[k] of one range
   /// At least the most rows at or above `first` of one range: exact where `first` is one of
   /// `firsts`, else those of the largest below it.
@@ -223,6 +222,12 @@ inline constexpr uint64_t kHostCutPieceWordsPerSlot = 2;
 inline uint64_t host_cut_piece_blocks(uint64_t cache_rows) {
   return std::max<uint64_t>(
       1, (kHostCutPieceWordsPerSlot * cache_rows + kBlockWords - 1) / kBlockWords);
+}
+
+/// Bytes of hierarchical softmax's tree of `words` words on the device: one link a node
+/// (huffman_links), 2 · words − 1 of them, in a buffer of at least one.
+inline uint64_t hs_tree_bytes(uint64_t words) {
+  return (words > 0 ? 2 * words - 1 : 1) * sizeof(uint32_t);
 }
 
 /// Bytes of one row on the device in every table (input, output, optimizer state and, for the
