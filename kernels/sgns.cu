@@ -135,6 +135,9 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
       if (lane + kWarp * v < nq) centre0[lane + kWarp * v] = oc.x[v];
     }
   }
+  // Hierarchical softmax: the centre's path, walked once for its window.
+  HsPath path;
+  if (a.hs_word_links != nullptr) path = hs_walk(a, c.id, lane);
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     // Partitioned tables: a context outside the input part trains on the rank that holds it.
@@ -147,7 +150,7 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
     zero_slice(err);
     const uint32_t* ids = negs + slot * a.negative;
     // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
-    if (a.hs_word_links != nullptr) train_path<kV, kGrad>(a, h, err, c.id, lr, lane, nq, loss);
+    if (a.hs_word_links != nullptr) train_path<kV, kGrad>(a, h, err, path, lr, lane, nq, loss);
     if (nn > 0 && !kGrad && dup[slot]) {
       train_example<kV, 1, kGrad>(a, h, err, oc, kGrad ? gc : oc, true, ids, nn, lr, lane, nq,
                                   loss);
@@ -227,7 +230,9 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   oc = oc0;
   zero_slice(err);
   // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
-  if (a.hs_word_links != nullptr) train_path<kV, kGrad>(a, h, err, c.id, lr, lane, nq, loss);
+  if (a.hs_word_links != nullptr) {
+    train_path<kV, kGrad>(a, h, err, hs_walk(a, c.id, lane), lr, lane, nq, loss);
+  }
   if (kGrad) {
     if (nn > 0) {
       // oc0 becomes the centre's gradient; oc stays as loaded.
