@@ -120,10 +120,12 @@ struct GpuPlanInput {
   /// of one entry per row.
   bool hs = false;
   /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
-  /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
+  /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once: the reserve where
+  /// the plan cannot count the corpus (streamed, or no tree), which it does otherwise, by the hot
+  /// rows (hs_rows_from).
   uint64_t hs_sentence_rows = 0;
   /// Hierarchical softmax: the tree whose paths a piece's rows include (counted over the pieces
-  /// as hs_sentence_rows counts a sentence's); null = every row.
+  /// and sentences as hs_sentence_rows counts them); null = every row.
   const HuffmanTree* hs_tree = nullptr;
   /// Hierarchical softmax alone (--negative 0): no negative pool is drawn or paged, whatever
   /// negative_pool says (the pieces' rows are their words' and paths').
