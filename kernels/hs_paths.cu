@@ -4,6 +4,7 @@
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_limits.hpp"
+#include "model/huffman.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -16,56 +17,59 @@ unsigned grid_for(uint64_t items) {
   return static_cast<unsigned>(std::max<uint64_t>(1, std::min<uint64_t>(want, uint64_t(sms) * 16)));
 }
 
-// Thread mapping: one thread per token (grid-stride), walking its word's path, at most
-// kMaxCodeLength (40) nodes: paths are short and their lengths differ little among the frequent
-// words that make most tokens, so a thread per node would add an index search and save little.
-// Writes need no atomics: every writer of a mark or a map entry stores the same value.
+// Thread mapping: one thread per token (grid-stride), walking its word's path up the links, at
+// most kMaxCodeLength (40) nodes: paths are short and their lengths differ little among the
+// frequent words that make most tokens, so a thread per node would add an index search and save
+// little. Writes need no atomics: every writer of a mark or a map entry stores the same value.
 
 __global__ void mark_paths_kernel(const uint32_t* __restrict__ tokens, uint64_t n,
-                                  const uint64_t* __restrict__ offsets,
-                                  const uint32_t* __restrict__ rows, uint32_t hot,
+                                  const uint32_t* __restrict__ word_links,
+                                  const uint32_t* __restrict__ node_links, uint32_t hot,
                                   uint8_t* __restrict__ marks) {
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
        i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint32_t w = tokens[i];
-    for (uint64_t d = offsets[w], end = offsets[w + 1]; d < end; ++d) {
-      const uint32_t r = rows[d];
-      if (r >= hot) marks[r] = 1;
+    for (uint32_t link = word_links[tokens[i]]; link != kHuffmanRootLink;) {
+      const uint32_t r = link & kHuffmanLinkRow;
+      // Rows fall towards the root: every node above a hot one is hot.
+      if (r < hot) break;
+      marks[r] = 1;
+      link = node_links[r];
     }
   }
 }
 
 __global__ void map_paths_kernel(const uint32_t* __restrict__ tokens, uint64_t n,
-                                 const uint64_t* __restrict__ offsets,
-                                 const uint32_t* __restrict__ rows, uint32_t hot,
+                                 const uint32_t* __restrict__ word_links,
+                                 const uint32_t* __restrict__ node_links, uint32_t hot,
                                  const uint32_t* __restrict__ where,
                                  uint32_t* __restrict__ node_rows) {
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
        i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint32_t w = tokens[i];
-    for (uint64_t d = offsets[w], end = offsets[w + 1]; d < end; ++d) {
-      const uint32_t r = rows[d];
+    for (uint32_t link = word_links[tokens[i]]; link != kHuffmanRootLink;) {
+      const uint32_t r = link & kHuffmanLinkRow;
       node_rows[r] = r < hot ? r : where[r];
+      link = node_links[r];
     }
   }
 }
 
 }  // namespace
 
-void launch_mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                            const uint32_t* rows, uint32_t hot, uint8_t* marks,
+void launch_mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                            const uint32_t* node_links, uint32_t hot, uint8_t* marks,
                             cudaStream_t stream) {
   if (n == 0) return;
-  mark_paths_kernel<<<grid_for(n), kThreads, 0, stream>>>(tokens, n, offsets, rows, hot, marks);
+  mark_paths_kernel<<<grid_for(n), kThreads, 0, stream>>>(tokens, n, word_links, node_links, hot,
+                                                          marks);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 
-void launch_map_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                      const uint32_t* rows, uint32_t hot, const uint32_t* where,
+void launch_map_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                      const uint32_t* node_links, uint32_t hot, const uint32_t* where,
                       uint32_t* node_rows, cudaStream_t stream) {
   if (n == 0) return;
-  map_paths_kernel<<<grid_for(n), kThreads, 0, stream>>>(tokens, n, offsets, rows, hot, where,
-                                                         node_rows);
+  map_paths_kernel<<<grid_for(n), kThreads, 0, stream>>>(tokens, n, word_links, node_links, hot,
+                                                         where, node_rows);
   PAGEDW2V_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,8 +7,9 @@
 /// mark_cold_ids of the tokens), and once the piece's rows are cached, map each of them to its
 /// device row (map_paths) into a table the training launch reads (SgnsArgs::hs_node_rows).
 ///
-/// The paths are the device copy of HuffmanTree's arrays (model/huffman.hpp): word w's inner-node
-/// rows are rows[offsets[w] … offsets[w + 1]).
+/// The tree is the device copy of huffman_links' array (model/huffman.hpp): word w's link is
+/// word_links[w], inner-node row r's node_links[r], each its parent's row and its code; a path is
+/// walked up from the word's link to kHuffmanRootLink, its rows falling towards the root.
 
 #include <cuda_runtime_api.h>
 
@@ -18,16 +19,16 @@ namespace pagedw2v {
 
 /// marks[r] = 1 for every inner-node row r ≥ hot of the path of the word of every token
 /// tokens[0 … n) (a cold row the piece touches). Tokens repeat words: every writer stores 1.
-void launch_mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                            const uint32_t* rows, uint32_t hot, uint8_t* marks,
+void launch_mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                            const uint32_t* node_links, uint32_t hot, uint8_t* marks,
                             cudaStream_t stream);
 
 /// node_rows[r] = r < hot ? r : where[r] for every inner-node row r of the path of the word of
 /// every token tokens[0 … n): the device row of each node the piece reads (every one of them is
 /// cached once the piece's rows are taken). Entries for rows the piece does not read are left as
 /// they are. Tokens repeat words: every writer of an entry stores the same value.
-void launch_map_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                      const uint32_t* rows, uint32_t hot, const uint32_t* where,
+void launch_map_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                      const uint32_t* node_links, uint32_t hot, const uint32_t* where,
                       uint32_t* node_rows, cudaStream_t stream);
 
 }  // namespace pagedw2v

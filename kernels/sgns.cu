@@ -135,6 +135,9 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
       if (lane + kWarp * v < nq) centre0[lane + kWarp * v] = oc.x[v];
     }
   }
+  // Hierarchical softmax: the centre's path, walked once for its window.
+  HsPath path;
+  if (a.hs_word_links != nullptr) path = hs_walk(a, c.id, lane);
   for (int j = lo; j <= hi; ++j) {
     if (j == i) continue;
     // Partitioned tables: a context outside the input part trains on the rank that holds it.
@@ -147,7 +150,7 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
     zero_slice(err);
     const uint32_t* ids = negs + slot * a.negative;
     // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
-    if (a.hs_offsets != nullptr) train_path<kV, kGrad>(a, h, err, c.id, lr, lane, nq, loss);
+    if (a.hs_word_links != nullptr) train_path<kV, kGrad>(a, h, err, path, lr, lane, nq, loss);
     if (nn > 0 && !kGrad && dup[slot]) {
       train_example<kV, 1, kGrad>(a, h, err, oc, kGrad ? gc : oc, true, ids, nn, lr, lane, nq,
                                   loss);
@@ -227,7 +230,9 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
   oc = oc0;
   zero_slice(err);
   // Hierarchical softmax first, then negative sampling, into one err (word2vec's order).
-  if (a.hs_offsets != nullptr) train_path<kV, kGrad>(a, h, err, c.id, lr, lane, nq, loss);
+  if (a.hs_word_links != nullptr) {
+    train_path<kV, kGrad>(a, h, err, hs_walk(a, c.id, lane), lr, lane, nq, loss);
+  }
   if (kGrad) {
     if (nn > 0) {
       // oc0 becomes the centre's gradient; oc stays as loaded.
@@ -388,7 +393,7 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 /// row loads), and dot products are warp butterfly reductions. The 32 lanes also subsample 32
 /// tokens at a time into a shared-memory ring (with each token's table row beside it), and draw a
 /// centre's negatives in parallel (one Philox call per lane). The centre's output row stays in
-/// registers across its window (skip-gram). Hierarchical softmax (SgnsArgs::hs_offsets) adds
+/// registers across its window (skip-gram). Hierarchical softmax (SgnsArgs::hs_word_links) adds
 /// no mapping of its own: the warp that trains an example walks its centre's path, the lanes
 /// splitting each inner node's row as any other row, a few nodes loaded at once (train_path).
 /// Ids decide subsampling, Philox keys and equality with the centre; rows (SgnsArgs::token_rows,
@@ -560,8 +565,8 @@ void launch_sgns(const SgnsArgs& args, cudaStream_t stream) {
       (a.model != ModelKind::kSkipGram || a.parts > 1)) {
     throw Error("shared negatives train skip-gram on whole tables");
   }
-  if (a.hs_offsets != nullptr &&
-      (a.hs_rows == nullptr || a.hs_codes == nullptr || a.hs_nodes == nullptr || a.parts > 1 ||
+  if (a.hs_word_links != nullptr &&
+      (a.hs_node_links == nullptr || a.hs_nodes == nullptr || a.parts > 1 ||
        (a.input_grad != nullptr && (a.hs_nodes_grad == nullptr || a.touched_nodes == nullptr)))) {
     throw Error(
         "sgns: hierarchical softmax needs its paths, its node table (and gradients) and "

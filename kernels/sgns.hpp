@@ -121,18 +121,18 @@ struct SgnsArgs {
   uint8_t* touched_input = nullptr;
   uint8_t* touched_output = nullptr;
 
-  /// Hierarchical softmax (TrainParams::hs, model/huffman.hpp's HuffmanTree): when hs_offsets is
-  /// set, every example first trains its input vector against the inner nodes of the centre
-  /// word's path (hs_cpu.hpp's arithmetic: a node with |h·node| ≥ 6 is skipped), then against
-  /// the centre and its negatives when `negative` > 0, both into one error of the input rows.
-  /// Inner-node row r of the tree is row r of `hs_nodes` (pitch `pitch`), or row
+  /// Hierarchical softmax (TrainParams::hs, model/huffman.hpp's HuffmanTree): when hs_word_links
+  /// is set, every example first trains its input vector against the inner nodes of the centre
+  /// word's path, root first (hs_cpu.hpp's arithmetic: a node with |h·node| ≥ 6 is skipped),
+  /// then against the centre and its negatives when `negative` > 0, both into one error of the
+  /// input rows. Inner-node row r of the tree is row r of `hs_nodes` (pitch `pitch`), or row
   /// hs_node_rows[r] when that is set (paged tables: the rows the launch's paths reach, mapped
   /// by the paged pipeline). `hs_nodes` is `output` with --negative 0 (the nodes are its rows,
-  /// model.hpp), a table of its own beside negative sampling. The word's id indexes the paths.
-  const uint64_t* hs_offsets =
-      nullptr;  ///< vocab + 1: word w's path is entries [offsets[w], offsets[w + 1])
-  const uint32_t* hs_rows = nullptr;  ///< the paths' inner-node rows, root first
-  const uint8_t* hs_codes = nullptr;  ///< the paths' branches, 0 or 1
+  /// model.hpp), a table of its own beside negative sampling. The tree is huffman_links' array:
+  /// word w's link (its parent's row and its code) is hs_word_links[w], inner-node row r's
+  /// hs_node_links[r]; a path is walked up from the word's link to kHuffmanRootLink.
+  const uint32_t* hs_word_links = nullptr;
+  const uint32_t* hs_node_links = nullptr;
   float* hs_nodes = nullptr;
   /// Gradient mode: the inner nodes' gradient rows and touched flags (output_grad and
   /// touched_output when the nodes are output rows).

@@ -6,6 +6,7 @@
 
 #include "kernels/device_draws.cuh"
 #include "kernels/sgns_warp.cuh"
+#include "model/huffman.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -87,34 +88,62 @@ constexpr int path_batch() {
   return kV <= 1 ? 4 : (kV <= 2 ? 2 : 1);
 }
 
+/// A word's path through the Huffman tree, as a warp holds it (hs_walk): lane l holds the link l
+/// steps up from the word in `near` and the one kWarp + l steps up in `far`; `length` nodes.
+struct HsPath {
+  uint32_t near = 0, far = 0;
+  int length = 0;
+};
+
+/// Walks word `word`'s path up its links (SgnsArgs::hs_word_links) to the root, every lane
+/// loading the same links, so that train_path can then read it root first, as the CPU trains
+/// it, each node by one shuffle. Paths are at most kMaxCodeLength long.
+__device__ __forceinline__ HsPath hs_walk(const SgnsArgs& a, uint32_t word, int lane) {
+  static_assert(kMaxCodeLength <= 2 * kWarp, "a path's links fit two registers of a warp");
+  HsPath p;
+  for (uint32_t link = __ldg(a.hs_word_links + word);
+       link != kHuffmanRootLink && p.length < 2 * kWarp;
+       link = __ldg(a.hs_node_links + (link & kHuffmanLinkRow))) {
+    if (p.length == lane) p.near = link;
+    if (p.length == lane + kWarp) p.far = link;
+    ++p.length;
+  }
+  return p;
+}
+
 /// Hierarchical softmax of one example (hs_cpu.hpp's hs_update_rows and hs_gradient): input
-/// vector `h` against the inner nodes of word `word`'s path, root first; for each node d,
-/// f = h·node[d], its loss term (every node), and when |f| < kMaxExp, g = (1 − code − σ(f))·lr,
-/// err += g·node[d], node[d] += g·h (an atomic add of this warp's change to its row of
-/// a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them together and then
-/// updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr = −1 makes g
-/// = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row of
-/// a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
+/// vector `h` against the inner nodes of a word's path (walked by hs_walk), root first; for each
+/// node d, f = h·node[d], its loss term (every node), and when |f| < kMaxExp,
+/// g = (1 − code − σ(f))·lr, err += g·node[d], node[d] += g·h (an atomic add of this warp's change
+/// to its row of a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them
+/// together and then updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr
+/// = −1 makes g = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row
+/// of a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
 /// sums the lanes).
 template <int kV, bool kGrad>
 __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
-                                           uint32_t word, float lr, int lane, int nq, float& loss) {
+                                           const HsPath& path, float lr, int lane, int nq,
+                                           float& loss) {
   constexpr int kH = path_batch<kV>();
-  const uint64_t first = __ldg(a.hs_offsets + word), last = __ldg(a.hs_offsets + word + 1);
+  const int length = path.length;
   float* const dst = kGrad ? a.hs_nodes_grad : a.hs_nodes;
-  for (uint64_t d0 = first; d0 < last; d0 += kH) {
+  for (int d0 = 0; d0 < length; d0 += kH) {
     Slice<kV> node[kH];
     uint32_t row[kH];
     float code[kH], f[kH];
 #pragma unroll
     for (int k = 0; k < kH; ++k) {
-      const bool in = d0 + k < last;
+      const bool in = d0 + k < length;
+      // Node d0 + k from the root is `up` links up from the word; the same on every lane, so
+      // every lane passes the register that holds it.
+      const int up = in ? length - 1 - (d0 + k) : 0;
+      const uint32_t link = __shfl_sync(kFull, up < kWarp ? path.near : path.far, up & (kWarp - 1));
       row[k] = 0;
       code[k] = 0.f;
       if (in) {
-        row[k] = __ldg(a.hs_rows + d0 + k);
+        row[k] = link & kHuffmanLinkRow;
         if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
-        code[k] = static_cast<float>(__ldg(a.hs_codes + d0 + k));
+        code[k] = static_cast<float>(link >> 31);
         load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       } else {
         zero_slice(node[k]);
@@ -128,7 +157,7 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
     }
 #pragma unroll
     for (int k = 0; k < kH; ++k) {
-      if (d0 + k >= last) break;
+      if (d0 + k >= length) break;
       if (lane == 0) loss += example_loss(f[k], code[k] == 0.f);
       // Every lane holds the same f (a butterfly sum adds the same pairs on each lane), so the
       // branch is uniform.

@@ -67,11 +67,14 @@ struct SerialCase {
   uint32_t dim;
   OptimizerKind optimizer;
   uint32_t negative = 0;
+  /// Train on a tree of paths longer than a warp has lanes (deep_tree) instead of the corpus's.
+  bool deep = false;
 };
 
 std::string serial_name(const ::testing::TestParamInfo<SerialCase>& info) {
   return name_of(info.param.model) + "_d" + std::to_string(info.param.dim) + "_" +
-         to_string(info.param.optimizer) + "_n" + std::to_string(info.param.negative);
+         to_string(info.param.optimizer) + "_n" + std::to_string(info.param.negative) +
+         (info.param.deep ? "_deep" : "");
 }
 
 /// A training set of a small Zipf corpus with the Huffman tree, and the backends' view of it.
@@ -80,6 +83,30 @@ struct HsProblem {
   std::unique_ptr<TrainingSet> set;
   TrainData data;
 };
+
+/// A tree of `words` words whose paths pass 32 nodes (the kernel keeps a path's links in two
+/// registers of the warp, 32 each) and stay within word2vec's 40: counts that grow like the
+/// Fibonacci numbers over the most frequent words make a chain, the rest (count 1) hang below it.
+HuffmanTree deep_tree(uint32_t words) {
+  for (uint32_t chain = 20; chain < 60 && chain < words; ++chain) {
+    std::vector<uint64_t> counts(words, 1);
+    uint64_t a = words, b = words;  // the chain starts above the weight of the words below it
+    for (uint32_t k = chain; k-- > 0;) {
+      counts[k] = b;
+      const uint64_t next = a + b;
+      a = b;
+      b = next;
+    }
+    try {
+      HuffmanTree tree = build_huffman_tree(CountList(counts));
+      if (tree.max_length > 34) return tree;
+    } catch (const Error&) {
+      break;  // deeper than 40
+    }
+  }
+  ADD_FAILURE() << "no tree of " << words << " words has paths of 35 to 40 nodes";
+  return {};
+}
 
 HsProblem make_problem(const SerialCase& c, uint64_t seed) {
   HsProblem p;
@@ -101,6 +128,9 @@ HsProblem make_problem(const SerialCase& c, uint64_t seed) {
   // About one block: long enough that frequent words and the top of the tree repeat, short
   // enough that float rounding stays within the tolerance.
   p.set = std::make_unique<TrainingSet>(make_training_set(zipf_corpus(seed, 400, 1500, 20), cfg));
+  // Both backends read the tree of the training set (TrainData::tree points at it); every word
+  // of the corpus occurs, so the deep paths train.
+  if (c.deep) p.set->tree = deep_tree(static_cast<uint32_t>(p.set->vocab.size()));
   p.data = p.set->train_data(cfg);
   return p;
 }
@@ -140,7 +170,7 @@ TEST_P(CudaHsSerialVsCpu, FollowsTheCpuExampleByExample) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   HsProblem p = make_problem(c, seed);
-  ASSERT_GT(p.set->tree.max_length, 3u);
+  ASSERT_GT(p.set->tree.max_length, c.deep ? 34u : 3u);
 
   Model cpu_model = make_model(p, seed + 1);
   Model gpu_model = make_model(p, seed + 1);
@@ -200,7 +230,10 @@ INSTANTIATE_TEST_SUITE_P(
                       SerialCase{ModelKind::kSkipGram, 100, OptimizerKind::kSgd, 5},
                       SerialCase{ModelKind::kCbow, 33, OptimizerKind::kSgd, 5},
                       SerialCase{ModelKind::kSkipGram, 64, OptimizerKind::kAdam, 5},
-                      SerialCase{ModelKind::kCbow, 128, OptimizerKind::kAdagrad, 5}),
+                      SerialCase{ModelKind::kCbow, 128, OptimizerKind::kAdagrad, 5},
+                      SerialCase{ModelKind::kSkipGram, 100, OptimizerKind::kSgd, 0, true},
+                      SerialCase{ModelKind::kCbow, 8, OptimizerKind::kSgd, 5, true},
+                      SerialCase{ModelKind::kSkipGram, 64, OptimizerKind::kAdam, 0, true}),
     serial_name);
 
 // ---------------------------------------------------------------------------------------------

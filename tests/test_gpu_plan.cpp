@@ -19,6 +19,7 @@
 #include "model/optimizer.hpp"
 #include "model/params.hpp"
 #include "model/sampler.hpp"
+#include "support/seed.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -1065,6 +1066,122 @@ TEST(GpuPlanHs, SentenceRowsEqualTheSetOfEveryRowRead) {
   EXPECT_EQ(hs_sentence_rows(s.tokens, s.starts, tree), want);
 }
 
+/// The distinct rows at or above `first` that one sentence (or range) reads at most, counted with a
+/// set of its words and their whole paths.
+uint64_t brute_hs_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                       const HuffmanTree& tree, uint64_t first) {
+  uint64_t most = 0;
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    std::set<uint32_t> read;
+    for (uint64_t p = starts[k]; p < starts[k + 1]; ++p) {
+      const uint32_t w = tokens[p];
+      read.insert(w);
+      read.insert(tree.path_rows(w), tree.path_rows(w) + tree.length(w));
+    }
+    most = std::max<uint64_t>(
+        most, std::distance(read.lower_bound(static_cast<uint32_t>(first)), read.end()));
+  }
+  return most;
+}
+
+/// A tree of the counts of `s`'s ids (Zipf: long paths for the rare ids).
+HuffmanTree tree_of(const Shape& s, uint64_t rows) {
+  std::vector<uint64_t> counts(rows, 1);
+  for (const uint32_t id : s.tokens) ++counts[id];
+  std::sort(counts.begin(), counts.end(), std::greater<uint64_t>());
+  return build_huffman_tree(CountList(counts));
+}
+
+// Rows at or above a first row (the hot rows leave the others on the GPU, the inner nodes nearest
+// the root among them): the walk that stops below the first row counts what a set counts, and
+// the ladder of first rows gives that count at each of its rows and a bound between them.
+TEST(GpuPlanHs, SentenceRowsAboveTheHotRowsAreCountedAtEveryFirstRow) {
+  const uint64_t seed = testing_util::fresh_seed();
+  const uint64_t rows = 2000;
+  const Shape s = make_shape(rows, 30000, 300, static_cast<uint32_t>(seed));
+  const HuffmanTree tree = tree_of(s, rows);
+  const HsRowsFrom from = hs_rows_from(s.tokens, s.starts, tree);
+  ASSERT_FALSE(from.firsts.empty());
+  EXPECT_EQ(from.firsts[0], 0u);
+  EXPECT_EQ(from.max_from(0), hs_sentence_rows(s.tokens, s.starts, tree));
+  for (size_t k = 0; k < from.firsts.size(); ++k) {
+    if (k > 0) {
+      EXPECT_GT(from.firsts[k], from.firsts[k - 1]);
+      EXPECT_LE(from.firsts[k], from.firsts[k - 1] + from.firsts[k - 1] / 16 + 1);
+      EXPECT_LE(from.most[k], from.most[k - 1]);
+    }
+  }
+  EXPECT_LT(from.firsts.back(), rows);
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < 12; ++i) {
+    const uint64_t first = i == 0 ? 0 : rng() % (rows + 50);
+    SCOPED_TRACE("first row " + std::to_string(first) + ", seed " + std::to_string(seed));
+    const uint64_t exact = brute_hs_rows(s.tokens, s.starts, tree, first);
+    EXPECT_EQ(hs_sentence_rows(s.tokens, s.starts, tree, first), exact);
+    EXPECT_GE(from.max_from(first), exact);
+    const auto at = std::find(from.firsts.begin(), from.firsts.end(), first);
+    if (at != from.firsts.end()) {
+      EXPECT_EQ(from.max_from(first), exact);
+    }
+  }
+  for (const uint64_t first : from.firsts) {
+    EXPECT_EQ(from.max_from(first), brute_hs_rows(s.tokens, s.starts, tree, first)) << first;
+  }
+}
+
+// A skewed corpus of long sentences, hierarchical softmax alone: a sentence reads several times
+// its words in rows. At 30 % and at 25 % of the tables' bytes the plan is accepted and holds every
+// byte it lays out within the budget (the tree one link a node, a node map a stage). Its cache
+// takes the longest sentence's rows at or above its hot rows: two of them at 30 %; at 25 % two do
+// not fit, but one does (a sentence that finds no room waits for the pieces in flight), and the
+// pieces are one block.
+TEST(GpuPlanHs, ALongSentenceAboveTheHotRowsFitsThirtyAndAQuarterOfTheTables) {
+  const uint64_t rows = 30000;
+  const Shape s = make_shape(rows, 300000, 1000, 5);
+  const HuffmanTree tree = tree_of(s, rows);
+  GpuPlanInput in = input(s, rows, 100, OptimizerKind::kSgd, 0, 64, Placement::kPaged);
+  in.choose_pool = true;
+  in.hs = true;
+  in.hs_alone = true;
+  in.hs_tree = &tree;
+  in.hs_sentence_rows = hs_sentence_rows(s.tokens, s.starts, tree);
+  const uint64_t table_bytes = rows * in.row_stride * sizeof(float) * 2;
+  EXPECT_EQ(hs_tree_bytes(rows), (2 * rows - 1) * 4);
+  for (const uint64_t percent : {30, 25}) {
+    SCOPED_TRACE(std::to_string(percent) + " % of the tables");
+    const GpuDeviceFacts f = facts(table_bytes * percent / 100);
+    const GpuPlan p = plan_gpu(in, f);
+    ASSERT_TRUE(p.paged);
+    EXPECT_FALSE(p.host_cuts);
+    EXPECT_GT(p.hot_rows, 0u);
+    const uint64_t cold = brute_hs_rows(s.tokens, s.starts, tree, p.hot_rows);
+    EXPECT_GE(p.cache_rows, (percent == 30 ? 2 : 1) * cold);
+    // Two whole sentences (the reserve counted from row 0) would not fit either budget.
+    EXPECT_GT(2 * in.hs_sentence_rows, p.device_rows);
+    // Every byte laid out: the paged buffers, the stages' node maps and the tree's links.
+    const uint64_t hs_bytes = kPagedStages * rows * 4 + (2 * rows - 1) * 4;
+    EXPECT_LE(paged_bytes(in, p, f) + hs_bytes, f.budget);
+    // The lists hold a piece's words and paths.
+    std::vector<uint64_t> bounds;
+    for (uint64_t b = 0; b + 1 < s.blocks.size(); b += p.batch_blocks) {
+      bounds.push_back(s.starts[s.blocks[b]]);
+    }
+    bounds.push_back(s.starts[s.blocks.back()]);
+    EXPECT_EQ(p.max_list, std::min(rows, hs_sentence_rows(s.tokens, bounds, tree)));
+    if (percent == 25) {
+      EXPECT_LT(p.cache_rows, 2 * cold);
+      EXPECT_EQ(p.batch_blocks, 1u);
+    }
+  }
+  // Well below, not even one sentence fits: refused, with what would be needed.
+  try {
+    plan_gpu(in, facts(table_bytes / 20));
+    FAIL() << "a budget of 5 % was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too small"), std::string::npos) << e.what();
+  }
+}
+
 // A piece's rows are counted with its paths' inner nodes (whole super-batches with an
 // optimizer, sgd's shorter pieces without): the lists hold that many and the pool, not every
 // row. Alone (no negatives), hierarchical softmax pages no pool.
@@ -1083,7 +1200,6 @@ TEST(GpuPlanHs, ListsHoldAPiecesWordsAndPaths) {
       in.hs = true;
       in.hs_alone = alone;
       in.hs_tree = &tree;
-      in.hs_path_entries = tree.rows.size();
       in.hs_sentence_rows = hs_sentence_rows(s.tokens, s.starts, tree);
       const GpuPlan p = plan_gpu(in, facts(resident_bytes(rows, in.row_stride, kind) / 2));
       ASSERT_TRUE(p.paged);
@@ -1097,7 +1213,9 @@ TEST(GpuPlanHs, ListsHoldAPiecesWordsAndPaths) {
       const uint64_t pool = alone ? 0 : p.max_pools * 128;
       EXPECT_EQ(p.max_list, std::min(rows, piece_rows + pool));
       EXPECT_LT(p.max_list, rows);
-      EXPECT_GE(p.cache_rows, 2 * ((alone ? 0 : 128) + in.hs_sentence_rows));
+      // Two sentences' rows at or above the hot rows, with their pools, fit this budget.
+      EXPECT_GE(p.cache_rows,
+                2 * ((alone ? 0 : 128) + hs_sentence_rows(s.tokens, s.starts, tree, p.hot_rows)));
     }
   }
 }
@@ -1113,7 +1231,6 @@ TEST(GpuPlanHs, PagesWithListsForEveryRowAndAReserveForPaths) {
   ASSERT_TRUE(ns.paged);
   EXPECT_LT(ns.max_list, rows);
   in.hs = true;
-  in.hs_path_entries = rows * 15;
   in.hs_sentence_rows = 300;
   const GpuPlan hs = plan_gpu(in, facts(budget));
   ASSERT_TRUE(hs.paged);

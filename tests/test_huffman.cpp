@@ -121,6 +121,67 @@ TEST_P(HuffmanRandom, IsAnOptimalPrefixCodeOverTheInnerRows) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, HuffmanRandom, ::testing::Values(3u, 17u, 1000u, 20000u));
 
+/// Word w's path read from the links as a kernel reads them: up from the word's link to the root,
+/// then reversed to root first. Rows and codes as path_rows and path_codes hold them.
+std::pair<std::vector<uint32_t>, std::string> walk_links(const std::vector<uint32_t>& links,
+                                                         uint32_t words, uint32_t w) {
+  std::vector<uint32_t> rows;
+  std::string codes;
+  for (uint32_t link = links[w]; link != kHuffmanRootLink;
+       link = links[words + (link & kHuffmanLinkRow)]) {
+    rows.push_back(link & kHuffmanLinkRow);
+    codes += static_cast<char>('0' + (link >> 31));
+    if (rows.size() > kMaxCodeLength) break;  // a cycle: fails below
+  }
+  std::reverse(rows.begin(), rows.end());
+  std::reverse(codes.begin(), codes.end());
+  return {rows, codes};
+}
+
+// The links hand-worked for counts 5 4 3 2 1 (rows and codes as in the test above): the root
+// (row 0) has none; row 1's parent is the root by code 1, rows 2 and 3 hang under rows 0 and 2
+// by code 0.
+TEST(HuffmanLinks, AreTheParentsOfTheHandWorkedTree) {
+  const HuffmanTree t = build_huffman_tree(CountList(std::vector<uint64_t>{5, 4, 3, 2, 1}));
+  const std::vector<uint32_t> links = huffman_links(t);
+  const uint32_t c1 = 1u << 31;
+  const std::vector<uint32_t> want = {1 | c1,           1,      2 | c1, 3 | c1, 3,  // the words
+                                      kHuffmanRootLink, 0 | c1, 0,      2};  // inner rows 0 … 3
+  EXPECT_EQ(links, want);
+  EXPECT_TRUE(huffman_links(build_huffman_tree(CountList(std::vector<uint64_t>{}))).empty());
+  const std::vector<uint32_t> one =
+      huffman_links(build_huffman_tree(CountList(std::vector<uint64_t>{9})));
+  EXPECT_EQ(one, std::vector<uint32_t>{kHuffmanRootLink});
+}
+
+class HuffmanLinksRandom : public ::testing::TestWithParam<uint32_t> {};
+
+// On random counts, sorted or not: walking the links from each word gives its path, rows and
+// codes, root first, and every parent's row is below its child's.
+TEST_P(HuffmanLinksRandom, WalkToEveryWordsPath) {
+  const uint64_t seed = testing_util::fresh_seed();
+  std::mt19937_64 rng(seed);
+  const uint32_t n = GetParam();
+  std::vector<uint64_t> counts(n);
+  for (uint64_t& c : counts) c = 1 + rng() % (rng() % 2 ? 10 : 100000);
+  if (rng() % 2) std::sort(counts.rbegin(), counts.rend());
+  const HuffmanTree t = build_huffman_tree(CountList(counts));
+  const std::vector<uint32_t> links = huffman_links(t);
+  ASSERT_EQ(links.size(), 2u * n - 1);
+  for (uint32_t w = 0; w < n; ++w) {
+    const auto [rows, codes] = walk_links(links, n, w);
+    ASSERT_EQ(rows, rows_of(t, w)) << "word " << w << " seed " << seed;
+    ASSERT_EQ(codes, code_of(t, w)) << "word " << w << " seed " << seed;
+  }
+  for (uint32_t r = 1; r + 1 < n; ++r) {
+    ASSERT_NE(links[n + r], kHuffmanRootLink) << r;
+    EXPECT_LT(links[n + r] & kHuffmanLinkRow, r);
+  }
+  EXPECT_EQ(links[n], kHuffmanRootLink);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, HuffmanLinksRandom, ::testing::Values(2u, 3u, 17u, 1000u, 20000u));
+
 // A vocabulary in another order (a --vocab file) gets the tree of its counts sorted: each word
 // the path it has there.
 TEST(Huffman, UnsortedCountsTakeTheSortedTree) {

@@ -73,7 +73,6 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
   in.hs = p.hs;
   in.hs_alone = p.hs && p.negative == 0;
   if (p.hs && data.tree != nullptr) {
-    in.hs_path_entries = data.tree->rows.size();
     in.hs_tree = data.tree;
     // A streamed corpus is not at hand: any sentence with every word's longest path.
     in.hs_sentence_rows =

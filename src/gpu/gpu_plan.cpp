@@ -78,16 +78,22 @@ uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
 
 }  // namespace
 
-uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                          const HuffmanTree& tree) {
-  // word[r], node[r] = 1 + the last sentence that read row r as a word, as an inner node: each
-  // row is counted once a sentence without clearing anything between sentences. A node's
-  // ancestors are the same on every path through it, so a path is walked from its deepest node
-  // up to the first one the sentence has read already: the pass costs about a token and a new
+namespace {
+
+/// Calls `range(rows)` with the distinct rows at or above `first` that each range [starts[s],
+/// starts[s + 1]) of `tokens` reads under hierarchical softmax, sorted: its words' ids and the
+/// inner-node rows of their paths in `tree`.
+template <typename Range>
+void for_each_hs_range(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                       const HuffmanTree& tree, uint64_t first, Range&& range) {
+  // word[r], node[r] = 1 + the last range that read row r as a word, as an inner node: each
+  // row is counted once a range without clearing anything between ranges. A node's ancestors
+  // are the same on every path through it, and lie at smaller rows (a parent is made after its
+  // children, huffman.hpp), so a path is walked from its deepest node up to the first one the
+  // range has read already or the first below `first`: the pass costs about a token and a new
   // node each, not a whole path per token.
   const size_t n_rows = tree.words();
   std::vector<uint64_t> word(n_rows, 0), node(n_rows, 0);
-  uint64_t most = 0;
   std::vector<uint32_t> rows;
   for (size_t s = 0; s + 1 < starts.size(); ++s) {
     const uint64_t mark = s + 1;
@@ -95,22 +101,56 @@ uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector
     for (uint64_t p = starts[s]; p < starts[s + 1]; ++p) {
       const uint32_t w = tokens[p];
       if (w >= n_rows) continue;
-      if (word[w] != mark) {
+      if (w >= first && word[w] != mark) {
         word[w] = mark;
         rows.push_back(w);
       }
       const uint32_t* path = tree.path_rows(w);
       for (uint32_t d = tree.length(w); d-- > 0;) {
-        if (node[path[d]] == mark) break;
+        if (path[d] < first || node[path[d]] == mark) break;
         node[path[d]] = mark;
         rows.push_back(path[d]);
       }
     }
     // A row read both as a word and as a node is one row (one id, model.hpp).
     std::sort(rows.begin(), rows.end());
-    most = std::max<uint64_t>(most, std::unique(rows.begin(), rows.end()) - rows.begin());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    range(rows);
   }
+}
+
+}  // namespace
+
+uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                          const HuffmanTree& tree, uint64_t first) {
+  uint64_t most = 0;
+  for_each_hs_range(tokens, starts, tree, first, [&](const std::vector<uint32_t>& rows) {
+    most = std::max<uint64_t>(most, rows.size());
+  });
   return most;
+}
+
+uint64_t HsRowsFrom::max_from(uint64_t first) const {
+  const auto above = std::upper_bound(firsts.begin(), firsts.end(), first);
+  return above == firsts.begin() ? 0 : most[static_cast<size_t>(above - firsts.begin()) - 1];
+}
+
+HsRowsFrom hs_rows_from(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                        const HuffmanTree& tree) {
+  HsRowsFrom r;
+  for (uint64_t f = 0; f < std::max<uint64_t>(1, tree.words()); f = std::max(f + 1, f + f / 16)) {
+    r.firsts.push_back(f);
+  }
+  r.most.assign(r.firsts.size(), 0);
+  for_each_hs_range(tokens, starts, tree, 0, [&](const std::vector<uint32_t>& rows) {
+    // Both ascending: the rows below each first are counted in one walk, up to the last row.
+    size_t below = 0;
+    for (size_t k = 0; k < r.firsts.size() && below < rows.size(); ++k) {
+      while (below < rows.size() && rows[below] < r.firsts[k]) ++below;
+      r.most[k] = std::max<uint64_t>(r.most[k], rows.size() - below);
+    }
+  });
+  return r;
 }
 
 uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind) {
@@ -278,6 +318,12 @@ namespace {
 /// rows, the bytes of a row on the GPU, and the rows that fit beside the rest.
 struct PagedLayout {
   uint64_t fixed = 0, slot_bytes = 0, rows_fit = 0, reserve = 0, pool_entries = 0;
+  /// The fewest slots the cache may have: two reserves (a piece of one sentence training while
+  /// the next moves), or with hierarchical softmax where two do not fit, one (paged_layout);
+  /// where not even one fits, the fewest rows, hot and cache, that would hold one.
+  uint64_t least_cache = 0;
+  /// Whether least_cache holds two reserves (sgd pieces halve until it does, or are one block).
+  bool roomy = true;
 };
 
 /// Bytes of one stage of the paged pipeline (a piece's buffers).
@@ -296,8 +342,13 @@ uint64_t host_cut_fixed_bytes(const GpuPlanInput& in, const GpuPlan& plan) {
 
 namespace {
 
-/// The distinct ids of super-batches of each size counted so far: {blocks, count}.
-using RowCounts = std::vector<std::pair<uint32_t, uint64_t>>;
+/// What paged_layout counted in the corpus so far: the distinct ids of super-batches of each size
+/// ({blocks, count}) and, with hierarchical softmax, a sentence's rows by the hot rows.
+struct RowCounts {
+  std::vector<std::pair<uint32_t, uint64_t>> by_blocks;
+  bool hs_counted = false;
+  HsRowsFrom hs_sentences;
+};
 
 PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, GpuPlan& plan,
                          RowCounts& counted) {
@@ -315,9 +366,10 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
     // could hold at all (a super-batch that large fits nowhere). With hierarchical softmax
     // the ids are the words' and their paths' inner nodes, counted whole, for any piece (an
     // sgd piece lies within one run of batch_blocks blocks too).
-    auto it = std::find_if(counted.begin(), counted.end(),
+    auto& by_blocks = counted.by_blocks;
+    auto it = std::find_if(by_blocks.begin(), by_blocks.end(),
                            [&](const auto& c) { return c.first == plan.batch_blocks; });
-    if (it == counted.end()) {
+    if (it == by_blocks.end()) {
       const uint64_t any_fit = plan.budget / l.slot_bytes + 1;
       uint64_t most = 0;
       if (in.hs) {
@@ -332,8 +384,8 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
         most = max_super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, plan.batch_blocks,
                                     rows, any_fit);
       }
-      counted.emplace_back(plan.batch_blocks, most);
-      it = counted.end() - 1;
+      by_blocks.emplace_back(plan.batch_blocks, most);
+      it = by_blocks.end() - 1;
     }
     plan.max_list = std::min(plan.max_list, it->second + l.pool_entries);
   }
@@ -345,14 +397,54 @@ PagedLayout paged_layout(const GpuPlanInput& in, const GpuDeviceFacts& device, G
             device.scratch_bytes(std::max(rows, plan.max_list),
                                  static_cast<uint32_t>(plan.max_list), key_bits) +
             paged_margin(plan.budget, in.table_gap_bytes) +
-            (in.hs ? kPagedStages * rows * 4 + (rows + 1) * 8 + in.hs_path_entries * 5 : 0);
+            (in.hs ? kPagedStages * rows * 4 + hs_tree_bytes(rows) : 0);
   l.rows_fit = plan.budget > l.fixed ? (plan.budget - l.fixed) / l.slot_bytes : 0;
   // Any one sentence with its pool must fit, with room to spare.
   const uint64_t longest =
       in.streamed ? uint64_t{kMaxSentenceLength} : longest_sentence(*in.sentence_starts);
   const uint64_t sentence_rows = in.hs ? std::max(in.hs_sentence_rows, longest) : longest;
-  l.reserve =
-      std::min<uint64_t>(rows, (in.hs_alone ? 0 : uint64_t{plan.negative_pool}) + sentence_rows);
+  const uint64_t pool = in.hs_alone ? 0 : uint64_t{plan.negative_pool};
+  l.reserve = std::min<uint64_t>(rows, pool + sentence_rows);
+  l.least_cache = 2 * l.reserve;
+  if (in.hs && in.tokens != nullptr && !in.streamed && in.hs_tree != nullptr) {
+    // A sentence's words and paths are a few times its words, and its rows below the hot rows
+    // (the frequent words and the inner nodes nearest the root) take no slots: the reserve is
+    // its rows at or above the hot rows, the most that leave the cache two reserves (fewer hot
+    // rows leave more slots but make more rows cold). Where no split of the rows holds two,
+    // one will do: a sentence that finds too few free slots waits until the pieces in flight
+    // have trained and then has every slot (paged_prepare.cpp).
+    if (!counted.hs_counted) {
+      counted.hs_sentences = hs_rows_from(*in.tokens, *in.sentence_starts, *in.hs_tree);
+      counted.hs_counted = true;
+    }
+    const HsRowsFrom& cold = counted.hs_sentences;
+    if (in.hot_rows > 0) {
+      l.reserve = std::min<uint64_t>(rows, pool + cold.max_from(in.hot_rows));
+      l.least_cache = 2 * l.reserve;
+      return l;
+    }
+    for (const uint64_t k : {2, 1}) {
+      for (size_t j = cold.firsts.size(); j-- > 0;) {
+        const uint64_t reserve = std::min<uint64_t>(rows, pool + cold.most[j]);
+        if (cold.firsts[j] + k * reserve <= l.rows_fit) {
+          l.reserve = reserve;
+          l.least_cache = k * reserve;
+          l.roomy = k == 2;
+          return l;
+        }
+      }
+    }
+    // None fits: the fewest rows that would hold one sentence beside the hot rows it leaves.
+    l.roomy = false;
+    l.least_cache = UINT64_MAX;
+    for (size_t j = 0; j < cold.firsts.size(); ++j) {
+      const uint64_t reserve = std::min<uint64_t>(rows, pool + cold.most[j]);
+      if (cold.firsts[j] + reserve < l.least_cache) {
+        l.reserve = reserve;
+        l.least_cache = cold.firsts[j] + reserve;
+      }
+    }
+  }
   return l;
 }
 
@@ -549,7 +641,7 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     };
     // A few rounds settle it; past them, the bound of every row of two super-batches, which
     // always holds them.
-    uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, 2 * layout.reserve));
+    uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, layout.least_cache));
     for (int round = 0;; ++round) {
       const uint64_t want = want_cache(cache);
       if (want <= cache) break;
@@ -569,7 +661,8 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     // A given cache (with no given hot rows) is sized around in the same way.
     const auto cache_fits = [&] {
       const uint64_t want = in.cache_rows > 0 ? in.cache_rows : layout.rows_fit / 3;
-      return in.hot_rows > 0 || std::max(want, 2 * layout.reserve) <= layout.rows_fit;
+      return in.hot_rows > 0 ||
+             (layout.roomy && std::max(want, layout.least_cache) <= layout.rows_fit);
     };
     while (!optimizer && !cache_fits() && plan.batch_blocks > 1) {
       plan.batch_blocks = (plan.batch_blocks + 1) / 2;
@@ -581,7 +674,7 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
       plan.cache_rows = sgd_cache_rows(in, plan, layout);
     }
   }
-  plan.cache_rows = std::max(plan.cache_rows, 2 * layout.reserve);
+  plan.cache_rows = std::max(plan.cache_rows, layout.least_cache);
   if (in.hot_rows == 0 && in.cache_rows > 0 && plan.cache_rows > layout.rows_fit) {
     throw Error("--cache-rows " + std::to_string(in.cache_rows) + " does not fit in --gpu-memory " +
                 format_gib(plan.budget) + " with paged tables of dim " + std::to_string(in.dim) +
@@ -592,7 +685,7 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     throw Error("--gpu-memory " + format_gib(plan.budget) +
                 " is too small for paged tables of dim " + std::to_string(in.dim) + " " +
                 with_pool + ": at least " +
-                format_gib(layout.fixed + 2 * layout.reserve * layout.slot_bytes) +
+                format_gib(layout.fixed + layout.least_cache * layout.slot_bytes) +
                 " is needed; raise --gpu-memory" +
                 (in.choose_pool ? std::string() : std::string(" or lower --negative-pool")));
   }

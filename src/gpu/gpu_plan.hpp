@@ -119,12 +119,13 @@ struct GpuPlanInput {
   /// for every row, its pieces are cut on the device, and each stage maps the nodes in a table
   /// of one entry per row.
   bool hs = false;
-  uint64_t hs_path_entries = 0;  ///< the tree's path entries (HuffmanTree::rows), on the device
   /// Hierarchical softmax: the most distinct rows one sentence reads, its words' and their
-  /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once.
+  /// paths' inner nodes (hs_sentence_rows), which the cache must hold at once: the reserve where
+  /// the plan cannot count the corpus (streamed, or no tree), which it does otherwise, by the hot
+  /// rows (hs_rows_from).
   uint64_t hs_sentence_rows = 0;
   /// Hierarchical softmax: the tree whose paths a piece's rows include (counted over the pieces
-  /// as hs_sentence_rows counts a sentence's); null = every row.
+  /// and sentences as hs_sentence_rows counts them); null = every row.
   const HuffmanTree* hs_tree = nullptr;
   /// Hierarchical softmax alone (--negative 0): no negative pool is drawn or paged, whatever
   /// negative_pool says (the pieces' rows are their words' and paths').
@@ -133,10 +134,28 @@ struct GpuPlanInput {
 
 /// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
 /// sentence, or a super-batch) reads under hierarchical softmax: its words' ids and the
-/// inner-node rows of their paths in `tree` (the same id space, model.hpp). A pure pass over
-/// the corpus, for the plan's reserve and an optimizer's super-batch rows.
+/// inner-node rows of their paths in `tree` (the same id space, model.hpp), those at or above
+/// `first` (the rows that take cache slots beside `first` hot rows). A pure pass over the
+/// corpus, for the plan's reserve and an optimizer's super-batch rows.
 uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                          const HuffmanTree& tree);
+                          const HuffmanTree& tree, uint64_t first = 0);
+
+/// The most distinct rows at or above a first row that any one range of `tokens` reads under
+/// hierarchical softmax (hs_sentence_rows with that first row), for a ladder of first rows at
+/// once: the rows one sentence needs in the row cache, whatever hot rows the plan leaves (rows
+/// below them are on the GPU already, among them the inner nodes nearest the root).
+struct HsRowsFrom {
+  std::vector<uint64_t> firsts;  ///< ascending from 0, about a sixteenth apart
+  std::vector<uint64_t> most;    ///< most[k]: the most rows at or above firsts[k] of one range
+  /// At least the most rows at or above `first` of one range: exact where `first` is one of
+  /// `firsts`, else those of the largest below it.
+  uint64_t max_from(uint64_t first) const;
+};
+
+/// HsRowsFrom of the ranges [starts[s], starts[s + 1]) of `tokens` over the rows of `tree`'s
+/// words. One pass over the corpus, as hs_sentence_rows.
+HsRowsFrom hs_rows_from(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
+                        const HuffmanTree& tree);
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {
@@ -205,6 +224,12 @@ inline constexpr uint64_t kHostCutPieceWordsPerSlot = 2;
 inline uint64_t host_cut_piece_blocks(uint64_t cache_rows) {
   return std::max<uint64_t>(
       1, (kHostCutPieceWordsPerSlot * cache_rows + kBlockWords - 1) / kBlockWords);
+}
+
+/// Bytes of hierarchical softmax's tree of `words` words on the device: one link a node
+/// (huffman_links), 2 · words − 1 of them, in a buffer of at least one.
+inline uint64_t hs_tree_bytes(uint64_t words) {
+  return (words > 0 ? 2 * words - 1 : 1) * sizeof(uint32_t);
 }
 
 /// Bytes of one row on the device in every table (input, output, optimizer state and, for the

@@ -75,8 +75,8 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
     const uint64_t piece_tokens = s.tokens_n, piece_sentences = piece_end - cursor_;
     cache_.mark_cold(s.tokens.data(), piece_tokens, st);
     if (data_.params.hs) {
-      cache_.mark_cold_paths(s.tokens.data(), piece_tokens, launcher_.hs_offsets(),
-                             launcher_.hs_rows(), st);
+      cache_.mark_cold_paths(s.tokens.data(), piece_tokens, launcher_.hs_word_links(),
+                             launcher_.hs_node_links(), st);
     }
     // Without negatives (hierarchical softmax alone) no pool is drawn: its rows would only
     // take slots.
@@ -150,8 +150,8 @@ bool PagedPipeline::prepare(uint32_t epoch, uint64_t number) {
               s.fresh_rows.data(), st);
   cache_.map(s.tokens.data(), s.tokens_n, s.rows.data(), st);
   if (data_.params.hs) {
-    cache_.map_paths(s.tokens.data(), s.tokens_n, launcher_.hs_offsets(), launcher_.hs_rows(),
-                     s.node_rows.data(), st);
+    cache_.map_paths(s.tokens.data(), s.tokens_n, launcher_.hs_word_links(),
+                     launcher_.hs_node_links(), s.node_rows.data(), st);
   }
   cache_.map(s.pool.data(), s.pools * pool_size_, s.pool_rows.data(), st);
   s.prepped.record(st);

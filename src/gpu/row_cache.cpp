@@ -43,16 +43,16 @@ void RowCache::mark_cold(const uint32_t* ids, uint64_t n, cudaStream_t stream) {
   launch_mark_cold_ids(ids, n, static_cast<uint32_t>(hot_), marks_.data(), nullptr, stream);
 }
 
-void RowCache::mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                               const uint32_t* rows, cudaStream_t stream) {
-  launch_mark_cold_paths(tokens, n, offsets, rows, static_cast<uint32_t>(hot_), marks_.data(),
-                         stream);
+void RowCache::mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                               const uint32_t* node_links, cudaStream_t stream) {
+  launch_mark_cold_paths(tokens, n, word_links, node_links, static_cast<uint32_t>(hot_),
+                         marks_.data(), stream);
 }
 
-void RowCache::map_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                         const uint32_t* rows, uint32_t* node_rows, cudaStream_t stream) {
-  launch_map_paths(tokens, n, offsets, rows, static_cast<uint32_t>(hot_), where_.data(), node_rows,
-                   stream);
+void RowCache::map_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                         const uint32_t* node_links, uint32_t* node_rows, cudaStream_t stream) {
+  launch_map_paths(tokens, n, word_links, node_links, static_cast<uint32_t>(hot_), where_.data(),
+                   node_rows, stream);
 }
 
 void RowCache::find(uint32_t* list, uint32_t* fresh, uint32_t* counts, uint64_t number,

@@ -66,14 +66,14 @@ class RowCache {
   /// The device row of each of the `n` ids (hot or cached) in `rows`.
   void map(const uint32_t* ids, uint64_t n, uint32_t* rows, cudaStream_t stream);
   /// Hierarchical softmax (kernels/hs_paths.hpp): marks the cold inner-node rows of the paths
-  /// (`offsets`, `rows`: the device tree) of the words of the `n` tokens, as mark_cold marks
-  /// the tokens' own.
-  void mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets,
-                       const uint32_t* rows, cudaStream_t stream);
+  /// (`word_links`, `node_links`: the device tree) of the words of the `n` tokens, as mark_cold
+  /// marks the tokens' own.
+  void mark_cold_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                       const uint32_t* node_links, cudaStream_t stream);
   /// The device row of every inner-node row of those paths, at its row in `node_rows` (once
   /// the piece's rows are taken).
-  void map_paths(const uint32_t* tokens, uint64_t n, const uint64_t* offsets, const uint32_t* rows,
-                 uint32_t* node_rows, cudaStream_t stream);
+  void map_paths(const uint32_t* tokens, uint64_t n, const uint32_t* word_links,
+                 const uint32_t* node_links, uint32_t* node_rows, cudaStream_t stream);
   /// Writes back every slot a piece from `first_number` on used, by the row move `move`
   /// (its tables and claim; the cache fills in which rows), and keeps the rows cached.
   void flush(MoveArgs move, uint64_t first_number, cudaStream_t stream);

@@ -56,14 +56,14 @@ class SgnsLauncher {
                DeviceTables& tables, cudaStream_t stream);
 
   size_t bytes() const {
-    return keep_.bytes() + noise_.bytes() + counters_.bytes() + hs_offsets_.bytes() +
-           hs_rows_.bytes() + hs_codes_.bytes();
+    return keep_.bytes() + noise_.bytes() + counters_.bytes() + hs_links_.bytes();
   }
 
-  /// Hierarchical softmax's paths on the device (uploaded once; empty without --hs): what the
-  /// paged pipeline reads to collect and map the inner-node rows of a piece.
-  const uint64_t* hs_offsets() const { return hs_offsets_.data(); }
-  const uint32_t* hs_rows() const { return hs_rows_.data(); }
+  /// Hierarchical softmax's tree on the device (uploaded once; empty without --hs), the words'
+  /// links and the inner nodes' (SgnsArgs::hs_word_links): what the paged pipeline reads to
+  /// collect and map the inner-node rows of a piece.
+  const uint32_t* hs_word_links() const { return hs_links_.data(); }
+  const uint32_t* hs_node_links() const { return hs_links_.data() + hs_words_; }
 
   /// What every launch of `epoch` reads: tables, samplers, schedule, counters.
   SgnsArgs base_args(uint32_t epoch);
@@ -108,10 +108,10 @@ class SgnsLauncher {
   DeviceBuffer<float> keep_;
   DeviceBuffer<NoiseColumn> noise_;
   DeviceBuffer<SgnsCounters> counters_;
-  /// The Huffman tree's paths (TrainData::tree, SgnsArgs::hs_offsets): offsets, rows, codes.
-  DeviceBuffer<uint64_t> hs_offsets_;
-  DeviceBuffer<uint32_t> hs_rows_;
-  DeviceBuffer<uint8_t> hs_codes_;
+  /// The Huffman tree as huffman_links makes it (TrainData::tree, SgnsArgs::hs_word_links): the
+  /// words' links, then from hs_words_ on the inner nodes'.
+  DeviceBuffer<uint32_t> hs_links_;
+  size_t hs_words_ = 0;
   std::vector<std::pair<Event, Event>> timing_;  ///< the first timing_n_ are this span's
   size_t timing_n_ = 0;
 };

@@ -81,4 +81,24 @@ HuffmanTree build_huffman_tree(const CountList& counts) {
   return tree;
 }
 
+std::vector<uint32_t> huffman_links(const HuffmanTree& tree) {
+  const uint64_t words = tree.words();
+  if (words > uint64_t{kHuffmanLinkRow} + 1) {
+    throw Error("hierarchical softmax: " + std::to_string(words) +
+                " words are more than the GPU's tree can hold (2^31)");
+  }
+  std::vector<uint32_t> links(words + tree.inner_nodes(), kHuffmanRootLink);
+  const auto link = [](uint32_t row, uint8_t code) { return row | uint32_t{code} << 31; };
+  for (uint32_t w = 0; w < words; ++w) {
+    const uint32_t n = tree.length(w);
+    if (n == 0) continue;
+    const uint32_t* rows = tree.path_rows(w);
+    const uint8_t* codes = tree.path_codes(w);
+    links[w] = link(rows[n - 1], codes[n - 1]);
+    // Every path through a node reaches it from the same parent by the same branch.
+    for (uint32_t d = 1; d < n; ++d) links[words + rows[d]] = link(rows[d - 1], codes[d - 1]);
+  }
+  return links;
+}
+
 }  // namespace pagedw2v

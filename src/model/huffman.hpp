@@ -55,6 +55,19 @@ struct HuffmanTree {
   bool empty() const { return offsets.empty(); }
 };
 
+/// A node's link in huffman_links: the row of its parent inner node in the low 31 bits, the
+/// branch from the parent to it (its code) in the top bit; the root's link is kHuffmanRootLink.
+inline constexpr uint32_t kHuffmanLinkRow = 0x7FFFFFFFu;
+inline constexpr uint32_t kHuffmanRootLink = 0xFFFFFFFFu;
+
+/// The tree as one link a node, as the GPU holds it (a tenth of the paths' bytes, which grow
+/// with the words times their depth): entry w < words() is word w's link, entry words() + r
+/// inner-node row r's. Word w's path is its link's row and the links from there up to the root,
+/// read backwards: the rows and codes of path_rows(w) and path_codes(w), root first. A parent's
+/// row is below its children's (it is made after them), so the rows fall towards the root.
+/// Empty for an empty tree; throws Error for more than 2^31 words (a row takes 31 bits).
+std::vector<uint32_t> huffman_links(const HuffmanTree& tree);
+
 /// The tree of a vocabulary with `counts` (word w has count counts[w]), as word2vec's
 /// CreateBinaryTree makes it from the same counts in descending order. word2vec's vocabulary is
 /// sorted by count; ours is too when counted, so the tree is word2vec's; the words of a --vocab
