@@ -151,9 +151,27 @@ uint64_t paged_margin(uint64_t budget, uint64_t gap_bytes) {
                   gap_bytes + (uint64_t{64} << 10));
 }
 
+uint64_t gpu_memory_margin(uint64_t free_bytes) {
+  return std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
+}
+
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes) {
-  const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
+  const uint64_t margin = gpu_memory_margin(free_bytes);
   return requested > 0 ? requested : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
+}
+
+CorpusSizes resident_corpus_sizes(uint64_t budget, uint64_t allocated, uint64_t resident_max_bytes,
+                                  uint64_t chunk_tokens, bool force_stream, uint64_t stage_tokens) {
+  const uint64_t left = budget > allocated ? budget - allocated : 0;
+  CorpusSizes sizes;
+  sizes.resident_max_bytes =
+      resident_max_bytes > 0 ? resident_max_bytes : std::max<uint64_t>(left / 2, 1);
+  sizes.chunk_tokens = chunk_tokens;
+  if (!force_stream && left / 2 < chunk_tokens * 24) {
+    sizes.chunk_tokens = std::max<uint64_t>(left / 48, uint64_t{1} << 20);
+  }
+  if (stage_tokens > 0) sizes.chunk_tokens = std::min(sizes.chunk_tokens, stage_tokens);
+  return sizes;
 }
 
 bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, Placement placement,

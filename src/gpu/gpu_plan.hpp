@@ -41,15 +41,19 @@ inline constexpr uint64_t kDefaultTableGap = (uint64_t{1} << 20) + (uint64_t{1} 
 /// (docs/design-kernels.md, "Table placement").
 enum class TableLayout { kApart, kInterleaved };
 
-/// What the plan needs to know about the device; the backend queries it once per run.
+/// Scratch bytes of the paging selects over `select_n` ids and of the slot-order sort of
+/// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them).
+using GpuScratchBytes =
+    std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)>;
+
+/// What the plan needs to know about the device: the facts of the run's one device query
+/// (device_facts.hpp; plan_input.hpp's plan_device_facts) and the budget the run resolved.
 struct GpuDeviceFacts {
   std::string name;     ///< for messages
   uint64_t budget = 0;  ///< GPU memory the backend may use (gpu_budget)
   /// Whether the GPU addresses registered host memory by its host pointer (paged tables need it).
   bool host_pointers = true;
-  /// Scratch bytes of the paging selects over `select_n` ids and of the slot-order sort of
-  /// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them).
-  std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)> scratch_bytes;
+  GpuScratchBytes scratch_bytes;  ///< see GpuScratchBytes
 };
 
 /// The negative pool a paged run draws when none is given, per kAutoPoolWordsPerEntry × its
@@ -225,8 +229,27 @@ uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind,
 /// backend stays within the budget (an 8.1 MB budget once allocated 8.13 MB).
 uint64_t paged_margin(uint64_t budget, uint64_t gap_bytes = kDefaultTableGap);
 
-/// The budget: `requested` bytes when not 0, else what is free minus a margin.
+/// What a run leaves free of a device's `free_bytes` for what it does not count (the kernels'
+/// own memory, staging, what CUDA allocates itself): a 20th of it, at least 256 MiB. The one
+/// margin rule: the plan's budget and the partitioned tables over ranks (gpu/part_trainer.hpp)
+/// both take it through gpu_budget.
+uint64_t gpu_memory_margin(uint64_t free_bytes);
+
+/// The budget: `requested` bytes when not 0, else what is free minus gpu_memory_margin (half
+/// of what is free when that is less than the margin).
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes);
+
+/// How resident tables hold the corpus in what the budget leaves beside the `allocated` bytes
+/// of the tables and launch buffers: resident when it needs at most `resident_max_bytes` (given
+/// > 0: that; else half of what is left), else streamed in chunks of `chunk_tokens`, fewer (a
+/// 48th of what is left, at least 2^20) where two chunks' buffers, 24 bytes a token, would take
+/// more than half of it, and at most `stage_tokens` (a streamed corpus's stage; 0 = no bound).
+struct CorpusSizes {
+  uint64_t resident_max_bytes = 0;
+  uint64_t chunk_tokens = 0;
+};
+CorpusSizes resident_corpus_sizes(uint64_t budget, uint64_t allocated, uint64_t resident_max_bytes,
+                                  uint64_t chunk_tokens, bool force_stream, uint64_t stage_tokens);
 
 /// Whether the tables will be paged: the placement rule of plan_gpu, which needs only the
 /// model's shape, so that the host tables can be allocated interleaved before the corpus is read.
