@@ -8,8 +8,10 @@
 /// Owns: the placement rule (resident when everything fits, else paged), the byte accounting of
 /// resident and paged tables, the split of a paged budget into hot rows and cache slots, the
 /// piece and stage sizes, and the training sizes a paged run leaves to it (the negative pool,
-/// the pool period, an optimizer's super-batch). May not touch: device memory, streams, the
-/// model's values.
+/// the pool period, an optimizer's super-batch), the margin a run leaves free on the device
+/// (gpu_memory_margin) and the resident corpus's sizes. The counts of what the corpus's pieces
+/// touch are row_counts.hpp's; the run's plan (train/run_plan.hpp) makes this plan once, from the
+/// run's one device query. May not touch: device memory, streams, the model's values.
 
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +21,7 @@
 
 #include "config/options.hpp"
 #include "corpus/corpus.hpp"
+#include "gpu/row_counts.hpp"
 #include "model/huffman.hpp"
 #include "model/optimizer.hpp"
 
@@ -134,13 +137,6 @@ struct GpuPlanInput {
   /// negative_pool says (the pieces' rows are their words' and paths').
   bool hs_alone = false;
 };
-
-/// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
-/// sentence, or a super-batch) reads under hierarchical softmax: its words' ids and the
-/// inner-node rows of their paths in `tree` (the same id space, model.hpp). A pure pass over
-/// the corpus, for the plan's reserve and an optimizer's super-batch rows.
-uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                          const HuffmanTree& tree);
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {
@@ -258,44 +254,6 @@ bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, P
 
 /// Bits of a slot-order key: every id, and `rows` for an empty slot.
 uint32_t order_key_bits(uint64_t rows);
-
-/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids below
-/// `rows`). Stops at the first super-batch with more than `limit` and returns its count so far
-/// (then above `limit`). Reads the corpus once (twice per super-batch) with a bit per row.
-uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
-                              const std::vector<uint64_t>& sentence_starts,
-                              const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                              uint64_t rows, uint64_t limit = UINT64_MAX);
-
-/// The most distinct ids at or above `first` (and below `rows`) among the tokens of one run of
-/// `batch_blocks` blocks, the corpus cut into such runs from its start. Each of up to `threads`
-/// threads counts runs of its own with a bit per row (two passes over a run's tokens); fewer
-/// threads where their bitmaps would take more than 4 MiB together.
-uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
-                           const std::vector<uint64_t>& sentence_starts,
-                           const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                           uint64_t first, uint64_t rows, uint32_t threads);
-
-/// The distinct ids of every super-batch by id range, so that those at or above any first id
-/// (the hot rows: the rows a super-batch takes cache slots for) are bounded without reading the
-/// corpus again.
-struct SuperBatchRows {
-  uint64_t rows = 0;             ///< ids counted: those below
-  uint64_t width = 1;            ///< ids per range
-  uint64_t ranges = 0;           ///< ranges per super-batch
-  std::vector<uint32_t> counts;  ///< [super-batch × ranges + range]: its distinct ids there
-  /// The most distinct ids at or above `first` of one super-batch, counted from the start of
-  /// the range that holds `first`: exact where `first` starts a range, else at most one
-  /// range's ids more.
-  uint64_t max_from(uint64_t first) const;
-};
-
-/// SuperBatchRows of the super-batches of `batch_blocks` blocks over ids below `rows`, in
-/// about `ranges` ranges. Reads the corpus once, as max_super_batch_rows.
-SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
-                                const std::vector<uint64_t>& sentence_starts,
-                                const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                                uint64_t rows, uint64_t ranges = 4096);
 
 /// Blocks of 8 warps for the row moves of a paged piece of `tokens` words that brings `fresh`
 /// rows of `entry_bytes` host bytes each (an id's row in every table): three on each of the
