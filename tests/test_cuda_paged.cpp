@@ -1182,7 +1182,7 @@ TEST(RowSetTrainer, APoolEntryWithoutARowIsAnError) {
   EXPECT_THROW(trainer.train(0, 0, 1, row_of.data(), input.data(), output.data(), 1), Error);
   RunSetup adam = s;
   adam.optimizer = OptimizerKind::kAdam;
-  EXPECT_THROW(RowSetTrainer(run_data(set, adam), false), UsageError);
+  EXPECT_THROW(RowSetTrainer(run_data(set, adam), false, GpuGrant{query_device(), 0}), UsageError);
 }
 
 }  // namespace

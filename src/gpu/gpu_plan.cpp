@@ -403,9 +403,9 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     return plan;
   }
   plan.paged = true;
-  if (in.choose_pool && plan.negative_pool == 0) plan.negative_pool = kAutoNegativePool;
+  if (in.choose_pool) plan.negative_pool = auto_negative_pool(plan.negative_pool);
   if (in.choose_pool_blocks) {
-    const uint64_t period = uint64_t{kAutoPoolWordsPerEntry} * plan.negative_pool;
+    const uint64_t period = auto_pool_words(plan.negative_pool);
     plan.pool_blocks = static_cast<uint32_t>(
         std::clamp<uint64_t>((period + kBlockWords - 1) / kBlockWords, 1, UINT32_MAX));
   }

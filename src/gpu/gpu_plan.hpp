@@ -65,6 +65,12 @@ struct GpuDeviceFacts {
 inline constexpr uint32_t kAutoNegativePool = 1024;
 inline constexpr uint32_t kAutoPoolWordsPerEntry = 4;
 
+/// The one rule of a pool left to the plan, for a paged run (plan_gpu) and for GPU ranks that
+/// train rows through host memory (train/run_plan.hpp): `pool` entries when the run has some,
+/// else kAutoNegativePool; drawn every auto_pool_words of them.
+inline uint32_t auto_negative_pool(uint32_t pool) { return pool > 0 ? pool : kAutoNegativePool; }
+inline uint64_t auto_pool_words(uint32_t pool) { return uint64_t{kAutoPoolWordsPerEntry} * pool; }
+
 /// Where the pieces of paged sgd are cut: on the device, each try's rows counted there and sent
 /// back (kernels/paging.hpp's steps), or on the host ahead of the device by their cold rows
 /// (gpu/piece_cuts.hpp); kAuto: as the plan decides (GpuPlan::host_cuts).

@@ -129,9 +129,9 @@ void plan_sizes(RunPlan& plan, Config& config, const TrainData& data, bool resum
     if (plan.on_parts) {
       config.negative_pool = 0;
     } else if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
-      config.negative_pool = kAutoNegativePool;
+      config.negative_pool = auto_negative_pool(config.negative_pool);
       if (config.given.count("pool-words") == 0) {
-        config.pool_words = uint64_t{kAutoPoolWordsPerEntry} * kAutoNegativePool;
+        config.pool_words = auto_pool_words(config.negative_pool);
       }
     }
     return;
