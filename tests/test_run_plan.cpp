@@ -128,6 +128,15 @@ TEST(RunPlan, CpuPagesNothingAndKeepsItsSizes) {
   // The CPU backend, as the plan says.
   Model model = allocate_model(set.vocab.size(), c.dim, c.optimizer, false, "", c.storage, false);
   EXPECT_EQ(make_backend(plan, model, set.train_data(c), 1)->name(), "cpu");
+  // A plan for CUDA without a device to run it says so, as --device cuda does.
+  RunPlan no_device;
+  no_device.kind = DeviceKind::kCuda;
+  try {
+    make_backend(no_device, model, set.train_data(c), 1);
+    ADD_FAILURE() << "a CUDA backend was made without a device";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cuda"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RunPlan, ResidentOnAGpuWithRoom) {
