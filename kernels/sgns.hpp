@@ -194,8 +194,7 @@ inline constexpr TokensPerWarp kSmallLaunchTokensPerWarp{5, 3};
 /// each warp kItemsPerWarp items or more.
 uint32_t sgns_item_tokens(uint64_t tokens, uint64_t warps);
 
-/// Row length on the device for `dim`: a multiple of 4 floats so every lane moves 16 bytes.
-inline uint32_t sgns_row_stride(uint32_t dim) { return (dim + 3u) & ~3u; }
+/// Row length on the device for `dim`: sgns_row_stride (model/params.hpp).
 
 /// The largest dimension the kernels keep in registers (32 lanes × 8 float4).
 inline constexpr uint32_t kSgnsMaxDim = 1024;

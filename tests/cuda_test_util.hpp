@@ -82,7 +82,7 @@ std::vector<T> download(const DeviceBuffer<T>& d) {
 /// Works in a test body and in a fixture's SetUp (a failure there skips the body).
 #define PAGEDW2V_REQUIRE_GPU()                                                         \
   do {                                                                                 \
-    if (!::pagedw2v::cuda_device_available()) {                                        \
+    if (!::pagedw2v::query_device().usable) {                                          \
       if (::pagedw2v::testing_util::gpu_required()) {                                  \
         GTEST_FAIL() << "PAGEDW2V_REQUIRE_GPU is set but no CUDA device can be used (" \
                      << ::pagedw2v::testing_util::why_no_gpu() << ")";                 \

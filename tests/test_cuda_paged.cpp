@@ -1147,7 +1147,7 @@ TEST(RowSetTrainer, TrainsShuffledRowsAsTheResidentTablesBitForBit) {
       std::copy_n(resident.input0.data() + id * dim, dim, input.data() + row_of[id] * dim);
       std::copy_n(resident.output0.data() + id * dim, dim, output.data() + row_of[id] * dim);
     }
-    RowSetTrainer trainer(data, /*single_warp=*/true);
+    RowSetTrainer trainer(data, /*single_warp=*/true, GpuGrant{query_device(), 0});
     SpanStats stats;
     for (uint32_t e = 0; e < s.epochs; ++e) {
       for (const auto& [b, end] : uneven_spans(set.block_count())) {
@@ -1178,11 +1178,11 @@ TEST(RowSetTrainer, APoolEntryWithoutARowIsAnError) {
   std::vector<uint32_t> row_of(words, 0xFFFFFFFFu);
   row_of[0] = 0;
   std::vector<float> input(s.dim, 0.f), output(s.dim, 0.f);
-  RowSetTrainer trainer(data, false);
+  RowSetTrainer trainer(data, false, GpuGrant{query_device(), 0});
   EXPECT_THROW(trainer.train(0, 0, 1, row_of.data(), input.data(), output.data(), 1), Error);
   RunSetup adam = s;
   adam.optimizer = OptimizerKind::kAdam;
-  EXPECT_THROW(RowSetTrainer(run_data(set, adam), false), UsageError);
+  EXPECT_THROW(RowSetTrainer(run_data(set, adam), false, GpuGrant{query_device(), 0}), UsageError);
 }
 
 }  // namespace

@@ -1189,6 +1189,29 @@ TEST_F(TwoRanks, AnErrorOnOneRankEndsTheJobWithItsLine) {
   EXPECT_EQ(testing_util::read_file(out + "/run.json"), "{}\n");
 }
 
+// Over ranks the tables are placed by --rank-tables, and --gpu-memory bounds only rows a GPU
+// keeps: either flag where it cannot be honoured ends the job with one line that says why.
+TEST_F(TwoRanks, APlacementOrAGpuBudgetTheRanksCannotHonourIsRefused) {
+  const struct {
+    std::vector<std::string> flags;
+    std::string says;
+  } cases[] = {
+      {{"--placement", "paged"}, "over MPI ranks the tables are placed by --rank-tables"},
+      {{"--gpu-memory", "1GiB"}, "these ranks train on the CPU"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    const std::string out = dir_.file("refused" + std::to_string(n));
+    const std::string log_path = dir_.file("refused" + std::to_string(n++) + ".log");
+    std::vector<std::string> args = train_args(out, 1);
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    EXPECT_NE(run(2, args, log_path), 0);
+    const std::string log = testing_util::read_file(log_path);
+    EXPECT_NE(log.find(c.says), std::string::npos) << log;
+    EXPECT_FALSE(exists(out + "/vectors.npy")) << log;
+  }
+}
+
 // SIGINT to every rank (not to mpirun, which would end the job): the ranks agree to stop at
 // the same span, rank 0 writes a checkpoint there, and the run resumes from it.
 TEST_F(TwoRanks, SigintToEveryRankStopsThemTogetherWithACheckpoint) {

@@ -599,7 +599,7 @@ TEST_P(CpuBackendLayout, RefusesInterleavedTables) {
   Model interleaved = allocate_model(rows, c.dim, c.optimizer, true, "");
   init_model(interleaved, seed);
   EXPECT_THROW(make_cpu_backend(interleaved, data, 1), Error);
-  EXPECT_THROW(make_backend(DeviceKind::kCpu, interleaved, data, 1), Error);
+  EXPECT_THROW(make_backend(RunPlan{}, interleaved, data, 1), Error);
 
   // The same model allocated apart trains. (Its output table starts at zero, so a batched
   // optimizer's first step moves only the output vectors: watch those.)

@@ -462,7 +462,7 @@ TEST(PinnedRegion, PinsARangeInSlabsUntilItGoes) {
 TEST(PinnedRegion, RefusalIsOneErrorOrAnEmptyRegion) {
   std::vector<float> table(kMiB / 4);
   PinnedRegion first;
-  if (cuda_device_available()) {
+  if (query_device().usable) {
     first = PinnedRegion(table.data(), kMiB, "first", "hint");
     ASSERT_TRUE(first.pinned());
   }
@@ -477,7 +477,7 @@ TEST(PinnedRegion, RefusalIsOneErrorOrAnEmptyRegion) {
   const PinnedRegion tried = PinnedRegion::try_pin(table.data(), kMiB);
   EXPECT_FALSE(tried.pinned());
   EXPECT_EQ(tried.bytes(), 0u);
-  EXPECT_EQ(first.pinned(), cuda_device_available());  // the refused attempts left it locked
+  EXPECT_EQ(first.pinned(), query_device().usable);  // the refused attempts left it locked
   // Nothing to lock is no error.
   EXPECT_FALSE(PinnedRegion(nullptr, 0, "nothing", "").pinned());
 }

@@ -114,10 +114,36 @@ void check_options(const TrainBenchOptions& options) {
   }
 }
 
+/// The CUDA backend's tuning the bench's own settings ask for (TrainBenchOptions): the run's
+/// plan is made under it, once, and the backend built with it.
+CudaBackendOptions bench_cuda_tuning(const TrainBenchOptions& options) {
+  CudaBackendOptions co;
+  if (options.paging_sms >= 0) co.paging_sms = static_cast<uint32_t>(options.paging_sms);
+  co.cache_rows = options.cache_rows;
+  co.hot_rows = options.hot_rows;
+  if (options.sgd_piece_words > 0) co.sgd_piece_words = options.sgd_piece_words;
+  co.cut_threads = options.cut_threads;
+  co.cut_ahead = options.cut_ahead;
+  co.paging_trace = options.paging_trace;
+  co.piece_cutting = options.piece_cuts == 1   ? PieceCutting::kHost
+                     : options.piece_cuts == 2 ? PieceCutting::kDevice
+                                               : PieceCutting::kAuto;
+  co.move_blocks = options.move_blocks;
+  co.item_tokens = options.item_tokens;
+  if (options.table_skew >= 0) co.table_skew_bytes = static_cast<size_t>(options.table_skew);
+  if (options.table_layout != 0) {
+    co.table_layout = options.table_layout == 2 ? TableLayout::kInterleaved : TableLayout::kApart;
+  }
+  co.force_stream = options.force_stream;
+  co.chunk_tokens = options.chunk_tokens;
+  return co;
+}
+
 #ifdef PAGEDW2V_HAVE_CUDA
 /// Rank 0 of `options.replicas` GPU ranks on replicated tables; prints its lines to `out`.
 void bench_replicas(const TrainBenchOptions& options, const TrainingSet& set, const TrainData& data,
-                    Model& model, Clock::time_point t0, TrainBenchResult& r, std::FILE* out) {
+                    Model& model, const GpuGrant& gpu, Clock::time_point t0, TrainBenchResult& r,
+                    std::FILE* out) {
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;
   const TrainParams& p = data.params;
@@ -125,10 +151,10 @@ void bench_replicas(const TrainBenchOptions& options, const TrainingSet& set, co
   // span changed in the frequent rows (every row each cold period and at an epoch's end)
   // taken and applied as the ranks' sum would be; the sum between GPUs is left out.
   const uint32_t n = options.replicas;
-  if (!dist::gpu_replicas_train(data)) {
+  if (!gpu_parts_train(data)) {
     throw UsageError("bench train --replicas: skip-gram with sgd and no --negative-pool");
   }
-  PartTrainer trainer(data, 1, 0, false);
+  PartTrainer trainer(data, 1, 0, false, gpu);
   trainer.upload(model.input.data(), model.output.data(), 0);
   const uint64_t words = vocab.size();
   const uint64_t floats = words * trainer.row_stride();
@@ -195,14 +221,15 @@ void bench_replicas(const TrainBenchOptions& options, const TrainingSet& set, co
 
 /// Rank 0 of `options.parts` GPU ranks on partitioned tables; prints its lines to `out`.
 void bench_parts(const TrainBenchOptions& options, const TrainingSet& set, const TrainData& data,
-                 Model& model, Clock::time_point t0, TrainBenchResult& r, std::FILE* out) {
+                 Model& model, const GpuGrant& gpu, Clock::time_point t0, TrainBenchResult& r,
+                 std::FILE* out) {
   const Vocab& vocab = set.vocab;
   const EncodedCorpus& corpus = set.corpus;
   const TrainParams& p = data.params;
   // Rank 0 of `parts`: its input part stays on the GPU; before each launch the output part
   // it trains against comes from host memory (the ranks move it between GPUs), untimed.
   const uint32_t n = options.parts;
-  PartTrainer trainer(data, n, 0, false);
+  PartTrainer trainer(data, n, 0, false, gpu);
   auto part_rows = [&](const HostTable& t, uint32_t q) {
     std::vector<float> rows(trainer.part_rows(q) * p.dim);
     for (uint64_t j = 0; j < trainer.part_rows(q); ++j) {
@@ -252,32 +279,6 @@ void bench_parts(const TrainBenchOptions& options, const TrainingSet& set, const
                  "not counted)\n",
                  n, static_cast<unsigned long long>(r.words), seconds, r.words_per_second / 1e6);
   }
-}
-
-/// The CUDA backend with the bench's own settings (TrainBenchOptions) beside the plan's `gpu`.
-std::unique_ptr<Backend> make_bench_cuda_backend(const TrainBenchOptions& options, Model& model,
-                                                 const TrainData& data, const GpuOptions& gpu) {
-  CudaBackendOptions co;
-  if (options.paging_sms >= 0) co.paging_sms = static_cast<uint32_t>(options.paging_sms);
-  co.cache_rows = options.cache_rows;
-  co.hot_rows = options.hot_rows;
-  if (options.sgd_piece_words > 0) co.sgd_piece_words = options.sgd_piece_words;
-  co.cut_threads = options.cut_threads;
-  co.cut_ahead = options.cut_ahead;
-  co.paging_trace = options.paging_trace;
-  co.piece_cutting = options.piece_cuts == 1   ? PieceCutting::kHost
-                     : options.piece_cuts == 2 ? PieceCutting::kDevice
-                                               : PieceCutting::kAuto;
-  co.move_blocks = options.move_blocks;
-  co.item_tokens = options.item_tokens;
-  if (options.table_skew >= 0) co.table_skew_bytes = static_cast<size_t>(options.table_skew);
-  if (options.table_layout != 0) {
-    co.table_layout = options.table_layout == 2 ? TableLayout::kInterleaved : TableLayout::kApart;
-  }
-  co.force_stream = options.force_stream;
-  co.chunk_tokens = options.chunk_tokens;
-  co.gpu = gpu;
-  return make_cuda_backend(model, data, co);
 }
 
 /// The paged placement's figures of `cr` in `r`.
@@ -466,6 +467,9 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   Config config = options.config;
   TrainBenchResult r;
   const auto t0 = Clock::now();
+  // The one device query of this process.
+  const DeviceFacts device = query_run_device(config);
+  check_device(config.device, device);
 
   TrainingSet set = options.synthetic ? make_synthetic_training_set(*options.synthetic, config)
                                       : text_training_set(config, options.repeat, r);
@@ -476,37 +480,33 @@ TrainBenchResult run_train_bench(const TrainBenchOptions& options, std::FILE* ou
   const EncodedCorpus& corpus = set.corpus;
   r.rss_set_bytes = rss_bytes();
   r.vocab_bytes = vocab.memory_bytes();
-  // Placement decided once (one memory query), as `train` does: the model's layout and the
-  // backend both follow it; then the sizes paged tables leave to the plan.
-  const GpuOptions gpu = plan_placement(config, set);
+  // The run's plan, made once from the one device query under the bench's tuning, as `train`
+  // makes it: the model's layout and the backend both follow it.
+  const CudaBackendOptions tuning = bench_cuda_tuning(options);
+  const RunPlan plan = plan_run(config, set, device, nullptr, tuning);
   const TrainData data = set.train_data(config);
   const TrainParams& p = data.params;
-  Model model = make_run_model(config, vocab.size(), gpu);
+  Model model = make_run_model(config, vocab.size(), plan.gpu);
   r.rss_model_bytes = rss_bytes();
   r.prepare_seconds = seconds_since(t0);
   r.vocab = vocab.size();
   r.corpus_words = corpus.size();
 
 #ifdef PAGEDW2V_HAVE_CUDA
+  // The GPU of the ranks the bench stands for, with the budget a rank's plan gives it.
+  const GpuGrant rank_grant{device, gpu_budget(config.gpu_memory, device.free_bytes)};
   if (options.replicas > 1) {
-    bench_replicas(options, set, data, model, t0, r, out);
+    bench_replicas(options, set, data, model, rank_grant, t0, r, out);
     return r;
   }
   if (options.parts > 1) {
-    bench_parts(options, set, data, model, t0, r, out);
+    bench_parts(options, set, data, model, rank_grant, t0, r, out);
     return r;
   }
 #endif
   const auto t_setup = Clock::now();
-  std::unique_ptr<Backend> backend;
-#ifdef PAGEDW2V_HAVE_CUDA
-  if (config.device != DeviceKind::kCpu && cuda_device_available()) {
-    backend = make_bench_cuda_backend(options, model, data, gpu);
-  }
-#endif
-  if (!backend) {
-    backend = make_backend(config.device, model, data, config.effective_threads(), gpu);
-  }
+  std::unique_ptr<Backend> backend =
+      make_backend(plan, model, data, config.effective_threads(), tuning);
   r.setup_seconds = seconds_since(t_setup);
   r.rss_setup_bytes = rss_bytes();
   r.device = backend->name();

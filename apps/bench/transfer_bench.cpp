@@ -137,14 +137,14 @@ void print_report(std::FILE* out, const transfer::Rig& rig, const TransferBenchR
 
 TransferBenchResult run_transfer_bench(const TransferBenchOptions& o, std::FILE* out) {
   check_options(o);
-  if (!cuda_device_available()) throw Error("bench transfer needs a CUDA device; none was found");
+  // The one device query of this process.
+  const DeviceFacts facts = query_device();
+  if (!facts.usable) throw Error("bench transfer needs a CUDA device; none was found");
 
   TransferBenchResult result;
-  cudaDeviceProp prop{};
   int device = 0;
   PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-  result.device = prop.name;
+  result.device = facts.name;
 
   const uint32_t dim = o.dim;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());

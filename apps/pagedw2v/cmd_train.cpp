@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "config/config.hpp"
 #include "dist/ranks.hpp"
+#include "train/run_plan.hpp"
 #include "train/trainer.hpp"
 #include "train_setup.hpp"
 
@@ -69,7 +70,9 @@ int cmd_train(int argc, char** argv) {
   // A GPU each, chosen before anything starts CUDA.
   dist::choose_gpu_of_local_rank();
   dist::limit_gpu_queues();
-  prepare_training(config, args.count("config") ? args["config"].as<std::string>() : "",
+  // The one device query of this process: the settings print from it and the run plans with it.
+  const DeviceFacts device = query_run_device(config);
+  prepare_training(config, device, args.count("config") ? args["config"].as<std::string>() : "",
                    dist::launch_rank() == 0 ? stderr : nullptr);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -83,11 +86,11 @@ int cmd_train(int argc, char** argv) {
   // (the others may be waiting on it), and a stop on a signal ends each one quietly but rank 0.
   const std::unique_ptr<dist::Ranks> ranks = dist::join_ranks(&g_stop_signal, config.output);
   if (!ranks) {
-    run_training(config, stderr, &g_stop_signal);
+    run_training(config, stderr, &g_stop_signal, nullptr, &device);
     return 0;
   }
   try {
-    run_training(config, stderr, &g_stop_signal, ranks.get());
+    run_training(config, stderr, &g_stop_signal, ranks.get(), &device);
   } catch (const Interrupted& e) {
     if (ranks->rank() == 0) throw;
     return 128 + e.signal();

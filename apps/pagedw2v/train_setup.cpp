@@ -14,8 +14,8 @@
 #include "base/error.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/isolated_call.hpp"
-#include "train/backend_factory.hpp"
 #include "train/continue_from.hpp"
+#include "train/run_plan.hpp"
 #include "train/trainer.hpp"
 
 namespace pagedw2v::app {
@@ -66,7 +66,8 @@ Config recorded_config(const std::vector<Attribute>& recorded) {
 
 }  // namespace
 
-std::string settings_summary(const Config& config, const std::string& config_file, bool resumed) {
+std::string settings_summary(const Config& config, const DeviceFacts& device_facts,
+                             const std::string& config_file, bool resumed) {
   std::string s = "settings: " + to_string(config.model) + ", dim " + option_value(config, "dim") +
                   ", window " + option_value(config, "window") + ", negative " +
                   option_value(config, "negative") + ", sample " + option_value(config, "sample") +
@@ -90,9 +91,10 @@ std::string settings_summary(const Config& config, const std::string& config_fil
   s += ", epochs " + option_value(config, "epochs") + ", seed " + option_value(config, "seed");
   s += ", threads " + std::to_string(config.effective_threads());
   const std::string device = to_string(config.device);
-  const std::string resolved = to_string(resolve_device(config.device));
+  const DeviceKind kind = resolve_device(config.device, device_facts);
+  const std::string resolved = to_string(kind);
   s += ", device " + (device == resolved ? device : device + " (" + resolved + ")");
-  if (resolve_device(config.device) == DeviceKind::kCuda) {
+  if (kind == DeviceKind::kCuda) {
     s += ", placement " + option_value(config, "placement") + ", gpu-memory " +
          option_value(config, "gpu-memory");
   }
@@ -105,7 +107,8 @@ std::string settings_summary(const Config& config, const std::string& config_fil
   return s + " [" + from + "]";
 }
 
-void prepare_training(Config& config, const std::string& config_file, std::FILE* log) {
+void prepare_training(Config& config, const DeviceFacts& device, const std::string& config_file,
+                      std::FILE* log) {
   if (!config.corpus.empty()) {
     // Every input absolute, so a checkpoint resumes from anywhere; standard input stays "-".
     std::string paths;
@@ -116,7 +119,7 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   }
   // A checkpoint resumes from anywhere with the phrases it was trained on.
   if (!config.phrases_from.empty()) config.phrases_from = absolute_path(config.phrases_from);
-  check_device(config.device);
+  check_device(config.device, device);
   // Before a checkpoint is opened: what --continue-from cannot go with.
   check_continue_settings(config);
 
@@ -202,7 +205,7 @@ void prepare_training(Config& config, const std::string& config_file, std::FILE*
   validate(shown);
   if (!config.quiet && log != nullptr) {
     std::fprintf(log, "%s\n",
-                 settings_summary(shown, config_file,
+                 settings_summary(shown, device, config_file,
                                   !config.resume.empty() || !config.continue_from.empty())
                      .c_str());
     std::fflush(log);

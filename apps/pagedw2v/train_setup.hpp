@@ -7,6 +7,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "gpu/device_facts.hpp"
 
 namespace pagedw2v::app {
 
@@ -15,9 +16,13 @@ namespace pagedw2v::app {
 /// that a resumed run's recorded corpus can be opened (the error says where the path came from
 /// and that --corpus overrides it), and prints the settings to `log` unless --quiet.
 /// `config_file` is the TOML file that was applied, or "".
-void prepare_training(Config& config, const std::string& config_file, std::FILE* log);
+/// `device`: the process's one device query (query_run_device), which the run takes too.
+void prepare_training(Config& config, const DeviceFacts& device, const std::string& config_file,
+                      std::FILE* log);
 
-/// The settings line: every model setting, the run's, and where they came from.
-std::string settings_summary(const Config& config, const std::string& config_file, bool resumed);
+/// The settings line: every model setting, the run's, and where they came from; the device as
+/// the run's plan resolves it with `device` (resolve_device).
+std::string settings_summary(const Config& config, const DeviceFacts& device,
+                             const std::string& config_file, bool resumed);
 
 }  // namespace pagedw2v::app

@@ -47,14 +47,14 @@ void nccl_sum(NcclComm& nccl, float* values, uint64_t n, cudaStream_t stream) {
 
 class GpuReplicaBackend final : public ShardedBackend {
  public:
-  GpuReplicaBackend(MpiComm& comm, Model& model, const TrainData& data, bool single_warp,
-                    std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
+  GpuReplicaBackend(MpiComm& comm, Model& model, const TrainData& data, const GpuGrant& gpu,
+                    bool single_warp, std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
       : comm_(comm),
         model_(model),
         data_(data),
         words_(data.keep->words()),
         dim_(data.params.dim),
-        trainer_(data, 1, 0, single_warp),
+        trainer_(data, 1, 0, single_warp, gpu),
         agreed_stop_(agreed_stop),
         stop_(stop) {
     if (words_ >= 0x80000000u) throw Error("distributed training takes at most 2^31 - 1 words");
@@ -202,10 +202,12 @@ class GpuReplicaBackend final : public ShardedBackend {
 }  // namespace
 
 std::unique_ptr<ShardedBackend> make_gpu_replica_backend(MpiComm& comm, Model& model,
-                                                         const TrainData& data, bool single_warp,
+                                                         const TrainData& data, const GpuGrant& gpu,
+                                                         bool single_warp,
                                                          std::atomic<int>& agreed_stop,
                                                          const std::atomic<int>* stop) {
-  return std::make_unique<GpuReplicaBackend>(comm, model, data, single_warp, agreed_stop, stop);
+  return std::make_unique<GpuReplicaBackend>(comm, model, data, gpu, single_warp, agreed_stop,
+                                             stop);
 }
 
 }  // namespace pagedw2v::dist

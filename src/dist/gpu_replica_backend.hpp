@@ -30,7 +30,8 @@ namespace pagedw2v::dist {
 /// The backend of this rank (see above) over `model`, its owned rows; one warp a launch when
 /// `single_warp` (deterministic). Throws Error when the copies do not fit on the GPU.
 std::unique_ptr<ShardedBackend> make_gpu_replica_backend(MpiComm& comm, Model& model,
-                                                         const TrainData& data, bool single_warp,
+                                                         const TrainData& data, const GpuGrant& gpu,
+                                                         bool single_warp,
                                                          std::atomic<int>& agreed_stop,
                                                          const std::atomic<int>* stop);
 

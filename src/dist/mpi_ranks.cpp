@@ -38,7 +38,8 @@ class MpiRanks final : public Ranks {
   }
 
   std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data, uint32_t threads,
-                                        bool gpu, bool single_warp, RankTables tables) override {
+                                        const GpuGrant* gpu, bool single_warp,
+                                        RankTables tables) override {
     std::unique_ptr<ShardedBackend> b = make_sharded_backend(
         comm_, model, data, threads, gpu, single_warp, tables, agreed_stop_, stop_);
     backend_ = b.get();

@@ -14,12 +14,12 @@ namespace {
 
 class PartBackend final : public ShardedBackend {
  public:
-  PartBackend(MpiComm& comm, Model& model, const TrainData& data, bool single_warp,
-              std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
+  PartBackend(MpiComm& comm, Model& model, const TrainData& data, const GpuGrant& gpu,
+              bool single_warp, std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
       : comm_(comm),
         model_(model),
         data_(data),
-        trainer_(data, comm.size(), comm.rank(), single_warp),
+        trainer_(data, comm.size(), comm.rank(), single_warp, gpu),
         rotation_(comm, trainer_.part_bytes(0)),
         agreed_stop_(agreed_stop),
         stop_(stop) {
@@ -114,10 +114,10 @@ class PartBackend final : public ShardedBackend {
 }  // namespace
 
 std::unique_ptr<ShardedBackend> make_part_backend(MpiComm& comm, Model& model,
-                                                  const TrainData& data, bool single_warp,
-                                                  std::atomic<int>& agreed_stop,
+                                                  const TrainData& data, const GpuGrant& gpu,
+                                                  bool single_warp, std::atomic<int>& agreed_stop,
                                                   const std::atomic<int>* stop) {
-  return std::make_unique<PartBackend>(comm, model, data, single_warp, agreed_stop, stop);
+  return std::make_unique<PartBackend>(comm, model, data, gpu, single_warp, agreed_stop, stop);
 }
 
 }  // namespace pagedw2v::dist

@@ -31,19 +31,11 @@
 
 namespace pagedw2v::dist {
 
-/// Whether a rank with a GPU trains `data` on partitioned tables: skip-gram with sgd and no
-/// negative pool (a pool is drawn from the whole vocabulary, and CBOW's mean reaches over every
-/// part); other runs train each span's rows through host memory (sharded_backend.hpp).
-inline bool trains_on_parts(const TrainData& data) {
-  return data.params.model == ModelKind::kSkipGram && data.optimizer.kind == OptimizerKind::kSgd &&
-         data.params.negative_pool == 0;
-}
-
 /// The backend of this rank (see above) over `model`, its owned rows; one warp a launch when
 /// `single_warp` (deterministic). Throws Error when the parts do not fit on the GPU.
 std::unique_ptr<ShardedBackend> make_part_backend(MpiComm& comm, Model& model,
-                                                  const TrainData& data, bool single_warp,
-                                                  std::atomic<int>& agreed_stop,
+                                                  const TrainData& data, const GpuGrant& gpu,
+                                                  bool single_warp, std::atomic<int>& agreed_stop,
                                                   const std::atomic<int>* stop);
 
 }  // namespace pagedw2v::dist

@@ -22,6 +22,8 @@
 #include "backend/backend.hpp"
 #include "config/options.hpp"
 #include "dist/rank_memory.hpp"
+#include "gpu/device_facts.hpp"
+#include "gpu/part_trainer.hpp"
 #include "io/row_block.hpp"
 
 namespace pagedw2v::dist {
@@ -51,7 +53,7 @@ class Ranks {
   /// tables held as `tables` says, or on the rank's GPU when `gpu` (one warp per launch when
   /// `single_warp`).
   virtual std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
-                                                uint32_t threads, bool gpu = false,
+                                                uint32_t threads, const GpuGrant* gpu = nullptr,
                                                 bool single_warp = false,
                                                 RankTables tables = RankTables::kAuto) = 0;
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer

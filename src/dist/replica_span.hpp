@@ -8,6 +8,7 @@
 
 #include "backend/backend.hpp"
 #include "config/options.hpp"
+#include "gpu/part_trainer.hpp"
 #include "model/params.hpp"
 
 namespace pagedw2v::dist {
@@ -78,13 +79,6 @@ inline uint64_t gpu_replica_span_words(uint64_t vocabulary) {
                               kGpuReplicaSpanWords);
 }
 
-/// Whether replicated tables on GPU ranks can train `data`: skip-gram sgd without a negative
-/// pool (what gpu/part_trainer.hpp trains).
-inline bool gpu_replicas_train(const TrainData& data) {
-  return data.params.model == ModelKind::kSkipGram && data.params.negative_pool == 0 &&
-         data.optimizer.kind == OptimizerKind::kSgd;
-}
-
 /// Whether `ranks` GPU ranks train `data` on replicated tables: when asked (`tables`), or by
 /// default (kAuto) when they can, the vocabulary is at most kReplicaMostRows words and the run
 /// takes at least kReplicaLeastSpans spans, as on the CPU. Rank 0 of two on mix5m × 4 trained
@@ -94,7 +88,7 @@ inline bool gpu_replicas_train(const TrainData& data) {
 inline bool gpu_ranks_replicate(const TrainData& data, RankTables tables, uint32_t ranks) {
   if (tables == RankTables::kReplicated) return true;
   const uint64_t words = data.keep->words();
-  return tables == RankTables::kAuto && gpu_replicas_train(data) && words <= kReplicaMostRows &&
+  return tables == RankTables::kAuto && gpu_parts_train(data) && words <= kReplicaMostRows &&
          replica_run_spans(data, ranks, gpu_replica_span_words(words)) >= kReplicaLeastSpans;
 }
 

@@ -30,8 +30,9 @@ uint64_t words_of(const TrainData& data) { return data.keep->words(); }
 
 class RankBackend final : public ShardedBackend {
  public:
-  RankBackend(MpiComm& comm, Model& model, const TrainData& data, uint32_t threads, bool gpu,
-              bool single_warp, std::atomic<int>& agreed_stop, const std::atomic<int>* stop)
+  RankBackend(MpiComm& comm, Model& model, const TrainData& data, uint32_t threads,
+              const GpuGrant* gpu, bool single_warp, std::atomic<int>& agreed_stop,
+              const std::atomic<int>* stop)
       : comm_(comm),
         model_(model),
         data_(data),
@@ -62,7 +63,7 @@ class RankBackend final : public ShardedBackend {
     (void)single_warp;  // one warp per launch: the GPU's; the CPU's threads are `threads`
     if (gpu) {
 #ifdef PAGEDW2V_HAVE_CUDA
-      gpu_.emplace(data, single_warp);
+      gpu_.emplace(data, single_warp, *gpu);
       row_of_.assign(words, WorkingSet::kNoSlot);
 #else
       throw UsageError("--device cuda: this build has no CUDA backend (use --device cpu)");
@@ -214,7 +215,8 @@ SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agree
 
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
-                                                     bool gpu, bool single_warp, RankTables tables,
+                                                     const GpuGrant* gpu, bool single_warp,
+                                                     RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
 #ifdef PAGEDW2V_HAVE_CUDA
@@ -222,15 +224,15 @@ std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model
   // else each rank owns a share of the rows: skip-gram sgd keeps them on the GPUs in parts
   // (part_backend.hpp), the others train them through host memory (below).
   if (gpu && gpu_ranks_replicate(data, tables, comm.size())) {
-    if (!gpu_replicas_train(data)) {
+    if (!gpu_parts_train(data)) {
       throw UsageError(
           "--rank-tables replicated over GPU ranks trains skip-gram with sgd and no "
           "--negative-pool; give --rank-tables auto or sharded for the others");
     }
-    return make_gpu_replica_backend(comm, model, data, single_warp, agreed_stop, stop);
+    return make_gpu_replica_backend(comm, model, data, *gpu, single_warp, agreed_stop, stop);
   }
-  if (gpu && trains_on_parts(data)) {
-    return make_part_backend(comm, model, data, single_warp, agreed_stop, stop);
+  if (gpu && gpu_parts_train(data)) {
+    return make_part_backend(comm, model, data, *gpu, single_warp, agreed_stop, stop);
   }
 #endif
   // A small vocabulary on CPU ranks: whole copies on every rank (replica_backend.hpp).

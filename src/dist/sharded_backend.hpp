@@ -28,6 +28,7 @@
 #include "backend/backend.hpp"
 #include "config/options.hpp"
 #include "dist/mpi_comm.hpp"
+#include "gpu/device_facts.hpp"
 
 namespace pagedw2v::dist {
 
@@ -71,7 +72,8 @@ SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agree
 /// kAuto (GPU ranks hold theirs in parts or through host memory).
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
-                                                     bool gpu, bool single_warp, RankTables tables,
+                                                     const GpuGrant* gpu, bool single_warp,
+                                                     RankTables tables,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop);
 

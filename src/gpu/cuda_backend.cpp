@@ -15,6 +15,7 @@
 #include "gpu/device_tables.hpp"
 #include "gpu/gpu_plan.hpp"
 #include "gpu/paged_pipeline.hpp"
+#include "gpu/plan_input.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
 #include "kernels/cuda_check.hpp"
@@ -26,71 +27,6 @@ namespace pagedw2v {
 
 namespace {
 
-size_t device_used_bytes() {
-  size_t free_bytes = 0, total_bytes = 0;
-  PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return total_bytes - free_bytes;
-}
-
-/// What the plan needs of the current device under resolved settings `gpu`: no memory query,
-/// the budget is resolved already (resolve_cuda_gpu_options).
-GpuDeviceFacts query_device_facts(const cudaDeviceProp& prop, const GpuOptions& gpu) {
-  GpuDeviceFacts facts;
-  facts.name = prop.name;
-  facts.budget = gpu.memory_budget;
-  facts.host_pointers = gpu_uses_host_pointers();
-  facts.scratch_bytes = [](uint64_t select_n, uint32_t order_n, uint32_t key_bits) -> uint64_t {
-    return std::max(select_marked_ids_temp_bytes(select_n),
-                    order_free_slots_temp_bytes(order_n, key_bits));
-  };
-  return facts;
-}
-
-/// The run as the plan sees it under `options` (sizes as `data.params` has them).
-GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& options) {
-  const TrainParams& p = data.params;
-  GpuPlanInput in;
-  in.rows = data.keep->words();
-  in.dim = p.dim;
-  in.row_stride = sgns_row_stride(p.dim);
-  // Beside negative sampling, hierarchical softmax's inner nodes are a third table with its own
-  // state and gradients: every group of tables (vectors, each state, gradients) is half as large
-  // again, as if each of its two tables' rows were half a stride wider. The plan counts bytes only.
-  if (needs_node_table(p.hs, p.negative)) in.row_stride += in.row_stride / 2;
-  in.optimizer = data.optimizer.kind;
-  in.negative_pool = p.negative_pool;
-  in.batch_blocks = std::max<uint32_t>(1, p.batch_blocks);
-  in.pool_blocks = std::max<uint32_t>(1, p.pool_blocks);
-  in.placement = options.gpu.placement;
-  in.hot_rows = options.hot_rows;
-  in.cache_rows = options.cache_rows;
-  in.table_gap_bytes =
-      options.table_layout == TableLayout::kInterleaved ? 0 : options.table_skew_bytes;
-  in.sgd_piece_words = options.sgd_piece_words;
-  in.piece_cutting = options.piece_cutting;
-  in.keep = data.keep;
-  in.noise = data.noise;
-  in.hs = p.hs;
-  in.hs_alone = p.hs && p.negative == 0;
-  if (p.hs && data.tree != nullptr) {
-    in.hs_tree = data.tree;
-    // A streamed corpus is not at hand: any sentence with every word's longest path.
-    in.hs_sentence_rows =
-        data.streamed
-            ? std::min<uint64_t>(in.rows,
-                                 uint64_t{kMaxSentenceLength} * (1 + data.tree->max_length))
-            : hs_sentence_rows(data.corpus->tokens, data.corpus->sentence_starts, *data.tree);
-  }
-  // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
-  in.streamed = data.streamed;
-  if (!data.streamed) {
-    in.blocks = data.blocks;
-    in.sentence_starts = &data.corpus->sentence_starts;
-    in.tokens = &data.corpus->tokens;
-  }
-  return in;
-}
-
 /// Training on the GPU: picks resident or paged tables by the plan (gpu/gpu_plan.hpp) and drives
 /// the parts that own them: the device tables (gpu/device_tables.hpp), the launches
 /// (gpu/sgns_launcher.hpp) and, paged, the pipeline with its row cache
@@ -99,14 +35,13 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
 /// at a time.
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options)
-      : model_(model), data_(data), options_(options), device_(require_device()) {
+  CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options,
+              const GpuPlan& plan, const std::string& device_name)
+      : model_(model), data_(data), options_(options), plan_(plan) {
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
-    cudaDeviceProp prop{};
-    PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device_));
-    report_.device_name = prop.name;
-    const size_t used_before = device_used_bytes();
+    report_.device_name = device_name;
+    const uint64_t used_before = device_used_bytes();
 
     rows_ = model.input.rows();
     const uint32_t dim = p.dim;
@@ -142,11 +77,12 @@ class CudaBackend final : public Backend {
       throw Error("CUDA backend: the host tables differ in shape or layout");
     }
     per_super_batch_ = p.negative_pool > 0 || data.optimizer.kind != OptimizerKind::kSgd;
-
-    // The caller resolved the settings when it allocated the model; else they are resolved here,
-    // by the same rule, once.
-    options_.gpu = resolve_cuda_gpu_options(rows_, dim, data.optimizer.kind, options_.gpu);
-    plan_ = plan_gpu(make_plan_input(data_, options_), query_device_facts(prop, options_.gpu));
+    // The run's plan, made once before the model was allocated, with the sizes it chose.
+    if (plan_.hot_rows > rows_ || plan_.negative_pool != p.negative_pool ||
+        plan_.pool_blocks != std::max<uint32_t>(1, p.pool_blocks) ||
+        plan_.super_batch_blocks != std::max<uint32_t>(1, p.batch_blocks)) {
+      throw Error("CUDA backend: the plan was made for other training sizes");
+    }
     report_.budget_bytes = plan_.budget;
     if (plan_.paged) {
       report_.paged = true;
@@ -164,7 +100,7 @@ class CudaBackend final : public Backend {
     } else {
       tables_->upload_initial(compute_.get());
     }
-    const size_t used_after = device_used_bytes();
+    const uint64_t used_after = device_used_bytes();
     report_.device_used_bytes = std::max(used_before, used_after);
   }
 
@@ -277,20 +213,14 @@ class CudaBackend final : public Backend {
       report_.backend_bytes = bytes;
       return;
     }
+    const CorpusSizes sizes = resident_corpus_sizes(
+        plan_.budget, bytes, options_.resident_corpus_max_bytes, options_.chunk_tokens,
+        options_.force_stream, data_.streamed ? data_.stage_tokens : 0);
     DeviceCorpusOptions co;
-    const uint64_t left = plan_.budget > bytes ? plan_.budget - bytes : 0;
-    co.resident_max_bytes = options_.resident_corpus_max_bytes > 0
-                                ? options_.resident_corpus_max_bytes
-                                : std::max<uint64_t>(left / 2, 1);
+    co.resident_max_bytes = sizes.resident_max_bytes;
+    co.chunk_tokens = sizes.chunk_tokens;
     co.force_stream = options_.force_stream;
-    co.chunk_tokens = options_.chunk_tokens;
-    if (!co.force_stream && left / 2 < co.chunk_tokens * 24) {
-      co.chunk_tokens = std::max<size_t>(left / 48, size_t{1} << 20);
-    }
     co.window = data_.streamed;
-    if (data_.streamed && data_.stage_tokens > 0) {
-      co.chunk_tokens = std::min<size_t>(co.chunk_tokens, data_.stage_tokens);
-    }
     corpus_ = std::make_unique<DeviceCorpus>(*data_.corpus, co);
     report_.corpus_resident = corpus_->resident();
     bytes += corpus_->device_bytes();
@@ -355,17 +285,9 @@ class CudaBackend final : public Backend {
     }
   }
 
-  static int require_device() {
-    if (!cuda_device_available()) throw Error("--device cuda: no usable CUDA device found");
-    int device = 0;
-    PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-    return device;
-  }
-
   Model& model_;
   const TrainData& data_;
   CudaBackendOptions options_;
-  int device_ = 0;
   uint64_t rows_ = 0;
   bool per_super_batch_ = false;
   GpuPlan plan_;
@@ -380,47 +302,28 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
+uint64_t cuda_scratch_bytes(uint64_t select_n, uint32_t order_n, uint32_t key_bits) {
+  return std::max(select_marked_ids_temp_bytes(select_n),
+                  order_free_slots_temp_bytes(order_n, key_bits));
+}
+
+std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data,
+                                           const CudaBackendOptions& options, const GpuPlan& plan,
+                                           const std::string& device_name) {
+  return std::make_unique<CudaBackend>(model, data, options, plan, device_name);
+}
+
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data,
                                            const CudaBackendOptions& options) {
-  return std::make_unique<CudaBackend>(model, data, options);
-}
-
-GpuOptions resolve_cuda_gpu_options(uint64_t rows, uint32_t dim, OptimizerKind kind,
-                                    const GpuOptions& gpu) {
-  GpuOptions resolved = gpu;
-  if (resolved.memory_budget == 0) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    resolved.memory_budget = gpu_budget(0, free_bytes);
-  }
-  if (resolved.placement == Placement::kAuto) {
-    resolved.placement = plan_pages_tables(rows, sgns_row_stride(dim), kind, Placement::kAuto,
-                                           resolved.memory_budget)
-                             ? Placement::kPaged
-                             : Placement::kResident;
-  }
-  return resolved;
-}
-
-TrainParams plan_cuda_train_params(const TrainData& data, const GpuOptions& gpu, bool choose_pool,
-                                   bool choose_pool_words, bool choose_batch) {
-  TrainParams params = data.params;
-  if (gpu.placement != Placement::kPaged || !cuda_device_available()) return params;
-  CudaBackendOptions options;
-  options.gpu = resolve_cuda_gpu_options(data.keep->words(), params.dim, data.optimizer.kind, gpu);
-  GpuPlanInput in = make_plan_input(data, options);
-  in.choose_pool = choose_pool;
-  in.choose_pool_blocks = choose_pool_words;
-  in.choose_batch = choose_batch;
-  int device = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-  const GpuPlan plan = plan_gpu(in, query_device_facts(prop, options.gpu));
-  params.negative_pool = plan.negative_pool;
-  params.pool_blocks = plan.pool_blocks;
-  params.batch_blocks = plan.super_batch_blocks;
-  return params;
+  const DeviceFacts device = query_device();
+  if (!device.usable) throw Error("--device cuda: no usable CUDA device found");
+  CudaBackendOptions resolved = options;
+  resolved.gpu = resolve_gpu_placement(options.gpu, data.keep->words(), data.params.dim,
+                                       data.optimizer.kind, device);
+  const GpuPlan plan =
+      plan_gpu(make_plan_input(data, resolved),
+               plan_device_facts(device, resolved.gpu.memory_budget, cuda_scratch_bytes));
+  return make_cuda_backend(model, data, resolved, plan, device.name);
 }
 
 std::unique_ptr<Backend> make_cuda_backend(Model& model, const TrainData& data) {

@@ -1,15 +1,21 @@
 #pragma once
 /// @file cuda_device.hpp
-/// Whether a CUDA device can be used, and its context started ahead of the first call that needs
-/// it: for the backend and the parts that train on a device alike. Host-only header.
+/// The one place that asks the CUDA driver about the device: whether one can be used, its name
+/// and its memory (query_device, once per process at the start of a run), and the memory in use
+/// for the backend's report. Host-only header.
+
+#include <cstdint>
+
+#include "gpu/device_facts.hpp"
 
 namespace pagedw2v {
 
-/// True when a CUDA device can be used; false (never an exception) without a driver or GPU.
-bool cuda_device_available();
+/// The current device's facts; `usable` false (never an exception) without a driver or GPU.
+/// Makes the device's context (the memory query needs it).
+DeviceFacts query_device();
 
-/// Creates the current device's context (what the first CUDA call of a run otherwise pays for,
-/// a few tenths of a second); errors are dropped: the calls that need the device report them.
-void start_cuda_context();
+/// Bytes of device memory in use now (the context included), for reports; 0 when the driver
+/// cannot say.
+uint64_t device_used_bytes();
 
 }  // namespace pagedw2v

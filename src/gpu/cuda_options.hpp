@@ -18,7 +18,8 @@ namespace pagedw2v {
 inline constexpr size_t kDefaultTableSkew = kDefaultTableGap;
 
 struct CudaBackendOptions {
-  /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half the free memory.
+  /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half of what the
+  /// budget leaves beside the tables (gpu_plan.hpp's resident_corpus_sizes).
   size_t resident_corpus_max_bytes = 0;
   /// Stream the corpus in chunks even when it would fit.
   bool force_stream = false;

@@ -32,6 +32,8 @@ class DeviceBuffer {
     const cudaError_t status = cudaMalloc(reinterpret_cast<void**>(&data_), bytes());
     if (status == cudaErrorMemoryAllocation) {
       cudaGetLastError();
+      // Asked only to word the failure; the run's decisions take the memory of its one query
+      // (gpu/cuda_device.hpp).
       size_t free_bytes = 0, total_bytes = 0;
       cudaMemGetInfo(&free_bytes, &total_bytes);
       data_ = nullptr;

@@ -14,13 +14,7 @@ DeviceCorpus::DeviceCorpus(const EncodedCorpus& corpus, const DeviceCorpusOption
     : corpus_(corpus), options_(options) {
   const size_t bytes =
       corpus.tokens.size() * sizeof(uint32_t) + corpus.sentence_starts.size() * sizeof(uint64_t);
-  size_t limit = options.resident_max_bytes;
-  if (limit == 0) {
-    size_t free_bytes = 0, total_bytes = 0;
-    PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    limit = free_bytes / 2;
-  }
-  resident_ = !options.window && !options.force_stream && bytes <= limit;
+  resident_ = !options.window && !options.force_stream && bytes <= options.resident_max_bytes;
   if (resident_) {
     upload_resident();
     return;

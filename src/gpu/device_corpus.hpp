@@ -23,7 +23,8 @@
 namespace pagedw2v {
 
 struct DeviceCorpusOptions {
-  /// Keep the corpus on the GPU when it needs at most this many bytes; 0 = half the free memory.
+  /// Keep the corpus on the GPU when it needs at most this many bytes (the CUDA backend sizes it
+  /// by gpu_plan.hpp's resident_corpus_sizes); 0 = always streamed.
   size_t resident_max_bytes = 0;
   /// Stream even when the corpus would fit (tests and benchmarks of the streaming path).
   bool force_stream = false;

@@ -43,27 +43,6 @@ void size_pieces(const GpuPlanInput& in, uint32_t batch_blocks, uint32_t pool_bl
   }
 }
 
-/// The distinct ids in [first, rows) among the tokens [begin, end), marked in `seen` (a bit per
-/// id from `first` on, all clear), which is left clear again.
-uint64_t distinct_from(const uint32_t* begin, const uint32_t* end, uint64_t first, uint64_t rows,
-                       std::vector<uint64_t>& seen) {
-  const uint64_t span = rows - first;
-  uint64_t distinct = 0;
-  for (const uint32_t* t = begin; t != end; ++t) {
-    const uint64_t k = uint64_t{*t} - first;  // an id below `first` wraps past `span`
-    if (k >= span) continue;
-    uint64_t& word = seen[k >> 6];
-    const uint64_t bit = uint64_t{1} << (k & 63);
-    distinct += (word & bit) == 0;
-    word |= bit;
-  }
-  for (const uint32_t* t = begin; t != end; ++t) {
-    const uint64_t k = uint64_t{*t} - first;
-    if (k < span) seen[k >> 6] = 0;
-  }
-  return distinct;
-}
-
 /// GPU bytes of the noise table's columns (both placements hold them on the GPU).
 uint64_t noise_bytes(const GpuPlanInput& in) {
   return in.noise != nullptr ? uint64_t{in.noise->column_count()} * sizeof(NoiseColumn) : 0;
@@ -77,81 +56,6 @@ uint64_t longest_sentence(const std::vector<uint64_t>& starts) {
 }
 
 }  // namespace
-
-namespace {
-
-/// Calls `range(rows)` with the distinct rows at or above `first` that each range [starts[s],
-/// starts[s + 1]) of `tokens` reads under hierarchical softmax, sorted: its words' ids and the
-/// inner-node rows of their paths in `tree`.
-template <typename Range>
-void for_each_hs_range(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                       const HuffmanTree& tree, uint64_t first, Range&& range) {
-  // word[r], node[r] = 1 + the last range that read row r as a word, as an inner node: each
-  // row is counted once a range without clearing anything between ranges. A node's ancestors
-  // are the same on every path through it, and lie at smaller rows (a parent is made after its
-  // children, huffman.hpp), so a path is walked from its deepest node up to the first one the
-  // range has read already or the first below `first`: the pass costs about a token and a new
-  // node each, not a whole path per token.
-  const size_t n_rows = tree.words();
-  std::vector<uint64_t> word(n_rows, 0), node(n_rows, 0);
-  std::vector<uint32_t> rows;
-  for (size_t s = 0; s + 1 < starts.size(); ++s) {
-    const uint64_t mark = s + 1;
-    rows.clear();
-    for (uint64_t p = starts[s]; p < starts[s + 1]; ++p) {
-      const uint32_t w = tokens[p];
-      if (w >= n_rows) continue;
-      if (w >= first && word[w] != mark) {
-        word[w] = mark;
-        rows.push_back(w);
-      }
-      const uint32_t* path = tree.path_rows(w);
-      for (uint32_t d = tree.length(w); d-- > 0;) {
-        if (path[d] < first || node[path[d]] == mark) break;
-        node[path[d]] = mark;
-        rows.push_back(path[d]);
-      }
-    }
-    // A row read both as a word and as a node is one row (one id, model.hpp).
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    range(rows);
-  }
-}
-
-}  // namespace
-
-uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                          const HuffmanTree& tree, uint64_t first) {
-  uint64_t most = 0;
-  for_each_hs_range(tokens, starts, tree, first, [&](const std::vector<uint32_t>& rows) {
-    most = std::max<uint64_t>(most, rows.size());
-  });
-  return most;
-}
-
-uint64_t HsRowsFrom::max_from(uint64_t first) const {
-  const auto above = std::upper_bound(firsts.begin(), firsts.end(), first);
-  return above == firsts.begin() ? 0 : most[static_cast<size_t>(above - firsts.begin()) - 1];
-}
-
-HsRowsFrom hs_rows_from(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                        const HuffmanTree& tree) {
-  HsRowsFrom r;
-  for (uint64_t f = 0; f < std::max<uint64_t>(1, tree.words()); f = std::max(f + 1, f + f / 16)) {
-    r.firsts.push_back(f);
-  }
-  r.most.assign(r.firsts.size(), 0);
-  for_each_hs_range(tokens, starts, tree, 0, [&](const std::vector<uint32_t>& rows) {
-    // Both ascending: the rows below each first are counted in one walk, up to the last row.
-    size_t below = 0;
-    for (size_t k = 0; k < r.firsts.size() && below < rows.size(); ++k) {
-      while (below < rows.size() && rows[below] < r.firsts[k]) ++below;
-      r.most[k] = std::max<uint64_t>(r.most[k], rows.size() - below);
-    }
-  });
-  return r;
-}
 
 uint64_t device_row_bytes_of(uint64_t table_row_bytes, OptimizerKind kind) {
   const bool optimizer = kind != OptimizerKind::kSgd;
@@ -191,9 +95,27 @@ uint64_t paged_margin(uint64_t budget, uint64_t gap_bytes) {
                   gap_bytes + (uint64_t{64} << 10));
 }
 
+uint64_t gpu_memory_margin(uint64_t free_bytes) {
+  return std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
+}
+
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes) {
-  const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, free_bytes / 20);
+  const uint64_t margin = gpu_memory_margin(free_bytes);
   return requested > 0 ? requested : (free_bytes > margin ? free_bytes - margin : free_bytes / 2);
+}
+
+CorpusSizes resident_corpus_sizes(uint64_t budget, uint64_t allocated, uint64_t resident_max_bytes,
+                                  uint64_t chunk_tokens, bool force_stream, uint64_t stage_tokens) {
+  const uint64_t left = budget > allocated ? budget - allocated : 0;
+  CorpusSizes sizes;
+  sizes.resident_max_bytes =
+      resident_max_bytes > 0 ? resident_max_bytes : std::max<uint64_t>(left / 2, 1);
+  sizes.chunk_tokens = chunk_tokens;
+  if (!force_stream && left / 2 < chunk_tokens * 24) {
+    sizes.chunk_tokens = std::max<uint64_t>(left / 48, uint64_t{1} << 20);
+  }
+  if (stage_tokens > 0) sizes.chunk_tokens = std::min(sizes.chunk_tokens, stage_tokens);
+  return sizes;
 }
 
 bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, Placement placement,
@@ -213,103 +135,6 @@ uint32_t order_key_bits(uint64_t rows) {
   uint32_t bits = 1;
   while (bits < 32 && (rows >> bits) != 0) ++bits;
   return bits;
-}
-
-uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
-                              const std::vector<uint64_t>& sentence_starts,
-                              const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                              uint64_t rows, uint64_t limit) {
-  if (blocks.size() < 2 || rows == 0) return 0;
-  const uint64_t nblocks = blocks.size() - 1;
-  const uint64_t step = std::max<uint32_t>(1, batch_blocks);
-  std::vector<uint64_t> seen((rows + 63) / 64, 0);
-  uint64_t most = 0;
-  for (uint64_t b = 0; b < nblocks; b += step) {
-    const uint64_t e = std::min(nblocks, b + step);
-    most = std::max(most, distinct_from(tokens.data() + sentence_starts[blocks[b]],
-                                        tokens.data() + sentence_starts[blocks[e]], 0, rows, seen));
-    if (most > limit) break;
-  }
-  return most;
-}
-
-/// What the bitmaps of max_run_rows_from's threads may take together.
-constexpr uint64_t kCountBitmapBytes = uint64_t{4} << 20;
-
-uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
-                           const std::vector<uint64_t>& sentence_starts,
-                           const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                           uint64_t first, uint64_t rows, uint32_t threads) {
-  if (blocks.size() < 2 || first >= rows) return 0;
-  const uint64_t nblocks = blocks.size() - 1;
-  const uint64_t step = std::max<uint32_t>(1, batch_blocks);
-  const uint64_t runs = (nblocks + step - 1) / step;
-  // The threads' bitmaps together take at most kCountBitmapBytes: the backend's plan counts
-  // once the host tables are allocated, so its bitmaps add to the process's peak memory (16
-  // bitmaps of a 10 M-word vocabulary were 19 MB), and a bitmap the caches hold counts fast on
-  // few threads.
-  const uint64_t bitmap_bytes = (rows - first + 63) / 64 * 8;
-  const uint64_t workers =
-      std::min<uint64_t>(std::clamp<uint64_t>(threads, 1, runs),
-                         std::max<uint64_t>(1, kCountBitmapBytes / bitmap_bytes));
-  std::vector<uint64_t> most(workers, 0);
-  const auto count = [&](uint64_t w) {
-    std::vector<uint64_t> seen((rows - first + 63) / 64, 0);
-    for (uint64_t run = w; run < runs; run += workers) {
-      const uint64_t b = run * step, e = std::min(nblocks, b + step);
-      most[w] = std::max(
-          most[w], distinct_from(tokens.data() + sentence_starts[blocks[b]],
-                                 tokens.data() + sentence_starts[blocks[e]], first, rows, seen));
-    }
-  };
-  std::vector<std::thread> pool;
-  for (uint64_t w = 1; w < workers; ++w) pool.emplace_back(count, w);
-  count(0);
-  for (std::thread& t : pool) t.join();
-  return *std::max_element(most.begin(), most.end());
-}
-
-uint64_t SuperBatchRows::max_from(uint64_t first) const {
-  if (first >= rows) return 0;
-  const uint64_t from = first / width;
-  uint64_t most = 0;
-  for (uint64_t at = 0; at < counts.size(); at += ranges) {
-    uint64_t n = 0;
-    for (uint64_t k = from; k < ranges; ++k) n += counts[at + k];
-    most = std::max(most, n);
-  }
-  return most;
-}
-
-SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
-                                const std::vector<uint64_t>& sentence_starts,
-                                const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                                uint64_t rows, uint64_t ranges) {
-  SuperBatchRows r;
-  if (blocks.size() < 2 || rows == 0) return r;
-  r.rows = rows;
-  r.width = (rows + std::max<uint64_t>(1, ranges) - 1) / std::max<uint64_t>(1, ranges);
-  r.ranges = (rows + r.width - 1) / r.width;
-  const uint64_t nblocks = blocks.size() - 1;
-  const uint64_t step = std::max<uint32_t>(1, batch_blocks);
-  r.counts.assign((nblocks + step - 1) / step * r.ranges, 0);
-  std::vector<uint64_t> seen((rows + 63) / 64, 0);
-  for (uint64_t b = 0, at = 0; b < nblocks; b += step, at += r.ranges) {
-    const uint64_t e = std::min(nblocks, b + step);
-    const uint32_t* first = tokens.data() + sentence_starts[blocks[b]];
-    const uint32_t* last = tokens.data() + sentence_starts[blocks[e]];
-    for (const uint32_t* t = first; t != last; ++t) {
-      if (*t >= rows) continue;
-      uint64_t& word = seen[*t >> 6];
-      const uint64_t bit = uint64_t{1} << (*t & 63);
-      r.counts[at + *t / r.width] += (word & bit) == 0;
-      word |= bit;
-    }
-    for (const uint32_t* t = first; t != last; ++t) {
-      if (*t < rows) seen[*t >> 6] = 0;
-    }
-  }
-  return r;
 }
 
 namespace {
@@ -523,6 +348,88 @@ GpuPlan plan_gpu(const GpuPlanInput& in, const GpuDeviceFacts& device) {
 
 namespace {
 
+/// An optimizer's cache (plan_gpu): the super-batch chosen where the run left it to the plan,
+/// checked to fit, and the cache sized for two super-batches' cold rows. Updates `plan`'s piece
+/// sizes and `layout` as it tries super-batches; returns the cache's slots.
+uint64_t optimizer_cache_rows(const GpuPlanInput& in, const GpuDeviceFacts& device, GpuPlan& plan,
+                              PagedLayout& layout, RowCounts& counted) {
+  const uint64_t rows = in.rows;
+  // An optimizer trains a super-batch whole: its rows must fit the cache at once, and two of
+  // them for the next to move while one trains (the pipeline's depth).
+  const auto roomy = [&] { return 3 * plan.max_list <= layout.rows_fit; };
+  const auto fits = [&] { return plan.max_list <= layout.rows_fit; };
+  if (in.choose_batch && !roomy()) {
+    // The largest super-batch (halving) whose two fit two thirds of the rows; else the
+    // largest that fits at all.
+    const uint32_t from = plan.batch_blocks;
+    for (const bool strict : {true, false}) {
+      for (uint32_t blocks = from;; blocks = (blocks + 1) / 2) {
+        plan.batch_blocks = blocks;
+        size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
+        layout = paged_layout(in, device, plan, counted);
+        if (strict ? roomy() : fits()) break;
+        if (blocks == 1) break;
+      }
+      if (strict ? roomy() : fits()) break;
+    }
+    plan.super_batch_blocks = plan.batch_blocks;
+  }
+  if (!fits()) {
+    const std::string what =
+        in.choose_batch ? "a super-batch of " + words(plan.batch_blocks) + " words (the least)"
+                        : "--batch-words " + words(plan.batch_blocks);
+    throw Error("--gpu-memory " + format_gib(plan.budget) +
+                " is too small for paged tables of dim " + std::to_string(in.dim) +
+                " with --optimizer " + to_string(in.optimizer) + ": " + what + " touches up to " +
+                std::to_string(plan.max_list) + " rows (its distinct words and " +
+                std::to_string(layout.pool_entries) + " pool entries), the budget holds " +
+                std::to_string(layout.rows_fit) + "; at least " +
+                format_gib(layout.fixed + plan.max_list * layout.slot_bytes) +
+                " is needed; raise --gpu-memory" +
+                (in.choose_batch ? std::string() : std::string(" or lower --batch-words")));
+  }
+  // Only rows at or above the hot rows take slots, and the cache it takes away from the hot
+  // rows makes more of them cold: from a third of the rows (as sgd), the cache grows to two
+  // super-batches' cold rows until they fit (or it takes every row). Sizing it for all of a
+  // super-batch's rows would take the hot rows that serve most lookups, and move more rows.
+  // One super-batch must fit with every pool entry cold (the pipeline refuses it otherwise);
+  // two, for the next to move while one trains, with the entries likely cold: their expected
+  // number and four standard deviations (a pair that does not fit waits, as the pipeline
+  // drains).
+  SuperBatchRows by_range;
+  if (in.tokens != nullptr) {
+    by_range =
+        super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, plan.batch_blocks, rows);
+  }
+  const auto want_cache = [&](uint64_t cache) {
+    if (in.tokens == nullptr) return std::min(layout.rows_fit, 2 * plan.max_list);
+    const uint64_t hot = in.hot_rows > 0 ? std::min<uint64_t>(in.hot_rows, rows)
+                                         : std::min<uint64_t>(rows, layout.rows_fit - cache);
+    const uint64_t ids = by_range.max_from(hot);
+    const uint64_t one = std::min(plan.max_list, ids + layout.pool_entries);
+    uint64_t likely = layout.pool_entries;
+    if (in.noise != nullptr && in.noise->words() == rows) {
+      const double mean = double(layout.pool_entries) * in.noise->share_from(hot);
+      likely = std::min(likely, static_cast<uint64_t>(mean + 4.0 * std::sqrt(mean)) + 1);
+    }
+    const uint64_t two = 2 * std::min(plan.max_list, ids + likely);
+    return std::max(one, std::min(layout.rows_fit, two));
+  };
+  // A few rounds settle it; past them, the bound of every row of two super-batches, which
+  // always holds them.
+  uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, layout.least_cache));
+  for (int round = 0;; ++round) {
+    const uint64_t want = want_cache(cache);
+    if (want <= cache) break;
+    cache = want;
+    if (round == 7) {
+      cache = std::max(cache, std::min(layout.rows_fit, 2 * plan.max_list));
+      break;
+    }
+  }
+  return cache;
+}
+
 GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   GpuPlan plan;
   plan.budget = device.budget;
@@ -548,9 +455,9 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
     return plan;
   }
   plan.paged = true;
-  if (in.choose_pool && plan.negative_pool == 0) plan.negative_pool = kAutoNegativePool;
+  if (in.choose_pool) plan.negative_pool = auto_negative_pool(plan.negative_pool);
   if (in.choose_pool_blocks) {
-    const uint64_t period = uint64_t{kAutoPoolWordsPerEntry} * plan.negative_pool;
+    const uint64_t period = auto_pool_words(plan.negative_pool);
     plan.pool_blocks = static_cast<uint32_t>(
         std::clamp<uint64_t>((period + kBlockWords - 1) / kBlockWords, 1, UINT32_MAX));
   }
@@ -578,80 +485,7 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
   PagedLayout layout = paged_layout(in, device, plan, counted);
   const std::string with_pool = "with --negative-pool " + std::to_string(pool);
   if (optimizer && in.cache_rows == 0) {
-    // An optimizer trains a super-batch whole: its rows must fit the cache at once, and two of
-    // them for the next to move while one trains (the pipeline's depth).
-    const auto roomy = [&] { return 3 * plan.max_list <= layout.rows_fit; };
-    const auto fits = [&] { return plan.max_list <= layout.rows_fit; };
-    if (in.choose_batch && !roomy()) {
-      // The largest super-batch (halving) whose two fit two thirds of the rows; else the
-      // largest that fits at all.
-      const uint32_t from = plan.batch_blocks;
-      for (const bool strict : {true, false}) {
-        for (uint32_t blocks = from;; blocks = (blocks + 1) / 2) {
-          plan.batch_blocks = blocks;
-          size_pieces(in, plan.batch_blocks, plan.pool_blocks, plan);
-          layout = paged_layout(in, device, plan, counted);
-          if (strict ? roomy() : fits()) break;
-          if (blocks == 1) break;
-        }
-        if (strict ? roomy() : fits()) break;
-      }
-      plan.super_batch_blocks = plan.batch_blocks;
-    }
-    if (!fits()) {
-      const std::string what =
-          in.choose_batch ? "a super-batch of " + words(plan.batch_blocks) + " words (the least)"
-                          : "--batch-words " + words(plan.batch_blocks);
-      throw Error("--gpu-memory " + format_gib(plan.budget) +
-                  " is too small for paged tables of dim " + std::to_string(in.dim) +
-                  " with --optimizer " + to_string(in.optimizer) + ": " + what + " touches up to " +
-                  std::to_string(plan.max_list) + " rows (its distinct words and " +
-                  std::to_string(layout.pool_entries) + " pool entries), the budget holds " +
-                  std::to_string(layout.rows_fit) + "; at least " +
-                  format_gib(layout.fixed + plan.max_list * layout.slot_bytes) +
-                  " is needed; raise --gpu-memory" +
-                  (in.choose_batch ? std::string() : std::string(" or lower --batch-words")));
-    }
-    // Only rows at or above the hot rows take slots, and the cache it takes away from the hot
-    // rows makes more of them cold: from a third of the rows (as sgd), the cache grows to two
-    // super-batches' cold rows until they fit (or it takes every row). Sizing it for all of a
-    // super-batch's rows would take the hot rows that serve most lookups, and move more rows.
-    // One super-batch must fit with every pool entry cold (the pipeline refuses it otherwise);
-    // two, for the next to move while one trains, with the entries likely cold: their expected
-    // number and four standard deviations (a pair that does not fit waits, as the pipeline
-    // drains).
-    SuperBatchRows by_range;
-    if (in.tokens != nullptr) {
-      by_range =
-          super_batch_rows(*in.tokens, *in.sentence_starts, *in.blocks, plan.batch_blocks, rows);
-    }
-    const auto want_cache = [&](uint64_t cache) {
-      if (in.tokens == nullptr) return std::min(layout.rows_fit, 2 * plan.max_list);
-      const uint64_t hot = in.hot_rows > 0 ? std::min<uint64_t>(in.hot_rows, rows)
-                                           : std::min<uint64_t>(rows, layout.rows_fit - cache);
-      const uint64_t ids = by_range.max_from(hot);
-      const uint64_t one = std::min(plan.max_list, ids + layout.pool_entries);
-      uint64_t likely = layout.pool_entries;
-      if (in.noise != nullptr && in.noise->words() == rows) {
-        const double mean = double(layout.pool_entries) * in.noise->share_from(hot);
-        likely = std::min(likely, static_cast<uint64_t>(mean + 4.0 * std::sqrt(mean)) + 1);
-      }
-      const uint64_t two = 2 * std::min(plan.max_list, ids + likely);
-      return std::max(one, std::min(layout.rows_fit, two));
-    };
-    // A few rounds settle it; past them, the bound of every row of two super-batches, which
-    // always holds them.
-    uint64_t cache = std::max(layout.rows_fit / 3, std::min(layout.rows_fit, layout.least_cache));
-    for (int round = 0;; ++round) {
-      const uint64_t want = want_cache(cache);
-      if (want <= cache) break;
-      cache = want;
-      if (round == 7) {
-        cache = std::max(cache, std::min(layout.rows_fit, 2 * plan.max_list));
-        break;
-      }
-    }
-    plan.cache_rows = cache;
+    plan.cache_rows = optimizer_cache_rows(in, device, plan, layout, counted);
   } else {
     // The cache holds the rows of the pieces in flight and serves few repeat lookups beyond
     // them (a tail row recurs only millions of words later), while every hot row saves

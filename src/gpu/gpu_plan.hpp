@@ -8,8 +8,10 @@
 /// Owns: the placement rule (resident when everything fits, else paged), the byte accounting of
 /// resident and paged tables, the split of a paged budget into hot rows and cache slots, the
 /// piece and stage sizes, and the training sizes a paged run leaves to it (the negative pool,
-/// the pool period, an optimizer's super-batch). May not touch: device memory, streams, the
-/// model's values.
+/// the pool period, an optimizer's super-batch), the margin a run leaves free on the device
+/// (gpu_memory_margin) and the resident corpus's sizes. The counts of what the corpus's pieces
+/// touch are row_counts.hpp's; the run's plan (train/run_plan.hpp) makes this plan once, from the
+/// run's one device query. May not touch: device memory, streams, the model's values.
 
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +21,7 @@
 
 #include "config/options.hpp"
 #include "corpus/corpus.hpp"
+#include "gpu/row_counts.hpp"
 #include "model/huffman.hpp"
 #include "model/optimizer.hpp"
 
@@ -41,15 +44,19 @@ inline constexpr uint64_t kDefaultTableGap = (uint64_t{1} << 20) + (uint64_t{1} 
 /// (docs/design-kernels.md, "Table placement").
 enum class TableLayout { kApart, kInterleaved };
 
-/// What the plan needs to know about the device; the backend queries it once per run.
+/// Scratch bytes of the paging selects over `select_n` ids and of the slot-order sort of
+/// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them).
+using GpuScratchBytes =
+    std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)>;
+
+/// What the plan needs to know about the device: the facts of the run's one device query
+/// (device_facts.hpp; plan_input.hpp's plan_device_facts) and the budget the run resolved.
 struct GpuDeviceFacts {
   std::string name;     ///< for messages
   uint64_t budget = 0;  ///< GPU memory the backend may use (gpu_budget)
   /// Whether the GPU addresses registered host memory by its host pointer (paged tables need it).
   bool host_pointers = true;
-  /// Scratch bytes of the paging selects over `select_n` ids and of the slot-order sort of
-  /// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them).
-  std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)> scratch_bytes;
+  GpuScratchBytes scratch_bytes;  ///< see GpuScratchBytes
 };
 
 /// The negative pool a paged run draws when none is given, per kAutoPoolWordsPerEntry × its
@@ -57,6 +64,12 @@ struct GpuDeviceFacts {
 /// "pool N/W"; 1024 per 4096 words is the setting measured most).
 inline constexpr uint32_t kAutoNegativePool = 1024;
 inline constexpr uint32_t kAutoPoolWordsPerEntry = 4;
+
+/// The one rule of a pool left to the plan, for a paged run (plan_gpu) and for GPU ranks that
+/// train rows through host memory (train/run_plan.hpp): `pool` entries when the run has some,
+/// else kAutoNegativePool; drawn every auto_pool_words of them.
+inline uint32_t auto_negative_pool(uint32_t pool) { return pool > 0 ? pool : kAutoNegativePool; }
+inline uint64_t auto_pool_words(uint32_t pool) { return uint64_t{kAutoPoolWordsPerEntry} * pool; }
 
 /// Where the pieces of paged sgd are cut: on the device, each try's rows counted there and sent
 /// back (kernels/paging.hpp's steps), or on the host ahead of the device by their cold rows
@@ -131,31 +144,6 @@ struct GpuPlanInput {
   /// negative_pool says (the pieces' rows are their words' and paths').
   bool hs_alone = false;
 };
-
-/// The most distinct rows any one range of `tokens` (range s is [starts[s], starts[s + 1]): a
-/// sentence, or a super-batch) reads under hierarchical softmax: its words' ids and the
-/// inner-node rows of their paths in `tree` (the same id space, model.hpp), those at or above
-/// `first` (the rows that take cache slots beside `first` hot rows). A pure pass over the
-/// corpus, for the plan's reserve and an optimizer's super-batch rows.
-uint64_t hs_sentence_rows(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                          const HuffmanTree& tree, uint64_t first = 0);
-
-/// The most distinct rows at or above a first row that any one range of `tokens` reads under
-/// hierarchical softmax (hs_sentence_rows with that first row), for a ladder of first rows at
-/// once: the rows one sentence needs in the row cache, whatever hot rows the plan leaves (rows
-/// below them are on the GPU already, among them the inner nodes nearest the root).
-struct HsRowsFrom {
-  std::vector<uint64_t> firsts;  ///< ascending from 0, about a sixteenth apart
-  std::vector<uint64_t> most;    ///< most[k]: the most rows at or above firsts[k] of one range
-  /// At least the most rows at or above `first` of one range: exact where `first` is one of
-  /// `firsts`, else those of the largest below it.
-  uint64_t max_from(uint64_t first) const;
-};
-
-/// HsRowsFrom of the ranges [starts[s], starts[s + 1]) of `tokens` over the rows of `tree`'s
-/// words. One pass over the corpus, as hs_sentence_rows.
-HsRowsFrom hs_rows_from(const std::vector<uint32_t>& tokens, const std::vector<uint64_t>& starts,
-                        const HuffmanTree& tree);
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {
@@ -250,8 +238,27 @@ uint64_t resident_bytes(uint64_t rows, uint32_t row_stride, OptimizerKind kind,
 /// backend stays within the budget (an 8.1 MB budget once allocated 8.13 MB).
 uint64_t paged_margin(uint64_t budget, uint64_t gap_bytes = kDefaultTableGap);
 
-/// The budget: `requested` bytes when not 0, else what is free minus a margin.
+/// What a run leaves free of a device's `free_bytes` for what it does not count (the kernels'
+/// own memory, staging, what CUDA allocates itself): a 20th of it, at least 256 MiB. The one
+/// margin rule: the plan's budget and the partitioned tables over ranks (gpu/part_trainer.hpp)
+/// both take it through gpu_budget.
+uint64_t gpu_memory_margin(uint64_t free_bytes);
+
+/// The budget: `requested` bytes when not 0, else what is free minus gpu_memory_margin (half
+/// of what is free when that is less than the margin).
 uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes);
+
+/// How resident tables hold the corpus in what the budget leaves beside the `allocated` bytes
+/// of the tables and launch buffers: resident when it needs at most `resident_max_bytes` (given
+/// > 0: that; else half of what is left), else streamed in chunks of `chunk_tokens`, fewer (a
+/// 48th of what is left, at least 2^20) where two chunks' buffers, 24 bytes a token, would take
+/// more than half of it, and at most `stage_tokens` (a streamed corpus's stage; 0 = no bound).
+struct CorpusSizes {
+  uint64_t resident_max_bytes = 0;
+  uint64_t chunk_tokens = 0;
+};
+CorpusSizes resident_corpus_sizes(uint64_t budget, uint64_t allocated, uint64_t resident_max_bytes,
+                                  uint64_t chunk_tokens, bool force_stream, uint64_t stage_tokens);
 
 /// Whether the tables will be paged: the placement rule of plan_gpu, which needs only the
 /// model's shape, so that the host tables can be allocated interleaved before the corpus is read.
@@ -260,44 +267,6 @@ bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, P
 
 /// Bits of a slot-order key: every id, and `rows` for an empty slot.
 uint32_t order_key_bits(uint64_t rows);
-
-/// The most distinct ids among the tokens of one super-batch of `batch_blocks` blocks (ids below
-/// `rows`). Stops at the first super-batch with more than `limit` and returns its count so far
-/// (then above `limit`). Reads the corpus once (twice per super-batch) with a bit per row.
-uint64_t max_super_batch_rows(const std::vector<uint32_t>& tokens,
-                              const std::vector<uint64_t>& sentence_starts,
-                              const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                              uint64_t rows, uint64_t limit = UINT64_MAX);
-
-/// The most distinct ids at or above `first` (and below `rows`) among the tokens of one run of
-/// `batch_blocks` blocks, the corpus cut into such runs from its start. Each of up to `threads`
-/// threads counts runs of its own with a bit per row (two passes over a run's tokens); fewer
-/// threads where their bitmaps would take more than 4 MiB together.
-uint64_t max_run_rows_from(const std::vector<uint32_t>& tokens,
-                           const std::vector<uint64_t>& sentence_starts,
-                           const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                           uint64_t first, uint64_t rows, uint32_t threads);
-
-/// The distinct ids of every super-batch by id range, so that those at or above any first id
-/// (the hot rows: the rows a super-batch takes cache slots for) are bounded without reading the
-/// corpus again.
-struct SuperBatchRows {
-  uint64_t rows = 0;             ///< ids counted: those below
-  uint64_t width = 1;            ///< ids per range
-  uint64_t ranges = 0;           ///< ranges per super-batch
-  std::vector<uint32_t> counts;  ///< [super-batch × ranges + range]: its distinct ids there
-  /// The most distinct ids at or above `first` of one super-batch, counted from the start of
-  /// the range that holds `first`: exact where `first` starts a range, else at most one
-  /// range's ids more.
-  uint64_t max_from(uint64_t first) const;
-};
-
-/// SuperBatchRows of the super-batches of `batch_blocks` blocks over ids below `rows`, in
-/// about `ranges` ranges. Reads the corpus once, as max_super_batch_rows.
-SuperBatchRows super_batch_rows(const std::vector<uint32_t>& tokens,
-                                const std::vector<uint64_t>& sentence_starts,
-                                const std::vector<uint64_t>& blocks, uint32_t batch_blocks,
-                                uint64_t rows, uint64_t ranges = 4096);
 
 /// Blocks of 8 warps for the row moves of a paged piece of `tokens` words that brings `fresh`
 /// rows of `entry_bytes` host bytes each (an id's row in every table): three on each of the

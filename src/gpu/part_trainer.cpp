@@ -7,7 +7,6 @@
 
 #include "base/byte_size.hpp"
 #include "base/error.hpp"
-#include "gpu/cuda_device.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
@@ -35,29 +34,22 @@ struct PartTrainer::Impl {
 
   uint64_t rows_of(uint32_t p) const { return vocab > p ? (vocab - p + parts - 1) / parts : 0; }
 
-  Impl(const TrainData& d, uint32_t n, uint32_t r, bool serial)
+  Impl(const TrainData& d, uint32_t n, uint32_t r, bool serial, const GpuGrant& gpu)
       : data(d),
         parts(n),
         part(r),
         single_warp(serial),
         dim(d.params.dim),
         stride(sgns_row_stride(d.params.dim)),
-        vocab(d.keep->words()) {
+        vocab(d.keep->words()),
+        device_name(gpu.device.name) {
     const TrainParams& p = d.params;
-    if (!cuda_device_available()) throw Error("--device cuda: no usable CUDA device found");
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
-    if (p.model != ModelKind::kSkipGram || d.optimizer.kind != OptimizerKind::kSgd ||
-        p.negative_pool != 0) {
+    if (!gpu_parts_train(d)) {
       throw UsageError("partitioned tables over GPU ranks train skip-gram with sgd and no pool");
     }
     if (d.streamed) throw Error("ranks hold the corpus whole; a streamed corpus cannot be trained");
     if (parts < 1 || part >= parts || vocab < parts) throw Error("partitioned tables: bad parts");
-    int device = 0;
-    PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-    cudaDeviceProp prop{};
-    PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-    device_name = prop.name;
-
     const auto& all_tokens = d.corpus->tokens;
     const auto& all_starts = d.corpus->sentence_starts;
     // One part is the whole table: its noise table is the run's, drawn as one process draws.
@@ -71,15 +63,14 @@ struct PartTrainer::Impl {
     const uint64_t row_bytes = uint64_t{stride} * sizeof(float);
     const uint64_t need = (rows_of(part) + rows_of(0)) * row_bytes + all_tokens.size() * 4 +
                           all_starts.size() * 8 + uint64_t{d.keep->stored()} * 4 + noise_bytes;
-    size_t free_bytes = 0, total_bytes = 0;
-    PAGEDW2V_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    // A margin for the kernels, the rotation's staging and what CUDA allocates itself.
-    const uint64_t margin = std::max<uint64_t>(uint64_t{256} << 20, total_bytes / 32);
-    if (need + margin > free_bytes) {
+    // The budget keeps the run's margin (gpu_memory_margin) for the kernels, the rotation's
+    // staging and what CUDA allocates itself.
+    if (need > gpu.budget) {
       throw Error("the rank's parts of the tables and the corpus need " + format_gib(need) +
-                  " of GPU memory, " + format_gib(free_bytes) + " is free on " + device_name +
-                  "; run more ranks, or give --negative-pool N to train over ranks with the rows "
-                  "in host memory");
+                  " of GPU memory, the budget is " + format_gib(gpu.budget) + " (" +
+                  format_gib(gpu.device.free_bytes) + " free on " + device_name +
+                  "); run more ranks, or give --negative-pool N to train over ranks with the "
+                  "rows in host memory");
     }
     cudaStream_t st = stream.get();
     input = DeviceBuffer<float>(std::max<uint64_t>(1, rows_of(part)) * stride, "the input part");
@@ -155,8 +146,9 @@ struct PartTrainer::Impl {
   }
 };
 
-PartTrainer::PartTrainer(const TrainData& data, uint32_t parts, uint32_t part, bool single_warp)
-    : impl_(std::make_unique<Impl>(data, parts, part, single_warp)) {}
+PartTrainer::PartTrainer(const TrainData& data, uint32_t parts, uint32_t part, bool single_warp,
+                         const GpuGrant& gpu)
+    : impl_(std::make_unique<Impl>(data, parts, part, single_warp, gpu)) {}
 
 PartTrainer::~PartTrainer() = default;
 

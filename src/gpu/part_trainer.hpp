@@ -19,8 +19,21 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "gpu/device_facts.hpp"
 
 namespace pagedw2v {
+
+/// Whether GPU ranks keep a run's rows on their GPUs, in parts (dist/part_backend.hpp) or
+/// replicated (dist/gpu_replica_backend.hpp), both trained by gpu/part_trainer.hpp: skip-gram
+/// with sgd and no negative pool (a pool is drawn from the whole vocabulary, and CBOW's mean
+/// reaches over every part). Other GPU runs over ranks train each span's rows through host memory
+/// (sharded_backend.hpp). The one statement of the rule: the run plan and the backends ask it.
+inline bool gpu_parts_train(ModelKind model, OptimizerKind optimizer, uint32_t negative_pool) {
+  return model == ModelKind::kSkipGram && optimizer == OptimizerKind::kSgd && negative_pool == 0;
+}
+inline bool gpu_parts_train(const TrainData& data) {
+  return gpu_parts_train(data.params.model, data.optimizer.kind, data.params.negative_pool);
+}
 
 /// Words a rank trains between two moves of its output parts (dist/part_backend.hpp): eight
 /// words a row of the vocabulary, and at least `least`. Within a span each pair of parts trains
@@ -41,10 +54,12 @@ class PartTrainer {
   /// this one holding input part `part`, on the current CUDA device. One part is the whole
   /// tables (a replicated copy, dist/gpu_replica_backend.hpp): the launches are then those of
   /// one process, with its noise table, and count their words. `single_warp`: one warp a
-  /// launch (deterministic). Throws UsageError for runs it cannot train, Error when the parts,
-  /// the corpus and their buffers do not fit in the GPU's free memory (saying how much they
-  /// need).
-  PartTrainer(const TrainData& data, uint32_t parts, uint32_t part, bool single_warp);
+  /// launch (deterministic). `gpu`: the device as the run's one query found it and the budget
+  /// the run plan grants (gpu_budget: --gpu-memory, or the free memory less the margin). Throws
+  /// UsageError for runs it cannot train, Error when the parts, the corpus and their buffers do
+  /// not fit in that budget (saying how much they need).
+  PartTrainer(const TrainData& data, uint32_t parts, uint32_t part, bool single_warp,
+              const GpuGrant& gpu);
   ~PartTrainer();
   PartTrainer(const PartTrainer&) = delete;
   PartTrainer& operator=(const PartTrainer&) = delete;

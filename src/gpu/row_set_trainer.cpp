@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "gpu/cuda_device.hpp"
 #include "gpu/device_buffer.hpp"
 #include "gpu/sgns_launcher.hpp"
 #include "gpu/stream.hpp"
@@ -44,10 +43,12 @@ struct RowSetTrainer::Impl {
   DeviceBuffer<uint64_t> starts;
   std::vector<uint32_t> host_token_rows, host_pool, host_pool_rows, host_sentence_pool;
 
-  Impl(const TrainData& d, bool serial)
-      : data(d), single_warp(serial), stride(sgns_row_stride(d.params.dim)) {
+  Impl(const TrainData& d, bool serial, const GpuGrant& gpu)
+      : data(d),
+        single_warp(serial),
+        stride(sgns_row_stride(d.params.dim)),
+        device_name(gpu.device.name) {
     const TrainParams& p = d.params;
-    if (!cuda_device_available()) throw Error("--device cuda: no usable CUDA device found");
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     if (d.optimizer.kind != OptimizerKind::kSgd) {
       throw UsageError("--device cuda over ranks trains with sgd; --optimizer " +
@@ -57,11 +58,6 @@ struct RowSetTrainer::Impl {
       throw UsageError("--device cuda over ranks needs a negative pool (--negative-pool N)");
     }
     if (d.streamed) throw Error("ranks hold the corpus whole; a streamed corpus cannot be trained");
-    int device = 0;
-    PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-    cudaDeviceProp prop{};
-    PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-    device_name = prop.name;
     const uint32_t keep_count = d.keep->stored();
     keep = DeviceBuffer<float>(keep_count, "the subsampling table");
     if (keep_count > 0) {
@@ -184,8 +180,8 @@ struct RowSetTrainer::Impl {
   }
 };
 
-RowSetTrainer::RowSetTrainer(const TrainData& data, bool single_warp)
-    : impl_(std::make_unique<Impl>(data, single_warp)) {}
+RowSetTrainer::RowSetTrainer(const TrainData& data, bool single_warp, const GpuGrant& gpu)
+    : impl_(std::make_unique<Impl>(data, single_warp, gpu)) {}
 
 RowSetTrainer::~RowSetTrainer() = default;
 

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "gpu/device_facts.hpp"
 
 namespace pagedw2v {
 
@@ -26,9 +27,10 @@ class RowSetTrainer {
  public:
   /// For the run `data` (sgd with a negative pool: a negative's row is found through the pool),
   /// on the current CUDA device. `single_warp`: one warp trains the blocks in order
-  /// (SgnsArgs::max_warps = 1), so that a span is deterministic. Throws UsageError for runs it
-  /// cannot train, Error when no device can be used.
-  RowSetTrainer(const TrainData& data, bool single_warp);
+  /// (SgnsArgs::max_warps = 1), so that a span is deterministic. `gpu`: the device as the run's
+  /// one query found it (the run plan decided it can be used). Throws UsageError for runs it
+  /// cannot train.
+  RowSetTrainer(const TrainData& data, bool single_warp, const GpuGrant& gpu);
   ~RowSetTrainer();
   RowSetTrainer(const RowSetTrainer&) = delete;
   RowSetTrainer& operator=(const RowSetTrainer&) = delete;

@@ -13,6 +13,11 @@ namespace pagedw2v {
 /// Words per work block: small enough to balance threads, large enough to amortise a block.
 inline constexpr uint64_t kBlockWords = 4096;
 
+/// Row length on the device for `dim`: a multiple of 4 floats so every lane of the kernels
+/// (kernels/sgns.hpp) moves 16 bytes. Here, below the kernels, so that the plan counts the same
+/// bytes in a build without CUDA.
+inline uint32_t sgns_row_stride(uint32_t dim) { return (dim + 3u) & ~3u; }
+
 enum class ModelKind : uint32_t { kSkipGram = 0, kCbow = 1 };
 
 inline std::string to_string(ModelKind model) {

@@ -146,12 +146,12 @@ void TrainingRun::settle_settings() {
   check_continue_settings(requested);
   if (!requested.resume.empty()) {
     if (requested.output.empty()) throw UsageError("--output is required");
-    // The tables' layout follows the placement the merged settings resolve to.
+    // The tables' layout follows the placement the merged settings resolve to: the run's plan
+    // of its device, made once here.
     const auto paged = [&](uint64_t rows, const Config& recorded) {
-      Config merged = merge_for_resume(recorded, requested);
-      gpu = resolve_gpu_options(merged.device, rows, merged.dim, merged.optimizer,
-                                merged.gpu_options());
-      return gpu->placement == Placement::kPaged;
+      plan = plan_device(merge_for_resume(recorded, requested), rows, device_facts,
+                         ranks != nullptr, /*resumed=*/true);
+      return plan->paged();
     };
     const RowSelection rows =
         owned_rows_only ? RowSelection{ranks->rank(), ranks->size()} : RowSelection{};

@@ -62,9 +62,6 @@ void TrainingRun::read_corpus() {
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   corpus_memory = corpus_memory_cap(config);
-  device = resolve_device(config.device);
-  // The GPU's context is made while the corpus is counted and encoded.
-  warm_up.emplace(device);
   t = Clock::now();
   if (ck) {
     // A continued run's vocabulary is not its corpus's alone: the corpus's fingerprint, checked

@@ -5,7 +5,6 @@
 
 #include "base/error.hpp"
 #include "base/free_heap.hpp"
-#include "train/backend_factory.hpp"
 
 namespace pagedw2v {
 
@@ -24,13 +23,14 @@ void pack_vocabulary(TrainingSet& set, uint32_t threads) {
   }
 }
 
-GpuOptions plan_placement(Config& config, const TrainingSet& set,
-                          const std::function<TrainData(TrainData)>& view) {
-  const GpuOptions gpu = resolve_gpu_options(config.device, set.vocab.size(), config.dim,
-                                             config.optimizer, config.gpu_options());
+RunPlan plan_run(Config& config, const TrainingSet& set, const DeviceFacts& facts,
+                 const std::function<TrainData(TrainData)>& view,
+                 const CudaBackendOptions& tuning) {
+  RunPlan plan = plan_device(config, set.vocab.size(), facts, /*over_ranks=*/false,
+                             /*resumed=*/false);
   const TrainData data = set.train_data(config);
-  config = plan_train_sizes(config, view ? view(data) : data, gpu);
-  return gpu;
+  plan_sizes(plan, config, view ? view(data) : data, /*resumed=*/false, tuning);
+  return plan;
 }
 
 Model make_run_model(const Config& config, uint64_t rows, const GpuOptions& gpu) {

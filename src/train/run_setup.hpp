@@ -4,7 +4,8 @@
 /// `pagedw2v bench train`: the vocabulary counted from the corpus text, the words of an encoded
 /// corpus packed, the placement and the sizes paged tables leave to the plan decided once, and
 /// the model's tables allocated and initialised. The training set is made by make_training_set
-/// (training_set.hpp) and the backend by make_backend (backend_factory.hpp) between them.
+/// (training_set.hpp) and the backend by make_backend (backend_factory.hpp) between them, under
+/// the run's plan (run_plan.hpp).
 
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "config/options.hpp"
 #include "model/model.hpp"
 #include "text/text_source.hpp"
+#include "train/run_plan.hpp"
 #include "train/training_set.hpp"
 #include "vocab/vocab.hpp"
 
@@ -35,16 +37,18 @@ Vocab count_corpus_vocabulary(CorpusText& text, const std::vector<std::string_vi
 /// failure to pack leaves them as they are: packing only saves memory.
 void pack_vocabulary(TrainingSet& set, uint32_t threads);
 
-/// The placement and GPU budget of a fresh run, decided once (resolve_gpu_options: one memory
-/// query) for tables of the set's vocabulary; then `config` takes the sizes that paged tables
-/// leave to the plan (plan_train_sizes) from the backend's view of the set, `view` applied to it
-/// when given (a streamed corpus's window). Allocate the model (make_run_model) and make the
-/// backend with the settings returned.
-GpuOptions plan_placement(Config& config, const TrainingSet& set,
-                          const std::function<TrainData(TrainData)>& view = nullptr);
+/// The plan of a fresh run in one process (run_plan.hpp), made once from `facts` (the process's
+/// one device query): plan_device for tables of the set's vocabulary, then plan_sizes over the
+/// backend's view of the set, `view` applied to it when given (a streamed corpus's window), with
+/// `tuning` for the CUDA backend; `config` takes the sizes the plan chose. Allocate the model
+/// (make_run_model) and make the backend (make_backend) with the plan returned.
+RunPlan plan_run(Config& config, const TrainingSet& set, const DeviceFacts& facts,
+                 const std::function<TrainData(TrainData)>& view = nullptr,
+                 const CudaBackendOptions& tuning = {});
 
 /// The tables of a fresh run of `rows` words: allocated with `config`'s dimension, optimizer and
-/// storage, interleaved when `gpu` pages them, and initialised from `config`'s seed.
+/// storage, interleaved when `gpu` (a plan's settings) pages them, and initialised from
+/// `config`'s seed.
 Model make_run_model(const Config& config, uint64_t rows, const GpuOptions& gpu);
 
 }  // namespace pagedw2v

@@ -18,45 +18,25 @@ using run_steps::resume_rate;
 using run_steps::seconds_since;
 
 TrainingRun::TrainingRun(const Config& requested, std::FILE* log, const std::atomic<int>* stop,
-                         dist::Ranks* ranks)
+                         dist::Ranks* ranks, const DeviceFacts& device)
     : requested(requested),
       log(log),
       stop(stop),
       ranks(ranks),
-      writes_files(ranks == nullptr || ranks->writes_files()) {}
+      writes_files(ranks == nullptr || ranks->writes_files()),
+      device_facts(device) {}
 
 void TrainingRun::make_model_and_backend() {
   t = Clock::now();
-  warm_up->wait();
   if (ranks != nullptr && config.kernel == SgnsKernel::kSharedNegatives) {
     throw UsageError(
         "--kernel shared-negatives trains in one process; over MPI ranks leave --kernel out");
   }
-  // Over ranks with a GPU each: skip-gram sgd keeps its rows on the GPUs in parts and draws
-  // its negatives from each part's noise table (dist/part_backend.hpp); other sgd runs train
-  // each span's rows on the GPU with negatives from a pool, as for paged tables (an explicit
-  // --negative-pool asks skip-gram for that way too). --device auto takes the GPUs for sgd
-  // (a resumed run: when its checkpoint was trained on parts or with a pool), else the CPU.
-  const bool on_parts = config.model == ModelKind::kSkipGram &&
-                        config.optimizer == OptimizerKind::kSgd &&
-                        (ck ? config.negative_pool == 0 : config.given.count("negative-pool") == 0);
-  const bool rank_gpus =
-      ranks != nullptr && device == DeviceKind::kCuda &&
-      (config.device == DeviceKind::kCuda ||
-       (config.optimizer == OptimizerKind::kSgd && (!ck || config.negative_pool > 0 || on_parts)));
-  if (!ck && rank_gpus) {
-    if (on_parts) {
-      config.negative_pool = 0;
-    } else if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
-      config.negative_pool = kAutoNegativePool;
-      if (config.given.count("pool-words") == 0) {
-        config.pool_words = uint64_t{kAutoPoolWordsPerEntry} * kAutoNegativePool;
-      }
-    }
-  } else if (!ck) {
-    // Placement first, then the sizes paged tables leave to the plan (a checkpoint fixes them).
-    gpu = plan_placement(config, set, [this](TrainData d) { return run_data(d); });
-  }
+  // The run's plan (run_plan.hpp): its device, placement and budget (a resumed run made them
+  // before reading its checkpoint), then the sizes the run left to it and the GPU plan.
+  const bool resumed = ck.has_value();
+  if (!plan) plan = plan_device(config, vocab.size(), device_facts, ranks != nullptr, resumed);
+  plan_sizes(*plan, config, run_data(set.train_data(config)), resumed);
   data = run_data(set.train_data(config));
 
   if (ck) {
@@ -74,19 +54,17 @@ void TrainingRun::make_model_and_backend() {
         start.reset();
       }
     } else if (start) {
-      model = continued_model(start->model, row_of_old, vocab.size(), config,
-                              gpu->placement == Placement::kPaged);
+      model = continued_model(start->model, row_of_old, vocab.size(), config, plan->paged());
       start.reset();
     } else {
-      model = make_run_model(config, vocab.size(), *gpu);
+      model = make_run_model(config, vocab.size(), plan->gpu);
     }
   }
   threads = config.effective_threads();
-  GpuOptions gpu_settings = gpu.value_or(config.gpu_options());
-  gpu_settings.deterministic = config.deterministic;  // a resumed run's may be the checkpoint's
-  backend = ranks ? ranks->make_backend(model, data, threads, rank_gpus, config.deterministic,
-                                        config.rank_tables)
-                  : make_backend(config.device, model, data, threads, gpu_settings);
+  const GpuGrant grant = plan->grant();
+  backend = ranks ? ranks->make_backend(model, data, threads, plan->rank_gpus ? &grant : nullptr,
+                                        config.deterministic, config.rank_tables)
+                  : make_backend(*plan, model, data, threads);
   if (ranks) stop = ranks->agreed_stop();
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
   checkpoints.emplace(config.output, config.keep_checkpoints, p.words_per_epoch);
@@ -112,8 +90,9 @@ void TrainingRun::ensure_writer() {
 }
 
 TrainSummary run_training(const Config& requested, std::FILE* log, const std::atomic<int>* stop,
-                          dist::Ranks* ranks) {
-  TrainingRun run(requested, log, stop, ranks);
+                          dist::Ranks* ranks, const DeviceFacts* device) {
+  TrainingRun run(requested, log, stop, ranks,
+                  device != nullptr ? *device : query_run_device(requested));
   run.settle_settings();
   run.read_corpus();
   run.encode_corpus();

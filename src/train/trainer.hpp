@@ -23,6 +23,7 @@
 
 #include "config/config.hpp"
 #include "dist/rank_memory.hpp"
+#include "gpu/device_facts.hpp"
 
 namespace pagedw2v {
 
@@ -86,9 +87,11 @@ struct TrainSummary {
 /// dist/ranks.hpp) every rank calls this with the same config; each holds and trains the rows it
 /// owns, and rank 0 alone logs and writes the checkpoints and the export, from the rows every rank
 /// sends it a block at a time when they all reach that point; the other ranks return a summary of
-/// the training alone.
+/// the training alone. `device`: the process's one device query (query_run_device, run_plan.hpp),
+/// taken by the caller that printed the settings from it; null: taken here, at the run's start.
 TrainSummary run_training(const Config& config, std::FILE* log = stderr,
-                          const std::atomic<int>* stop = nullptr, dist::Ranks* ranks = nullptr);
+                          const std::atomic<int>* stop = nullptr, dist::Ranks* ranks = nullptr,
+                          const DeviceFacts* device = nullptr);
 
 /// The command line that continues a run stopped at `checkpoint`: `pagedw2v train --output DIR`,
 /// the options that `config` was given and a checkpoint does not record, and `--resume

@@ -41,6 +41,7 @@
 #include "train/backend_factory.hpp"
 #include "train/checkpoint.hpp"
 #include "train/progress.hpp"
+#include "train/run_plan.hpp"
 #include "train/trainer.hpp"
 #include "train/training_set.hpp"
 #include "vocab/vocab.hpp"
@@ -97,7 +98,7 @@ void resume_rate(const Config& config, const Checkpoint& ck, TrainData& data, st
 class TrainingRun {
  public:
   TrainingRun(const Config& requested, std::FILE* log, const std::atomic<int>* stop,
-              dist::Ranks* ranks);
+              dist::Ranks* ranks, const DeviceFacts& device);
 
   void settle_settings();
   void read_corpus();
@@ -140,8 +141,11 @@ class TrainingRun {
   // tables are carried into the model; and where each of its words' rows goes.
   std::optional<Checkpoint> start;
   std::vector<uint32_t> row_of_old;
-  // Placement and GPU budget, resolved once for the model's layout and the backend.
-  std::optional<GpuOptions> gpu;
+  // The process's one device query, and every decision of the run made from it once
+  // (run_plan.hpp): before the model's layout (a resumed run: before its checkpoint is read),
+  // then its sizes.
+  const DeviceFacts device_facts;
+  std::optional<RunPlan> plan;
   // Over ranks, every rank holds only the rows it owns (dist/owned_rows.hpp), and reads only those
   // from a checkpoint.
   const bool owned_rows_only = ranks != nullptr;
@@ -160,9 +164,6 @@ class TrainingRun {
   // Whether the encoded corpus is held whole or streamed (corpus_stream.hpp): streamed when it
   // would take more than --max-corpus-memory.
   uint64_t corpus_memory = 0;
-  DeviceKind device = DeviceKind::kCpu;
-  // The GPU's context is made while the corpus is counted and encoded.
-  std::optional<BackendWarmUp> warm_up;
   Vocab counted;
   bool counted_here = false;
   // Ranks each hold the corpus whole (they train their share of its blocks): no stream.
