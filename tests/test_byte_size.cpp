@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -100,6 +101,23 @@ TEST(ByteSize, GibForMessages) {
   EXPECT_EQ(format_gib(12 * kGi), "12.00 GiB");
   EXPECT_EQ(format_gib(1536 * kMi + kMi), "1.50 GiB");
   EXPECT_EQ(format_gib(uint64_t{5} << 40), "5120.00 GiB");
+}
+
+TEST(ByteSize, GibIsBytesOverTwoToTheThirty) {
+  EXPECT_EQ(gib(0), 0.0);
+  EXPECT_EQ(gib(kGi / 2), 0.5);
+  EXPECT_EQ(gib(3 * kGi), 3.0);
+  EXPECT_EQ(gib(kGi + kMi), 1.0 + 1.0 / 1024);
+}
+
+TEST(ByteSize, RoundedForMessagesOfAnySize) {
+  EXPECT_EQ(format_bytes_rounded(0), "0.0 B");
+  EXPECT_EQ(format_bytes_rounded(1023), "1023.0 B");
+  EXPECT_EQ(format_bytes_rounded(1024), "1.0 KiB");
+  EXPECT_EQ(format_bytes_rounded(1536.0 * kMi), "1.5 GiB");
+  EXPECT_EQ(format_bytes_rounded(3.0 * (uint64_t{1} << 50)), "3072.0 TiB");
+  // Past 2^64 bytes (a size a message refuses) still reads as a number.
+  EXPECT_EQ(format_bytes_rounded(std::ldexp(1.0, 70)), "1073741824.0 TiB");
 }
 
 TEST(ByteSize, FormatReadsBack) {

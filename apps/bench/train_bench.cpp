@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "base/byte_size.hpp"
 #include "base/error.hpp"
 #include "base/seconds_since.hpp"
 #include "corpus/corpus.hpp"
@@ -42,8 +43,6 @@ using GpuReport = CudaBackendReport;
 #else
 struct GpuReport {};
 #endif
-
-double gib(uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
 /// A field of /proc/self/status in bytes (VmHWM: the peak resident set; VmRSS: the resident set
 /// now), 0 where there is none.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/path_parts.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
 #include "io/embeddings.hpp"
@@ -73,12 +74,6 @@ bool is_npy_file(const std::string& path) {
                    std::string(magic, sizeof magic) == std::string("\x93NUMPY", 6);
   std::fclose(f);
   return npy;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 std::string file_size(uint64_t bytes);

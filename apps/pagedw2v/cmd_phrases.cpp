@@ -17,6 +17,7 @@
 
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
+#include "base/path_parts.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
 #include "text/phrase_file.hpp"
@@ -86,12 +87,6 @@ uint64_t parse_whole(const std::string& flag, const std::string& text) {
 bool same_file(const struct stat& a, const std::string& path) {
   struct stat b {};
   return ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 /// Refuses an output that is one of the inputs (or a file of an input directory), a directory,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/path_parts.hpp"
 #include "base/worker_threads.hpp"
 
 namespace pagedw2v {
@@ -27,12 +28,6 @@ namespace {
 constexpr const char* kTempMarker = ".tmp-";
 
 thread_local bool t_fsync = true;
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
 
 void fsync_path(const std::string& path, int flags) {
   if (!t_fsync) return;

@@ -90,9 +90,23 @@ std::string format_byte_size(uint64_t bytes) {
   return std::to_string(bytes);
 }
 
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / (uint64_t{1} << 30); }
+
 std::string format_gib(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (uint64_t{1} << 30));
+  std::snprintf(buf, sizeof buf, "%.2f GiB", gib(bytes));
+  return buf;
+}
+
+std::string format_bytes_rounded(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", bytes, kUnits[u]);
   return buf;
 }
 

@@ -9,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "base/mapped_file.hpp"
+#include "base/path_parts.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/npy.hpp"
 #include "io/output_set.hpp"
@@ -35,12 +36,6 @@ Kind kind_of(const std::string& path, int* err = nullptr) {
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 /// The files a load read, each as it was identified before it was read (check_set_files()).

@@ -8,21 +8,11 @@
 #include <cstring>
 
 #include "base/error.hpp"
+#include "base/path_parts.hpp"
 #include "io/output_set.hpp"
 
 namespace pagedw2v {
 namespace {
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string name_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 bool same_file(const struct stat& a, const std::string& path) {
   struct stat b {};

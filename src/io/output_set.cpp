@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "base/path_parts.hpp"
 #include "io/checksum.hpp"
 #include "io/export.hpp"
 
@@ -31,17 +32,6 @@ constexpr uint64_t kHashPiece = uint64_t{64} << 20;
 constexpr int kManifestVersion = 1;
 // A manifest lists a few files: anything much larger is not one.
 constexpr uint64_t kMaxManifestBytes = 1 << 20;
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string name_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string hex64(uint64_t v) {
   char buf[17];

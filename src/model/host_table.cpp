@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/byte_size.hpp"
 #include "base/error.hpp"
 #include "base/worker_threads.hpp"
 
@@ -35,18 +36,6 @@ class PageAllocator final : public HostAllocator {
   std::string name() const override { return "pageable"; }
   bool zeroes() const override { return true; }
 };
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024.0 && u < 4) {
-    b /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %s", b, units[u]);
-  return buf;
-}
 
 /// Memory the kernel says can be had without swapping (MemAvailable), or 0 when unknown.
 uint64_t available_memory() {
@@ -81,13 +70,13 @@ struct HostTable::Block {
     const uint64_t available = available_memory();
     if (available > 0 && want > static_cast<long double>(available)) {
       throw Error("not enough memory for the " + what + " (" +
-                  human_bytes(static_cast<double>(want)) + " needed, " +
-                  human_bytes(static_cast<double>(available)) + " available); " + hint);
+                  format_bytes_rounded(static_cast<double>(want)) + " needed, " +
+                  format_bytes_rounded(static_cast<double>(available)) + " available); " + hint);
     }
     data = a.allocate(n);
     if (data == nullptr) {
       throw Error("not enough memory for the " + what + " (" +
-                  human_bytes(static_cast<double>(want)) + ", " + a.name() + "); " + hint);
+                  format_bytes_rounded(static_cast<double>(want)) + ", " + a.name() + "); " + hint);
     }
     if (!a.zeroes()) std::memset(data, 0, n);
   }
@@ -106,7 +95,7 @@ size_t table_bytes(uint64_t rows, uint32_t dim, uint32_t count, Storage storage,
   const long double want = static_cast<long double>(rows) * dim * count * value;
   if (want > static_cast<long double>(SIZE_MAX / 2)) {
     throw Error("not enough memory for the " + what + " (" +
-                human_bytes(static_cast<double>(want)) + "); " + hint);
+                format_bytes_rounded(static_cast<double>(want)) + "); " + hint);
   }
   return static_cast<size_t>(rows) * dim * count * value;
 }

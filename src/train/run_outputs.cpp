@@ -15,6 +15,7 @@
 
 #include "base/error.hpp"
 #include "base/free_heap.hpp"
+#include "base/path_parts.hpp"
 #include "base/string_index.hpp"
 #include "dist/ranks.hpp"
 #include "io/embeddings.hpp"
@@ -75,20 +76,6 @@ void prepare_output_dir(const std::string& dir) {
     throw Error("cannot write to output directory '" + dir + "': " + std::strerror(errno));
   }
 }
-
-}  // namespace run_steps
-
-namespace {
-
-std::string dir_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-}  // namespace
-
-namespace run_steps {
 
 /// Claims the output directory for this run (output_claim.hpp: its lock, and the rule that no
 /// input, no file of another run and no other existing file is replaced unless --overwrite says
