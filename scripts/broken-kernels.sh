@@ -2,8 +2,10 @@
 # Shows that the whole-run GPU tests (tests/test_cuda_whole_run.cpp) fail when a kernel is wrong.
 # Each of three faults is planted in a copy of the source in the build tree's reach, the test
 # binary is rebuilt, the tests that should catch it run, and the fault is removed again:
-#   grad09    every example's gradient scaled by 0.9 (kernels/sgns.cu, train_example)
-#   dropneg   the last negative of every example dropped (kernels/sgns.cu, skip-gram and CBOW)
+#   grad09    every example's gradient scaled by 0.9 (kernels/sgns_targets.cuh, train_targets,
+#             and the shared-negatives window, kernels/sgns_shared_window.cuh)
+#   dropneg   the last negative of every example dropped (kernels/sgns.cu, skip-gram and CBOW,
+#             and the shared-negatives window)
 #   wrongslot a row read from the host lands in its neighbour's slot (kernels/paging.cu, fp32 moves)
 # The script exits 0 only when every fault fails at least one test and the unbroken tree passes
 # them all. It needs a GPU. Results go to $OUT (default: BUILD/broken-kernels).
@@ -26,11 +28,13 @@ plant() {
 import sys
 root, fault = sys.argv[1], sys.argv[2]
 edits = {
-    "grad09": [("kernels/sgns.cu",
-                "const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;",
-                "const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr * 0.9f;")],
+    "grad09": [(f, "const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr;",
+                "const float g_mine = ((positive ? 1.0f : 0.0f) - clipped_sigmoid(mine)) * lr * 0.9f;")
+               for f in ("kernels/sgns_targets.cuh", "kernels/sgns_shared_window.cuh")],
     "dropneg": [("kernels/sgns.cu", "const int nn = static_cast<int>(a.negative);",
-                 "const int nn = static_cast<int>(a.negative) - 1;")],
+                 "const int nn = static_cast<int>(a.negative) - 1;"),
+                ("kernels/sgns_shared_window.cuh", "const int m_count = 1 + static_cast<int>(a.negative);",
+                 "const int m_count = static_cast<int>(a.negative);")],
     "wrongslot": [("kernels/paging.cu",
                    "      host_in[b] = uint64_t{h} * host_v + c;\n      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;\n      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;\n      dev[b] = d * dev_v + c;\n    }\n    V v[kBatch];",
                    "      const uint32_t k2 = (k ^ 1u) < a.n ? (k ^ 1u) : k;\n      const uint32_t h2 = a.host_rows != nullptr ? a.host_rows[k2] : k2;\n      host_in[b] = uint64_t{h2 == kNoRow ? h : h2} * host_v + c;\n      host_out[b] = uint64_t{to_host ? h : o} * host_v + c;\n      const uint64_t d = a.dev_rows != nullptr ? a.dev_rows[k] : uint64_t{a.dev_base} + k;\n      dev[b] = d * dev_v + c;\n    }\n    V v[kBatch];")],
@@ -46,9 +50,10 @@ for path, old, new in edits:
 EOF
 }
 
+PLANTED="sgns.cu sgns_targets.cuh sgns_shared_window.cuh paging.cu"  # the files faults edit
 mkdir -p "$OUT/orig"
-cp "$ROOT/kernels/sgns.cu" "$ROOT/kernels/paging.cu" "$OUT/orig/"
-restore() { cp "$OUT/orig/sgns.cu" "$OUT/orig/paging.cu" "$ROOT/kernels/"; }
+for f in $PLANTED; do cp "$ROOT/kernels/$f" "$OUT/orig/"; done
+restore() { for f in $PLANTED; do cp "$OUT/orig/$f" "$ROOT/kernels/"; done; }
 trap restore EXIT
 
 status=0
