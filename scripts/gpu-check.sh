@@ -48,6 +48,13 @@ if [[ ! -s "$BUILD/gpu-tests.txt" ]]; then
   exit 1
 fi
 GPU_TESTS=$(tr '\n' ' ' <"$BUILD/gpu-tests.txt")
+# FIRST="test_a test_b": those of the build's GPU tests run first (the rest follow in the build's order).
+if [[ -n ${FIRST:-} ]]; then
+  ordered=""
+  for t in $FIRST; do [[ " $GPU_TESTS " == *" $t "* ]] && ordered+="$t "; done
+  for t in $GPU_TESTS; do [[ " $ordered " == *" $t "* ]] || ordered+="$t "; done
+  GPU_TESTS=$ordered
+fi
 note "gpu tests: $GPU_TESTS"
 cmake --build "$BUILD" -j"$JOBS" --target pagedw2v $GPU_TESTS \
   >"$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -30; exit 1; }
