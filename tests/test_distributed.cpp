@@ -1212,6 +1212,28 @@ TEST_F(TwoRanks, APlacementOrAGpuBudgetTheRanksCannotHonourIsRefused) {
   }
 }
 
+// 16-bit tables over ranks are refused before a rank trains, whichever device the ranks would
+// take and however they place the tables: one line, no output files.
+TEST_F(TwoRanks, SixteenBitStorageIsRefusedBeforeTraining) {
+  int n = 0;
+  for (const bool replicate : {false, true}) {
+    const std::string out = dir_.file("bf16_" + std::to_string(n));
+    const std::string log_path = dir_.file("bf16_" + std::to_string(n++) + ".log");
+    std::vector<std::string> args = train_args(out, 1);
+    ASSERT_EQ(args[args.size() - 2], "--device");
+    args.back() = "auto";  // --device cpu is refused by the settings, before any rank
+    args.insert(args.end(), {"--storage", "bf16"});
+    if (replicate) args = replicated(args);
+    EXPECT_NE(run(2, args, log_path), 0);
+    const std::string log = testing_util::read_file(log_path);
+    EXPECT_NE(log.find("pagedw2v: --storage bf16 over ranks is not built: ranks hold fp32 rows"),
+              std::string::npos)
+        << log;
+    EXPECT_FALSE(exists(out + "/vectors.npy")) << log;
+    EXPECT_FALSE(exists(out + "/checkpoints")) << log;
+  }
+}
+
 // SIGINT to every rank (not to mpirun, which would end the job): the ranks agree to stop at
 // the same span, rank 0 writes a checkpoint there, and the run resumes from it.
 TEST_F(TwoRanks, SigintToEveryRankStopsThemTogetherWithACheckpoint) {

@@ -110,7 +110,7 @@ void validate(const Config& config) {
         "or give --negative 1 or more");
   }
   if (config.storage != Storage::kFp32 && config.device == DeviceKind::kCpu) {
-    throw UsageError(storage_needs_cuda(config.storage));
+    throw UsageError(storage_refusal(config.storage, StorageRefusal::kCpuBackend));
   }
   if (config.hs && config.kernel == SgnsKernel::kSharedNegatives) {
     throw UsageError(

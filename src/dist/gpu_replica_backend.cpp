@@ -59,8 +59,7 @@ class GpuReplicaBackend final : public ShardedBackend {
         stop_(stop) {
     if (words_ >= 0x80000000u) throw Error("distributed training takes at most 2^31 - 1 words");
     if (model.input.storage() != Storage::kFp32) {
-      throw UsageError("--storage " + to_string(model.input.storage()) +
-                       " over ranks is not built: ranks hold fp32 rows");
+      throw UsageError(storage_refusal(model.input.storage(), StorageRefusal::kOverRanks));
     }
     const uint64_t expected = RowOwners{comm.size()}.owned(words_, comm.rank());
     if (model.input.rows() != expected || model.output.rows() != expected) {

@@ -1,10 +1,6 @@
 #include "dist/needed_rows.hpp"
 
-#include <algorithm>
-
-#include "backend/cpu/sgns_cpu.hpp"
-#include "base/philox.hpp"
-#include "model/negative_pool.hpp"
+#include "backend/cpu/cpu_examples.hpp"
 
 namespace pagedw2v::dist {
 
@@ -30,66 +26,37 @@ void NeededRows::collect(const TrainData& data, uint32_t epoch, uint64_t first, 
   input_.clear();
   output_.clear();
 
+  // The CPU backend's walk (backend/cpu/cpu_examples.hpp): the same subsampling, windows and
+  // negative draws, so these sets hold the rows its examples read and write.
+  namespace cpu = detail::cpu;
   const TrainParams& p = data.params;
-  const uint32_t* tokens = data.corpus->tokens.data();
-  const KeepTable& keep = *data.keep;
   const auto& blocks = *data.blocks;
-  const auto& starts = data.corpus->sentence_starts;
-  const detail::NegativeSource noise{data.noise->columns().data(), data.noise->column_count()};
-  struct Kept {
-    uint32_t id, shrink;
-    uint64_t pos;
-  };
-  std::vector<Kept> kept;
-  std::vector<uint32_t> targets(p.negative + 1);
-  std::vector<uint32_t> pool;
-  uint64_t pool_batch = ~uint64_t{0};
+  const uint64_t* starts = cpu::sentence_starts(data);
+  cpu::Scratch s;  // its h and err stay empty: nothing here reads a row
+  SpanStats stats;
 
   for (uint64_t b = first; b < last; ++b) {
     if (p.negative_pool > 0) {
       // Every negative of a block with a pool is a member of its super-batch's pool.
-      const uint64_t sb = super_batch_of(b, p.pool_blocks);
-      if (sb != pool_batch) {
-        pool.resize(p.negative_pool);
-        draw_pool(p.seed, epoch, sb, noise.noise, noise.columns, p.negative_pool, pool.data());
-        for (const uint32_t id : pool) add_output(id);
-        pool_batch = sb;
+      const uint64_t pool_batch = s.pool_batch;
+      cpu::use_pool_of_block(data, epoch, b, s);
+      if (s.pool_batch != pool_batch) {
+        for (const uint32_t id : s.pool) add_output(id);
       }
     }
     for (uint64_t sent = blocks[b]; sent < blocks[b + 1]; ++sent) {
-      // The same subsampling and window draws as the CPU backend's collect_kept.
-      kept.clear();
-      for (uint64_t pos = starts[sent]; pos < starts[sent + 1]; ++pos) {
-        const uint32_t id = tokens[pos];
-        const Philox4 r = draw(p.seed, pos, epoch, DrawKind::kSubsample);
-        if (keep[id] < 1.0f && to_unit_float(r.v[0]) >= keep[id]) continue;
-        kept.push_back({id, p.window > 0 ? r.v[1] % p.window : 0, pos});
-      }
-      const int64_t n = static_cast<int64_t>(kept.size());
-      if (n < 2) continue;  // a lone token has no context: no example
-      for (const Kept& k : kept) {
+      cpu::collect_kept(data, epoch, starts[sent], starts[sent + 1], s.kept, &stats);
+      // A lone token has no context: no example. Of two or more, every kept token is a context
+      // of its neighbour (a window is at least one wide) and a centre.
+      if (s.kept.size() < 2) continue;
+      for (const cpu::Kept& k : s.kept) {
         add_input(k.id);
         add_output(k.id);
       }
       if (p.negative_pool > 0) continue;
-      for (int64_t i = 0; i < n; ++i) {
-        const Kept& c = kept[i];
-        const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
-        const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
-        if (p.model == ModelKind::kSkipGram) {
-          for (int64_t j = lo; j <= hi; ++j) {
-            if (j == i) continue;
-            const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
-            const uint32_t nt = detail::draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative,
-                                                     noise, targets.data());
-            for (uint32_t t = 1; t < nt; ++t) add_output(targets[t]);
-          }
-        } else if (hi > lo) {
-          const uint32_t nt = detail::draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, noise,
-                                                   targets.data());
-          for (uint32_t t = 1; t < nt; ++t) add_output(targets[t]);
-        }
-      }
+      cpu::for_each_example_targets(data, epoch, s, [&](const cpu::Example& e) {
+        for (uint32_t t = 1; t < e.n_targets; ++t) add_output(e.targets[t]);
+      });
     }
   }
 }

@@ -3,8 +3,10 @@
 /// The rows a range of work blocks reads and writes, found before training them: the input
 /// rows (the tokens subsampling keeps: the context rows) and the output rows (those tokens as
 /// centres, and every negative drawn for them, or the whole negative pool of the blocks'
-/// super-batches). It replays the CPU backend's draws (Philox keyed by position and epoch), so
-/// the sets hold exactly the rows training touches; each id appears once, in first-touch order.
+/// super-batches). It walks the span with the CPU backend's example walk
+/// (backend/cpu/cpu_examples.hpp: its subsampling, windows and negative draws, Philox keyed by
+/// position and epoch), so the sets hold exactly the rows training touches; each id appears
+/// once, in first-touch order.
 
 #include <cstdint>
 #include <vector>

@@ -26,8 +26,7 @@ class PartBackend final : public ShardedBackend {
     const uint64_t words = data.keep->words();
     if (words >= 0x80000000u) throw Error("distributed training takes at most 2^31 - 1 words");
     if (model.input.storage() != Storage::kFp32) {
-      throw UsageError("--storage " + to_string(model.input.storage()) +
-                       " over ranks is not built: ranks hold fp32 rows");
+      throw UsageError(storage_refusal(model.input.storage(), StorageRefusal::kOverRanks));
     }
     const uint64_t expected = RowOwners{comm.size()}.owned(words, comm.rank());
     if (model.input.rows() != expected || model.output.rows() != expected ||

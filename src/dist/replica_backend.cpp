@@ -34,7 +34,7 @@ class ReplicaBackend final : public ShardedBackend {
                        std::to_string(comm.size()) + " ranks; run fewer ranks");
     }
     if (model.input.storage() != Storage::kFp32) {
-      throw UsageError(storage_needs_cuda(model.input.storage()));
+      throw UsageError(storage_refusal(model.input.storage(), StorageRefusal::kOverRanks));
     }
     const uint64_t expected = RowOwners{comm.size()}.owned(words_, comm.rank());
     if (model.input.rows() != expected || model.output.rows() != expected ||

@@ -50,9 +50,7 @@ class RankBackend final : public ShardedBackend {
                        std::to_string(comm.size()) + " ranks; run fewer ranks");
     }
     if (model.input.storage() != Storage::kFp32) {
-      throw UsageError(gpu ? "--storage " + to_string(model.input.storage()) +
-                                 " over ranks is not built: ranks hold fp32 rows"
-                           : storage_needs_cuda(model.input.storage()));
+      throw UsageError(storage_refusal(model.input.storage(), StorageRefusal::kOverRanks));
     }
     const uint64_t expected = RowOwners{comm.size()}.owned(words, comm.rank());
     if (model.input.rows() != expected || model.output.rows() != expected) {

@@ -53,8 +53,17 @@ inline bool parse_storage(const std::string& text, Storage* out) {
   return false;
 }
 
-/// The usage error of 16-bit storage on the CPU backend, which trains fp32 tables in place.
-inline std::string storage_needs_cuda(Storage s) {
+/// Where 16-bit storage is refused, each case with one message (storage_refusal).
+enum class StorageRefusal {
+  kCpuBackend,  ///< the CPU backend trains fp32 tables in place: 16 bits need --device cuda
+  kOverRanks,   ///< ranks hold, exchange and train fp32 rows, on either device
+};
+
+/// The usage error of `--storage s` (16 bits) refused for `why`.
+inline std::string storage_refusal(Storage s, StorageRefusal why) {
+  if (why == StorageRefusal::kOverRanks) {
+    return "--storage " + to_string(s) + " over ranks is not built: ranks hold fp32 rows";
+  }
   return "--storage " + to_string(s) + " needs --device cuda (the CPU backend trains fp32 tables)";
 }
 

@@ -7,6 +7,7 @@
 #include "base/error.hpp"
 #include "dist/ranks.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "model/storage.hpp"
 #include "train/backend_factory.hpp"
 #include "train/continue_from.hpp"
 #include "train/run_setup.hpp"
@@ -31,6 +32,10 @@ void TrainingRun::make_model_and_backend() {
   if (ranks != nullptr && config.kernel == SgnsKernel::kSharedNegatives) {
     throw UsageError(
         "--kernel shared-negatives trains in one process; over MPI ranks leave --kernel out");
+  }
+  // Ranks hold fp32 rows on either device: refused before a rank allocates or trains a row.
+  if (ranks != nullptr && config.storage != Storage::kFp32) {
+    throw UsageError(storage_refusal(config.storage, StorageRefusal::kOverRanks));
   }
   // The run's plan (run_plan.hpp): its device, placement and budget (a resumed run made them
   // before reading its checkpoint), then the sizes the run left to it and the GPU plan.

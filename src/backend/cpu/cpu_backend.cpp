@@ -61,7 +61,7 @@ class CpuBackend final : public Backend {
         threads_(std::max<uint32_t>(1, threads)),
         rank_rows_(rank_rows) {
     if (model.input.storage() != Storage::kFp32) {
-      throw UsageError(storage_needs_cuda(model.input.storage()));
+      throw UsageError(storage_refusal(model.input.storage(), StorageRefusal::kCpuBackend));
     }
     bool contiguous =
         model.input.contiguous() && model.output.contiguous() && model.nodes.contiguous();

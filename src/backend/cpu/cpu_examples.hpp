@@ -6,7 +6,8 @@
 /// windows share their negatives (for_each_window); with the per-thread buffers (Scratch) and the
 /// negative pool of the super-batch they draw from. The per-example SGD pass (cpu_sgd.hpp) and the
 /// batched gradient pass (cpu_gradients.hpp) both walk sentences through this, so they train
-/// exactly the same examples.
+/// exactly the same examples; the rows a rank needs for a span (dist/needed_rows.hpp) are found
+/// by the same walk without reading a row (for_each_example_targets).
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -111,6 +112,18 @@ inline NegativeSource negative_source(const TrainData& data, const Scratch& s) {
   return src;
 }
 
+/// The window of centre kept[i]: its contexts are kept[lo..hi] without kept[i], none when
+/// hi == lo. The window is `window − shrink` wide on each side, cut at the sentence's ends.
+struct CentreWindow {
+  int64_t lo, hi;
+};
+
+inline CentreWindow window_of(const TrainParams& p, const std::vector<Kept>& kept, int64_t i) {
+  const int64_t n = static_cast<int64_t>(kept.size());
+  const int64_t w = static_cast<int64_t>(p.window) - kept[i].shrink;
+  return {std::max<int64_t>(0, i - w), std::min<int64_t>(n - 1, i + w)};
+}
+
 /// One skip-gram window with shared negatives: centre kept[i], its contexts kept[lo..hi]
 /// without kept[i], and the targets (centre, then negatives) they all train against.
 struct Window {
@@ -130,8 +143,7 @@ void for_each_window(const TrainData& data, uint32_t epoch, Scratch& s, Visit&& 
   s.targets.resize(p.negative + 1);
   for (int64_t i = 0; i < n; ++i) {
     const Kept& c = s.kept[i];
-    const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
-    const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
+    const auto [lo, hi] = window_of(p, s.kept, i);
     if (hi <= lo) continue;
     const uint32_t nt =
         draw_window_targets(c.id, c.pos, epoch, p.seed, p.negative, src, s.targets.data());
@@ -140,23 +152,22 @@ void for_each_window(const TrainData& data, uint32_t epoch, Scratch& s, Visit&& 
 }
 
 /// Calls `visit(example)` for every example of the kept tokens in word2vec.c's order (centre
-/// after centre, context after context). Both the per-example SGD pass and the batched gradient
-/// pass walk sentences through this, so they train exactly the same examples. With a negative
-/// pool, the negatives come from s.pool (use_pool first). `h` is read from `rows`.
-template <class Rows, class Visit>
-void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, Scratch& s,
-                      Visit&& visit) {
+/// after centre, context after context), with its centre, context rows and targets but no
+/// input vector (Example::h is null): which rows each example reads and writes, without reading
+/// one. for_each_example adds the input vector; the rows a rank needs for a span
+/// (dist/needed_rows.hpp) are found through this. With a negative pool, the negatives come from
+/// s.pool (use_pool first).
+template <class Visit>
+void for_each_example_targets(const TrainData& data, uint32_t epoch, Scratch& s, Visit&& visit) {
   const TrainParams& p = data.params;
   const NegativeSource src = negative_source(data, s);
   const bool shared = shares_negatives(p);
-  const uint32_t dim = p.dim;
   const int64_t n = static_cast<int64_t>(s.kept.size());
   s.targets.resize(p.negative + 1);
   uint32_t* targets = s.targets.data();
   for (int64_t i = 0; i < n; ++i) {
     const Kept& c = s.kept[i];
-    const int64_t w = static_cast<int64_t>(p.window) - c.shrink;
-    const int64_t lo = std::max<int64_t>(0, i - w), hi = std::min<int64_t>(n - 1, i + w);
+    const auto [lo, hi] = window_of(p, s.kept, i);
     if (p.model == ModelKind::kSkipGram) {
       uint32_t nt = 0;
       if (shared && hi > lo) {
@@ -166,22 +177,38 @@ void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, S
         if (j == i) continue;
         const uint32_t slot = static_cast<uint32_t>(j - i + static_cast<int64_t>(p.window));
         if (!shared) nt = draw_targets(c.id, c.pos, epoch, slot, p.seed, p.negative, src, targets);
-        visit(Example{&c, rows.input(s.kept[j].id), targets, nt, j, j, -1, 1});
+        visit(Example{&c, nullptr, targets, nt, j, j, -1, 1});
       }
     } else {
-      s.h.setZero();
-      int64_t cw = 0;
-      for (int64_t j = lo; j <= hi; ++j) {
-        if (j == i) continue;
-        s.h += ConstVecMap(rows.input(s.kept[j].id), dim);
-        ++cw;
-      }
-      if (cw == 0) continue;
-      s.h /= static_cast<float>(cw);
+      if (hi <= lo) continue;  // no context: no example
       const uint32_t nt = draw_targets(c.id, c.pos, epoch, 0, p.seed, p.negative, src, targets);
-      visit(Example{&c, s.h.data(), targets, nt, lo, hi, i, cw});
+      visit(Example{&c, nullptr, targets, nt, lo, hi, i, hi - lo});
     }
   }
+}
+
+/// Calls `visit(example)` for every example of the kept tokens in word2vec.c's order, as
+/// for_each_example_targets walks them, with the input vector read from `rows`. Both the
+/// per-example SGD pass and the batched gradient pass walk sentences through this, so they
+/// train exactly the same examples.
+template <class Rows, class Visit>
+void for_each_example(const TrainData& data, uint32_t epoch, const Rows& rows, Scratch& s,
+                      Visit&& visit) {
+  const uint32_t dim = data.params.dim;
+  const bool skip_gram = data.params.model == ModelKind::kSkipGram;
+  for_each_example_targets(data, epoch, s, [&](Example e) {
+    if (skip_gram) {
+      e.h = rows.input(s.kept[e.first].id);  // skip-gram: the context word's input row
+    } else {
+      s.h.setZero();
+      for (int64_t j = e.first; j <= e.last; ++j) {
+        if (j != e.skip) s.h += ConstVecMap(rows.input(s.kept[j].id), dim);
+      }
+      s.h /= static_cast<float>(e.count);
+      e.h = s.h.data();
+    }
+    visit(static_cast<const Example&>(e));
+  });
 }
 
 /// Calls `f(row id)` for every context row of an example.
