@@ -293,17 +293,11 @@ Trained train(const std::string& corpus, const RunOptions& o, const std::string&
 }
 
 /// A --gpu-memory budget with room for `room` rows beyond the fixed part of a paged plan of
-/// hierarchical softmax for this corpus (test_cuda_whole_run.cpp's estimate, with the row lists
-/// sized for every row and the tree's paths and the pieces' node maps on the device), the fixed
+/// hierarchical softmax (test_cuda_whole_run.cpp's estimate, with the row lists sized for every
+/// row and the tree's links and the pieces' node maps on the device), the fixed
 /// part estimated a little high. Beside negative sampling the inner nodes are a third table of
 /// every kind (vectors, state, gradients).
-uint64_t paged_budget(const std::string& corpus, OptimizerKind optimizer, uint64_t room,
-                      uint32_t negative) {
-  Config c;
-  c.min_count = 1;
-  c.hs = true;
-  const TrainingSet set = make_training_set(testing_util::read_file(corpus), c);
-  const uint64_t entries = set.tree.rows.size();
+uint64_t paged_budget(OptimizerKind optimizer, uint64_t room, uint32_t negative) {
   const uint64_t stride = (kDim + 3) & ~3u;
   const bool stateful = optimizer != OptimizerKind::kSgd;
   const uint64_t row = stride * sizeof(float) *
@@ -314,7 +308,8 @@ uint64_t paged_budget(const std::string& corpus, OptimizerKind optimizer, uint64
   const uint64_t pools = kBatchWords / kPoolWords * kPool;
   const uint64_t piece =
       tokens * 8 + (tokens / kShortestSentence + 1) * 12 + uint64_t{kVocab} * 16 + pools * 8 + 64;
-  const uint64_t tree = (uint64_t{kVocab} + 1) * 8 + entries * 5;
+  // The device holds the tree as one link a node (hs_tree_bytes), not the words' paths.
+  const uint64_t tree = hs_tree_bytes(kVocab);
   const uint64_t fixed = uint64_t{kVocab} * (24 + 8 + 16) + 4 * piece + tree + (uint64_t{32} << 10);
   return testing_util::with_paged_margin(fixed + room * row);
 }
@@ -343,7 +338,7 @@ TEST_P(WholeRunHsPagedEqualsResident, SameBytes) {
   for (const uint64_t room : {base_room, base_room + base_room / 4}) {
     SCOPED_TRACE("room for " + std::to_string(room) + " rows");
     o.placement = Placement::kPaged;
-    o.budget = paged_budget(dir.file("corpus.txt"), optimizer, room, negative);
+    o.budget = paged_budget(optimizer, room, negative);
     const Trained paged =
         train(dir.file("corpus.txt"), o, dir.file("paged-" + std::to_string(room)));
     const int64_t hot = testing_util::hot_rows(paged.log);
@@ -391,8 +386,8 @@ TEST_P(WholeRunHsGpuFollowsCpu, RowByRow) {
   const Trained cpu = train(dir.file("corpus.txt"), o, dir.file("cpu"));
   o.device = "cuda";
   o.placement = placement;
-  o.budget = paged_budget(dir.file("corpus.txt"), optimizer,
-                          optimizer == OptimizerKind::kSgd ? kVocab / 2 : kVocab, negative);
+  o.budget =
+      paged_budget(optimizer, optimizer == OptimizerKind::kSgd ? kVocab / 2 : kVocab, negative);
   const Trained gpu = train(dir.file("corpus.txt"), o, dir.file("gpu"));
   EXPECT_EQ(gpu.summary.device, "cuda");
   EXPECT_EQ(gpu.summary.words, cpu.summary.words);
@@ -450,7 +445,7 @@ TEST_P(WholeRunHsHogwild, LossAsTheCpus) {
   const Trained cpu = train(dir.file("corpus.txt"), o, dir.file("cpu"));
   o.device = "cuda";
   o.placement = placement;
-  o.budget = paged_budget(dir.file("corpus.txt"), OptimizerKind::kSgd, kVocab / 2, 0);
+  o.budget = paged_budget(OptimizerKind::kSgd, kVocab / 2, 0);
   Config c = run_config(dir.file("corpus.txt"), o, dir.file("gpu"));
   apply_option(c, "deterministic", "false");
   Log log;

@@ -142,6 +142,11 @@ TEST_F(CliGpu, DeterministicRunsRepeatTheirBytes) {
       ASSERT_NE(threads, args.end());
       args.erase(threads, threads + 2);
       args.insert(args.end(), {"--device", "cuda", "--deterministic", "--placement", placement});
+      // The same negative pool and super-batch for both placements: a paged run left to itself
+      // chooses a pool and a resident run draws from the noise table, which are different draws
+      // (the design promises paged = resident for the same run, not for two different ones).
+      args.insert(args.end(),
+                  {"--negative-pool", "128", "--pool-words", "4096", "--batch-words", "8192"});
       // A budget that pages the tables (0.03 GiB at dim 128); resident runs take the GPU's.
       if (placement == "paged") args.insert(args.end(), {"--gpu-memory", "24MiB"});
       const RunResult r = run(dir_, args);
