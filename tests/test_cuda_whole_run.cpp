@@ -54,6 +54,7 @@ namespace pagedw2v {
 namespace {
 
 using testing_util::bits_differ;
+using testing_util::expect_follows_cpu;
 using testing_util::name_of;
 using testing_util::share_off;
 using testing_util::TempDir;
@@ -319,19 +320,7 @@ TEST_P(WholeRunGpuFollowsCpu, RowByRow) {
   std::vector<float> out0(start.output.rows() * start.output.dim());
   start.input.copy_to(in0.data());
   start.output.copy_to(out0.data());
-  ASSERT_EQ(in0.size(), cpu.input.size());
-  const double in_off = share_off(gpu.input, cpu.input, in0);
-  const double out_off = share_off(gpu.output, cpu.output, out0);
-  std::printf("GPU against CPU: input %.5f, output %.5f of the CPU's movement apart\n", in_off,
-              out_off);
-  EXPECT_LT(in_off, kFollowShare);
-  EXPECT_LT(out_off, kFollowShare);
-  ASSERT_EQ(gpu.summary.epoch_loss.size(), cpu.summary.epoch_loss.size());
-  for (size_t e = 0; e < cpu.summary.epoch_loss.size(); ++e) {
-    EXPECT_NEAR(gpu.summary.epoch_loss[e], cpu.summary.epoch_loss[e],
-                kFollowShare * cpu.summary.epoch_loss[e])
-        << "epoch " << e + 1;
-  }
+  expect_follows_cpu(gpu, cpu, in0, out0, kFollowShare);
 }
 
 INSTANTIATE_TEST_SUITE_P(

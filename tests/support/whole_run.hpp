@@ -4,6 +4,9 @@
 // with each other (test_cuda_whole_run.cpp, test_cuda_hs.cpp) set their options by name and
 // read the same files.
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
 #include <istream>
 #include <sstream>
 #include <string>
@@ -12,6 +15,7 @@
 #include "config/config.hpp"
 #include "io/npy.hpp"
 #include "model/params.hpp"
+#include "support/compare.hpp"
 #include "test_util.hpp"
 #include "train/trainer.hpp"
 
@@ -52,6 +56,28 @@ inline Trained run_and_read(const Config& c, const std::string& out) {
   r.output = read_npy(out + "/context_vectors.npy").data;
   r.words = vocab_words(out + "/vocab.tsv");
   return r;
+}
+
+/// The GPU's run follows the CPU's: each table lies within `share` of the CPU's movement from the
+/// tables both started from (`in0`, `out0`), and each epoch's loss within `share` of the CPU's.
+/// Prints the two shares.
+inline void expect_follows_cpu(const Trained& gpu, const Trained& cpu,
+                               const std::vector<float>& in0, const std::vector<float>& out0,
+                               double share) {
+  ASSERT_EQ(in0.size(), cpu.input.size());
+  ASSERT_EQ(out0.size(), cpu.output.size());
+  const double in_off = share_off(gpu.input, cpu.input, in0);
+  const double out_off = share_off(gpu.output, cpu.output, out0);
+  std::printf("GPU against CPU: input %.5f, output %.5f of the CPU's movement apart\n", in_off,
+              out_off);
+  EXPECT_LT(in_off, share);
+  EXPECT_LT(out_off, share);
+  ASSERT_EQ(gpu.summary.epoch_loss.size(), cpu.summary.epoch_loss.size());
+  for (size_t e = 0; e < cpu.summary.epoch_loss.size(); ++e) {
+    EXPECT_NEAR(gpu.summary.epoch_loss[e], cpu.summary.epoch_loss[e],
+                share * cpu.summary.epoch_loss[e])
+        << "epoch " << e + 1;
+  }
 }
 
 }  // namespace pagedw2v::testing_util
