@@ -54,15 +54,10 @@ LIMIT_S=${LIMIT_S:-480}
 mkdir -p "$OUT" "$WORK" || exit 1
 OUT=$(cd "$OUT" && pwd)
 WORK=$(cd "$WORK" && pwd)
-SUMMARY="$OUT/summary.txt"
-RESULTS="$OUT/results.tsv"
-: >"$SUMMARY"
-printf 'trainer\tkernel\tseed\trecall@10\tauc\ttrain_s\tlog\n' >"$RESULTS"
-FAILURES=()
-
-note() { echo "$*" | tee -a "$SUMMARY"; }
-fail() { FAILURES+=("$1"); note "FAILED: $1"; }
-record() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
+BENCH=bench-walks-quality
+# shellcheck source=scripts/lib/bench-common.sh
+source "$ROOT/scripts/lib/bench-common.sh"
+bench_init trainer kernel seed recall@10 auc train_s log
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -114,27 +109,14 @@ else
 fi
 [[ -s $CORPUS ]] && note "corpus: $(wc -w <"$CORPUS") tokens, $(du -h "$CORPUS" | cut -f1)"
 
-START=$(date +%s)
-# in_time NAME: whether a step may still begin (LIMIT_S since the corpus was ready).
-in_time() {
-  if (($(date +%s) - START > LIMIT_S)); then
-    note "skipped (past ${LIMIT_S} s): $1"
-    FAILURES+=("$1 (skipped, time)")
-    return 1
-  fi
-}
-# cap: the seconds left before LIMIT_S + 60.
-cap() {
-  local left=$((LIMIT_S + 60 - ($(date +%s) - START)))
-  echo $((left < 1 ? 1 : left))
-}
+bench_start  # LIMIT_S counts from the corpus being ready (in_time, cap)
 
 SCORED=()
 # score TRAINER KERNEL SEED VECTORS TRAIN_S LOG: scores one vectors file and records its row.
 score() {
   local trainer=$1 kernel=$2 seed=$3 vectors=$4 secs=$5 log=$6 line recall auc
   local qlog="${log%.log}.quality"
-  if timeout -k 10 "$(cap)" "$PYTHON" "$ROOT/scripts/walks_quality.py" --vectors "$vectors" \
+  if timeout -k 10 "$(cap $((LIMIT_S + 60)))" "$PYTHON" "$ROOT/scripts/walks_quality.py" --vectors "$vectors" \
     --edges "$EDGES" ${7:+"$7"} >"$qlog" 2>&1; then
     line=$(grep '^walks_quality ' "$qlog" | tail -1)
     recall=$(sed -n 's/.*recall@10=\([0-9.]*\).*/\1/p' <<<"$line")
@@ -156,7 +138,7 @@ if [[ -s $CORPUS && -s $EDGES && -n $PYTHON ]]; then
       log="$OUT/w2vc_s$seed.log"
       rm -f "$vec"
       t0=$(now)
-      timeout -k 10 "$(cap)" "$W2V" -train "$CORPUS" -output "$vec" -cbow 0 -size 128 -window 5 \
+      timeout -k 10 "$(cap $((LIMIT_S + 60)))" "$W2V" -train "$CORPUS" -output "$vec" -cbow 0 -size 128 -window 5 \
         -negative 5 -hs 0 -sample 1e-3 -min-count 1 -iter "$EPOCHS" -threads "$THREADS" -binary 1 >"$log" 2>&1
       rc=$?
       secs=$(since "$t0")
@@ -174,7 +156,7 @@ if [[ -s $CORPUS && -s $EDGES && -n $PYTHON ]]; then
       log="$OUT/pw_${k}_s$seed.log"
       rm -rf "$run"
       t0=$(now)
-      timeout -k 10 "$(cap)" "$PW" train --corpus "$CORPUS" --output "$run" --dim 128 --window 5 \
+      timeout -k 10 "$(cap $((LIMIT_S + 60)))" "$PW" train --corpus "$CORPUS" --output "$run" --dim 128 --window 5 \
         --negative 5 --sample 1e-3 --min-count 1 --epochs "$EPOCHS" --threads "$THREADS" \
         --device "$DEVICE" --kernel "$k" --seed "$seed" --format bin >"$log" 2>&1
       rc=$?

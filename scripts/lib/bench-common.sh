@@ -1,5 +1,6 @@
 # shellcheck shell=bash disable=SC2034  # the variables set here are the sourcing script's
-# The setup the GPU bench scripts share (scripts/bench-hs.sh, scripts/bench-kernels.sh), sourced
+# The setup the bench scripts share (scripts/bench-hs.sh, scripts/bench-kernels.sh,
+# scripts/bench-walks-quality.sh), sourced
 # by them once they have set ROOT (the checkout), BENCH (their name: it names $OUT and $WORK) and
 # LIMIT_S (their default): where the results go and the summary/record helpers, the build of
 # pagedw2v unless BIN is given, the data folder and the mix5m corpus unpacked from it, and the
