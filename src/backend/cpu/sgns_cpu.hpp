@@ -76,16 +76,18 @@ struct NegativeSource {
   uint32_t pool_size = 0;
 };
 
-/// Fills `targets` with the centre followed by the negatives of one example; negatives equal to
-/// the centre are skipped, as word2vec does. `slot` distinguishes the examples of one centre
-/// (the context position for skip-gram, 0 for CBOW). Returns the number of targets.
-inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
-                             uint64_t seed, uint32_t negative, const NegativeSource& src,
-                             uint32_t* targets) {
+namespace detail {
+
+/// The centre, then `negative` draws of kind `kind` keyed by (seed, pos, epoch) with call
+/// `call_base | k / 2` giving negatives k and k + 1, a negative equal to the centre skipped
+/// (draw_targets and draw_window_targets). Returns the number of targets.
+inline uint32_t draw_keyed_targets(uint32_t centre, uint64_t pos, uint32_t epoch, DrawKind kind,
+                                   uint32_t call_base, uint64_t seed, uint32_t negative,
+                                   const NegativeSource& src, uint32_t* targets) {
   uint32_t n = 0;
   targets[n++] = centre;
   for (uint32_t k = 0; k < negative; k += 2) {
-    const Philox4 r = draw(seed, pos, epoch, DrawKind::kNegative, (slot << 8) | (k >> 1));
+    const Philox4 r = draw(seed, pos, epoch, kind, call_base | (k >> 1));
     const uint32_t a = src.pool != nullptr ? src.pool[pool_pick(r.v[0], src.pool_size)]
                                            : noise_draw(src.noise, src.columns, r.v[0], r.v[1]);
     if (a != centre) targets[n++] = a;
@@ -96,6 +98,18 @@ inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint
     }
   }
   return n;
+}
+
+}  // namespace detail
+
+/// Fills `targets` with the centre followed by the negatives of one example; negatives equal to
+/// the centre are skipped, as word2vec does. `slot` distinguishes the examples of one centre
+/// (the context position for skip-gram, 0 for CBOW). Returns the number of targets.
+inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint32_t slot,
+                             uint64_t seed, uint32_t negative, const NegativeSource& src,
+                             uint32_t* targets) {
+  return detail::draw_keyed_targets(centre, pos, epoch, DrawKind::kNegative, slot << 8, seed,
+                                    negative, src, targets);
 }
 
 /// draw_targets with draws from the noise table `noise` of `columns` columns (no pool).
@@ -114,20 +128,8 @@ inline uint32_t draw_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint
 inline uint32_t draw_window_targets(uint32_t centre, uint64_t pos, uint32_t epoch, uint64_t seed,
                                     uint32_t negative, const NegativeSource& src,
                                     uint32_t* targets) {
-  uint32_t n = 0;
-  targets[n++] = centre;
-  for (uint32_t k = 0; k < negative; k += 2) {
-    const Philox4 r = draw(seed, pos, epoch, DrawKind::kWindowNegative, k >> 1);
-    const uint32_t a = src.pool != nullptr ? src.pool[pool_pick(r.v[0], src.pool_size)]
-                                           : noise_draw(src.noise, src.columns, r.v[0], r.v[1]);
-    if (a != centre) targets[n++] = a;
-    if (k + 1 < negative) {
-      const uint32_t b = src.pool != nullptr ? src.pool[pool_pick(r.v[2], src.pool_size)]
-                                             : noise_draw(src.noise, src.columns, r.v[2], r.v[3]);
-      if (b != centre) targets[n++] = b;
-    }
-  }
-  return n;
+  return detail::draw_keyed_targets(centre, pos, epoch, DrawKind::kWindowNegative, 0, seed,
+                                    negative, src, targets);
 }
 
 /// One skip-gram window with shared negatives, SGD: the `n` output rows of `targets` (the centre
