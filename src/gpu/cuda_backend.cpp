@@ -123,11 +123,17 @@ class CudaBackend final : public Backend {
     const uint64_t piece = uint64_t{plan_.batch_blocks} * kBlockWords;
     return d + "tables paged: " + std::to_string(plan_.hot_rows) + " hot rows + a cache of " +
            std::to_string(plan_.cache_rows) + " rows on the GPU (" + pct + " of " +
-           std::to_string(rows_) + "), GPU memory budget " + format_gib(plan_.budget) +
-           "; negative pool " + std::to_string(plan_.negative_pool) + " per " +
-           std::to_string(uint64_t{plan_.pool_blocks} * kBlockWords) + " words, super-batch " +
-           std::to_string(super_batch) + " words" +
+           std::to_string(rows_) + "), GPU memory budget " + format_gib(plan_.budget) + "; " +
+           pool_words() + "super-batch " + std::to_string(super_batch) + " words" +
            (piece < super_batch ? ", pieces of at most " + std::to_string(piece) : std::string());
+  }
+
+  /// The negative pool's part of the backend line ("negative pool N per M words, "); none for
+  /// hierarchical softmax alone, which draws no negatives.
+  std::string pool_words() const {
+    if (data_.params.negative == 0) return {};
+    return "negative pool " + std::to_string(plan_.negative_pool) + " per " +
+           std::to_string(uint64_t{plan_.pool_blocks} * kBlockWords) + " words, ";
   }
 
   /// Large spans: a launch ends with a tail in which only the warps of its last work items run
