@@ -115,8 +115,10 @@ __device__ __forceinline__ HsPath hs_walk(const SgnsArgs& a, uint32_t word, int 
 /// vector `h` against the inner nodes of a word's path (walked by hs_walk), root first; for each
 /// node d, f = h·node[d], its loss term (every node), and when |f| < kMaxExp,
 /// g = (1 − code − σ(f))·lr, err += g·node[d], node[d] += g·h (an atomic add of this warp's change
-/// to its row of a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them
-/// together and then updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr
+/// to its row of a.hs_nodes; for the tree rows below a.hs_store_rows, a plain store of the row as
+/// loaded plus that change: store_row_plus). The nodes of one path are distinct rows, so loading
+/// kH of them together and then updating them in order equals the CPU's node-at-a-time loop.
+/// Gradient mode: lr
 /// = −1 makes g = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row
 /// of a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
 /// sums the lanes).
@@ -130,6 +132,7 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
   for (int d0 = 0; d0 < length; d0 += kH) {
     Slice<kV> node[kH];
     uint32_t row[kH];
+    bool store[kH];
     float code[kH], f[kH];
 #pragma unroll
     for (int k = 0; k < kH; ++k) {
@@ -139,9 +142,11 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       const int up = in ? length - 1 - (d0 + k) : 0;
       const uint32_t link = __shfl_sync(kFull, up < kWarp ? path.near : path.far, up & (kWarp - 1));
       row[k] = 0;
+      store[k] = false;
       code[k] = 0.f;
       if (in) {
         row[k] = link & kHuffmanLinkRow;
+        store[k] = !kGrad && row[k] < a.hs_store_rows;
         if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
         code[k] = static_cast<float>(link >> 31);
         load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
@@ -164,6 +169,11 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       if (!(f[k] > -kMaxExp && f[k] < kMaxExp)) continue;
       const float g = (1.0f - code[k] - clipped_sigmoid(f[k])) * lr;
       axpy(g, node[k], err);
+      // The same on every lane (one node), so the branch is uniform.
+      if (store[k]) {
+        store_row_plus(node[k], g, h, dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
+        continue;
+      }
       scale(g, h, node[k]);
       add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       if (kGrad) touch(a.touched_nodes, row[k], lane);

@@ -3,8 +3,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,6 +31,24 @@ namespace pagedw2v {
 
 namespace {
 
+/// CudaBackendOptions::hs_store_rows as kHsStoreRowsVariable sets it (a number of rows or
+/// `all`), else `given`. Throws UsageError for any other value.
+uint32_t hs_store_rows_from_env(uint32_t given) {
+  const char* v = std::getenv(kHsStoreRowsVariable);
+  if (v == nullptr || *v == '\0') return given;
+  const std::string text(v);
+  if (text == "all") return std::numeric_limits<uint32_t>::max();
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  if (text.find_first_not_of("0123456789") != std::string::npos || *end != '\0' ||
+      errno == ERANGE || n > std::numeric_limits<uint32_t>::max()) {
+    throw UsageError(std::string(kHsStoreRowsVariable) + "=" + text +
+                     ": expected a number of inner-node rows or 'all'");
+  }
+  return static_cast<uint32_t>(n);
+}
+
 /// Training on the GPU: picks resident or paged tables by the plan (gpu/gpu_plan.hpp) and drives
 /// the parts that own them: the device tables (gpu/device_tables.hpp), the launches
 /// (gpu/sgns_launcher.hpp) and, paged, the pipeline with its row cache
@@ -38,6 +60,7 @@ class CudaBackend final : public Backend {
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options,
               const GpuPlan& plan, const std::string& device_name)
       : model_(model), data_(data), options_(options), plan_(plan) {
+    options_.hs_store_rows = hs_store_rows_from_env(options.hs_store_rows);
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     report_.device_name = device_name;
@@ -203,8 +226,9 @@ class CudaBackend final : public Backend {
     tables_ = std::make_unique<DeviceTables>(model_, data_.optimizer.kind,
                                              sgns_row_stride(data_.params.dim), plan_.device_rows,
                                              options_.table_layout, options_.table_skew_bytes, st);
-    launcher_ = std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
-                                               options_.item_tokens, *tables_, st);
+    launcher_ =
+        std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
+                                       options_.item_tokens, options_.hs_store_rows, *tables_, st);
     size_t bytes = tables_->bytes() + launcher_->bytes();
     if (plan_.paged) {
       paged_ = std::make_unique<PagedPipeline>(data_, plan_, options_, *tables_, *launcher_,
