@@ -132,7 +132,7 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
   for (int d0 = 0; d0 < length; d0 += kH) {
     Slice<kV> node[kH];
     uint32_t row[kH];
-    bool store[kH];
+    unsigned store = 0;  // bit k: node k takes a plain store
     float code[kH], f[kH];
 #pragma unroll
     for (int k = 0; k < kH; ++k) {
@@ -142,11 +142,10 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       const int up = in ? length - 1 - (d0 + k) : 0;
       const uint32_t link = __shfl_sync(kFull, up < kWarp ? path.near : path.far, up & (kWarp - 1));
       row[k] = 0;
-      store[k] = false;
       code[k] = 0.f;
       if (in) {
         row[k] = link & kHuffmanLinkRow;
-        store[k] = !kGrad && row[k] < a.hs_store_rows;
+        if (!kGrad && row[k] < a.hs_store_rows) store |= 1u << k;
         if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
         code[k] = static_cast<float>(link >> 31);
         load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
@@ -170,12 +169,12 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       const float g = (1.0f - code[k] - clipped_sigmoid(f[k])) * lr;
       axpy(g, node[k], err);
       // The same on every lane (one node), so the branch is uniform.
-      if (store[k]) {
+      if (store & 1u << k) {
         store_row_plus(node[k], g, h, dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
-        continue;
+      } else {
+        scale(g, h, node[k]);
+        add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       }
-      scale(g, h, node[k]);
-      add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       if (kGrad) touch(a.touched_nodes, row[k], lane);
     }
   }
