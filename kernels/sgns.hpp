@@ -139,18 +139,10 @@ struct SgnsArgs {
   float* hs_nodes_grad = nullptr;
   uint8_t* touched_nodes = nullptr;
   const uint32_t* hs_node_rows = nullptr;
-  /// SGD: the inner nodes of tree rows below this (the heaviest nodes, the root first, before
-  /// hs_node_rows maps them) take their update as a plain store of the row as the warp loaded it
-  /// plus its change, instead of an atomic add of the change (0: every node by atomic adds).
-  /// Every example's path starts at the root, so with thousands of warps in flight each of the
-  /// top nodes is between the read and the write of hundreds of warps at once: atomic adds sum
-  /// all their changes, each computed from the same stale row, a step hundreds of times
-  /// word2vec's; with stores, the last writer's row stays, each one a step from a row that was
-  /// there (word2vec's Hogwild, whose threads lose such updates too). Rows below the top are
-  /// rarely between two warps, where both ways agree. Alone in a launch (one warp) a store gives
-  /// the atomic add's value but for subnormal results (which the atomic add flushes to zero):
-  /// deterministic runs keep 0 (gpu/sgns_launcher.cpp). Gradient mode ignores it.
-  uint32_t hs_store_rows = 0;
+  /// SGD: the inner nodes' steps are damped as for this many warps in flight (kHsDampLaunchWarps
+  /// in model/params.hpp: the launch's own warps); 0: word2vec's steps, which single-warp launches
+  /// keep (deterministic runs compare their bytes). Gradient mode ignores it.
+  uint32_t hs_damp_warps = 0;
 
   /// At most this many warps train (0: fill the GPU). 1: one block of one warp trains the
   /// sentences strictly in order, so a launch is deterministic (no races, atomics in a fixed

@@ -81,6 +81,13 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
   }
 }
 
+/// SgnsArgs::hs_damp_warps' factor for a node at `depth` of the path (the root 0) in a launch of
+/// `warps` warps: 1/√(warps·2^−depth) where that load is above 1, else 1.
+__device__ __forceinline__ float hs_damping(uint32_t warps, int depth) {
+  const uint32_t load = depth < 32 ? warps >> depth : 0u;
+  return load > 1 ? rsqrtf(static_cast<float>(load)) : 1.0f;
+}
+
 /// Nodes of one path a warp trains at once (their rows loaded and their dot products reduced
 /// together): as many as the registers allow for the row width.
 template <int kV>
@@ -115,13 +122,11 @@ __device__ __forceinline__ HsPath hs_walk(const SgnsArgs& a, uint32_t word, int 
 /// vector `h` against the inner nodes of a word's path (walked by hs_walk), root first; for each
 /// node d, f = h·node[d], its loss term (every node), and when |f| < kMaxExp,
 /// g = (1 − code − σ(f))·lr, err += g·node[d], node[d] += g·h (an atomic add of this warp's change
-/// to its row of a.hs_nodes; for the tree rows below a.hs_store_rows, a plain store of the row as
-/// loaded plus that change: store_row_plus). The nodes of one path are distinct rows, so loading
-/// kH of them together and then updating them in order equals the CPU's node-at-a-time loop.
-/// Gradient mode: lr
-/// = −1 makes g = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row
-/// of a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
-/// sums the lanes).
+/// to its row of a.hs_nodes, damped at the top of the tree as a.hs_damp_warps says: hs_damping).
+/// The nodes of one path are distinct rows, so loading kH of them together and then updating them
+/// in order equals the CPU's node-at-a-time loop. Gradient mode: lr = −1 makes g = σ(f) − (1 −
+/// code), the loss's derivative; the node's gradient g·h goes to its row of a.hs_nodes_grad, marked
+/// in a.touched_nodes. The loss is counted by lane 0 only (the caller sums the lanes).
 template <int kV, bool kGrad>
 __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
                                            const HsPath& path, float lr, int lane, int nq,
@@ -132,7 +137,6 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
   for (int d0 = 0; d0 < length; d0 += kH) {
     Slice<kV> node[kH];
     uint32_t row[kH];
-    unsigned store = 0;  // bit k: node k takes a plain store
     float code[kH], f[kH];
 #pragma unroll
     for (int k = 0; k < kH; ++k) {
@@ -145,7 +149,6 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       code[k] = 0.f;
       if (in) {
         row[k] = link & kHuffmanLinkRow;
-        if (!kGrad && row[k] < a.hs_store_rows) store |= 1u << k;
         if (a.hs_node_rows != nullptr) row[k] = __ldg(a.hs_node_rows + row[k]);
         code[k] = static_cast<float>(link >> 31);
         load_slice<kGrad>(node[k], a.hs_nodes + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
@@ -168,13 +171,11 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       if (!(f[k] > -kMaxExp && f[k] < kMaxExp)) continue;
       const float g = (1.0f - code[k] - clipped_sigmoid(f[k])) * lr;
       axpy(g, node[k], err);
-      // The same on every lane (one node), so the branch is uniform.
-      if (store & 1u << k) {
-        store_row_plus(node[k], g, h, dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
-      } else {
-        scale(g, h, node[k]);
-        add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
-      }
+      // The node's own step, damped at the top of the tree in Hogwild launches (the input's
+      // error keeps g).
+      const float gn = !kGrad && a.hs_damp_warps > 0 ? g * hs_damping(a.hs_damp_warps, d0 + k) : g;
+      scale(gn, h, node[k]);
+      add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       if (kGrad) touch(a.touched_nodes, row[k], lane);
     }
   }

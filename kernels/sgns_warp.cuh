@@ -109,25 +109,6 @@ __device__ __forceinline__ void add_to_row(const Slice<kV>& s, float* row, int l
   }
 }
 
-/// row = s + g·x as plain stores (through L2, as the rows are read): the row as this warp loaded
-/// it plus this warp's change, whatever other warps added meanwhile (word2vec's Hogwild: of
-/// concurrent writers the last one's value stays). g·x and the sum are rounded apart, as
-/// add_to_row rounds the same change added to the same row (not fused into one FMA).
-template <int kV>
-__device__ __forceinline__ void store_row_plus(const Slice<kV>& s, float g, const Slice<kV>& x,
-                                               float* row, int lane, int nq) {
-#pragma unroll
-  for (int v = 0; v < kV; ++v) {
-    const int q = lane + kWarp * v;
-    if (q < nq) {
-      const float4 y = make_float4(
-          __fadd_rn(s.x[v].x, __fmul_rn(g, x.x[v].x)), __fadd_rn(s.x[v].y, __fmul_rn(g, x.x[v].y)),
-          __fadd_rn(s.x[v].z, __fmul_rn(g, x.x[v].z)), __fadd_rn(s.x[v].w, __fmul_rn(g, x.x[v].w)));
-      __stcg(reinterpret_cast<float4*>(row + 4 * q), y);
-    }
-  }
-}
-
 /// y = g·x
 template <int kV>
 __device__ __forceinline__ void scale(float g, const Slice<kV>& x, Slice<kV>& y) {

@@ -237,21 +237,21 @@ INSTANTIATE_TEST_SUITE_P(
     serial_name);
 
 // ---------------------------------------------------------------------------------------------
-// The top inner nodes' plain stores (CudaBackendOptions::hs_store_rows) are for Hogwild
-// launches: single-warp launches (`serial`, and `ordered`, which --deterministic runs) give the
-// same bytes whatever the option says.
+// The inner nodes' damped steps (CudaBackendOptions::hs_damp_warps) are for Hogwild launches:
+// single-warp launches (`serial`, and `ordered`, which --deterministic runs) give the same bytes
+// whatever the option says.
 
-struct StoreRowsCase {
+struct DampingCase {
   ModelKind model;
   uint32_t negative;
   bool ordered;  ///< CudaBackendOptions::ordered, else serial
 };
 
-class CudaHsStoreRows : public ::testing::TestWithParam<StoreRowsCase> {};
+class CudaHsDamping : public ::testing::TestWithParam<DampingCase> {};
 
-TEST_P(CudaHsStoreRows, SingleWarpBytesWhateverTheRows) {
+TEST_P(CudaHsDamping, SingleWarpBytesWhateverItSays) {
   PAGEDW2V_REQUIRE_GPU();
-  const StoreRowsCase c = GetParam();
+  const DampingCase c = GetParam();
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   HsProblem p = make_problem(SerialCase{c.model, 33, OptimizerKind::kSgd, c.negative}, seed);
@@ -262,8 +262,9 @@ TEST_P(CudaHsStoreRows, SingleWarpBytesWhateverTheRows) {
     options.serial = !c.ordered;
     options.ordered = c.ordered;
     options.gpu.placement = Placement::kResident;
-    // Every inner node, or none.
-    options.hs_store_rows = k == 0 ? 0u : std::numeric_limits<uint32_t>::max();
+    // word2vec's steps, or every node's step damped as for 2^20 warps (below 1 down to depth
+    // 19).
+    options.hs_damp_warps = k == 0 ? 0u : 1u << 20;
     auto gpu = make_cuda_backend(m, p.data, options);
     train_all(*gpu, p);
     gpu->sync_to_host();
@@ -284,10 +285,10 @@ TEST_P(CudaHsStoreRows, SingleWarpBytesWhateverTheRows) {
   EXPECT_GT(bits_differ(tables[0][0], input0), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaHsStoreRows,
-                         ::testing::Values(StoreRowsCase{ModelKind::kSkipGram, 0, false},
-                                           StoreRowsCase{ModelKind::kCbow, 0, false},
-                                           StoreRowsCase{ModelKind::kCbow, 5, true}),
+INSTANTIATE_TEST_SUITE_P(Models, CudaHsDamping,
+                         ::testing::Values(DampingCase{ModelKind::kSkipGram, 0, false},
+                                           DampingCase{ModelKind::kCbow, 0, false},
+                                           DampingCase{ModelKind::kCbow, 5, true}),
                          [](const auto& info) {
                            return name_of(info.param.model) + "_n" +
                                   std::to_string(info.param.negative) +

@@ -31,22 +31,31 @@ namespace pagedw2v {
 
 namespace {
 
-/// CudaBackendOptions::hs_store_rows as kHsStoreRowsVariable sets it (a number of rows or
-/// `all`), else `given`. Throws UsageError for any other value.
-uint32_t hs_store_rows_from_env(uint32_t given) {
-  const char* v = std::getenv(kHsStoreRowsVariable);
+/// A decimal number below 2^32 (`text` from `at` to its end), or false.
+bool parse_u32(const std::string& text, size_t at, uint32_t* out) {
+  if (at >= text.size() || text.find_first_not_of("0123456789", at) != std::string::npos) {
+    return false;
+  }
+  errno = 0;
+  const unsigned long long n = std::strtoull(text.c_str() + at, nullptr, 10);
+  if (errno == ERANGE || n > std::numeric_limits<uint32_t>::max()) return false;
+  *out = static_cast<uint32_t>(n);
+  return true;
+}
+
+/// CudaBackendOptions::hs_damp_warps as kHsTopVariable sets it (cuda_options.hpp), else
+/// `given`. Throws UsageError for a value it does not know.
+uint32_t hs_damp_warps_from_env(uint32_t given) {
+  const char* v = std::getenv(kHsTopVariable);
   if (v == nullptr || *v == '\0') return given;
   const std::string text(v);
-  if (text == "all") return std::numeric_limits<uint32_t>::max();
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long n = std::strtoull(v, &end, 10);
-  if (text.find_first_not_of("0123456789") != std::string::npos || *end != '\0' ||
-      errno == ERANGE || n > std::numeric_limits<uint32_t>::max()) {
-    throw UsageError(std::string(kHsStoreRowsVariable) + "=" + text +
-                     ": expected a number of inner-node rows or 'all'");
+  uint32_t warps = 0;
+  if (text == "add") return 0;
+  if (text == "damp") return kHsDampLaunchWarps;
+  if (text.rfind("damp:", 0) == 0 && parse_u32(text, 5, &warps) && warps != kHsDampLaunchWarps) {
+    return warps;
   }
-  return static_cast<uint32_t>(n);
+  throw UsageError(std::string(kHsTopVariable) + "=" + text + ": expected add, damp or damp:WARPS");
 }
 
 /// Training on the GPU: picks resident or paged tables by the plan (gpu/gpu_plan.hpp) and drives
@@ -60,7 +69,7 @@ class CudaBackend final : public Backend {
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options,
               const GpuPlan& plan, const std::string& device_name)
       : model_(model), data_(data), options_(options), plan_(plan) {
-    options_.hs_store_rows = hs_store_rows_from_env(options.hs_store_rows);
+    options_.hs_damp_warps = hs_damp_warps_from_env(options.hs_damp_warps);
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     report_.device_name = device_name;
@@ -228,7 +237,7 @@ class CudaBackend final : public Backend {
                                              options_.table_layout, options_.table_skew_bytes, st);
     launcher_ =
         std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
-                                       options_.item_tokens, options_.hs_store_rows, *tables_, st);
+                                       options_.item_tokens, options_.hs_damp_warps, *tables_, st);
     size_t bytes = tables_->bytes() + launcher_->bytes();
     if (plan_.paged) {
       paged_ = std::make_unique<PagedPipeline>(data_, plan_, options_, *tables_, *launcher_,

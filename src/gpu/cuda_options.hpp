@@ -10,18 +10,14 @@
 
 #include "config/options.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v {
 
-/// CudaBackendOptions::hs_store_rows by default: the inner nodes that more than about a
-/// thousandth of the examples pass through on a Zipf vocabulary
-/// (docs/design-hierarchical-softmax.md, "Hogwild at the top of the tree").
-inline constexpr uint32_t kDefaultHsStoreRows = 1024;
-
-/// The environment variable that overrides CudaBackendOptions::hs_store_rows, read once by the
-/// backend as it starts: a number of rows, or `all`. A measurement knob (compare the quality
-/// with 0 and the default), not an option of the product.
-inline constexpr const char* kHsStoreRowsVariable = "PAGEDW2V_HS_STORE_TOP";
+/// The environment variable that overrides CudaBackendOptions::hs_damp_warps, read once by the
+/// backend as it starts: `add` (word2vec's steps, 0), `damp` (the launch's warps, the default) or
+/// `damp:W` (as for W warps). A measurement knob, not an option of the product.
+inline constexpr const char* kHsTopVariable = "PAGEDW2V_HS_TOP";
 
 /// Tuning of the CUDA backend; the defaults are what `--device cuda` uses.
 /// CudaBackendOptions::table_skew_bytes by default (gpu_plan.hpp's kDefaultTableGap).
@@ -82,10 +78,10 @@ struct CudaBackendOptions {
   /// How the device holds each pair of tables (gpu_plan.hpp); interleaved tables have no gap
   /// and train 7 % faster resident and up to 27 % paged on mix5m (docs/design-kernels.md).
   TableLayout table_layout = TableLayout::kInterleaved;
-  /// Hierarchical softmax in Hogwild launches (not `serial` or `ordered`): the inner nodes of
-  /// tree rows below this take plain stores instead of atomic adds (SgnsArgs::hs_store_rows);
-  /// kHsStoreRowsVariable overrides it.
-  uint32_t hs_store_rows = kDefaultHsStoreRows;
+  /// Hierarchical softmax in Hogwild launches (not `serial` or `ordered`, which keep word2vec's
+  /// steps): the inner nodes' steps are damped as for this many warps (SgnsArgs::hs_damp_warps);
+  /// by default the launch's own. kHsTopVariable overrides it.
+  uint32_t hs_damp_warps = kHsDampLaunchWarps;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

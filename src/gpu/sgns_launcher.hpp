@@ -51,11 +51,11 @@ SgnsArgs run_args(const TrainData& data, uint32_t epoch, uint64_t keep_count);
 class SgnsLauncher {
  public:
   /// Uploads the samplers of `data` on `stream` as `plan` sizes them. `single_warp`: one warp
-  /// trains the sentences of a launch in order (SgnsArgs::max_warps = 1). `hs_store_rows`:
-  /// SgnsArgs::hs_store_rows of Hogwild launches (single-warp launches take 0, so that they keep
-  /// their bytes).
+  /// trains the sentences of a launch in order (SgnsArgs::max_warps = 1). `hs_damp_warps`:
+  /// SgnsArgs::hs_damp_warps of Hogwild launches (single-warp launches keep word2vec's steps,
+  /// and so their bytes).
   SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, uint32_t item_tokens,
-               uint32_t hs_store_rows, DeviceTables& tables, cudaStream_t stream);
+               uint32_t hs_damp_warps, DeviceTables& tables, cudaStream_t stream);
 
   size_t bytes() const {
     return keep_.bytes() + noise_.bytes() + counters_.bytes() + hs_links_.bytes();
@@ -104,7 +104,7 @@ class SgnsLauncher {
   DeviceTables& tables_;
   bool single_warp_ = false;
   uint32_t item_tokens_ = 0;    ///< SgnsArgs::item_tokens
-  uint32_t hs_store_rows_ = 0;  ///< SgnsArgs::hs_store_rows
+  uint32_t hs_damp_warps_ = 0;  ///< SgnsArgs::hs_damp_warps
   uint64_t keep_count_ = 0;     ///< words whose keep probability is below 1, and those before
   uint32_t batch_blocks_ = 1, pool_blocks_ = 1;
   uint64_t max_pools_ = 1;
