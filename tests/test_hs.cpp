@@ -499,5 +499,17 @@ TEST(HsResume, HsCannotChange) {
   }
 }
 
+// The GPU's default for hierarchical softmax in Hogwild launches (model/params.hpp): CBOW's
+// inner nodes damped for the launch's own warps, skip-gram's not; a value given stays.
+TEST(HsDamping, TheDefaultDampsCbowAndNotSkipGram) {
+  EXPECT_EQ(hs_damp_warps_for(kHsDampByModel, ModelKind::kCbow), kHsDampLaunchWarps);
+  EXPECT_EQ(hs_damp_warps_for(kHsDampByModel, ModelKind::kSkipGram), 0u);
+  for (const ModelKind model : {ModelKind::kCbow, ModelKind::kSkipGram}) {
+    EXPECT_EQ(hs_damp_warps_for(0, model), 0u);
+    EXPECT_EQ(hs_damp_warps_for(1024, model), 1024u);
+    EXPECT_EQ(hs_damp_warps_for(kHsDampLaunchWarps, model), kHsDampLaunchWarps);
+  }
+}
+
 }  // namespace
 }  // namespace pagedw2v

@@ -52,7 +52,8 @@ uint32_t hs_damp_warps_from_env(uint32_t given) {
   uint32_t warps = 0;
   if (text == "add") return 0;
   if (text == "damp") return kHsDampLaunchWarps;
-  if (text.rfind("damp:", 0) == 0 && parse_u32(text, 5, &warps) && warps != kHsDampLaunchWarps) {
+  if (text.rfind("damp:", 0) == 0 && parse_u32(text, 5, &warps) && warps != kHsDampLaunchWarps &&
+      warps != kHsDampByModel) {
     return warps;
   }
   throw UsageError(std::string(kHsTopVariable) + "=" + text + ": expected add, damp or damp:WARPS");
@@ -69,7 +70,8 @@ class CudaBackend final : public Backend {
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options,
               const GpuPlan& plan, const std::string& device_name)
       : model_(model), data_(data), options_(options), plan_(plan) {
-    options_.hs_damp_warps = hs_damp_warps_from_env(options.hs_damp_warps);
+    options_.hs_damp_warps =
+        hs_damp_warps_for(hs_damp_warps_from_env(options.hs_damp_warps), data.params.model);
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     report_.device_name = device_name;

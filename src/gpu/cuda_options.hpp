@@ -80,8 +80,9 @@ struct CudaBackendOptions {
   TableLayout table_layout = TableLayout::kInterleaved;
   /// Hierarchical softmax in Hogwild launches (not `serial` or `ordered`, which keep word2vec's
   /// steps): the inner nodes' steps are damped as for this many warps (SgnsArgs::hs_damp_warps);
-  /// by default the launch's own. kHsTopVariable overrides it.
-  uint32_t hs_damp_warps = kHsDampLaunchWarps;
+  /// kHsDampLaunchWarps: the launch's own; by default (kHsDampByModel) CBOW's are damped for the
+  /// launch's own and skip-gram's are not. kHsTopVariable overrides it.
+  uint32_t hs_damp_warps = kHsDampByModel;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

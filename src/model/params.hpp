@@ -57,6 +57,18 @@ inline bool parse_sgns_kernel(const std::string& text, SgnsKernel* out) {
 /// of a batch's size and its learning rate); this value stands for the launch's own warps
 /// (blocks × warps per block).
 inline constexpr uint32_t kHsDampLaunchWarps = 0xFFFFFFFFu;
+/// The CUDA backend's default (CudaBackendOptions::hs_damp_warps): CBOW damped for the launch's
+/// own warps, skip-gram not damped (hs_damp_warps_for): damping brought CBOW's quality on the GPU
+/// towards word2vec's and took skip-gram's WordSim-353 away from it (docs/performance.md,
+/// "Hierarchical softmax on the GPU").
+inline constexpr uint32_t kHsDampByModel = 0xFFFFFFFEu;
+
+/// `warps` (CudaBackendOptions::hs_damp_warps) for a run of `model`: kHsDampByModel resolved,
+/// any other value as it is.
+inline uint32_t hs_damp_warps_for(uint32_t warps, ModelKind model) {
+  if (warps != kHsDampByModel) return warps;
+  return model == ModelKind::kCbow ? kHsDampLaunchWarps : 0;
+}
 
 /// word2vec's MAX_EXP: the sigmoid is 0 or 1 beyond ±6.
 inline constexpr float kMaxExp = 6.0f;
