@@ -6,9 +6,8 @@
 /// the placement and the GPU memory budget, the negative pool and super-batch a run left to the
 /// plan, the GPU plan of one process (gpu/gpu_plan.hpp: hot rows, cache, pieces, stages, the
 /// resident corpus's sizes), and over MPI ranks which backend trains (dist/rank_backend_kind.hpp)
-/// and with what memory. The CLI's `train`, `bench train` and
-/// the backends take the plan and never ask the device or decide again; the settings and backend
-/// lines print from it.
+/// and with what memory. The CLI's `train`, `bench train` and the backends take the plan and
+/// never ask the device or decide again; the settings and backend lines print from it.
 ///
 /// Two steps, as a run learns its sizes: plan_device before the model's tables are allocated
 /// (their layout follows the placement; a resumed run reads its checkpoint under it), then
@@ -68,12 +67,12 @@ GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, O
                                const GpuOptions& gpu, const DeviceFacts& facts);
 
 /// The first step, before the tables are allocated: the device, placement and budget of a run
-/// under `config` with a vocabulary of `rows` words over `ranks` ranks (1: one process); `resumed`:
-/// the settings are a checkpoint's merged with the command's. Over ranks: GPU ranks for --device
-/// cuda, and for --device auto with sgd when the run trains on parts or with a pool (a resumed
-/// run: as its checkpoint did); --placement is refused there (the ranks place their tables by
-/// --rank-tables) and --gpu-memory bounds the rows kept on each GPU (refused where the ranks
-/// keep none there). Throws UsageError for what cannot go together.
+/// under `config` with a vocabulary of `rows` words over `ranks` ranks (1: one process);
+/// `resumed`: the settings are a checkpoint's merged with the command's. Over ranks: GPU ranks
+/// for --device cuda, and for --device auto with sgd when the run trains on parts or with a pool
+/// (a resumed run: as its checkpoint did); --placement is refused there (the ranks place their
+/// tables by --rank-tables) and --gpu-memory bounds the rows kept on each GPU (refused where the
+/// ranks keep none there). Throws UsageError for what cannot go together.
 RunPlan plan_device(const Config& config, uint64_t rows, const DeviceFacts& facts, uint32_t ranks,
                     bool resumed);
 
@@ -85,7 +84,7 @@ RunPlan plan_device(const Config& config, uint64_t rows, const DeviceFacts& fact
 /// (choose_rank_backend, under --rank-tables and the pool settled; throws its UsageError). Paged
 /// tables: the pool, its period and an optimizer's super-batch as gpu_plan.hpp chooses them
 /// where not given. Resident tables on CUDA: the corpus's sizes on the GPU (GpuPlan::corpus).
-/// `scratch`: the paged kernels' scratch sizes (null: the CUDA build's, cuda_scratch_bytes).
+/// `scratch`: the kernels' scratch sizes (null: the CUDA build's, cuda_scratch_bytes).
 void plan_sizes(RunPlan& plan, Config& config, const TrainData& data, bool resumed,
                 const CudaBackendOptions& tuning = {}, const GpuScratchBytes& scratch = nullptr);
 
