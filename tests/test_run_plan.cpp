@@ -331,8 +331,8 @@ TEST(RunPlan, RanksRefuseAPlacement) {
 
 using dist::RankBackendKind;
 
-/// The backend the ranks of a run under `c` over `ranks` ranks train with, as the plan chose it
-/// (a GPU at hand), and the plan.
+/// The plan of a fresh run under `c` over `ranks` ranks with a GPU at hand, its sizes and the
+/// ranks' backend chosen (plan_sizes).
 RunPlan rank_plan(Config& c, const TrainingSet& set, uint32_t ranks = 2) {
   RunPlan plan = plan_device(c, set.vocab.size(), gpu(40 * kGiB), ranks, false);
   plan_sizes(plan, c, set.train_data(c), false, {}, scratch);
