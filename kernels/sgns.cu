@@ -388,7 +388,8 @@ __device__ __forceinline__ void train_part(const SgnsArgs& a, const WorkPart* pa
 /// context — so a sentence's result equals the CPU reference when its parts train in order (a
 /// single-warp launch); warps race only with other items (Hogwild, as word2vec's threads do:
 /// reads may be stale, but every update is an atomic add of this warp's own change, so none is
-/// lost on hot rows). Lanes split the vector: lane
+/// lost on hot rows; hierarchical softmax damps the steps of its top inner nodes,
+/// SgnsArgs::hs_damp_warps). Lanes split the vector: lane
 /// l holds float4 number l + 32·v of every row (dim 128: one float4 per lane, 512-byte coalesced
 /// row loads), and dot products are warp butterfly reductions. The 32 lanes also subsample 32
 /// tokens at a time into a shared-memory ring (with each token's table row beside it), and draw a
@@ -510,6 +511,7 @@ void launch_mode(const SgnsArgs& a, cudaStream_t stream) {
                                               : (a.token_count + b.item_tokens - 1) / b.item_tokens;
   const uint64_t needed = (items + warps - 1) / warps;
   const unsigned blocks = static_cast<unsigned>(std::max<uint64_t>(1, std::min(needed, resident)));
+  if (b.hs_damp_warps == kHsDampLaunchWarps) b.hs_damp_warps = blocks * warps;
   if (b.next_sentence == nullptr) b.next_sentence = &b.counters->next_sentence;
   PAGEDW2V_CUDA_TRY(cudaMemsetAsync(b.next_sentence, 0, sizeof(*b.next_sentence), stream));
   kernel<<<blocks, warps * kWarp, smem, stream>>>(b, layout);

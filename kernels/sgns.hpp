@@ -139,6 +139,10 @@ struct SgnsArgs {
   float* hs_nodes_grad = nullptr;
   uint8_t* touched_nodes = nullptr;
   const uint32_t* hs_node_rows = nullptr;
+  /// SGD: the inner nodes' steps are damped as for this many warps in flight (kHsDampLaunchWarps
+  /// in model/params.hpp: the launch's own warps); 0: word2vec's steps, which single-warp launches
+  /// keep (deterministic runs compare their bytes). Gradient mode ignores it.
+  uint32_t hs_damp_warps = 0;
 
   /// At most this many warps train (0: fill the GPU). 1: one block of one warp trains the
   /// sentences strictly in order, so a launch is deterministic (no races, atomics in a fixed

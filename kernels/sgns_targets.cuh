@@ -81,6 +81,13 @@ __device__ __forceinline__ void train_example(const SgnsArgs& a, const Slice<kV>
   }
 }
 
+/// SgnsArgs::hs_damp_warps' factor for a node at `depth` of the path (the root 0) in a launch of
+/// `warps` warps: 1/√(warps·2^−depth) where that load is above 1, else 1.
+__device__ __forceinline__ float hs_damping(uint32_t warps, int depth) {
+  const uint32_t load = depth < 32 ? warps >> depth : 0u;
+  return load > 1 ? rsqrtf(static_cast<float>(load)) : 1.0f;
+}
+
 /// Nodes of one path a warp trains at once (their rows loaded and their dot products reduced
 /// together): as many as the registers allow for the row width.
 template <int kV>
@@ -115,11 +122,11 @@ __device__ __forceinline__ HsPath hs_walk(const SgnsArgs& a, uint32_t word, int 
 /// vector `h` against the inner nodes of a word's path (walked by hs_walk), root first; for each
 /// node d, f = h·node[d], its loss term (every node), and when |f| < kMaxExp,
 /// g = (1 − code − σ(f))·lr, err += g·node[d], node[d] += g·h (an atomic add of this warp's change
-/// to its row of a.hs_nodes). The nodes of one path are distinct rows, so loading kH of them
-/// together and then updating them in order equals the CPU's node-at-a-time loop. Gradient mode: lr
-/// = −1 makes g = σ(f) − (1 − code), the loss's derivative; the node's gradient g·h goes to its row
-/// of a.hs_nodes_grad, marked in a.touched_nodes. The loss is counted by lane 0 only (the caller
-/// sums the lanes).
+/// to its row of a.hs_nodes, damped at the top of the tree as a.hs_damp_warps says: hs_damping).
+/// The nodes of one path are distinct rows, so loading kH of them together and then updating them
+/// in order equals the CPU's node-at-a-time loop. Gradient mode: lr = −1 makes g = σ(f) − (1 −
+/// code), the loss's derivative; the node's gradient g·h goes to its row of a.hs_nodes_grad, marked
+/// in a.touched_nodes. The loss is counted by lane 0 only (the caller sums the lanes).
 template <int kV, bool kGrad>
 __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h, Slice<kV>& err,
                                            const HsPath& path, float lr, int lane, int nq,
@@ -164,7 +171,10 @@ __device__ __forceinline__ void train_path(const SgnsArgs& a, const Slice<kV>& h
       if (!(f[k] > -kMaxExp && f[k] < kMaxExp)) continue;
       const float g = (1.0f - code[k] - clipped_sigmoid(f[k])) * lr;
       axpy(g, node[k], err);
-      scale(g, h, node[k]);
+      // The node's own step, damped at the top of the tree in Hogwild launches (the input's
+      // error keeps g).
+      const float gn = !kGrad && a.hs_damp_warps > 0 ? g * hs_damping(a.hs_damp_warps, d0 + k) : g;
+      scale(gn, h, node[k]);
       add_to_row(node[k], dst + static_cast<size_t>(row[k]) * a.pitch, lane, nq);
       if (kGrad) touch(a.touched_nodes, row[k], lane);
     }

@@ -237,6 +237,65 @@ INSTANTIATE_TEST_SUITE_P(
     serial_name);
 
 // ---------------------------------------------------------------------------------------------
+// The inner nodes' damped steps (CudaBackendOptions::hs_damp_warps) are for Hogwild launches:
+// single-warp launches (`serial`, and `ordered`, which --deterministic runs) give the same bytes
+// whatever the option says.
+
+struct DampingCase {
+  ModelKind model;
+  uint32_t negative;
+  bool ordered;  ///< CudaBackendOptions::ordered, else serial
+};
+
+class CudaHsDamping : public ::testing::TestWithParam<DampingCase> {};
+
+TEST_P(CudaHsDamping, SingleWarpBytesWhateverItSays) {
+  PAGEDW2V_REQUIRE_GPU();
+  const DampingCase c = GetParam();
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  HsProblem p = make_problem(SerialCase{c.model, 33, OptimizerKind::kSgd, c.negative}, seed);
+  std::vector<std::vector<float>> tables[2];
+  for (int k = 0; k < 2; ++k) {
+    Model m = make_model(p, seed + 1);
+    CudaBackendOptions options;
+    options.serial = !c.ordered;
+    options.ordered = c.ordered;
+    options.gpu.placement = Placement::kResident;
+    // word2vec's steps, or every node's step damped as for 2^20 warps (below 1 down to depth
+    // 19).
+    options.hs_damp_warps = k == 0 ? 0u : 1u << 20;
+    auto gpu = make_cuda_backend(m, p.data, options);
+    train_all(*gpu, p);
+    gpu->sync_to_host();
+    for (const HostTable* t : {&m.input, &m.output, &m.nodes}) {
+      std::vector<float> v(t->rows() * t->dim());
+      if (!v.empty()) t->copy_to(v.data());
+      tables[k].push_back(std::move(v));
+    }
+  }
+  const char* names[] = {"input", "output", "inner nodes"};
+  for (size_t t = 0; t < tables[0].size(); ++t) {
+    EXPECT_EQ(bits_differ(tables[1][t], tables[0][t]), 0u) << names[t];
+  }
+  // Training moved the tables: the bytes compared are trained ones.
+  const Model start = make_model(p, seed + 1);
+  std::vector<float> input0(start.input.rows() * start.input.dim());
+  start.input.copy_to(input0.data());
+  EXPECT_GT(bits_differ(tables[0][0], input0), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CudaHsDamping,
+                         ::testing::Values(DampingCase{ModelKind::kSkipGram, 0, false},
+                                           DampingCase{ModelKind::kCbow, 0, false},
+                                           DampingCase{ModelKind::kCbow, 5, true}),
+                         [](const auto& info) {
+                           return name_of(info.param.model) + "_n" +
+                                  std::to_string(info.param.negative) +
+                                  (info.param.ordered ? "_ordered" : "_serial");
+                         });
+
+// ---------------------------------------------------------------------------------------------
 // Whole runs through run_training.
 
 constexpr uint32_t kVocab = 12000;

@@ -3,8 +3,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +31,33 @@ namespace pagedw2v {
 
 namespace {
 
+/// A decimal number below 2^32 (`text` from `at` to its end), or false.
+bool parse_u32(const std::string& text, size_t at, uint32_t* out) {
+  if (at >= text.size() || text.find_first_not_of("0123456789", at) != std::string::npos) {
+    return false;
+  }
+  errno = 0;
+  const unsigned long long n = std::strtoull(text.c_str() + at, nullptr, 10);
+  if (errno == ERANGE || n > std::numeric_limits<uint32_t>::max()) return false;
+  *out = static_cast<uint32_t>(n);
+  return true;
+}
+
+/// CudaBackendOptions::hs_damp_warps as kHsTopVariable sets it (cuda_options.hpp), else
+/// `given`. Throws UsageError for a value it does not know.
+uint32_t hs_damp_warps_from_env(uint32_t given) {
+  const char* v = std::getenv(kHsTopVariable);
+  if (v == nullptr || *v == '\0') return given;
+  const std::string text(v);
+  uint32_t warps = 0;
+  if (text == "add") return 0;
+  if (text == "damp") return kHsDampLaunchWarps;
+  if (text.rfind("damp:", 0) == 0 && parse_u32(text, 5, &warps) && warps != kHsDampLaunchWarps) {
+    return warps;
+  }
+  throw UsageError(std::string(kHsTopVariable) + "=" + text + ": expected add, damp or damp:WARPS");
+}
+
 /// Training on the GPU: picks resident or paged tables by the plan (gpu/gpu_plan.hpp) and drives
 /// the parts that own them: the device tables (gpu/device_tables.hpp), the launches
 /// (gpu/sgns_launcher.hpp) and, paged, the pipeline with its row cache
@@ -39,6 +69,7 @@ class CudaBackend final : public Backend {
   CudaBackend(Model& model, const TrainData& data, const CudaBackendOptions& options,
               const GpuPlan& plan, const std::string& device_name)
       : model_(model), data_(data), options_(options), plan_(plan) {
+    options_.hs_damp_warps = hs_damp_warps_from_env(options.hs_damp_warps);
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     report_.device_name = device_name;
@@ -130,11 +161,17 @@ class CudaBackend final : public Backend {
     const uint64_t piece = uint64_t{plan_.batch_blocks} * kBlockWords;
     return d + "tables paged: " + std::to_string(plan_.hot_rows) + " hot rows + a cache of " +
            std::to_string(plan_.cache_rows) + " rows on the GPU (" + pct + " of " +
-           std::to_string(rows_) + "), GPU memory budget " + format_gib(plan_.budget) +
-           "; negative pool " + std::to_string(plan_.negative_pool) + " per " +
-           std::to_string(uint64_t{plan_.pool_blocks} * kBlockWords) + " words, super-batch " +
-           std::to_string(super_batch) + " words" +
+           std::to_string(rows_) + "), GPU memory budget " + format_gib(plan_.budget) + "; " +
+           pool_words() + "super-batch " + std::to_string(super_batch) + " words" +
            (piece < super_batch ? ", pieces of at most " + std::to_string(piece) : std::string());
+  }
+
+  /// The negative pool's part of the backend line ("negative pool N per M words, "); none for
+  /// hierarchical softmax alone, which draws no negatives.
+  std::string pool_words() const {
+    if (data_.params.negative == 0) return {};
+    return "negative pool " + std::to_string(plan_.negative_pool) + " per " +
+           std::to_string(uint64_t{plan_.pool_blocks} * kBlockWords) + " words, ";
   }
 
   /// Large spans: a launch ends with a tail in which only the warps of its last work items run
@@ -210,8 +247,9 @@ class CudaBackend final : public Backend {
     tables_ = std::make_unique<DeviceTables>(model_, data_.optimizer.kind,
                                              sgns_row_stride(data_.params.dim), plan_.device_rows,
                                              options_.table_layout, options_.table_skew_bytes, st);
-    launcher_ = std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
-                                               options_.item_tokens, *tables_, st);
+    launcher_ =
+        std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
+                                       options_.item_tokens, options_.hs_damp_warps, *tables_, st);
     size_t bytes = tables_->bytes() + launcher_->bytes();
     if (plan_.paged) {
       paged_ = std::make_unique<PagedPipeline>(data_, plan_, options_, *tables_, *launcher_,

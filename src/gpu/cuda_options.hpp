@@ -10,8 +10,14 @@
 
 #include "config/options.hpp"
 #include "gpu/gpu_plan.hpp"
+#include "model/params.hpp"
 
 namespace pagedw2v {
+
+/// The environment variable that overrides CudaBackendOptions::hs_damp_warps, read once by the
+/// backend as it starts: `add` (word2vec's steps, 0), `damp` (the launch's warps, the default) or
+/// `damp:W` (as for W warps). A measurement knob, not an option of the product.
+inline constexpr const char* kHsTopVariable = "PAGEDW2V_HS_TOP";
 
 /// Tuning of the CUDA backend; the defaults are what `--device cuda` uses.
 /// CudaBackendOptions::table_skew_bytes by default (gpu_plan.hpp's kDefaultTableGap).
@@ -72,6 +78,10 @@ struct CudaBackendOptions {
   /// How the device holds each pair of tables (gpu_plan.hpp); interleaved tables have no gap
   /// and train 7 % faster resident and up to 27 % paged on mix5m (docs/design-kernels.md).
   TableLayout table_layout = TableLayout::kInterleaved;
+  /// Hierarchical softmax in Hogwild launches (not `serial` or `ordered`, which keep word2vec's
+  /// steps): the inner nodes' steps are damped as for this many warps (SgnsArgs::hs_damp_warps);
+  /// by default the launch's own. kHsTopVariable overrides it.
+  uint32_t hs_damp_warps = kHsDampLaunchWarps;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

@@ -15,11 +15,15 @@ static_assert(sizeof(SgnsCounters) == kSgnsCounterBytes,
               "the GPU plan counts the training counters' bytes (gpu_plan.hpp)");
 
 SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp,
-                           uint32_t item_tokens, DeviceTables& tables, cudaStream_t stream)
+                           uint32_t item_tokens, uint32_t hs_damp_warps, DeviceTables& tables,
+                           cudaStream_t stream)
     : data_(data),
       tables_(tables),
       single_warp_(single_warp),
       item_tokens_(item_tokens),
+      // One warp has no other writer to race with; word2vec's steps keep a deterministic run's
+      // bytes.
+      hs_damp_warps_(single_warp ? 0 : hs_damp_warps),
       keep_count_(plan.keep_count),
       batch_blocks_(plan.batch_blocks),
       pool_blocks_(std::max<uint32_t>(1, data.params.pool_blocks)),
@@ -90,6 +94,7 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
     a.hs_word_links = hs_word_links();
     a.hs_node_links = hs_node_links();
     a.hs_nodes = tables_.nodes();
+    a.hs_damp_warps = hs_damp_warps_;
   }
   a.max_warps = single_warp_ ? 1 : 0;
   a.item_tokens = item_tokens_;

@@ -51,9 +51,11 @@ SgnsArgs run_args(const TrainData& data, uint32_t epoch, uint64_t keep_count);
 class SgnsLauncher {
  public:
   /// Uploads the samplers of `data` on `stream` as `plan` sizes them. `single_warp`: one warp
-  /// trains the sentences of a launch in order (SgnsArgs::max_warps = 1).
+  /// trains the sentences of a launch in order (SgnsArgs::max_warps = 1). `hs_damp_warps`:
+  /// SgnsArgs::hs_damp_warps of Hogwild launches (single-warp launches keep word2vec's steps,
+  /// and so their bytes).
   SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, uint32_t item_tokens,
-               DeviceTables& tables, cudaStream_t stream);
+               uint32_t hs_damp_warps, DeviceTables& tables, cudaStream_t stream);
 
   size_t bytes() const {
     return keep_.bytes() + noise_.bytes() + counters_.bytes() + hs_links_.bytes();
@@ -101,8 +103,9 @@ class SgnsLauncher {
   const TrainData& data_;
   DeviceTables& tables_;
   bool single_warp_ = false;
-  uint32_t item_tokens_ = 0;  ///< SgnsArgs::item_tokens
-  uint64_t keep_count_ = 0;   ///< words whose keep probability is below 1, and those before
+  uint32_t item_tokens_ = 0;    ///< SgnsArgs::item_tokens
+  uint32_t hs_damp_warps_ = 0;  ///< SgnsArgs::hs_damp_warps
+  uint64_t keep_count_ = 0;     ///< words whose keep probability is below 1, and those before
   uint32_t batch_blocks_ = 1, pool_blocks_ = 1;
   uint64_t max_pools_ = 1;
   DeviceBuffer<float> keep_;

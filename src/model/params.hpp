@@ -48,6 +48,16 @@ inline bool parse_sgns_kernel(const std::string& text, SgnsKernel* out) {
   return false;
 }
 
+/// Hierarchical softmax in a Hogwild launch of the CUDA kernels (SgnsArgs::hs_damp_warps,
+/// docs/design-hierarchical-softmax.md, "Hogwild at the top of the tree"): every example's path
+/// starts at the root, so a node at depth d (the root 0) is on about 2^−d of the paths near the
+/// top, and of W warps in flight about W·2^−d hold it between their read and their atomic add at
+/// once; the adds sum that many changes, each computed from the same stale row. A launch damped
+/// for W warps divides each node's step by √(W·2^−d) where that is above 1 (the square-root rule
+/// of a batch's size and its learning rate); this value stands for the launch's own warps
+/// (blocks × warps per block).
+inline constexpr uint32_t kHsDampLaunchWarps = 0xFFFFFFFFu;
+
 /// word2vec's MAX_EXP: the sigmoid is 0 or 1 beyond ±6.
 inline constexpr float kMaxExp = 6.0f;
 
