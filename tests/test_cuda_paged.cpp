@@ -1018,6 +1018,40 @@ TEST(CudaPaged, TheBackendStaysWithinItsBudget) {
   }
 }
 
+// Resident tables: the plan sized the corpus beside the bytes it counted for the tables and
+// samplers; they take those bytes, for every model, optimizer, sampler and layout.
+TEST(CudaPaged, ResidentTablesTakeTheBytesThePlanCounted) {
+  PAGEDW2V_REQUIRE_GPU();
+  const TrainingSet set = make_set(5000, 50000);
+  for (const ModelKind model : {ModelKind::kSkipGram, ModelKind::kCbow}) {
+    for (const OptimizerKind kind :
+         {OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdagrad}) {
+      for (const uint32_t pool : {0u, 512u}) {
+        for (const TableLayout layout : {TableLayout::kApart, TableLayout::kInterleaved}) {
+          SCOPED_TRACE(to_string(model) + ", " + to_string(kind) + ", pool " +
+                       std::to_string(pool) +
+                       (layout == TableLayout::kApart ? ", apart" : ", interleaved"));
+          RunSetup s;
+          s.model = model;
+          s.optimizer = kind;
+          s.pool = pool;
+          const TrainData data = run_data(set, s);
+          Model m = allocate_model(set.vocab.size(), s.dim, kind, false, "");
+          CudaBackendOptions o;
+          o.gpu.placement = Placement::kResident;
+          o.table_layout = layout;
+          const std::unique_ptr<Backend> backend = make_cuda_backend(m, data, o);
+          CudaBackendReport report;
+          ASSERT_TRUE(cuda_backend_report(*backend, &report));
+          EXPECT_FALSE(report.paged);
+          EXPECT_GT(report.table_bytes, 0u);
+          EXPECT_EQ(report.table_bytes, report.planned_table_bytes);
+        }
+      }
+    }
+  }
+}
+
 // The paging trace (bench --paging-trace): a line for every piece and one for every span, in
 // order, each piece's device times within its span; a file that cannot be written is refused
 // before training.

@@ -39,9 +39,9 @@ class MpiRanks final : public Ranks {
 
   std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data, uint32_t threads,
                                         const GpuGrant* gpu, bool single_warp,
-                                        RankTables tables) override {
+                                        RankBackendKind kind) override {
     std::unique_ptr<ShardedBackend> b = make_sharded_backend(
-        comm_, model, data, threads, gpu, single_warp, tables, agreed_stop_, stop_);
+        comm_, model, data, threads, gpu, single_warp, kind, agreed_stop_, stop_);
     backend_ = b.get();
     return b;
   }

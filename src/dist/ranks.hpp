@@ -21,6 +21,7 @@
 
 #include "backend/backend.hpp"
 #include "config/options.hpp"
+#include "dist/rank_backend_kind.hpp"
 #include "dist/rank_memory.hpp"
 #include "gpu/device_facts.hpp"
 #include "gpu/part_trainer.hpp"
@@ -48,14 +49,12 @@ class Ranks {
   virtual Model allocate_owned_rows(uint64_t rows, uint32_t dim, OptimizerKind kind, uint64_t seed,
                                     uint32_t threads, const std::string& hint) = 0;
 
-  /// The backend that trains this rank's share of each span (dist/sharded_backend.hpp) over
-  /// `model`, whose rows this rank owns as row_owners.hpp says: on `threads` CPU threads, the
-  /// tables held as `tables` says, or on the rank's GPU when `gpu` (one warp per launch when
-  /// `single_warp`).
+  /// The backend `kind` that trains this rank's share of each span (dist/sharded_backend.hpp;
+  /// the run's plan chose it) over `model`, whose rows this rank owns as row_owners.hpp says: on
+  /// `threads` CPU threads, or on the rank's GPU `gpu` (one warp per launch when `single_warp`).
   virtual std::unique_ptr<Backend> make_backend(Model& model, const TrainData& data,
-                                                uint32_t threads, const GpuGrant* gpu = nullptr,
-                                                bool single_warp = false,
-                                                RankTables tables = RankTables::kAuto) = 0;
+                                                uint32_t threads, const GpuGrant* gpu,
+                                                bool single_warp, RankBackendKind kind) = 0;
   /// The stop signal every rank agreed on at the end of the last span (0: none). The trainer
   /// reads this instead of its own signal flag, so that every rank stops at the same span.
   virtual const std::atomic<int>* agreed_stop() const = 0;

@@ -214,29 +214,33 @@ SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agree
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
                                                      const GpuGrant* gpu, bool single_warp,
-                                                     RankTables tables,
+                                                     RankBackendKind kind,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop) {
+  const bool gpu_kind = kind == RankBackendKind::kGpuReplica || kind == RankBackendKind::kGpuParts;
+  if (gpu_kind && gpu == nullptr) {
+    throw Error("the run's plan chose the " + to_string(kind) + " backend for ranks without a GPU");
+  }
+  if (kind == RankBackendKind::kCpuReplica && gpu != nullptr) {
+    throw Error("the run's plan chose the " + to_string(kind) + " backend for ranks with a GPU");
+  }
+  switch (kind) {
+    case RankBackendKind::kGpuReplica:
 #ifdef PAGEDW2V_HAVE_CUDA
-  // GPU ranks: whole copies on every GPU for a small vocabulary (gpu_replica_backend.hpp),
-  // else each rank owns a share of the rows: skip-gram sgd keeps them on the GPUs in parts
-  // (part_backend.hpp), the others train them through host memory (below).
-  if (gpu && gpu_ranks_replicate(data, tables, comm.size())) {
-    if (!gpu_parts_train(data)) {
-      throw UsageError(
-          "--rank-tables replicated over GPU ranks trains skip-gram with sgd and no "
-          "--negative-pool; give --rank-tables auto or sharded for the others");
-    }
-    return make_gpu_replica_backend(comm, model, data, *gpu, single_warp, agreed_stop, stop);
-  }
-  if (gpu && gpu_parts_train(data)) {
-    return make_part_backend(comm, model, data, *gpu, single_warp, agreed_stop, stop);
-  }
+      return make_gpu_replica_backend(comm, model, data, *gpu, single_warp, agreed_stop, stop);
+#else
+      break;  // the rows' backend says that this build has no CUDA backend
 #endif
-  // A small vocabulary on CPU ranks: whole copies on every rank (replica_backend.hpp).
-  if (!gpu && (tables == RankTables::kReplicated ||
-               (tables == RankTables::kAuto && trains_on_replicas(data, comm.size(), threads)))) {
-    return make_replica_backend(comm, model, data, threads, agreed_stop, stop);
+    case RankBackendKind::kGpuParts:
+#ifdef PAGEDW2V_HAVE_CUDA
+      return make_part_backend(comm, model, data, *gpu, single_warp, agreed_stop, stop);
+#else
+      break;
+#endif
+    case RankBackendKind::kCpuReplica:
+      return make_replica_backend(comm, model, data, threads, agreed_stop, stop);
+    case RankBackendKind::kRankRows:
+      break;
   }
   return std::make_unique<RankBackend>(comm, model, data, threads, gpu, single_warp, agreed_stop,
                                        stop);

@@ -11,14 +11,15 @@
 /// during that span (docs/design-distributed.md). The model a rank holds is its owned rows,
 /// compact (owned_rows.hpp), on every rank; checkpoints and the export gather them block by block
 /// (Ranks::gather_rows), so sync_to_host() has nothing to do.
-/// On the CPU, sgd over a vocabulary of at most kReplicaMostRows words, for a run of at least
+/// The run's plan chooses the backend (rank_backend_kind.hpp) and make_sharded_backend builds it:
+/// on the CPU, sgd over a vocabulary of at most kReplicaMostRows words, for a run of at least
 /// kReplicaLeastSpans spans, keeps whole copies of the tables on every rank instead
-/// (replica_backend.hpp, which make_sharded_backend returns then). With --device cuda, skip-gram
-/// sgd without a negative pool keeps the rows on the GPUs in parts (part_backend.hpp, which
-/// make_sharded_backend returns then). Other runs with --device cuda (sgd) train a rank's share on
-/// its GPU instead of its CPU threads: the share's rows, laid out as one compact pair of tables, go
-/// to the GPU, train there (gpu/row_set_trainer.hpp) and come back before the deltas are returned;
-/// the exchanges are the same. Built only with MPI.
+/// (replica_backend.hpp). With --device cuda, skip-gram sgd without a negative pool keeps the
+/// rows on the GPUs, replicated (gpu_replica_backend.hpp) or in parts (part_backend.hpp). Other
+/// runs with --device cuda (sgd) train a rank's share on its GPU instead of its CPU threads: the
+/// share's rows, laid out as one compact pair of tables, go to the GPU, train there
+/// (gpu/row_set_trainer.hpp) and come back before the deltas are returned; the exchanges are the
+/// same. Built only with MPI.
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +29,7 @@
 #include "backend/backend.hpp"
 #include "config/options.hpp"
 #include "dist/mpi_comm.hpp"
+#include "dist/rank_backend_kind.hpp"
 #include "gpu/device_facts.hpp"
 
 namespace pagedw2v::dist {
@@ -63,17 +65,17 @@ class ShardedBackend : public Backend {
 SpanStats end_span(MpiComm& comm, const SpanStats& mine, std::atomic<int>& agreed_stop,
                    const std::atomic<int>* stop);
 
-/// The backend for `model` and `data`, with `threads` CPU threads on this rank, the tables
-/// held as `tables` says (kAuto: replicated when trains_on_replicas, else sharded), or its GPU
-/// when `gpu` (one warp per launch when `single_warp`: a deterministic run); writes the agreed
+/// The backend `kind` (the run's plan chose it: rank_backend_kind.hpp) for `model` and `data`,
+/// with `threads` CPU threads on this rank, or its GPU `gpu` for the GPU kinds and for kRankRows
+/// on GPU ranks (one warp per launch when `single_warp`: a deterministic run); writes the agreed
 /// stop signal to `agreed_stop`. On rank r `model` holds the rows r owns, compact
-/// (owned_rows.hpp); every rank's rows start as one process's would. Throws UsageError for a
-/// GPU in a build without CUDA, with an optimizer other than sgd, or with `tables` other than
-/// kAuto (GPU ranks hold theirs in parts or through host memory).
+/// (owned_rows.hpp); every rank's rows start as one process's would. Decides nothing: throws
+/// Error for a kind that disagrees with `gpu` (a GPU kind without one, kCpuReplica with one),
+/// UsageError for a GPU in a build without CUDA.
 std::unique_ptr<ShardedBackend> make_sharded_backend(MpiComm& comm, Model& model,
                                                      const TrainData& data, uint32_t threads,
                                                      const GpuGrant* gpu, bool single_warp,
-                                                     RankTables tables,
+                                                     RankBackendKind kind,
                                                      std::atomic<int>& agreed_stop,
                                                      const std::atomic<int>* stop);
 

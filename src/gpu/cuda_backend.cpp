@@ -129,6 +129,12 @@ class CudaBackend final : public Backend {
       throw Error(std::string(e.what()) + "; lower --gpu-memory" +
                   (plan_.paged ? std::string() : std::string(" or use --placement paged")));
     }
+    // Resident: the plan sized the corpus for the bytes it counted the tables and samplers to
+    // take (the GPU tests check that they took those: test_cuda_paged).
+    if (!plan_.paged) {
+      report_.table_bytes = tables_->bytes() + launcher_->bytes();
+      report_.planned_table_bytes = plan_.table_bytes;
+    }
     if (paged_) {
       paged_->reload_from_host();
     } else {
@@ -254,12 +260,11 @@ class CudaBackend final : public Backend {
       report_.backend_bytes = bytes;
       return;
     }
-    const CorpusSizes sizes = resident_corpus_sizes(
-        plan_.budget, bytes, options_.resident_corpus_max_bytes, options_.chunk_tokens,
-        options_.force_stream, data_.streamed ? data_.stage_tokens : 0);
+    // The corpus's sizes are the plan's, made for the bytes it counted beside them
+    // (GpuPlan::table_bytes; checked once allocated).
     DeviceCorpusOptions co;
-    co.resident_max_bytes = sizes.resident_max_bytes;
-    co.chunk_tokens = sizes.chunk_tokens;
+    co.resident_max_bytes = plan_.corpus.resident_max_bytes;
+    co.chunk_tokens = plan_.corpus.chunk_tokens;
     co.force_stream = options_.force_stream;
     co.window = data_.streamed;
     corpus_ = std::make_unique<DeviceCorpus>(*data_.corpus, co);
@@ -344,6 +349,8 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 uint64_t cuda_scratch_bytes(uint64_t select_n, uint32_t order_n, uint32_t key_bits) {
+  // No keys: no slot order is sorted (GpuScratchBytes), the selects' scratch alone.
+  if (order_n == 0) return select_marked_ids_temp_bytes(select_n);
   return std::max(select_marked_ids_temp_bytes(select_n),
                   order_free_slots_temp_bytes(order_n, key_bits));
 }

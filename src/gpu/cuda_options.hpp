@@ -91,7 +91,10 @@ struct CudaBackendReport {
   double kernel_seconds = 0;  ///< GPU time inside the training kernels
   double train_seconds = 0;   ///< wall time inside train()
   uint64_t launches = 0;
-  size_t backend_bytes = 0;      ///< GPU memory the backend allocated (tables, corpus, samplers)
+  size_t backend_bytes = 0;  ///< GPU memory the backend allocated (tables, corpus, samplers)
+  /// Resident: GPU memory the tables and samplers took, and what the plan counted for them
+  /// (GpuPlan::table_bytes, beside which it sized the corpus).
+  uint64_t table_bytes = 0, planned_table_bytes = 0;
   size_t device_used_bytes = 0;  ///< the device's used memory at its peak, context included
   bool corpus_resident = false;
   std::string device_name;

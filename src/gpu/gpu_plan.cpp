@@ -118,6 +118,28 @@ CorpusSizes resident_corpus_sizes(uint64_t budget, uint64_t allocated, uint64_t 
   return sizes;
 }
 
+uint64_t resident_table_bytes(const GpuPlanInput& in, uint64_t device_rows, uint64_t keep_count,
+                              const GpuDeviceFacts& device) {
+  const bool optimizer = in.optimizer != OptimizerKind::kSgd;
+  // Input and output vectors, and the inner nodes' beside negative sampling (needs_node_table).
+  const uint64_t vector_tables = in.hs && !in.hs_alone ? 3 : 2;
+  const uint64_t table = device_rows * sgns_row_stride(in.dim) * sizeof(float);
+  // Tables apart: the output vectors start the gap, rounded up to 16 bytes, past the input's
+  // (gpu/device_tables.cpp); interleaved tables have none (GpuPlanInput::table_gap_bytes 0).
+  const uint64_t gap = (in.table_gap_bytes / sizeof(float) + 3) / 4 * 4 * sizeof(float);
+  const uint64_t groups = state_tables(in.optimizer) + (optimizer ? 1 : 0);
+  uint64_t bytes = vector_tables * table + gap + groups * vector_tables * table;
+  if (optimizer) {
+    // A touched flag and a step list entry a row of each vector table, and the select's scratch.
+    bytes += device_rows * (1 + sizeof(uint32_t)) * vector_tables +
+             std::max<uint64_t>(device.scratch_bytes(device_rows, 0, 0), 1);
+  }
+  // The samplers and counters (gpu/sgns_launcher.hpp).
+  bytes += keep_count * sizeof(float) + noise_bytes(in) + kSgnsCounterBytes;
+  if (in.hs) bytes += hs_tree_bytes(in.rows);
+  return bytes;
+}
+
 bool plan_pages_tables(uint64_t rows, uint32_t row_stride, OptimizerKind kind, Placement placement,
                        uint64_t budget) {
   switch (placement) {
@@ -452,6 +474,9 @@ GpuPlan plan_once(const GpuPlanInput& in, const GpuDeviceFacts& device) {
                   "; use --placement paged (or auto), or raise --gpu-memory");
     }
     plan.hot_rows = plan.device_rows = rows;
+    plan.table_bytes = resident_table_bytes(in, plan.device_rows, plan.keep_count, device);
+    plan.corpus = resident_corpus_sizes(plan.budget, plan.table_bytes, in.resident_corpus_max_bytes,
+                                        in.chunk_tokens, in.force_stream, in.stage_tokens);
     return plan;
   }
   plan.paged = true;

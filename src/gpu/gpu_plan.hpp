@@ -45,7 +45,8 @@ inline constexpr uint64_t kDefaultTableGap = (uint64_t{1} << 20) + (uint64_t{1} 
 enum class TableLayout { kApart, kInterleaved };
 
 /// Scratch bytes of the paging selects over `select_n` ids and of the slot-order sort of
-/// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them).
+/// `order_n` keys of `key_bits` bits (kernels/paging.hpp; CUB decides them); `order_n` 0: the
+/// selects' alone (no slot order is sorted: an optimizer's step of resident tables).
 using GpuScratchBytes =
     std::function<uint64_t(uint64_t select_n, uint32_t order_n, uint32_t key_bits)>;
 
@@ -143,7 +144,25 @@ struct GpuPlanInput {
   /// Hierarchical softmax alone (--negative 0): no negative pool is drawn or paged, whatever
   /// negative_pool says (the pieces' rows are their words' and paths').
   bool hs_alone = false;
+  /// Resident: the corpus on the GPU (CudaBackendOptions::resident_corpus_max_bytes,
+  /// chunk_tokens, force_stream) and a streamed corpus's stage (TrainData::stage_tokens; 0:
+  /// none), for resident_corpus_sizes.
+  uint64_t resident_corpus_max_bytes = 0;
+  uint64_t chunk_tokens = uint64_t{32} << 20;
+  bool force_stream = false;
+  uint64_t stage_tokens = 0;
 };
+
+/// How resident tables hold the corpus on the GPU (gpu/device_corpus.hpp): whole when it needs
+/// at most `resident_max_bytes`, else streamed in chunks of `chunk_tokens` (resident_corpus_sizes).
+struct CorpusSizes {
+  uint64_t resident_max_bytes = 0;
+  uint64_t chunk_tokens = 0;
+};
+
+/// Bytes of the training counters on the device (kernels/sgns.hpp's SgnsCounters, which the
+/// CUDA build checks against this).
+inline constexpr uint64_t kSgnsCounterBytes = 40;
 
 /// What the backend allocates and how it trains.
 struct GpuPlan {
@@ -168,6 +187,11 @@ struct GpuPlan {
   /// third of the rows for the cache leaves, counted, and their pool entries likely cold under
   /// the noise distribution); 0 when not counted (a streamed corpus, given cache rows).
   uint64_t piece_cold_rows = 0;
+  /// Resident: device bytes of the tables and the samplers, as the backend allocates them
+  /// (resident_table_bytes; the backend checks its own against it), and the corpus's sizes in
+  /// what the budget leaves beside them (resident_corpus_sizes).
+  uint64_t table_bytes = 0;
+  CorpusSizes corpus;
 };
 
 /// Whether a cache of `cache_rows` slots would cut the plan's largest pieces short: their cold
@@ -253,12 +277,18 @@ uint64_t gpu_budget(uint64_t requested, uint64_t free_bytes);
 /// > 0: that; else half of what is left), else streamed in chunks of `chunk_tokens`, fewer (a
 /// 48th of what is left, at least 2^20) where two chunks' buffers, 24 bytes a token, would take
 /// more than half of it, and at most `stage_tokens` (a streamed corpus's stage; 0 = no bound).
-struct CorpusSizes {
-  uint64_t resident_max_bytes = 0;
-  uint64_t chunk_tokens = 0;
-};
+/// plan_gpu applies it to a resident plan (GpuPlan::corpus).
 CorpusSizes resident_corpus_sizes(uint64_t budget, uint64_t allocated, uint64_t resident_max_bytes,
                                   uint64_t chunk_tokens, bool force_stream, uint64_t stage_tokens);
+
+/// Device bytes of resident tables of `device_rows` rows and their samplers, as the CUDA backend
+/// allocates them (gpu/device_tables.hpp's DeviceTables::bytes and gpu/sgns_launcher.hpp's
+/// SgnsLauncher::bytes): the vectors (with the gap between them where the tables lie apart) and
+/// each optimizer state, an optimizer's gradients, touched flags, step lists and the scratch of
+/// its select (GpuDeviceFacts::scratch_bytes with no sort), `keep_count` subsampling
+/// probabilities, the noise table's columns, the counters and hierarchical softmax's tree.
+uint64_t resident_table_bytes(const GpuPlanInput& in, uint64_t device_rows, uint64_t keep_count,
+                              const GpuDeviceFacts& device);
 
 /// Whether the tables will be paged: the placement rule of plan_gpu, which needs only the
 /// model's shape, so that the host tables can be allocated interleaved before the corpus is read.

@@ -44,6 +44,10 @@ GpuPlanInput make_plan_input(const TrainData& data, const CudaBackendOptions& op
                                  uint64_t{kMaxSentenceLength} * (1 + data.tree->max_length))
             : hs_sentence_rows(data.corpus->tokens, data.corpus->sentence_starts, *data.tree);
   }
+  in.resident_corpus_max_bytes = options.resident_corpus_max_bytes;
+  in.chunk_tokens = options.chunk_tokens;
+  in.force_stream = options.force_stream;
+  in.stage_tokens = data.streamed ? data.stage_tokens : 0;
   // A streamed corpus's window is empty now, its blocks mostly unread: the plan bounds them.
   in.streamed = data.streamed;
   if (!data.streamed) {

@@ -11,6 +11,9 @@
 
 namespace pagedw2v {
 
+static_assert(sizeof(SgnsCounters) == kSgnsCounterBytes,
+              "the GPU plan counts the training counters' bytes (gpu_plan.hpp)");
+
 SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp,
                            uint32_t item_tokens, uint32_t hs_damp_warps, DeviceTables& tables,
                            cudaStream_t stream)

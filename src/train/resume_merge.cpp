@@ -150,7 +150,7 @@ void TrainingRun::settle_settings() {
     // of its device, made once here.
     const auto paged = [&](uint64_t rows, const Config& recorded) {
       plan = plan_device(merge_for_resume(recorded, requested), rows, device_facts,
-                         ranks != nullptr, /*resumed=*/true);
+                         ranks ? ranks->size() : 1, /*resumed=*/true);
       return plan->paged();
     };
     const RowSelection rows =

@@ -61,16 +61,16 @@ GpuOptions resolve_gpu_options(DeviceKind device, uint64_t rows, uint32_t dim, O
 
 namespace {
 
-/// Over ranks: which backend trains and with what GPU memory (plan_device).
+/// Over ranks: CPU or GPU ranks, the rows kept on the GPUs or not, and the GPU memory
+/// (plan_device; plan_sizes chooses the backend).
 void plan_ranks(RunPlan& plan, const Config& config, bool resumed) {
   // Skip-gram sgd keeps its rows on the GPUs in parts and draws its negatives from each part's
   // noise table (dist/part_backend.hpp); other sgd runs train each span's rows on the GPU with
   // negatives from a pool, as for paged tables (an explicit --negative-pool asks skip-gram for
   // that way too). --device auto takes the GPUs for sgd (a resumed run: when its checkpoint was
-  // trained on parts or with a pool), else the CPU.
-  const bool pool_asked =
-      resumed ? config.negative_pool > 0 : config.given.count("negative-pool") > 0;
-  plan.on_parts = !pool_asked && gpu_parts_train(config.model, config.optimizer, 0);
+  // trained on parts or with a pool), else the CPU. A pool is asked for by a --negative-pool
+  // above 0 (a resumed run: its checkpoint's); 0 asks for none, as the option's default does.
+  plan.on_parts = gpu_parts_train(config.model, config.optimizer, config.negative_pool);
   plan.rank_gpus =
       plan.kind == DeviceKind::kCuda && (config.device == DeviceKind::kCuda ||
                                          (config.optimizer == OptimizerKind::kSgd &&
@@ -98,13 +98,14 @@ void plan_ranks(RunPlan& plan, const Config& config, bool resumed) {
 
 }  // namespace
 
-RunPlan plan_device(const Config& config, uint64_t rows, const DeviceFacts& facts, bool over_ranks,
+RunPlan plan_device(const Config& config, uint64_t rows, const DeviceFacts& facts, uint32_t ranks,
                     bool resumed) {
   RunPlan plan;
   plan.device = facts;
   plan.kind = resolve_device(config.device, facts);
-  plan.over_ranks = over_ranks;
-  if (over_ranks) {
+  plan.ranks = std::max<uint32_t>(ranks, 1);
+  plan.over_ranks = plan.ranks > 1;
+  if (plan.over_ranks) {
     plan_ranks(plan, config, resumed);
     return plan;
   }
@@ -125,14 +126,27 @@ CudaBackendOptions cuda_options(const RunPlan& plan, const CudaBackendOptions& t
 void plan_sizes(RunPlan& plan, Config& config, const TrainData& data, bool resumed,
                 const CudaBackendOptions& tuning, const GpuScratchBytes& scratch) {
   if (plan.over_ranks) {
-    if (resumed || !plan.rank_gpus) return;
-    if (plan.on_parts) {
-      config.negative_pool = 0;
-    } else if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
-      config.negative_pool = auto_negative_pool(config.negative_pool);
-      if (config.given.count("pool-words") == 0) {
-        config.pool_words = auto_pool_words(config.negative_pool);
+    if (!resumed && plan.rank_gpus) {
+      if (plan.on_parts) {
+        config.negative_pool = 0;
+      } else if (config.negative_pool == 0 && config.given.count("negative-pool") == 0) {
+        config.negative_pool = auto_negative_pool(config.negative_pool);
+        if (config.given.count("pool-words") == 0) {
+          config.pool_words = auto_pool_words(config.negative_pool);
+        }
       }
+    }
+    // The backend of every rank, for the run as it trains: with the pool settled above.
+    TrainData trained = data;
+    trained.params.negative_pool = config.negative_pool;
+    plan.rank_backend = dist::choose_rank_backend(trained, config.rank_tables, plan.ranks,
+                                                  config.effective_threads(), plan.rank_gpus);
+    const bool gpu_rows = plan.rank_backend == dist::RankBackendKind::kGpuReplica ||
+                          plan.rank_backend == dist::RankBackendKind::kGpuParts;
+    if (plan.rank_gpus && gpu_rows != plan.on_parts) {
+      throw Error("the run's plan: GPU ranks chose the " + to_string(plan.rank_backend) +
+                  " backend but " + (plan.on_parts ? "keep" : "do not keep") +
+                  " their rows on the GPUs");
     }
     return;
   }

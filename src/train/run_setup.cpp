@@ -26,7 +26,7 @@ void pack_vocabulary(TrainingSet& set, uint32_t threads) {
 RunPlan plan_run(Config& config, const TrainingSet& set, const DeviceFacts& facts,
                  const std::function<TrainData(TrainData)>& view,
                  const CudaBackendOptions& tuning) {
-  RunPlan plan = plan_device(config, set.vocab.size(), facts, /*over_ranks=*/false,
+  RunPlan plan = plan_device(config, set.vocab.size(), facts, /*ranks=*/1,
                              /*resumed=*/false);
   const TrainData data = set.train_data(config);
   plan_sizes(plan, config, view ? view(data) : data, /*resumed=*/false, tuning);

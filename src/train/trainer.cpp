@@ -40,7 +40,8 @@ void TrainingRun::make_model_and_backend() {
   // The run's plan (run_plan.hpp): its device, placement and budget (a resumed run made them
   // before reading its checkpoint), then the sizes the run left to it and the GPU plan.
   const bool resumed = ck.has_value();
-  if (!plan) plan = plan_device(config, vocab.size(), device_facts, ranks != nullptr, resumed);
+  if (!plan)
+    plan = plan_device(config, vocab.size(), device_facts, ranks ? ranks->size() : 1, resumed);
   plan_sizes(*plan, config, run_data(set.train_data(config)), resumed);
   data = run_data(set.train_data(config));
 
@@ -68,7 +69,7 @@ void TrainingRun::make_model_and_backend() {
   threads = config.effective_threads();
   const GpuGrant grant = plan->grant();
   backend = ranks ? ranks->make_backend(model, data, threads, plan->rank_gpus ? &grant : nullptr,
-                                        config.deterministic, config.rank_tables)
+                                        config.deterministic, plan->rank_backend)
                   : make_backend(*plan, model, data, threads);
   if (ranks) stop = ranks->agreed_stop();
   if (out) std::fprintf(out, "backend: %s\n", backend->describe().c_str());
