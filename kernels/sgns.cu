@@ -113,9 +113,7 @@ __device__ __forceinline__ void train_centre_skipgram(const SgnsArgs& a, const R
                                                       float& loss, unsigned& terms,
                                                       uint32_t pool_off) {
   const RingEntry c = ring[i & ring_mask];
-  const int w = static_cast<int>(a.window) - c.shrink;
-  const int lo = i - w > 0 ? i - w : 0;
-  const int hi = i + w < n - 1 ? i + w : n - 1;
+  const auto [lo, hi] = window_bounds(a.window, c, i, n);
   if (hi <= lo) return;
   // Partitioned tables: a centre outside the output part trains on another rank or launch.
   if (kParts && c.id % a.parts != a.output_part) return;
@@ -190,9 +188,7 @@ __device__ __forceinline__ void train_centre_cbow(const SgnsArgs& a, const RingE
                                                   int lane, int nq, float& loss, unsigned& terms,
                                                   uint32_t pool_off) {
   const RingEntry c = ring[i & ring_mask];
-  const int w = static_cast<int>(a.window) - c.shrink;
-  const int lo = i - w > 0 ? i - w : 0;
-  const int hi = i + w < n - 1 ? i + w : n - 1;
+  const auto [lo, hi] = window_bounds(a.window, c, i, n);
   if (hi <= lo) return;
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
   draw_negatives<!kGrad, false>(a, c, ring, ring_mask, i, lo, hi, false, negs, dup, lane, pool_off);

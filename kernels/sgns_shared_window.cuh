@@ -27,9 +27,7 @@ __device__ __forceinline__ void train_centre_shared(const SgnsArgs& a, const Rin
                                                     unsigned& terms, uint32_t pool_off) {
   constexpr int kG = kB + 1;  // targets per group: with negative 5, the whole window at once
   const RingEntry c = ring[i & ring_mask];
-  const int w = static_cast<int>(a.window) - c.shrink;
-  const int lo = i - w > 0 ? i - w : 0;
-  const int hi = i + w < n - 1 ? i + w : n - 1;
+  const auto [lo, hi] = window_bounds(a.window, c, i, n);
   if (hi <= lo) return;
   const float lr = kGrad ? -1.0f : a.schedule.at(a.epoch_base + c.pos);
   // The shared negatives, lane t drawing call t (negatives 2t and 2t + 1), as the CPU's

@@ -22,6 +22,17 @@ struct RingEntry {
   unsigned long long pos;
 };
 
+/// The window of kept position `i` among a sentence's `n` kept tokens, word2vec's window less the
+/// centre's random shrink: positions [lo, hi], the centre among them; no context when hi <= lo.
+struct WindowBounds {
+  int lo, hi;
+};
+__device__ __forceinline__ WindowBounds window_bounds(uint32_t window, const RingEntry& c, int i,
+                                                      int n) {
+  const int w = static_cast<int>(window) - static_cast<int>(c.shrink);
+  return {i - w > 0 ? i - w : 0, i + w < n - 1 ? i + w : n - 1};
+}
+
 /// The part of a work item a warp trains: centres at positions [c0, c1) of sentence s, and where
 /// the item ends. Kept in shared memory, not registers, which the centre loop needs.
 struct WorkPart {
