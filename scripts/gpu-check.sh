@@ -93,19 +93,60 @@ fi
 declare -A TEST_LIMIT=([test_cuda_sgns]=600 [test_cuda_paged]=600 [test_cuda_resume]=600 [test_cuda_hs]=600
   [test_distributed]=900 [test_cuda_stream_corpus]=600)
 
+# run_gpu_test T: one GPU test binary under its limit, its log in $OUT/T.log; returns its status.
+# -k: a binary stuck in a driver call that outlives SIGTERM is killed 10 s later.
+run_gpu_test() { timeout -k 10 "${TEST_LIMIT[$1]:-300}" "$BIN/$1" >"$OUT/$1.log" 2>&1; }
+# report_gpu_test T RC [WORDS]: the summary's line for a binary that ran.
+report_gpu_test() {
+  note "$1: rc=$2 (limit ${TEST_LIMIT[$1]:-300} s)${3:+ $3} $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$1.log" | tr '\n' ' ')"
+  grep -E '^\[  (FAILED|SKIPPED) ' "$OUT/$1.log" | head -20 | tee -a "$SUMMARY"
+}
 if has_step test; then
+  # LANES=N: N binaries at once on the one GPU (lane i takes every N-th binary of the order),
+  # to save time on a lent machine. A binary that fails beside the others runs again alone
+  # and counts as what it does alone; the summary says so. Default: one at a time.
+  LANES=${LANES:-1}
+  declare -A RC=()
+  for t in $GPU_TESTS; do rm -f "$OUT/$t.rc" "$OUT/$t.beside-others.log"; done
+  if (( LANES > 1 )); then
+    for ((lane = 0; lane < LANES; ++lane)); do
+      (
+        i=0
+        for t in $GPU_TESTS; do
+          if (( i++ % LANES == lane )) && [[ -x "$BIN/$t" ]]; then
+            run_gpu_test "$t"
+            echo $? >"$OUT/$t.rc"
+            echo "$t: rc=$(cat "$OUT/$t.rc") (lane $lane)" >>"$SUMMARY"
+          fi
+        done
+      ) &
+    done
+    wait
+    for t in $GPU_TESTS; do
+      [[ -s "$OUT/$t.rc" ]] || continue
+      RC[$t]=$(cat "$OUT/$t.rc")
+      if [[ ${RC[$t]} -ne 0 ]]; then
+        mv "$OUT/$t.log" "$OUT/$t.beside-others.log"
+        run_gpu_test "$t"
+        RC[$t]="$?"
+        report_gpu_test "$t" "${RC[$t]}" "(failed beside the other lanes; this is its run alone)"
+      fi
+    done
+  fi
   for t in $GPU_TESTS; do
     if [[ ! -x "$BIN/$t" ]]; then
       note "$t: not built"
       check "$t not built" 1
       continue
     fi
-    # -k: a binary stuck in a driver call that outlives SIGTERM is killed 10 s later.
-    timeout -k 10 "${TEST_LIMIT[$t]:-300}" "$BIN/$t" >"$OUT/$t.log" 2>&1
-    rc=$?
-    check "$t" $rc
-    note "$t: rc=$rc (limit ${TEST_LIMIT[$t]:-300} s) $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$t.log" | tr '\n' ' ')"
-    grep -E '^\[  (FAILED|SKIPPED) ' "$OUT/$t.log" | head -20 | tee -a "$SUMMARY"
+    if [[ -z ${RC[$t]:-} ]]; then
+      run_gpu_test "$t"
+      RC[$t]=$?
+      report_gpu_test "$t" "${RC[$t]}"
+    elif [[ ! -f "$OUT/$t.beside-others.log" ]]; then
+      report_gpu_test "$t" "${RC[$t]}"
+    fi
+    check "$t" "${RC[$t]}"
     # A skipped GPU test is a failure here: every one of them must run on this machine.
     if grep -qE '^\[  SKIPPED \] [1-9]' "$OUT/$t.log"; then check "$t skipped tests" 1; fi
   done
