@@ -59,6 +59,19 @@ uint32_t hs_damp_warps_from_env(uint32_t given) {
   throw UsageError(std::string(kHsTopVariable) + "=" + text + ": expected add, damp or damp:WARPS");
 }
 
+/// CudaBackendOptions::hs_max_warps as kHsWarpsVariable sets it, else `given`. Throws
+/// UsageError for a value that is not a number.
+uint32_t hs_max_warps_from_env(uint32_t given) {
+  const char* v = std::getenv(kHsWarpsVariable);
+  if (v == nullptr || *v == '\0') return given;
+  const std::string text(v);
+  uint32_t warps = 0;
+  if (text.find_first_not_of("0123456789") == std::string::npos && parse_u32(text, 0, &warps)) {
+    return warps;
+  }
+  throw UsageError(std::string(kHsWarpsVariable) + "=" + text + ": expected a number of warps");
+}
+
 /// Training on the GPU: picks resident or paged tables by the plan (gpu/gpu_plan.hpp) and drives
 /// the parts that own them: the device tables (gpu/device_tables.hpp), the launches
 /// (gpu/sgns_launcher.hpp) and, paged, the pipeline with its row cache
@@ -72,6 +85,7 @@ class CudaBackend final : public Backend {
       : model_(model), data_(data), options_(options), plan_(plan) {
     options_.hs_damp_warps =
         hs_damp_warps_for(hs_damp_warps_from_env(options.hs_damp_warps), data.params.model);
+    options_.hs_max_warps = data.params.hs ? hs_max_warps_from_env(options.hs_max_warps) : 0;
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     report_.device_name = device_name;
@@ -252,6 +266,7 @@ class CudaBackend final : public Backend {
     launcher_ =
         std::make_unique<SgnsLauncher>(data_, plan_, options_.serial || options_.ordered,
                                        options_.item_tokens, options_.hs_damp_warps, *tables_, st);
+    launcher_->cap_warps(options_.hs_max_warps);
     size_t bytes = tables_->bytes() + launcher_->bytes();
     if (plan_.paged) {
       paged_ = std::make_unique<PagedPipeline>(data_, plan_, options_, *tables_, *launcher_,

@@ -18,6 +18,10 @@ namespace pagedw2v {
 /// backend as it starts: `add` (word2vec's steps, 0), `damp` (the launch's warps, the default) or
 /// `damp:W` (as for W warps). A measurement knob, not an option of the product.
 inline constexpr const char* kHsTopVariable = "PAGEDW2V_HS_TOP";
+/// The environment variable that caps the warps in flight of a hierarchical-softmax run's
+/// Hogwild launches (CudaBackendOptions::hs_max_warps): fewer warps, a shorter delay
+/// between a node's read and its update, at a cost in speed. A measurement knob as above.
+inline constexpr const char* kHsWarpsVariable = "PAGEDW2V_HS_WARPS";
 
 /// Tuning of the CUDA backend; the defaults are what `--device cuda` uses.
 /// CudaBackendOptions::table_skew_bytes by default (gpu_plan.hpp's kDefaultTableGap).
@@ -83,6 +87,9 @@ struct CudaBackendOptions {
   /// kHsDampLaunchWarps: the launch's own; by default (kHsDampByModel) CBOW's are damped for the
   /// launch's own and skip-gram's are not. kHsTopVariable overrides it.
   uint32_t hs_damp_warps = kHsDampByModel;
+  /// Hierarchical softmax in Hogwild launches: at most this many warps in flight (0: as many as
+  /// stay resident). kHsWarpsVariable overrides it.
+  uint32_t hs_max_warps = 0;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

@@ -24,6 +24,7 @@ SgnsLauncher::SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool sing
       // One warp has no other writer to race with; word2vec's steps keep a deterministic run's
       // bytes.
       hs_damp_warps_(single_warp ? 0 : hs_damp_warps),
+      max_warps_(single_warp ? 1 : 0),
       keep_count_(plan.keep_count),
       batch_blocks_(plan.batch_blocks),
       pool_blocks_(std::max<uint32_t>(1, data.params.pool_blocks)),
@@ -96,7 +97,7 @@ SgnsArgs SgnsLauncher::base_args(uint32_t epoch) {
     a.hs_nodes = tables_.nodes();
     a.hs_damp_warps = hs_damp_warps_;
   }
-  a.max_warps = single_warp_ ? 1 : 0;
+  a.max_warps = max_warps_;
   a.item_tokens = item_tokens_;
   tables_.set_gradient_args(a);
   return a;

@@ -57,6 +57,9 @@ class SgnsLauncher {
   SgnsLauncher(const TrainData& data, const GpuPlan& plan, bool single_warp, uint32_t item_tokens,
                uint32_t hs_damp_warps, DeviceTables& tables, cudaStream_t stream);
 
+  /// Hogwild launches run at most `warps` warps at once (SgnsArgs::max_warps; 0: no cap).
+  void cap_warps(uint32_t warps) { max_warps_ = single_warp_ ? 1 : warps; }
+
   size_t bytes() const {
     return keep_.bytes() + noise_.bytes() + counters_.bytes() + hs_links_.bytes();
   }
@@ -105,6 +108,7 @@ class SgnsLauncher {
   bool single_warp_ = false;
   uint32_t item_tokens_ = 0;    ///< SgnsArgs::item_tokens
   uint32_t hs_damp_warps_ = 0;  ///< SgnsArgs::hs_damp_warps
+  uint32_t max_warps_ = 0;      ///< SgnsArgs::max_warps (1 for single_warp)
   uint64_t keep_count_ = 0;     ///< words whose keep probability is below 1, and those before
   uint32_t batch_blocks_ = 1, pool_blocks_ = 1;
   uint64_t max_pools_ = 1;
