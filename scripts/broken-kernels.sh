@@ -62,7 +62,8 @@ run_tests() {  # NAME: builds and runs every whole-run test; prints the failures
   cmake --build "$BUILD" -j"$JOBS" --target test_cuda_whole_run >"$OUT/$1.build.log" 2>&1 ||
     { echo "$1: build failed"; tail -20 "$OUT/$1.build.log"; return 99; }
   timeout 900 "$BUILD/bin/test_cuda_whole_run" >"$OUT/$1.log" 2>&1
-  local rc=$? line="$1: exit $rc;"
+  local rc=$?
+  local line="$1: exit $rc;"
   for kind in $KINDS; do
     line+=" $kind $(grep '^\[  FAILED  \]' "$OUT/$1.log" | grep -v ' tests, listed below' |
       sort -u | grep -c "$kind")/$(grep -c "^\[ RUN      \] .*$kind" "$OUT/$1.log") failed;"

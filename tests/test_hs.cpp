@@ -511,5 +511,17 @@ TEST(HsDamping, TheDefaultDampsCbowAndNotSkipGram) {
   }
 }
 
+// And its cap on the warps in flight: CBOW's launches at most kHsCbowMaxWarps, skip-gram's as
+// many as stay resident (0); a value given stays.
+TEST(HsDamping, TheDefaultCapsCbowsWarpsAndNotSkipGrams) {
+  EXPECT_EQ(hs_max_warps_for(kHsWarpsByModel, ModelKind::kCbow), kHsCbowMaxWarps);
+  EXPECT_EQ(hs_max_warps_for(kHsWarpsByModel, ModelKind::kSkipGram), 0u);
+  EXPECT_GT(kHsCbowMaxWarps, 0u);
+  for (const ModelKind model : {ModelKind::kCbow, ModelKind::kSkipGram}) {
+    EXPECT_EQ(hs_max_warps_for(0, model), 0u);
+    EXPECT_EQ(hs_max_warps_for(256, model), 256u);
+  }
+}
+
 }  // namespace
 }  // namespace pagedw2v

@@ -85,7 +85,10 @@ class CudaBackend final : public Backend {
       : model_(model), data_(data), options_(options), plan_(plan) {
     options_.hs_damp_warps =
         hs_damp_warps_for(hs_damp_warps_from_env(options.hs_damp_warps), data.params.model);
-    options_.hs_max_warps = data.params.hs ? hs_max_warps_from_env(options.hs_max_warps) : 0;
+    options_.hs_max_warps =
+        data.params.hs
+            ? hs_max_warps_for(hs_max_warps_from_env(options.hs_max_warps), data.params.model)
+            : 0;
     const TrainParams& p = data.params;
     check_sgns_shape(p.dim, p.window, p.negative, p.kernel);
     report_.device_name = device_name;

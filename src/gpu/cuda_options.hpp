@@ -88,8 +88,9 @@ struct CudaBackendOptions {
   /// launch's own and skip-gram's are not. kHsTopVariable overrides it.
   uint32_t hs_damp_warps = kHsDampByModel;
   /// Hierarchical softmax in Hogwild launches: at most this many warps in flight (0: as many as
-  /// stay resident). kHsWarpsVariable overrides it.
-  uint32_t hs_max_warps = 0;
+  /// stay resident); by default (kHsWarpsByModel) kHsCbowMaxWarps for CBOW and no cap for
+  /// skip-gram. kHsWarpsVariable overrides it.
+  uint32_t hs_max_warps = kHsWarpsByModel;
 };
 
 /// Where the time of a CUDA run went, for `pagedw2v bench`.

@@ -70,6 +70,23 @@ inline uint32_t hs_damp_warps_for(uint32_t warps, ModelKind model) {
   return model == ModelKind::kCbow ? kHsDampLaunchWarps : 0;
 }
 
+/// Hierarchical softmax's CBOW in Hogwild launches: at most this many warps in flight
+/// (CudaBackendOptions::hs_max_warps, SgnsArgs::max_warps). Damping alone left CBOW's analogy
+/// 1.1 points below word2vec C's resident on an H100 (about 3,200 warps in flight); fewer warps
+/// shorten the delay between a top node's read and its update, and 512 brought it above word2vec
+/// C's at two thirds of the speed (docs/performance.md, "Hierarchical softmax on the GPU").
+inline constexpr uint32_t kHsCbowMaxWarps = 512;
+/// The CUDA backend's default (CudaBackendOptions::hs_max_warps): kHsCbowMaxWarps for CBOW,
+/// no cap for skip-gram (hs_max_warps_for).
+inline constexpr uint32_t kHsWarpsByModel = 0xFFFFFFFEu;
+
+/// `warps` (CudaBackendOptions::hs_max_warps) for a run of `model`: kHsWarpsByModel resolved,
+/// any other value (0: no cap) as it is.
+inline uint32_t hs_max_warps_for(uint32_t warps, ModelKind model) {
+  if (warps != kHsWarpsByModel) return warps;
+  return model == ModelKind::kCbow ? kHsCbowMaxWarps : 0;
+}
+
 /// word2vec's MAX_EXP: the sigmoid is 0 or 1 beyond ±6.
 inline constexpr float kMaxExp = 6.0f;
 
