@@ -12,6 +12,10 @@ path). A file under src/ outside every layer folder is an error, and so is a lay
 CMakeLists.txt that names a source outside its folder: each folder's library builds only its own
 files. Exit status 1 with one line per fault, 0 when the tree is clean. --self-test plants
 faults in small trees of its own and checks that each is refused (ctest: layers_checker).
+
+The same walk holds the device to one query: the CUDA calls that ask what the device is and how
+much memory it has (cudaGetDeviceCount, cudaGetDeviceProperties, cudaMemGetInfo) appear in
+src/gpu/cuda_device.cpp alone, whose query_device hands its answer to the plan and the backends.
 """
 
 import os
@@ -45,6 +49,9 @@ LAYERS = [
 INCLUDE_ROOTS = ["src", ".", "apps"]
 SOURCE_SUFFIXES = (".hpp", ".cpp", ".cu", ".cuh", ".h")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# The device's one query (the file that may ask) and the calls that ask.
+DEVICE_QUERY_FILE = "src/gpu/cuda_device.cpp"
+DEVICE_QUERY = re.compile(r"\b(cudaGetDeviceCount|cudaGetDeviceProperties|cudaMemGetInfo)\s*\(")
 
 
 def layer_of(path):
@@ -96,6 +103,10 @@ def check(root):
                 continue
             with open(os.path.join(root, path), encoding="utf-8", errors="replace") as f:
                 for number, line in enumerate(f, 1):
+                    query = DEVICE_QUERY.search(line.split("//")[0])
+                    if query and path != DEVICE_QUERY_FILE:
+                        faults.append(f"{path}:{number}: calls {query.group(1)}: the device is "
+                                      f"asked once, in {DEVICE_QUERY_FILE} (query_device)")
                     match = INCLUDE.match(line)
                     if not match:
                         continue
@@ -138,6 +149,7 @@ def self_test():
         "src/backend/cpu/cpu_backend.hpp": '#pragma once\n#include "backend/backend.hpp"\n',
         "kernels/sgns.hpp": '#pragma once\n#include "model/sampler.hpp"\n',
         "src/gpu/plan.hpp": '#pragma once\n#include "kernels/sgns.hpp"\n',
+        "src/gpu/cuda_device.cpp": "// cudaMemGetInfo( in a comment\nint n = cudaGetDeviceCount(&c);\n",
         "apps/pagedw2v/cli.hpp": '#pragma once\n#include "gpu/plan.hpp"\n',
         "apps/pagedw2v/main.cpp": '#include "cli.hpp"\n',
     }
@@ -161,6 +173,13 @@ def self_test():
          {"src/model/CMakeLists.txt": "add_library(pagedw2v_model STATIC sampler.cpp "
                                       "${PROJECT_SOURCE_DIR}/src/gpu/plan.cpp)\n"},
          "src/model/CMakeLists.txt: builds ${PROJECT_SOURCE_DIR}/src/gpu/plan.cpp"),
+        ("a second device query",
+         {"src/gpu/plan.hpp": '#pragma once\n#include "kernels/sgns.hpp"\n'
+                              "size_t f, t; cudaMemGetInfo(&f, &t);\n"},
+         "src/gpu/plan.hpp:3: calls cudaMemGetInfo"),
+        ("a device query in a comment elsewhere",
+         {"src/gpu/plan.hpp": '#pragma once\n#include "kernels/sgns.hpp"\n'
+                              "// not cudaGetDeviceProperties(&p, 0) here\n"}, None),
     ]
     failed = 0
     for what, change, expected in cases:

@@ -76,7 +76,7 @@ class GpuReplicaBackend final : public ShardedBackend {
     sum_floats_ = std::min(kSumFloats, floats);
     sums_ = DeviceBuffer<float>(sum_floats_, "the replicas' sums");
 #ifdef PAGEDW2V_HAVE_NCCL
-    nccl_path_ = comm.size() > 1 && every_rank_has_its_gpu(comm);
+    nccl_path_ = comm.size() > 1 && every_rank_has_its_gpu(comm, gpu.device.uuid);
     if (nccl_path_) nccl_ = std::make_unique<NcclComm>(comm);
 #endif
     if (!nccl_path_) host_ = PinnedBuffer<float>(sum_floats_, "the replicas' sums (host)");

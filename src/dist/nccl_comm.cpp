@@ -13,14 +13,9 @@
 
 namespace pagedw2v::dist {
 
-bool every_rank_has_its_gpu(MpiComm& comm) {
-  int device = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-  unsigned char mine[16];
-  std::memcpy(mine, prop.uuid.bytes, sizeof mine);
-  const std::vector<uint8_t> all = comm.all_gather(mine, static_cast<int>(sizeof mine));
+bool every_rank_has_its_gpu(MpiComm& comm, const std::array<unsigned char, 16>& uuid) {
+  std::array<unsigned char, 16> mine = uuid;
+  const std::vector<uint8_t> all = comm.all_gather(mine.data(), static_cast<int>(mine.size()));
   for (size_t i = 0; i < comm.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (std::memcmp(all.data() + 16 * i, all.data() + 16 * j, 16) == 0) return false;

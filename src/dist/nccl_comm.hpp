@@ -4,9 +4,11 @@
 /// unique id broadcast by MPI, NCCL's errors as pagedw2v::Error, and a wait on a stream that
 /// polls NCCL so that a peer or link lost ends it with an error instead of a hang. Used by the
 /// output parts' rotation (part_rotation.hpp) and the replicas' sums (gpu_replica_backend.hpp).
-/// Built with MPI, CUDA and NCCL (PAGEDW2V_HAVE_NCCL); every_rank_has_its_gpu needs CUDA only.
+/// Built with MPI, CUDA and NCCL (PAGEDW2V_HAVE_NCCL); every_rank_has_its_gpu needs MPI only.
 
 #include <cuda_runtime_api.h>
+
+#include <array>
 
 #ifdef PAGEDW2V_HAVE_NCCL
 #include <nccl.h>
@@ -16,9 +18,9 @@
 
 namespace pagedw2v::dist {
 
-/// Whether every rank of `comm` runs on a GPU of its own (by UUID; collective). NCCL refuses two
-/// ranks of a communicator on one GPU.
-bool every_rank_has_its_gpu(MpiComm& comm);
+/// Whether every rank of `comm` runs on a GPU of its own, each rank giving its device's UUID
+/// (`uuid`, DeviceFacts::uuid; collective). NCCL refuses two ranks of a communicator on one GPU.
+bool every_rank_has_its_gpu(MpiComm& comm, const std::array<unsigned char, 16>& uuid);
 
 #ifdef PAGEDW2V_HAVE_NCCL
 /// Throws Error naming `call` and NCCL's message unless `rc` is ncclSuccess.

@@ -20,7 +20,7 @@ class PartBackend final : public ShardedBackend {
         model_(model),
         data_(data),
         trainer_(data, comm.size(), comm.rank(), single_warp, gpu),
-        rotation_(comm, trainer_.part_bytes(0)),
+        rotation_(comm, trainer_.part_bytes(0), gpu.device.uuid),
         agreed_stop_(agreed_stop),
         stop_(stop) {
     const uint64_t words = data.keep->words();

@@ -34,13 +34,11 @@ static_assert(sizeof(RankFacts) == 24, "RankFacts travels as raw bytes");
 
 }  // namespace
 
-PartRotation::PartRotation(MpiComm& comm, uint64_t max_bytes) : comm_(comm), max_bytes_(max_bytes) {
-  int device = 0;
-  PAGEDW2V_CUDA_TRY(cudaGetDevice(&device));
-  cudaDeviceProp prop{};
-  PAGEDW2V_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+PartRotation::PartRotation(MpiComm& comm, uint64_t max_bytes,
+                           const std::array<unsigned char, 16>& uuid)
+    : comm_(comm), max_bytes_(max_bytes) {
   RankFacts mine{};
-  std::memcpy(mine.uuid, prop.uuid.bytes, sizeof mine.uuid);
+  std::memcpy(mine.uuid, uuid.data(), sizeof mine.uuid);
   mine.max_bytes = max_bytes;
   const std::vector<uint8_t> gathered = comm.all_gather(&mine, static_cast<int>(sizeof mine));
   std::vector<RankFacts> all(comm.size());

@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,11 +39,11 @@ class PartRotation {
   /// For the ranks of `comm`, on the current CUDA device, buffers of at most `max_bytes`.
   /// Chooses NCCL (ncclCommInitRank with the unique id broadcast by MPI) when the build has it
   /// (PAGEDW2V_HAVE_NCCL) and every rank is on a different GPU (compare the devices' UUIDs,
-  /// cudaDeviceProp::uuid, gathered from every rank); else the host path: chunks copied to
+  /// `uuid` (DeviceFacts::uuid) of every rank, gathered); else the host path: chunks copied to
   /// pinned host memory, exchanged with MPI (MpiComm::send_receive), copied back. With one rank
   /// nothing moves and nothing is allocated. Throws Error when the staging memory cannot be
   /// allocated or NCCL cannot start. Collective.
-  PartRotation(MpiComm& comm, uint64_t max_bytes);
+  PartRotation(MpiComm& comm, uint64_t max_bytes, const std::array<unsigned char, 16>& uuid);
   /// Destroys the NCCL communicator (aborts it after a failed rotation, or while an exception
   /// unwinds, so that it never waits on a rank that is gone) and frees the staging.
   ~PartRotation();

@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstring>
+
 #include "gpu/pinned_region.hpp"
 
 namespace pagedw2v {
@@ -41,11 +43,16 @@ DeviceFacts query_device() {
     }
     facts.usable = true;
     facts.name = prop.name;
+    std::memcpy(facts.uuid.data(), prop.uuid.bytes, facts.uuid.size());
     facts.host_pointers = gpu_uses_host_pointers();
   } catch (...) {
     return DeviceFacts{};
   }
   return facts;
+}
+
+bool device_memory(uint64_t& free_bytes, uint64_t& total_bytes) {
+  return memory_info(free_bytes, total_bytes);
 }
 
 uint64_t device_used_bytes() {

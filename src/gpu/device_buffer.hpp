@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "base/error.hpp"
+#include "gpu/cuda_device.hpp"
 #include "kernels/cuda_check.hpp"
 
 namespace pagedw2v {
@@ -34,8 +35,8 @@ class DeviceBuffer {
       cudaGetLastError();
       // Asked only to word the failure; the run's decisions take the memory of its one query
       // (gpu/cuda_device.hpp).
-      size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
+      uint64_t free_bytes = 0, total_bytes = 0;
+      device_memory(free_bytes, total_bytes);
       data_ = nullptr;
       throw Error("out of GPU memory: " + what + " needs " + detail::mib(bytes()) + ", " +
                   detail::mib(free_bytes) + " free of " + detail::mib(total_bytes) +

@@ -4,6 +4,7 @@
 /// cuda_device.hpp asks the driver) and handed, as a value, to the plan and the backends, which
 /// never ask again. Plain C++: tests make any device they need without one.
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,8 @@ struct DeviceFacts {
   uint64_t free_bytes = 0, total_bytes = 0;
   /// Whether the GPU addresses registered host memory by its host pointer (paged tables need it).
   bool host_pointers = true;
+  /// The device's UUID: ranks compare theirs to find two on one GPU (which NCCL refuses).
+  std::array<unsigned char, 16> uuid{};
 };
 
 /// The GPU a process trains on as the run plan grants it: the device, and the memory the run
