@@ -102,21 +102,29 @@ report_gpu_test() {
   grep -E '^\[  (FAILED|SKIPPED) ' "$OUT/$1.log" | head -20 | tee -a "$SUMMARY"
 }
 if has_step test; then
-  # LANES=N: N binaries at once on the one GPU (lane i takes every N-th binary of the order),
-  # to save time on a lent machine. A binary that fails beside the others runs again alone
-  # and counts as what it does alone; the summary says so. Default: one at a time.
+  # LANES=N: N binaries at once on the one GPU, to save time on a lent machine: each lane takes
+  # the next binary of the order that no lane has taken (put the longest first with FIRST). A
+  # binary that fails beside the others runs again alone and counts as what it does alone; the
+  # summary says so. Default: one at a time. TEST_DEADLINE_S=S: no binary starts S seconds or
+  # more after the first did; one left unstarted fails the step ("not run").
   LANES=${LANES:-1}
   declare -A RC=()
-  for t in $GPU_TESTS; do rm -f "$OUT/$t.rc" "$OUT/$t.beside-others.log"; done
+  CLAIMS="$OUT/.claims"
+  rm -rf "$CLAIMS"
+  mkdir -p "$CLAIMS"
+  for t in $GPU_TESTS; do rm -f "$OUT/$t.rc" "$OUT/$t.beside-others.log" "$OUT/$t.log"; done
+  TESTS_T0=$(date +%s)
+  in_deadline() { [[ -z ${TEST_DEADLINE_S:-} ]] || (( $(date +%s) - TESTS_T0 < TEST_DEADLINE_S )); }
   if (( LANES > 1 )); then
     for ((lane = 0; lane < LANES; ++lane)); do
       (
-        i=0
         for t in $GPU_TESTS; do
-          if (( i++ % LANES == lane )) && [[ -x "$BIN/$t" ]]; then
+          in_deadline || break
+          # mkdir is atomic: the lane that makes the directory runs the binary.
+          if [[ -x "$BIN/$t" ]] && mkdir "$CLAIMS/$t" 2>/dev/null; then
             run_gpu_test "$t"
             echo $? >"$OUT/$t.rc"
-            echo "$t: rc=$(cat "$OUT/$t.rc") (lane $lane)" >>"$SUMMARY"
+            echo "$t: rc=$(cat "$OUT/$t.rc") (lane $lane, at $(( $(date +%s) - TESTS_T0 )) s)" >>"$SUMMARY"
           fi
         done
       ) &
@@ -125,7 +133,7 @@ if has_step test; then
     for t in $GPU_TESTS; do
       [[ -s "$OUT/$t.rc" ]] || continue
       RC[$t]=$(cat "$OUT/$t.rc")
-      if [[ ${RC[$t]} -ne 0 ]]; then
+      if [[ ${RC[$t]} -ne 0 ]] && in_deadline; then
         mv "$OUT/$t.log" "$OUT/$t.beside-others.log"
         run_gpu_test "$t"
         RC[$t]="$?"
@@ -139,7 +147,11 @@ if has_step test; then
       check "$t not built" 1
       continue
     fi
-    if [[ -z ${RC[$t]:-} ]]; then
+    if [[ -z ${RC[$t]:-} ]] && ! in_deadline; then
+      note "$t: not run (TEST_DEADLINE_S=$TEST_DEADLINE_S passed)"
+      check "$t not run" 1
+      continue
+    elif [[ -z ${RC[$t]:-} ]]; then
       run_gpu_test "$t"
       RC[$t]=$?
       report_gpu_test "$t" "${RC[$t]}"
