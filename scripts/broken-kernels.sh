@@ -10,7 +10,7 @@
 # The script exits 0 only when every fault fails at least one test and the unbroken tree passes
 # them all. It needs a GPU. Results go to $OUT (default: BUILD/broken-kernels).
 #
-#   BUILD=build-gpu scripts/broken-kernels.sh
+#   BUILD=build-gpu scripts/broken-kernels.sh      (REBUILD=0: no rebuild of the intact binary at the end)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
@@ -86,5 +86,7 @@ for fault in grad09 dropneg wrongslot; do
   fi
 done
 restore
-cmake --build "$BUILD" -j"$JOBS" --target test_cuda_whole_run >/dev/null 2>&1
+# REBUILD=0 leaves the binary of the last fault in BUILD (the restored sources rebuild it at the
+# next build), to save a device call the compile.
+[[ ${REBUILD:-1} == 0 ]] || cmake --build "$BUILD" -j"$JOBS" --target test_cuda_whole_run >/dev/null 2>&1
 exit $status
