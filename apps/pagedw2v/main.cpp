@@ -134,11 +134,10 @@ int main(int argc, char** argv) {
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
 #endif
   // The CUDA runtime loads a module lazily by default, at the first launch of one of its
-  // kernels: then the first epoch pays for loading the training kernels' module (11 MB of sm_90
-  // code) inside the training, 25–30 ms of a 0.1 s run on mix5m. Loaded with the context
-  // instead, the whole command took as long or less (H100, docs/notebook.md, "Loading the CUDA
-  // modules"). CUDA_MODULE_LOADING, when set, still decides; the runtime reads it once, when
-  // it starts, after this.
+  // kernels: the first epoch then pays for loading the training kernels' module. Loaded with
+  // the context instead, the whole command takes no longer (docs/notebook.md, "Loading the
+  // CUDA modules"). CUDA_MODULE_LOADING, when set, still decides; the runtime reads it once,
+  // when it starts, after this.
   setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   try {
     return dispatch(argc, argv);

@@ -71,10 +71,9 @@ inline uint32_t hs_damp_warps_for(uint32_t warps, ModelKind model) {
 }
 
 /// Hierarchical softmax's CBOW in Hogwild launches: at most this many warps in flight
-/// (CudaBackendOptions::hs_max_warps, SgnsArgs::max_warps). Damping alone left CBOW's analogy
-/// 1.1 points below word2vec C's resident on an H100 (about 3,200 warps in flight); fewer warps
-/// shorten the delay between a top node's read and its update, and 512 brought it above word2vec
-/// C's at two thirds of the speed (docs/performance.md, "Hierarchical softmax on the GPU").
+/// (CudaBackendOptions::hs_max_warps, SgnsArgs::max_warps): fewer warps shorten the delay
+/// between a top node's read and its update, which damping alone did not make up for; the
+/// measurements that chose 512 are in docs/performance.md ("Hierarchical softmax on the GPU").
 inline constexpr uint32_t kHsCbowMaxWarps = 512;
 /// The CUDA backend's default (CudaBackendOptions::hs_max_warps): kHsCbowMaxWarps for CBOW,
 /// no cap for skip-gram (hs_max_warps_for).
