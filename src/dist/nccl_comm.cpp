@@ -14,8 +14,7 @@
 namespace pagedw2v::dist {
 
 bool every_rank_has_its_gpu(MpiComm& comm, const std::array<unsigned char, 16>& uuid) {
-  std::array<unsigned char, 16> mine = uuid;
-  const std::vector<uint8_t> all = comm.all_gather(mine.data(), static_cast<int>(mine.size()));
+  const std::vector<uint8_t> all = comm.all_gather(uuid.data(), static_cast<int>(uuid.size()));
   for (size_t i = 0; i < comm.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (std::memcmp(all.data() + 16 * i, all.data() + 16 * j, 16) == 0) return false;

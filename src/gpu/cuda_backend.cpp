@@ -66,9 +66,7 @@ uint32_t hs_max_warps_from_env(uint32_t given) {
   if (v == nullptr || *v == '\0') return given;
   const std::string text(v);
   uint32_t warps = 0;
-  if (text.find_first_not_of("0123456789") == std::string::npos && parse_u32(text, 0, &warps)) {
-    return warps;
-  }
+  if (parse_u32(text, 0, &warps)) return warps;
   throw UsageError(std::string(kHsWarpsVariable) + "=" + text + ": expected a number of warps");
 }
 
