@@ -21,6 +21,9 @@
 // - Hogwild runs (many warps, the default): the loss of every epoch and the quality of the
 //   vectors (how far apart the cosines within and across planted topics are, on a corpus made
 //   of topics) within the spread that CPU runs of three seeds show, widened by a fixed floor.
+//   The paged sgd cases train a larger topic corpus on a budget its plan fills with far fewer
+//   rows than it has, so that trained rows leave the GPU and are read back (a row read into
+//   the wrong slot then shows); WholeRunHogwildPlan checks that plan without a GPU.
 //
 // Every random input comes from testing_util::fresh_seed(): printed on failure, replayed from
 // PAGEDW2V_TEST_SEED.
@@ -39,8 +42,10 @@
 #include <tuple>
 #include <vector>
 
+#include "base/error.hpp"
 #include "config/config.hpp"
 #include "cuda_test_util.hpp"
+#include "gpu/cuda_device.hpp"
 #include "io/npy.hpp"
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
@@ -48,7 +53,9 @@
 #include "support/random_data.hpp"
 #include "support/whole_run.hpp"
 #include "test_util.hpp"
+#include "train/run_plan.hpp"
 #include "train/trainer.hpp"
+#include "train/training_set.hpp"
 
 namespace pagedw2v {
 namespace {
@@ -76,13 +83,13 @@ std::string zipf_corpus(uint64_t seed, uint32_t tokens) {
 }
 
 /// Sentences about one of kTopics topics each, of words t<topic>_<j> drawn from that topic's
-/// kTopicWords words (Zipf within the topic), with one word in three drawn from any topic.
+/// `topic_words` words (Zipf within the topic), with one word in three drawn from any topic.
 constexpr uint32_t kTopics = 20;
 constexpr uint32_t kTopicWords = 40;
-std::string topic_corpus(uint64_t seed, uint32_t sentences) {
+std::string topic_corpus(uint64_t seed, uint32_t sentences, uint32_t topic_words = kTopicWords) {
   std::mt19937_64 rng(seed);
-  std::vector<double> weights(kTopicWords);
-  for (uint32_t r = 0; r < kTopicWords; ++r) weights[r] = 1.0 / (r + 2.0);
+  std::vector<double> weights(topic_words);
+  for (uint32_t r = 0; r < topic_words; ++r) weights[r] = 1.0 / (r + 2.0);
   std::discrete_distribution<uint32_t> word(weights.begin(), weights.end());
   std::uniform_int_distribution<uint32_t> topic(0, kTopics - 1), length(8, 20), noise(0, 2);
   std::string text;
@@ -99,20 +106,20 @@ std::string topic_corpus(uint64_t seed, uint32_t sentences) {
 }
 
 /// A --gpu-memory budget with room for `room` rows (of every table the optimizer needs) beyond
-/// the fixed part of a paged plan for this file's shapes (sampling tables, the pieces in flight,
-/// the plan's margin), the fixed part estimated a little high. The tests check that the plan
-/// they got pages: not every row is hot.
-uint64_t paged_budget(OptimizerKind optimizer, uint64_t room) {
+/// the fixed part of a paged plan for this file's shapes over a vocabulary of `vocab` words
+/// (sampling tables, the pieces in flight, the plan's margin), the fixed part estimated a little
+/// high. The tests check that the plan they got pages: not every row is hot.
+uint64_t paged_budget(OptimizerKind optimizer, uint64_t room, uint64_t vocab = kVocab) {
   const uint64_t stride = (kDim + 3) & ~3u;
   const bool stateful = optimizer != OptimizerKind::kSgd;
   const uint64_t row =
       stride * sizeof(float) * (2 + 2 * state_tables(optimizer) + (stateful ? 2 : 0)) + 16;
   const uint64_t tokens = kBatchWords + 2 * kLongestSentence;
   const uint64_t pools = kBatchWords / kPoolWords * kPool;
-  const uint64_t list = std::min<uint64_t>(kVocab, tokens + pools);
+  const uint64_t list = std::min<uint64_t>(vocab, tokens + pools);
   const uint64_t piece =
       tokens * 8 + (tokens / kShortestSentence + 1) * 12 + list * 16 + pools * 8 + 64;
-  const uint64_t fixed = uint64_t{kVocab} * 24 + 3 * piece + (uint64_t{16} << 10);
+  const uint64_t fixed = vocab * 24 + 3 * piece + (uint64_t{16} << 10);
   return testing_util::with_paged_margin(fixed + room * row);
 }
 
@@ -134,7 +141,8 @@ struct RunOptions {
   uint64_t batch_words = kBatchWords;
 };
 
-Trained train(const std::string& corpus, const RunOptions& o, const std::string& out) {
+/// The Config of `pagedw2v train` for a run of `corpus` under `o`, written to `out`.
+Config run_config(const std::string& corpus, const RunOptions& o, const std::string& out) {
   Config c;
   apply_option(c, "corpus", corpus);
   apply_option(c, "output", out);
@@ -159,7 +167,11 @@ Trained train(const std::string& corpus, const RunOptions& o, const std::string&
   }
   apply_option(c, "format", "npy");
   apply_option(c, "save-context", "true");
-  return testing_util::run_and_read(c, out);
+  return c;
+}
+
+Trained train(const std::string& corpus, const RunOptions& o, const std::string& out) {
+  return testing_util::run_and_read(run_config(corpus, o, out), out);
 }
 
 /// How well the vectors separate the planted topics: the mean cosine of two words of one topic
@@ -355,6 +367,97 @@ constexpr double kLearnt = 0.1;  ///< the CPU's separation that shows the topics
 /// after it passed. A broken kernel moves every seed (scripts/broken-kernels.sh).
 constexpr int kGpuSeeds = 2;
 
+/// The topic corpus of the paged sgd cases: 20 topics of 400 words, 8,000 rows, so that the
+/// rows outweigh the plan's fixed buffers and a budget can keep fewer rows on the GPU than the
+/// corpus has: trained rows leave the GPU and are read back, where a row read into the wrong
+/// slot shows in the loss and the topics. (The 800 rows of the other cases fit the least cache
+/// of a paged plan nearly whole: at their budgets every row was hot.) An optimizer's super-batch
+/// must fit the cache whole, so its paged case keeps the small corpus.
+constexpr uint32_t kPagedTopicWords = 400;
+constexpr uint32_t kPagedTopicRows = kTopics * kPagedTopicWords;
+constexpr uint32_t kPagedSentences = 80000;
+
+/// Whether a Hogwild case trains the paged sgd corpus.
+bool pages_rows_out(OptimizerKind optimizer, Placement placement) {
+  return optimizer == OptimizerKind::kSgd && placement == Placement::kPaged;
+}
+
+/// The topic corpus of a Hogwild case and the rows it has.
+std::string hogwild_corpus(uint64_t seed, OptimizerKind optimizer, Placement placement) {
+  return pages_rows_out(optimizer, placement)
+             ? topic_corpus(seed, kPagedSentences, kPagedTopicWords)
+             : topic_corpus(seed, 6000);
+}
+
+/// The options of a Hogwild case's runs, on the CPU (the GPU's set device and placement).
+RunOptions hogwild_options(ModelKind model, OptimizerKind optimizer) {
+  RunOptions o;
+  o.model = model;
+  o.optimizer = optimizer;
+  o.deterministic = false;
+  o.epochs = 3;
+  o.batch_words = kPoolWords;  // optimizers step once per block on both backends
+  o.threads = 4;
+  o.device = "cpu";
+  return o;
+}
+
+/// The "a cache of N rows" of a log's "tables paged" line, or −1 without one.
+int64_t cache_rows(const std::string& log) {
+  const std::string key = " hot rows + a cache of ";
+  const size_t at = log.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(log.c_str() + at + key.size(), nullptr, 10);
+}
+
+/// A GPU's facts made up, for plans made without one.
+DeviceFacts made_up_gpu() {
+  DeviceFacts gpu;
+  gpu.usable = true;
+  gpu.name = "test GPU";
+  gpu.free_bytes = gpu.total_bytes = uint64_t{80} << 30;
+  return gpu;
+}
+
+/// The plan `train` makes for the paged run `o` of `text` (written as `corpus`) on `gpu`: the
+/// device and sizes as plan_device and plan_sizes make them (the budget is given); `scratch`:
+/// the kernels' scratch sizes, null for CUB's own (which need a GPU).
+GpuPlan paged_plan(const std::string& text, const RunOptions& o, const std::string& corpus,
+                   const DeviceFacts& gpu, const GpuScratchBytes& scratch) {
+  Config c = run_config(corpus, o, corpus + ".out");
+  const TrainingSet set = make_training_set(text, c);
+  RunPlan plan = plan_device(c, set.vocab.size(), gpu, 1, false);
+  plan_sizes(plan, c, set.train_data(c), false, {}, scratch);
+  if (!plan.gpu_plan) throw Error("no GPU plan");
+  return *plan.gpu_plan;
+}
+
+/// Rows a paged sgd Hogwild case's budget holds beyond the least its plan accepts.
+constexpr uint64_t kHogwildRoom = 1500;
+
+/// The budget of a paged sgd Hogwild case (`o`, its corpus `text`): the least --gpu-memory its
+/// plan accepts, to 4 KiB (bisection over paged_plan), and room for kHogwildRoom rows of both
+/// fp32 tables more: far fewer rows than the corpus's 8,000 live on the GPU.
+uint64_t hogwild_sgd_budget(const std::string& text, RunOptions o, const std::string& corpus,
+                            const DeviceFacts& gpu, const GpuScratchBytes& scratch) {
+  const auto accepted = [&](uint64_t budget) {
+    o.budget = budget;
+    try {
+      return paged_plan(text, o, corpus, gpu, scratch).paged;
+    } catch (const Error&) {
+      return false;  // too small
+    }
+  };
+  uint64_t lo = uint64_t{64} << 10, hi = uint64_t{64} << 20;
+  if (accepted(lo) || !accepted(hi)) throw Error("no least budget between 64 KiB and 64 MiB");
+  while (hi - lo > 4096) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (accepted(mid) ? hi : lo) = mid;
+  }
+  const uint64_t row = 2 * ((kDim + 3) & ~3u) * sizeof(float) + 16;
+  return hi + kHogwildRoom * row;
+}
+
 using HogwildCase = std::tuple<ModelKind, OptimizerKind, Placement, Storage>;
 class WholeRunHogwild : public ::testing::TestWithParam<HogwildCase> {};
 
@@ -364,15 +467,9 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   const uint64_t seed = testing_util::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
-  write_file(dir.file("corpus.txt"), topic_corpus(seed, 6000));
-  RunOptions o;
-  o.model = model;
-  o.optimizer = optimizer;
-  o.deterministic = false;
-  o.epochs = 3;
-  o.batch_words = kPoolWords;  // optimizers step once per block on both backends
-  o.threads = 4;
-  o.device = "cpu";
+  const std::string text = hogwild_corpus(seed, optimizer, placement);
+  write_file(dir.file("corpus.txt"), text);
+  RunOptions o = hogwild_options(model, optimizer);
   std::vector<std::vector<double>> losses;
   std::vector<double> separation;
   for (uint64_t k = 0; k < 3; ++k) {
@@ -384,14 +481,24 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   o.device = "cuda";
   o.placement = placement;
   o.storage = storage;
-  o.budget = paged_budget(optimizer, optimizer == OptimizerKind::kSgd ? kVocab / 2 : kVocab);
+  // With an optimizer, room for every row of the small corpus (a super-batch fits whole).
+  o.budget = pages_rows_out(optimizer, placement)
+                 ? hogwild_sgd_budget(text, o, dir.file("corpus.txt"), query_device(), nullptr)
+                 : paged_budget(optimizer, kVocab);
   std::vector<Trained> gpus;
   for (uint64_t k = 0; k < kGpuSeeds; ++k) {
     o.seed = seed + 7 + k;
     gpus.push_back(train(dir.file("corpus.txt"), o, dir.file("gpu-" + std::to_string(k))));
     EXPECT_EQ(gpus.back().summary.device, "cuda");
     if (placement == Placement::kPaged) {
-      EXPECT_GE(testing_util::hot_rows(gpus.back().log), 0) << gpus.back().log;
+      const std::string& log = gpus.back().log;
+      const auto rows = static_cast<int64_t>(gpus.back().words.size());
+      const int64_t hot = testing_util::hot_rows(log);
+      ASSERT_GE(hot, 0) << "not paged:\n" << log;
+      EXPECT_LT(hot, rows) << log;
+      if (pages_rows_out(optimizer, placement)) {
+        EXPECT_GT(rows - hot, cache_rows(log)) << "the cache holds every cold row:\n" << log;
+      }
     }
   }
 
@@ -415,6 +522,44 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
                   gpu.summary.epoch_loss[e]);
       EXPECT_GE(gpu.summary.epoch_loss[e], lo - slack) << "epoch " << e + 1;
       EXPECT_LE(gpu.summary.epoch_loss[e], hi + slack) << "epoch " << e + 1;
+    }
+  }
+}
+
+// The plan of the Hogwild cases' paged sgd runs, as `train` makes it from their Config, with a
+// GPU's facts made up (no GPU needed): more cold rows than cache slots, for every model and
+// storage, so that the GPU cases read trained rows back from the host.
+TEST(WholeRunHogwildPlan, PagedSgdReadsTrainedRowsBack) {
+  const uint64_t seed = testing_util::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  TempDir dir;
+  const std::string text = hogwild_corpus(seed, OptimizerKind::kSgd, Placement::kPaged);
+  // Scratch sizes that grow with the items, as CUB's do (the GPU cases search with CUB's own).
+  const GpuScratchBytes scratch = [](uint64_t select_n, uint32_t order_n, uint32_t key_bits) {
+    return std::max<uint64_t>(select_n / 2 + 4096, uint64_t{order_n} * 8 + key_bits * 1024);
+  };
+  for (const ModelKind model : {ModelKind::kSkipGram, ModelKind::kCbow}) {
+    for (const Storage storage : {Storage::kFp32, Storage::kBf16}) {
+      SCOPED_TRACE(name_of(model) + " " + to_string(storage));
+      RunOptions o = hogwild_options(model, OptimizerKind::kSgd);
+      o.device = "cuda";
+      o.placement = Placement::kPaged;
+      o.storage = storage;
+      o.budget = hogwild_sgd_budget(text, o, dir.file("corpus.txt"), made_up_gpu(), scratch);
+      const GpuPlan p = paged_plan(text, o, dir.file("corpus.txt"), made_up_gpu(), scratch);
+      const uint64_t rows = make_training_set(text, run_config(dir.file("corpus.txt"), o, "x"))
+                                .vocab.size();  // nearly every word of the topics occurs
+      std::printf(
+          "%s %s: budget %llu: %llu hot rows + a cache of %llu of %llu rows\n",
+          name_of(model).c_str(), to_string(storage).c_str(),
+          static_cast<unsigned long long>(o.budget), static_cast<unsigned long long>(p.hot_rows),
+          static_cast<unsigned long long>(p.cache_rows), static_cast<unsigned long long>(rows));
+      EXPECT_GT(rows, kPagedTopicRows * 9 / 10);
+      EXPECT_TRUE(p.paged);
+      EXPECT_GT(rows - p.hot_rows, p.cache_rows) << "the cache holds every cold row";
+      // The least budget is the least: 4 KiB less is refused.
+      o.budget -= kHogwildRoom * (2 * ((kDim + 3) & ~3u) * sizeof(float) + 16) + 4096;
+      EXPECT_THROW(paged_plan(text, o, dir.file("corpus.txt"), made_up_gpu(), scratch), Error);
     }
   }
 }
