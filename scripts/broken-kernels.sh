@@ -66,7 +66,7 @@ run_tests() {  # NAME: builds and runs every whole-run test; prints the failures
   local line="$1: exit $rc;"
   for kind in $KINDS; do
     line+=" $kind $(grep '^\[  FAILED  \]' "$OUT/$1.log" | grep -v ' tests, listed below' |
-      sort -u | grep -c "$kind\.")/$(grep -c "^\[ RUN      \] .*$kind\." "$OUT/$1.log") failed;"
+      sed "s/^\[  FAILED  \] \([^ ,]*\).*/\1/" | sort -u | grep -c "$kind\.")/$(grep -c "^\[ RUN      \] .*$kind\." "$OUT/$1.log") failed;"
   done
   echo "$line"
   return $rc
