@@ -419,31 +419,41 @@ DeviceFacts made_up_gpu() {
   return gpu;
 }
 
-/// The plan `train` makes for the paged run `o` of `text` (written as `corpus`) on `gpu`: the
-/// device and sizes as plan_device and plan_sizes make them (the budget is given); `scratch`:
-/// the kernels' scratch sizes, null for CUB's own (which need a GPU).
-GpuPlan paged_plan(const std::string& text, const RunOptions& o, const std::string& corpus,
-                   const DeviceFacts& gpu, const GpuScratchBytes& scratch) {
-  Config c = run_config(corpus, o, corpus + ".out");
-  const TrainingSet set = make_training_set(text, c);
-  RunPlan plan = plan_device(c, set.vocab.size(), gpu, 1, false);
-  plan_sizes(plan, c, set.train_data(c), false, {}, scratch);
-  if (!plan.gpu_plan) throw Error("no GPU plan");
-  return *plan.gpu_plan;
-}
+/// The plans `train` makes for the paged run `o` of `text` (written as `corpus`) at any budget:
+/// the device and sizes as plan_device and plan_sizes make them, over one training set.
+class PagedPlans {
+ public:
+  PagedPlans(const std::string& text, const RunOptions& o, const std::string& corpus)
+      : config_(run_config(corpus, o, corpus + ".out")), set_(make_training_set(text, config_)) {}
 
-/// Rows a paged sgd Hogwild case's budget holds beyond the least its plan accepts.
+  /// The plan at --gpu-memory `budget` on `gpu`; `scratch`: the kernels' scratch sizes, null
+  /// for CUB's own (which need a GPU). Throws the plan's Error when the budget is too small.
+  GpuPlan at(uint64_t budget, const DeviceFacts& gpu, const GpuScratchBytes& scratch) const {
+    Config c = config_;
+    apply_option(c, "gpu-memory", std::to_string(budget));
+    RunPlan plan = plan_device(c, set_.vocab.size(), gpu, 1, false);
+    plan_sizes(plan, c, set_.train_data(c), false, {}, scratch);
+    if (!plan.gpu_plan) throw Error("no GPU plan");
+    return *plan.gpu_plan;
+  }
+  uint64_t rows() const { return set_.vocab.size(); }
+
+ private:
+  Config config_;
+  TrainingSet set_;
+};
+
+/// Rows a paged sgd Hogwild case's budget holds beyond the least its plan accepts, and the bytes
+/// of one (both fp32 tables and its slot's entry).
 constexpr uint64_t kHogwildRoom = 1500;
+constexpr uint64_t kHogwildRowBytes = 2 * ((kDim + 3) & ~3u) * sizeof(float) + 16;
 
-/// The budget of a paged sgd Hogwild case (`o`, its corpus `text`): the least --gpu-memory its
-/// plan accepts, to 4 KiB (bisection over paged_plan), and room for kHogwildRoom rows of both
-/// fp32 tables more: far fewer rows than the corpus's 8,000 live on the GPU.
-uint64_t hogwild_sgd_budget(const std::string& text, RunOptions o, const std::string& corpus,
-                            const DeviceFacts& gpu, const GpuScratchBytes& scratch) {
+/// The least --gpu-memory the plans accept, to 4 KiB (bisection).
+uint64_t least_budget(const PagedPlans& plans, const DeviceFacts& gpu,
+                      const GpuScratchBytes& scratch) {
   const auto accepted = [&](uint64_t budget) {
-    o.budget = budget;
     try {
-      return paged_plan(text, o, corpus, gpu, scratch).paged;
+      return plans.at(budget, gpu, scratch).paged;
     } catch (const Error&) {
       return false;  // too small
     }
@@ -454,8 +464,14 @@ uint64_t hogwild_sgd_budget(const std::string& text, RunOptions o, const std::st
     const uint64_t mid = lo + (hi - lo) / 2;
     (accepted(mid) ? hi : lo) = mid;
   }
-  const uint64_t row = 2 * ((kDim + 3) & ~3u) * sizeof(float) + 16;
-  return hi + kHogwildRoom * row;
+  return hi;
+}
+
+/// The budget of a paged sgd Hogwild case: the least its plan accepts and room for
+/// kHogwildRoom rows more, far fewer rows than the corpus's 8,000.
+uint64_t hogwild_sgd_budget(const PagedPlans& plans, const DeviceFacts& gpu,
+                            const GpuScratchBytes& scratch) {
+  return least_budget(plans, gpu, scratch) + kHogwildRoom * kHogwildRowBytes;
 }
 
 using HogwildCase = std::tuple<ModelKind, OptimizerKind, Placement, Storage>;
@@ -482,9 +498,10 @@ TEST_P(WholeRunHogwild, LossAndQualityAsTheCpus) {
   o.placement = placement;
   o.storage = storage;
   // With an optimizer, room for every row of the small corpus (a super-batch fits whole).
-  o.budget = pages_rows_out(optimizer, placement)
-                 ? hogwild_sgd_budget(text, o, dir.file("corpus.txt"), query_device(), nullptr)
-                 : paged_budget(optimizer, kVocab);
+  o.budget =
+      pages_rows_out(optimizer, placement)
+          ? hogwild_sgd_budget(PagedPlans(text, o, dir.file("corpus.txt")), query_device(), nullptr)
+          : paged_budget(optimizer, kVocab);
   std::vector<Trained> gpus;
   for (uint64_t k = 0; k < kGpuSeeds; ++k) {
     o.seed = seed + 7 + k;
@@ -545,21 +562,22 @@ TEST(WholeRunHogwildPlan, PagedSgdReadsTrainedRowsBack) {
       o.device = "cuda";
       o.placement = Placement::kPaged;
       o.storage = storage;
-      o.budget = hogwild_sgd_budget(text, o, dir.file("corpus.txt"), made_up_gpu(), scratch);
-      const GpuPlan p = paged_plan(text, o, dir.file("corpus.txt"), made_up_gpu(), scratch);
-      const uint64_t rows = make_training_set(text, run_config(dir.file("corpus.txt"), o, "x"))
-                                .vocab.size();  // nearly every word of the topics occurs
+      const PagedPlans plans(text, o, dir.file("corpus.txt"));
+      const uint64_t least = least_budget(plans, made_up_gpu(), scratch);
+      const uint64_t budget = hogwild_sgd_budget(plans, made_up_gpu(), scratch);
+      const GpuPlan p = plans.at(budget, made_up_gpu(), scratch);
+      const uint64_t rows = plans.rows();  // nearly every word of the topics occurs
       std::printf(
           "%s %s: budget %llu: %llu hot rows + a cache of %llu of %llu rows\n",
           name_of(model).c_str(), to_string(storage).c_str(),
-          static_cast<unsigned long long>(o.budget), static_cast<unsigned long long>(p.hot_rows),
+          static_cast<unsigned long long>(budget), static_cast<unsigned long long>(p.hot_rows),
           static_cast<unsigned long long>(p.cache_rows), static_cast<unsigned long long>(rows));
       EXPECT_GT(rows, kPagedTopicRows * 9 / 10);
       EXPECT_TRUE(p.paged);
       EXPECT_GT(rows - p.hot_rows, p.cache_rows) << "the cache holds every cold row";
       // The least budget is the least: 4 KiB less is refused.
-      o.budget -= kHogwildRoom * (2 * ((kDim + 3) & ~3u) * sizeof(float) + 16) + 4096;
-      EXPECT_THROW(paged_plan(text, o, dir.file("corpus.txt"), made_up_gpu(), scratch), Error);
+      EXPECT_EQ(budget, least + kHogwildRoom * kHogwildRowBytes);
+      EXPECT_THROW(plans.at(least - 4096, made_up_gpu(), scratch), Error);
     }
   }
 }
