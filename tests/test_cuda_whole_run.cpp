@@ -50,6 +50,7 @@
 #include "model/model.hpp"
 #include "model/optimizer.hpp"
 #include "support/compare.hpp"
+#include "support/made_up_gpu.hpp"
 #include "support/random_data.hpp"
 #include "support/whole_run.hpp"
 #include "test_util.hpp"
@@ -410,15 +411,6 @@ int64_t cache_rows(const std::string& log) {
   return std::strtoll(log.c_str() + at + key.size(), nullptr, 10);
 }
 
-/// A GPU's facts made up, for plans made without one.
-DeviceFacts made_up_gpu() {
-  DeviceFacts gpu;
-  gpu.usable = true;
-  gpu.name = "test GPU";
-  gpu.free_bytes = gpu.total_bytes = uint64_t{80} << 30;
-  return gpu;
-}
-
 /// The plans `train` makes for the paged run `o` of `text` (written as `corpus`) at any budget:
 /// the device and sizes as plan_device and plan_sizes make them, over one training set.
 class PagedPlans {
@@ -551,10 +543,9 @@ TEST(WholeRunHogwildPlan, PagedSgdReadsTrainedRowsBack) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   TempDir dir;
   const std::string text = hogwild_corpus(seed, OptimizerKind::kSgd, Placement::kPaged);
-  // Scratch sizes that grow with the items, as CUB's do (the GPU cases search with CUB's own).
-  const GpuScratchBytes scratch = [](uint64_t select_n, uint32_t order_n, uint32_t key_bits) {
-    return std::max<uint64_t>(select_n / 2 + 4096, uint64_t{order_n} * 8 + key_bits * 1024);
-  };
+  // Made-up scratch sizes (the GPU cases search with CUB's own) and device facts.
+  const GpuScratchBytes scratch = testing_util::made_up_scratch;
+  const DeviceFacts gpu = testing_util::made_up_gpu();
   for (const ModelKind model : {ModelKind::kSkipGram, ModelKind::kCbow}) {
     for (const Storage storage : {Storage::kFp32, Storage::kBf16}) {
       SCOPED_TRACE(name_of(model) + " " + to_string(storage));
@@ -563,9 +554,9 @@ TEST(WholeRunHogwildPlan, PagedSgdReadsTrainedRowsBack) {
       o.placement = Placement::kPaged;
       o.storage = storage;
       const PagedPlans plans(text, o, dir.file("corpus.txt"));
-      const uint64_t least = least_budget(plans, made_up_gpu(), scratch);
-      const uint64_t budget = hogwild_sgd_budget(plans, made_up_gpu(), scratch);
-      const GpuPlan p = plans.at(budget, made_up_gpu(), scratch);
+      const uint64_t least = least_budget(plans, gpu, scratch);
+      const uint64_t budget = hogwild_sgd_budget(plans, gpu, scratch);
+      const GpuPlan p = plans.at(budget, gpu, scratch);
       const uint64_t rows = plans.rows();  // nearly every word of the topics occurs
       std::printf(
           "%s %s: budget %llu: %llu hot rows + a cache of %llu of %llu rows\n",
@@ -577,7 +568,7 @@ TEST(WholeRunHogwildPlan, PagedSgdReadsTrainedRowsBack) {
       EXPECT_GT(rows - p.hot_rows, p.cache_rows) << "the cache holds every cold row";
       // The least budget is the least: 4 KiB less is refused.
       EXPECT_EQ(budget, least + kHogwildRoom * kHogwildRowBytes);
-      EXPECT_THROW(plans.at(least - 4096, made_up_gpu(), scratch), Error);
+      EXPECT_THROW(plans.at(least - 4096, gpu, scratch), Error);
     }
   }
 }

@@ -18,6 +18,7 @@
 #include "model/optimizer.hpp"
 #include "model/params.hpp"
 #include "model/sampler.hpp"
+#include "support/made_up_gpu.hpp"
 #include "support/random_data.hpp"
 #include "support/seed.hpp"
 #include "train/backend_factory.hpp"
@@ -31,19 +32,10 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 /// A usable GPU with `free_bytes` free of 80 GiB.
-DeviceFacts gpu(uint64_t free_bytes) {
-  DeviceFacts d;
-  d.usable = true;
-  d.name = "test GPU";
-  d.free_bytes = free_bytes;
-  d.total_bytes = 80 * kGiB;
-  return d;
-}
+DeviceFacts gpu(uint64_t free_bytes) { return testing_util::made_up_gpu(free_bytes); }
 
 /// Fake CUB scratch sizes that grow with the items, as CUB's do.
-uint64_t scratch(uint64_t select_n, uint32_t order_n, uint32_t key_bits) {
-  return std::max<uint64_t>(select_n / 2 + 4096, uint64_t{order_n} * 8 + key_bits * 1024);
-}
+constexpr auto scratch = testing_util::made_up_scratch;
 
 Config base_config() {
   Config c;
