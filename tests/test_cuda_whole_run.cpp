@@ -383,7 +383,7 @@ bool pages_rows_out(OptimizerKind optimizer, Placement placement) {
   return optimizer == OptimizerKind::kSgd && placement == Placement::kPaged;
 }
 
-/// The topic corpus of a Hogwild case and the rows it has.
+/// The topic corpus of a Hogwild case.
 std::string hogwild_corpus(uint64_t seed, OptimizerKind optimizer, Placement placement) {
   return pages_rows_out(optimizer, placement)
              ? topic_corpus(seed, kPagedSentences, kPagedTopicWords)
